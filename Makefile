@@ -1,0 +1,109 @@
+# kb - a knowledge base and kernel skill library for GPU kernel engineers.
+#
+#   make            build/kb (and build/kb-verify where a CUDA toolkit is found)
+#   make deps       install packages, the FAISS C API and the model (idempotent)
+#   make test       deps, build, unit + CLI tests
+#   make check      the test suite under ASan + UBSan
+#   make demo       deps, build, ingest the mirror, answer a query
+#   make bench      the figures of BENCHMARKS.md
+#   make install PREFIX=/usr/local DESTDIR=
+#   V=1 shows full commands.
+
+PREFIX  ?= /usr/local
+BUILD   ?= build
+CC      ?= cc
+BLAS    ?= openblas
+KB_MIRROR ?= $(abspath ../shared/corpus)
+export KB_MIRROR
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+PKGS    := sqlite3 libcurl libcjson libxml-2.0 md4c yaml-0.1 libutf8proc libmicrohttpd libcrypto
+ifeq ($(BLAS),blis)
+BLAS_CFLAGS := -I/usr/include/blis -DKB_BLAS_BLIS
+BLAS_LIBS   := -lblis
+else
+BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
+BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
+endif
+
+FAISS_CAPI := $(BUILD)/faiss-capi
+WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wstrict-prototypes -Wmissing-prototypes
+CFLAGS  ?= -O2 -g
+ALL_CFLAGS  = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -I. -I$(FAISS_CAPI)/include \
+              $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(BLAS_CFLAGS) -include kb/banned.h
+LIBS    = $(FAISS_CAPI)/libfaiss_c.a -lfaiss -lstdc++ -lgomp \
+          $(shell pkg-config --libs $(PKGS) 2>/dev/null) $(BLAS_LIBS) -llapack -lm -lpthread
+LDFLAGS ?=
+
+# Every .c of the library modules; each command lives in its own cmd_*.c.
+LIB_SRC  := $(sort $(wildcard kb/*.c ingest/*.c index/*.c skills/*.c query/*.c generator/*.c))
+LIB_SRC  := $(filter-out kb/main.c generator/kb-verify%.c generator/verify/%.c,$(LIB_SRC))
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+MAIN_OBJ := $(BUILD)/obj/kb/main.o
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+
+.PHONY: all deps test unit cli check demo bench install clean
+all: $(BUILD)/kb
+
+$(BUILD)/obj/%.o: %.c kb/kb.h $(wildcard */*_int.h kb/*.h)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -MMD -c $< -o $@
+
+$(BUILD)/libkb.a: $(LIB_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/kb: $(MAIN_OBJ) $(BUILD)/libkb.a
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(MAIN_OBJ) $(BUILD)/libkb.a $(LIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libkb.a
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  TEST-CC $<")
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libkb.a $(LIBS) $(shell pkg-config --libs cmocka)
+
+-include $(LIB_OBJ:.o=.d) $(MAIN_OBJ:.o=.d)
+
+# ---- kb-verify (CUDA driver API + NVRTC), only where a toolkit is found ----
+-include generator/verify.mk
+
+deps:
+	$(Q)scripts/deps.sh
+
+test: deps
+	$(Q)$(MAKE) --no-print-directory all $(UNIT_BIN) $(VERIFY_TARGETS)
+	$(Q)tests/run.sh $(BUILD)
+
+unit: all $(UNIT_BIN)
+	$(Q)tests/run.sh $(BUILD) unit
+
+cli: all
+	$(Q)tests/run.sh $(BUILD) cli
+
+check:
+	$(Q)$(MAKE) --no-print-directory BUILD=build-asan \
+	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
+	  LDFLAGS="-fsanitize=address,undefined" FAISS_CAPI=build/faiss-capi all \
+	  $(UNIT_SRC:tests/unit/%.c=build-asan/tests/%)
+	$(Q)ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  tests/run.sh build-asan
+
+demo: deps all
+	$(Q)scripts/demo.sh $(BUILD)
+
+bench: all
+	$(Q)scripts/bench.sh $(BUILD)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 $(BUILD)/kb $(DESTDIR)$(PREFIX)/bin/kb
+	$(if $(wildcard $(BUILD)/kb-verify),install -m 755 $(BUILD)/kb-verify $(DESTDIR)$(PREFIX)/bin/kb-verify)
+
+clean:
+	rm -rf $(BUILD)/obj $(BUILD)/tests $(BUILD)/kb $(BUILD)/kb-verify $(BUILD)/libkb.a build-asan

@@ -1,0 +1,11 @@
+/* cmd_ingest.c - kb ingest. */
+#include "kb/cli.h"
+
+#include <stdio.h>
+
+int cmd_ingest(int argc, char **argv, const kb_cli *cli, const kb_command *self)
+{
+    (void)argc; (void)argv; (void)cli;
+    fprintf(stderr, "kb %s: not built yet\n", self->name);
+    return 1;
+}

