@@ -1,0 +1,211 @@
+/* parsers.c - heading slugs and the choice of a parser for a document. */
+#include "kb/kb.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <utf8proc.h>
+
+/* github-slugger: lower-case; drop every character that is not a letter, a
+ * mark, a number, connector punctuation ('_'), '-' or a space; each space
+ * becomes '-'. Bytes that are not valid UTF-8 are dropped. */
+char *kb_slugify(const char *heading)
+{
+    kb_buf out;
+    kb_buf_init(&out, 0);
+    const utf8proc_uint8_t *s = (const utf8proc_uint8_t *)(heading ? heading : "");
+    utf8proc_ssize_t left = (utf8proc_ssize_t)strlen((const char *)s);
+    /* leading and trailing white space is not part of the heading text */
+    while (left > 0 && isspace(*s)) {
+        s++;
+        left--;
+    }
+    while (left > 0 && isspace(s[left - 1]))
+        left--;
+    while (left > 0) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t n = utf8proc_iterate(s, left, &cp);
+        if (n <= 0) {
+            s++;
+            left--;
+            continue;
+        }
+        s += n;
+        left -= n;
+        if (cp == ' ' || cp == '\t' || cp == '\n' || cp == '\r') {
+            kb_buf_putc(&out, '-');
+            continue;
+        }
+        if (cp == '-') {
+            kb_buf_putc(&out, '-');
+            continue;
+        }
+        utf8proc_category_t cat = utf8proc_category(cp);
+        int keep = 0;
+        switch (cat) {
+        case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL:
+        case UTF8PROC_CATEGORY_LT: case UTF8PROC_CATEGORY_LM:
+        case UTF8PROC_CATEGORY_LO: case UTF8PROC_CATEGORY_MN:
+        case UTF8PROC_CATEGORY_MC: case UTF8PROC_CATEGORY_ME:
+        case UTF8PROC_CATEGORY_ND: case UTF8PROC_CATEGORY_NL:
+        case UTF8PROC_CATEGORY_NO: case UTF8PROC_CATEGORY_PC:
+            keep = 1;
+            break;
+        default:
+            break;
+        }
+        if (!keep)
+            continue;
+        utf8proc_uint8_t enc[4];
+        utf8proc_ssize_t m = utf8proc_encode_char(utf8proc_tolower(cp), enc);
+        kb_buf_append(&out, enc, (size_t)m);
+    }
+    return kb_buf_detach(&out);
+}
+
+/* ------------------------------------------------------------------ dispatch */
+
+static const char *extension(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    const char *dot = strrchr(base, '.');
+    return dot && dot != base ? dot + 1 : NULL;
+}
+
+static const char *basename_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+static int ext_in(const char *ext, const char *const *list)
+{
+    for (size_t i = 0; list[i]; i++)
+        if (strcasecmp(ext, list[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static const char *const ext_html[] = { "html", "htm", "xhtml", NULL };
+static const char *const ext_md[] = { "md", "markdown", NULL };
+static const char *const ext_rst[] = { "rst", NULL };
+static const char *const ext_cuda[] = { "cu", "cuh", "h", "hpp", "cpp", "c",
+                                        "cc", NULL };
+static const char *const ext_text[] = { "txt", NULL };
+/* binaries and formats kb does not ingest */
+static const char *const ext_skip[] = {
+    "png", "jpg", "jpeg", "gif", "svg", "pdf", "ico", "webp", "bmp", "zip",
+    "gz", "tgz", "tar", "xz", "bz2", "o", "a", "so", "bin", "exe", "woff",
+    "woff2", "ttf", "eot", "mp4", "mov", "pyc", NULL
+};
+
+static kb_parse_fn by_extension(const char *ext, int *skip)
+{
+    *skip = 0;
+    if (!ext)
+        return NULL;
+    if (ext_in(ext, ext_html))
+        return kb_parse_html;
+    if (ext_in(ext, ext_md))
+        return kb_parse_markdown;
+    if (ext_in(ext, ext_rst))
+        return kb_parse_rst;
+    if (ext_in(ext, ext_cuda))
+        return kb_parse_cuda;
+    if (ext_in(ext, ext_text))
+        return kb_parse_text;
+    if (ext_in(ext, ext_skip))
+        *skip = 1;
+    return NULL;
+}
+
+static kb_parse_fn by_hint(const char *hint)
+{
+    if (!hint || !*hint)
+        return NULL;
+    if (strcasecmp(hint, "html") == 0)
+        return kb_parse_html;
+    if (strcasecmp(hint, "markdown") == 0 || strcasecmp(hint, "md") == 0)
+        return kb_parse_markdown;
+    if (strcasecmp(hint, "rst") == 0)
+        return kb_parse_rst;
+    if (strcasecmp(hint, "cuda-source") == 0 || strcasecmp(hint, "cuda") == 0)
+        return kb_parse_cuda;
+    if (strcasecmp(hint, "text") == 0)
+        return kb_parse_text;
+    /* "markdown+rst" and other mixes: decided by extension only */
+    return NULL;
+}
+
+/* The first bytes of a local file, for sniffing: NULL if unreadable. */
+static char *read_head(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = malloc(1024);
+    if (buf)
+        *n = fread(buf, 1, 1024, f);
+    fclose(f);
+    return buf;
+}
+
+static int looks_binary(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] == '\0')
+            return 1;
+    return 0;
+}
+
+static kb_parse_fn sniff(const char *p, size_t n)
+{
+    size_t i = 0;
+    if (n >= 3 && (unsigned char)p[0] == 0xEF && (unsigned char)p[1] == 0xBB &&
+        (unsigned char)p[2] == 0xBF)
+        i = 3;
+    while (i < n && isspace((unsigned char)p[i]))
+        i++;
+    const char *s = p + i;
+    size_t left = n - i;
+    if ((left >= 14 && strncasecmp(s, "<!DOCTYPE html", 14) == 0) ||
+        (left >= 5 && strncasecmp(s, "<html", 5) == 0))
+        return kb_parse_html;
+    /* an ATX heading: one to six '#' then a space */
+    size_t h = 0;
+    while (h < left && h < 7 && s[h] == '#')
+        h++;
+    if (h >= 1 && h <= 6 && h < left && (s[h] == ' ' || s[h] == '\t'))
+        return kb_parse_markdown;
+    return NULL;
+}
+
+kb_parse_fn kb_parser_for(const char *path, const char *format_hint)
+{
+    if (!path)
+        path = "";
+    int skip = 0;
+    kb_parse_fn fn = by_extension(extension(path), &skip);
+    if (fn)
+        return fn;
+    if (skip)
+        return NULL;
+    /* LICENSE, COPYING, README without extension: plain text */
+    const char *base = basename_of(path);
+    if (strncasecmp(base, "LICENSE", 7) == 0 || strncasecmp(base, "LICENCE", 7) == 0 ||
+        strncasecmp(base, "COPYING", 7) == 0 || strcasecmp(base, "NOTICE") == 0)
+        return kb_parse_text;
+    fn = by_hint(format_hint);
+    if (fn)
+        return fn;
+    size_t n = 0;
+    char *head = read_head(path, &n);
+    if (!head)
+        return NULL;
+    if (!looks_binary(head, n))
+        fn = sniff(head, n);
+    free(head);
+    return fn;
+}
