@@ -7,6 +7,8 @@
 #include <strings.h>
 #include <utf8proc.h>
 
+#include "ingest/parsers_int.h"
+
 /* github-slugger: lower-case; drop every character that is not a letter, a
  * mark, a number, connector punctuation ('_'), '-' or a space; each space
  * becomes '-'. Bytes that are not valid UTF-8 are dropped. */
@@ -208,4 +210,129 @@ kb_parse_fn kb_parser_for(const char *path, const char *format_hint)
         fn = sniff(head, n);
     free(head);
     return fn;
+}
+
+/* ------------------------------------------------------------------ anchors */
+
+char *kb_ingest_docutils_id(const char *title)
+{
+    utf8proc_uint8_t *norm = NULL;
+    utf8proc_ssize_t n = utf8proc_map((const utf8proc_uint8_t *)(title ? title : ""),
+                                      0, &norm,
+                                      UTF8PROC_NULLTERM | UTF8PROC_DECOMPOSE |
+                                      UTF8PROC_COMPAT);
+    kb_buf out;
+    kb_buf_init(&out, 0);
+    const char *s = title ? title : "";
+    if (n >= 0 && norm)
+        s = (const char *)norm;
+    int dash = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        unsigned char c = (unsigned char)tolower(*p);
+        if (c < 0x80 && isalnum(c)) {
+            /* leading digits and dashes are not allowed in an id */
+            if (out.len == 0 && isdigit(c)) {
+                dash = 0;
+                continue;
+            }
+            if (dash && out.len > 0)
+                kb_buf_putc(&out, '-');
+            dash = 0;
+            kb_buf_putc(&out, (char)c);
+        } else if (c < 0x80 || (*p & 0xC0) == 0xC0) {
+            /* one separator per run; combining marks (continuation bytes
+             * of dropped characters) do not separate on their own */
+            dash = 1;
+        }
+    }
+    free(norm);
+    return kb_buf_detach(&out);
+}
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+void kb_strset_init(kb_strset *s)
+{
+    s->slots = NULL;
+    s->cap = s->n = 0;
+}
+
+void kb_strset_release(kb_strset *s)
+{
+    for (size_t i = 0; i < s->cap; i++)
+        free(s->slots[i]);
+    free(s->slots);
+    kb_strset_init(s);
+}
+
+int kb_strset_has(const kb_strset *s, const char *key)
+{
+    if (!s->cap)
+        return 0;
+    for (size_t i = hash_str(key) & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
+        if (!s->slots[i])
+            return 0;
+        if (strcmp(s->slots[i], key) == 0)
+            return 1;
+    }
+}
+
+static void strset_put(char **slots, size_t cap, char *key)
+{
+    size_t i = hash_str(key) & (cap - 1);
+    while (slots[i])
+        i = (i + 1) & (cap - 1);
+    slots[i] = key;
+}
+
+int kb_strset_add(kb_strset *s, const char *key)
+{
+    if (kb_strset_has(s, key))
+        return 0;
+    if ((s->n + 1) * 2 > s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 64;
+        char **slots = calloc(cap, sizeof *slots);
+        if (!slots)
+            return -1;
+        for (size_t i = 0; i < s->cap; i++)
+            if (s->slots[i])
+                strset_put(slots, cap, s->slots[i]);
+        free(s->slots);
+        s->slots = slots;
+        s->cap = cap;
+    }
+    char *k = kb_strdup(key);
+    if (!k)
+        return -1;
+    strset_put(s->slots, s->cap, k);
+    s->n++;
+    return 0;
+}
+
+char *kb_ingest_unique_slug(kb_strset *seen, const char *heading)
+{
+    char *base = kb_slugify(heading);
+    if (!base)
+        return NULL;
+    if (!kb_strset_has(seen, base)) {
+        kb_strset_add(seen, base);
+        return base;
+    }
+    kb_buf b;
+    kb_buf_init(&b, 0);
+    for (unsigned long i = 1;; i++) {
+        kb_buf_reset(&b);
+        kb_buf_printf(&b, "%s-%lu", base, i);
+        if (!kb_strset_has(seen, b.data ? b.data : ""))
+            break;
+    }
+    free(base);
+    kb_strset_add(seen, b.data);
+    return kb_buf_detach(&b);
 }

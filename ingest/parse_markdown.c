@@ -1,0 +1,887 @@
+/* parse_markdown.c - CommonMark + tables (md4c) into a kb_doc, with the
+ * survey's literature list read as paper records. */
+#include "kb/kb.h"
+#include "ingest/parsers_int.h"
+
+#include <ctype.h>
+#include <libxml/HTMLparser.h>
+#include <libxml/tree.h>
+#include <md4c.h>
+#include <strings.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A link seen in the text being captured: its text is cap[start, end). */
+typedef struct {
+    size_t start, end;
+    char *href;
+} md_link;
+
+typedef struct {
+    kb_doc *doc;
+    kb_rc rc;                /* sticky: the first failure */
+    int sphinx;              /* headings map to a Sphinx page's section ids */
+    int nheadings;
+    kb_strset seen;          /* anchors given so far */
+
+    kb_buf cap;              /* inline text of the current leaf or heading */
+    md_link *links;
+    size_t nlinks, caplinks;
+    int link_open;           /* an MD_SPAN_A is open */
+    int img_depth;           /* inside an image: its alt text is dropped */
+    int code_span_end;       /* just left inline code: space before a word */
+    char *html_anchor;       /* <a id=...> inside a heading */
+
+    int in_heading, hlevel;
+    int in_code;
+    kb_buf code;
+    int in_html;
+    kb_buf html;
+    int in_table, in_cell, ncells;
+    kb_buf table, row;
+
+    kb_buf run;              /* text of the open lists and quotes */
+    int containers;          /* open lists and quotes */
+    int list_depth;
+    int li_fresh;            /* the next leaf starts a list item */
+} md_state;
+
+static void st_fail(md_state *st, kb_rc rc)
+{
+    if (st->rc == KB_OK)
+        st->rc = rc;
+}
+
+static void put(md_state *st, kb_buf *b, const char *s, size_t n)
+{
+    if (kb_buf_append(b, s, n) != KB_OK)
+        st_fail(st, KB_ERR_NOMEM);
+}
+
+static void reset_links(md_state *st)
+{
+    for (size_t i = 0; i < st->nlinks; i++)
+        free(st->links[i].href);
+    st->nlinks = 0;
+    st->link_open = 0;
+}
+
+/* Trims white space at both ends of s[0, *n) and returns the new start. */
+static const char *trim(const char *s, size_t *n)
+{
+    while (*n && isspace((unsigned char)*s)) {
+        s++;
+        (*n)--;
+    }
+    while (*n && isspace((unsigned char)s[*n - 1]))
+        (*n)--;
+    return s;
+}
+
+static void add_block(md_state *st, kb_kind kind, const char *s, size_t n)
+{
+    if (st->rc == KB_OK) {
+        kb_rc rc = kb_doc_add(st->doc, kind, s, n);
+        if (rc != KB_OK)
+            st_fail(st, rc);
+    }
+}
+
+static void flush_run(md_state *st)
+{
+    size_t n = st->run.len;
+    const char *s = trim(st->run.data ? st->run.data : "", &n);
+    if (n)
+        add_block(st, KB_KIND_TEXT, s, n);
+    kb_buf_reset(&st->run);
+}
+
+/* ------------------------------------------------------------- papers */
+
+/* "[MM/YYYY]", "[M/YYYY]", "[YYYY-MM]", "[YYYY]" -> "YYYY-MM" / "YYYY". */
+static int parse_date(const char *s, size_t n, char out[8])
+{
+    while (n && s[0] == ' ') { s++; n--; }
+    while (n && s[n - 1] == ' ') n--;
+    int d[8], nd = 0;
+    size_t i = 0;
+    for (; i < n && nd < 8; i++) {
+        if (!isdigit((unsigned char)s[i]))
+            break;
+        d[nd++] = s[i] - '0';
+    }
+    if (nd == 4 && i == n) {
+        snprintf(out, 8, "%d%d%d%d", d[0], d[1], d[2], d[3]);
+        return 1;
+    }
+    if ((nd == 1 || nd == 2) && i < n && (s[i] == '/' || s[i] == '.') &&
+        n - i - 1 == 4) {
+        int month = nd == 1 ? d[0] : d[0] * 10 + d[1];
+        const char *y = s + i + 1;
+        for (int k = 0; k < 4; k++)
+            if (!isdigit((unsigned char)y[k]))
+                return 0;
+        if (month < 1 || month > 12)
+            return 0;
+        snprintf(out, 8, "%.4s-%02d", y, month);
+        return 1;
+    }
+    if (nd == 4 && i < n && s[i] == '-' && n - i - 1 == 2 &&
+        isdigit((unsigned char)s[i + 1]) && isdigit((unsigned char)s[i + 2])) {
+        int month = (s[i + 1] - '0') * 10 + (s[i + 2] - '0');
+        if (month < 1 || month > 12)
+            return 0;
+        snprintf(out, 8, "%.4s-%02d", s, month);
+        return 1;
+    }
+    return 0;
+}
+
+static int in_link(const md_state *st, size_t off)
+{
+    for (size_t i = 0; i < st->nlinks; i++)
+        if (off >= st->links[i].start && off < st->links[i].end)
+            return 1;
+    return 0;
+}
+
+/* The label of a literature link: "[paper] " -> "paper". */
+static char *link_label(const char *s, size_t n)
+{
+    /* brackets on either side, matched or not ("[code]]" from a
+     * mistyped "[[code\]](url)") */
+    for (;;) {
+        s = trim(s, &n);
+        if (n && (s[0] == '[' || s[0] == ']')) {
+            s++;
+            n--;
+        } else if (n && (s[n - 1] == ']' || s[n - 1] == '[')) {
+            n--;
+        } else {
+            break;
+        }
+    }
+    return n ? kb_strndup(s, n) : kb_strdup("link");
+}
+
+static int bracketed_label(const char *s, size_t n)
+{
+    s = trim(s, &n);
+    return n >= 3 && s[0] == '[' && s[n - 1] == ']';
+}
+
+/* Does the line cap[a, b) start an entry ("[date] ..." or "[note] ..."
+ * followed by a labelled link)? Sets *after to the offset after ']' and
+ * date ("" when the bracket is no date). */
+static int entry_start(const md_state *st, size_t a, size_t b, size_t *after,
+                       char date[8])
+{
+    const char *t = st->cap.data;
+    while (a < b && isspace((unsigned char)t[a]))
+        a++;
+    if (a >= b || t[a] != '[' || in_link(st, a))
+        return 0;
+    size_t close = a + 1;
+    while (close < b && close - a < 48 && t[close] != ']' && t[close] != '[')
+        close++;
+    if (close >= b || t[close] != ']')
+        return 0;
+    *after = close + 1;
+    if (parse_date(t + a + 1, close - a - 1, date))
+        return 1;
+    date[0] = '\0';
+    /* no date: an entry only if the line has a "[label]" link */
+    for (size_t i = 0; i < st->nlinks; i++) {
+        const md_link *l = &st->links[i];
+        if (l->start >= *after && l->start < b &&
+            bracketed_label(t + l->start, l->end - l->start))
+            return 1;
+    }
+    return 0;
+}
+
+/* Strips separators a title keeps before its links ("Title —", "Title |"). */
+static void trim_title(kb_buf *title)
+{
+    static const char *const tails[] = { "\xe2\x80\x94", "\xe2\x80\x93",
+                                         "\xef\xbd\x9c", "|", "-", ":", ",", "[" };
+    for (int again = 1; again;) {
+        again = 0;
+        size_t n = title->len;
+        const char *s = trim(title->data, &n);
+        memmove(title->data, s, n);
+        title->len = n;
+        title->data[n] = '\0';
+        for (size_t k = 0; k < sizeof tails / sizeof tails[0]; k++) {
+            size_t tl = strlen(tails[k]);
+            if (title->len >= tl &&
+                memcmp(title->data + title->len - tl, tails[k], tl) == 0) {
+                title->len -= tl;
+                title->data[title->len] = '\0';
+                again = 1;
+            }
+        }
+    }
+}
+
+static void add_paper(md_state *st, const char *date, size_t from, size_t to)
+{
+    /* title: the text before the first link, on one line */
+    size_t title_end = to;
+    for (size_t i = 0; i < st->nlinks; i++)
+        if (st->links[i].start >= from && st->links[i].start < title_end)
+            title_end = st->links[i].start;
+    kb_buf title;
+    kb_buf_init(&title, 0);
+    for (size_t i = from; i < title_end; i++) {
+        char c = st->cap.data[i];
+        kb_buf_putc(&title, c == '\n' ? ' ' : c);
+    }
+    trim_title(&title);
+    kb_paper p = { 0 };
+    p.date = (char *)date;
+    p.title = title.data ? title.data : (char *)"";
+    kb_link *links = calloc(st->nlinks ? st->nlinks : 1, sizeof *links);
+    if (!links) {
+        st_fail(st, KB_ERR_NOMEM);
+        goto out;
+    }
+    p.links = links;
+    for (size_t i = 0; i < st->nlinks; i++) {
+        const md_link *l = &st->links[i];
+        if (l->start < from || l->start >= to || !l->href || !*l->href)
+            continue;
+        links[p.nlinks].label = link_label(st->cap.data + l->start,
+                                           l->end - l->start);
+        links[p.nlinks].url = l->href;
+        if (!links[p.nlinks].label) {
+            st_fail(st, KB_ERR_NOMEM);
+            goto out;
+        }
+        p.nlinks++;
+    }
+    if (title.len && st->rc == KB_OK) {
+        kb_rc rc = kb_doc_add_paper(st->doc, &p);
+        if (rc != KB_OK)
+            st_fail(st, rc);
+    }
+out:
+    if (links)
+        for (size_t i = 0; i < p.nlinks; i++)
+            free(links[i].label);
+    free(links);
+    kb_buf_release(&title);
+}
+
+/* Reads the captured leaf as literature entries, one per line that starts
+ * with "[MM/YYYY]" (lines that do not continue the entry before). Returns
+ * 1 if the leaf was entries, 0 if it is ordinary text. */
+static int try_papers(md_state *st)
+{
+    const char *t = st->cap.data;
+    size_t n = st->cap.len;
+    size_t after;
+    char date[8];
+    size_t eol = 0;
+    while (eol < n && t[eol] != '\n')
+        eol++;
+    if (!entry_start(st, 0, eol, &after, date))
+        return 0;
+    size_t from = after;
+    char cur[8];
+    memcpy(cur, date, sizeof cur);
+    size_t line = eol < n ? eol + 1 : n;
+    while (line < n) {
+        size_t e = line;
+        while (e < n && t[e] != '\n')
+            e++;
+        if (entry_start(st, line, e, &after, date)) {
+            add_paper(st, cur, from, line);
+            memcpy(cur, date, sizeof cur);
+            from = after;
+        }
+        line = e < n ? e + 1 : n;
+    }
+    add_paper(st, cur, from, n);
+    return 1;
+}
+
+/* Ends the current leaf (a paragraph or a list item's own text). */
+static void end_leaf(md_state *st)
+{
+    size_t n = st->cap.len;
+    const char *s = trim(st->cap.data ? st->cap.data : "", &n);
+    if (n && !try_papers(st)) {
+        if (st->li_fresh) {
+            for (int i = 1; i < st->list_depth; i++)
+                put(st, &st->run, "  ", 2);
+            put(st, &st->run, "- ", 2);
+        }
+        put(st, &st->run, s, n);
+        put(st, &st->run, "\n", 1);
+        if (st->containers == 0)
+            flush_run(st);
+    }
+    if (n)
+        st->li_fresh = 0;
+    kb_buf_reset(&st->cap);
+    reset_links(st);
+    st->code_span_end = 0;
+}
+
+/* ------------------------------------------------------------- headings */
+
+/* Cuts "{#id}" / "{: #id}" / "{#id .class}" off the end of a title. */
+static char *attr_anchor(kb_buf *title)
+{
+    size_t n = title->len;
+    while (n && isspace((unsigned char)title->data[n - 1]))
+        n--;
+    if (!n || title->data[n - 1] != '}')
+        return NULL;
+    char *open = memrchr(title->data, '{', n);
+    if (!open)
+        return NULL;
+    const char *hash = memchr(open, '#', (size_t)(title->data + n - open));
+    if (!hash)
+        return NULL;
+    const char *e = hash + 1;
+    while (e < title->data + n - 1 && !isspace((unsigned char)*e) && *e != '}')
+        e++;
+    char *id = kb_strndup(hash + 1, (size_t)(e - hash - 1));
+    title->len = (size_t)(open - title->data);
+    title->data[title->len] = '\0';
+    return id;
+}
+
+/* A permalink inside the heading ("[](#id "Permalink")", "[¶](#id)"):
+ * its id, with its text cut from the title. */
+static char *permalink_anchor(md_state *st)
+{
+    for (size_t i = st->nlinks; i-- > 0;) {
+        md_link *l = &st->links[i];
+        if (!l->href || l->href[0] != '#' || !l->href[1])
+            continue;
+        size_t n = l->end - l->start;
+        const char *s = trim(st->cap.data + l->start, &n);
+        int noise = n == 0 || (n == 1 && (*s == '#' || *s == '\xc2')) ||
+                    (n == 2 && memcmp(s, "\xc2\xb6", 2) == 0) ||
+                    (n == 4 && memcmp(s, "\xf0\x9f\x94\x97", 4) == 0);
+        if (!noise)
+            continue;
+        char *id = kb_strdup(l->href + 1);
+        memmove(st->cap.data + l->start, st->cap.data + l->end,
+                st->cap.len - l->end + 1);
+        st->cap.len -= l->end - l->start;
+        return id;
+    }
+    return NULL;
+}
+
+/* "12.1.5. Title" -> "Title" (a section number as NVIDIA's pages print). */
+static const char *skip_section_number(const char *t)
+{
+    const char *p = t;
+    if (!isdigit((unsigned char)*p))
+        return t;
+    while (isdigit((unsigned char)*p) || *p == '.')
+        p++;
+    if (p[-1] != '.' || *p != ' ')
+        return t;
+    while (*p == ' ')
+        p++;
+    return *p ? p : t;
+}
+
+static void end_heading(md_state *st)
+{
+    char *anchor = attr_anchor(&st->cap);
+    if (!anchor)
+        anchor = permalink_anchor(st);
+    if (!anchor && st->html_anchor) {
+        anchor = st->html_anchor;
+        st->html_anchor = NULL;
+    }
+    size_t n = st->cap.len;
+    const char *s = trim(st->cap.data ? st->cap.data : "", &n);
+    char *title = kb_strndup(s, n);
+    if (!title) {
+        st_fail(st, KB_ERR_NOMEM);
+        goto out;
+    }
+    if (anchor) {
+        kb_strset_add(&st->seen, anchor);
+    } else if (st->sphinx) {
+        /* The converter's page-title heading has no section of its own. */
+        anchor = st->nheadings == 0 ? kb_strdup("")
+                                    : kb_ingest_docutils_id(skip_section_number(title));
+        /* A repeated title got a generated id on the page ("id3"): use
+         * the enclosing section's anchor instead of a wrong one. */
+        if (anchor && *anchor) {
+            if (kb_strset_has(&st->seen, anchor))
+                anchor[0] = '\0';
+            else
+                kb_strset_add(&st->seen, anchor);
+        }
+    } else {
+        anchor = kb_ingest_unique_slug(&st->seen, title);
+    }
+    if (!anchor) {
+        st_fail(st, KB_ERR_NOMEM);
+        goto out;
+    }
+    if (st->rc == KB_OK && *title) {
+        kb_rc rc = kb_doc_heading(st->doc, st->hlevel, title, anchor);
+        if (rc != KB_OK)
+            st_fail(st, rc);
+    }
+    st->nheadings++;
+out:
+    free(title);
+    free(anchor);
+    free(st->html_anchor);
+    st->html_anchor = NULL;
+    kb_buf_reset(&st->cap);
+    reset_links(st);
+}
+
+/* ------------------------------------------------------------- raw HTML */
+
+static int is_block_tag(const char *name)
+{
+    static const char *const tags[] = { "p", "div", "br", "li", "tr", "h1",
+        "h2", "h3", "h4", "h5", "h6", "table", "ul", "ol", "pre", "center",
+        "blockquote", "details", "summary", "section", NULL };
+    for (size_t i = 0; tags[i]; i++)
+        if (strcmp(name, tags[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static void html_text(md_state *st, xmlNode *node, kb_buf *out, int *h1)
+{
+    for (xmlNode *n = node; n; n = n->next) {
+        if (n->type == XML_TEXT_NODE || n->type == XML_CDATA_SECTION_NODE) {
+            if (n->content)
+                put(st, out, (const char *)n->content,
+                    strlen((const char *)n->content));
+        } else if (n->type == XML_ELEMENT_NODE) {
+            const char *name = (const char *)n->name;
+            if (strcmp(name, "script") == 0 || strcmp(name, "style") == 0 ||
+                strcmp(name, "img") == 0)
+                continue;
+            if (strcmp(name, "h1") == 0)
+                *h1 = 1;
+            int block = is_block_tag(name);
+            if (block)
+                put(st, out, "\n", 1);
+            html_text(st, n->children, out, h1);
+            if (block)
+                put(st, out, "\n", 1);
+        }
+    }
+}
+
+/* A raw HTML block: its text; an <h1> block opens a section (READMEs put
+ * their title in one). */
+static void end_html(md_state *st)
+{
+    if (!st->html.len)
+        return;
+    htmlDocPtr hd = htmlReadMemory(st->html.data, (int)st->html.len, NULL, "UTF-8",
+                                   HTML_PARSE_RECOVER | HTML_PARSE_NOERROR |
+                                   HTML_PARSE_NOWARNING | HTML_PARSE_NONET |
+                                   HTML_PARSE_NOIMPLIED);
+    kb_buf text;
+    kb_buf_init(&text, 0);
+    int h1 = 0;
+    if (hd)
+        html_text(st, xmlDocGetRootElement(hd) ? hd->children : NULL, &text, &h1);
+    size_t n = text.len;
+    const char *s = trim(text.data ? text.data : "", &n);
+    if (n && h1 && !memchr(s, '\n', n)) {
+        kb_buf_reset(&st->cap);
+        put(st, &st->cap, s, n);
+        st->hlevel = 1;
+        end_heading(st);
+    } else if (n) {
+        put(st, &st->run, s, n);
+        put(st, &st->run, "\n", 1);
+        if (st->containers == 0)
+            flush_run(st);
+    }
+    kb_buf_release(&text);
+    if (hd)
+        xmlFreeDoc(hd);
+    kb_buf_reset(&st->html);
+}
+
+/* ------------------------------------------------------------- md4c */
+
+static int on_enter_block(MD_BLOCKTYPE type, void *detail, void *ud)
+{
+    md_state *st = ud;
+    switch (type) {
+    case MD_BLOCK_DOC:
+        break;
+    case MD_BLOCK_QUOTE:
+        end_leaf(st);
+        st->containers++;
+        break;
+    case MD_BLOCK_UL:
+    case MD_BLOCK_OL:
+        end_leaf(st);
+        st->containers++;
+        st->list_depth++;
+        break;
+    case MD_BLOCK_LI:
+        end_leaf(st);
+        st->li_fresh = 1;
+        break;
+    case MD_BLOCK_HR:
+        end_leaf(st);
+        break;
+    case MD_BLOCK_H:
+        end_leaf(st);
+        flush_run(st);
+        st->in_heading = 1;
+        st->hlevel = (int)((MD_BLOCK_H_DETAIL *)detail)->level;
+        break;
+    case MD_BLOCK_CODE:
+        end_leaf(st);
+        flush_run(st);
+        st->in_code = 1;
+        kb_buf_reset(&st->code);
+        break;
+    case MD_BLOCK_HTML:
+        end_leaf(st);
+        st->in_html = 1;
+        kb_buf_reset(&st->html);
+        break;
+    case MD_BLOCK_P:
+        end_leaf(st);
+        break;
+    case MD_BLOCK_TABLE:
+        end_leaf(st);
+        flush_run(st);
+        st->in_table = 1;
+        kb_buf_reset(&st->table);
+        break;
+    case MD_BLOCK_THEAD:
+    case MD_BLOCK_TBODY:
+        break;
+    case MD_BLOCK_TR:
+        kb_buf_reset(&st->row);
+        st->ncells = 0;
+        break;
+    case MD_BLOCK_TH:
+    case MD_BLOCK_TD:
+        st->in_cell = 1;
+        kb_buf_reset(&st->cap);
+        reset_links(st);
+        break;
+    }
+    return st->rc != KB_OK;
+}
+
+static int on_leave_block(MD_BLOCKTYPE type, void *detail, void *ud)
+{
+    md_state *st = ud;
+    switch (type) {
+    case MD_BLOCK_DOC:
+        end_leaf(st);
+        flush_run(st);
+        break;
+    case MD_BLOCK_QUOTE:
+    case MD_BLOCK_UL:
+    case MD_BLOCK_OL:
+        end_leaf(st);
+        if (type != MD_BLOCK_QUOTE)
+            st->list_depth--;
+        if (--st->containers == 0)
+            flush_run(st);
+        break;
+    case MD_BLOCK_LI:
+    case MD_BLOCK_P:
+        end_leaf(st);
+        break;
+    case MD_BLOCK_HR:
+        break;
+    case MD_BLOCK_H:
+        st->in_heading = 0;
+        end_heading(st);
+        break;
+    case MD_BLOCK_CODE: {
+        st->in_code = 0;
+        size_t n = st->code.len;
+        if (n && st->code.data[n - 1] == '\n')
+            n--;
+        if (n)
+            add_block(st, KB_KIND_CODE, st->code.data, n);
+        break;
+    }
+    case MD_BLOCK_HTML:
+        st->in_html = 0;
+        end_html(st);
+        break;
+    case MD_BLOCK_TABLE:
+        st->in_table = 0;
+        if (st->table.len)
+            add_block(st, KB_KIND_TABLE, st->table.data, st->table.len);
+        break;
+    case MD_BLOCK_THEAD:
+    case MD_BLOCK_TBODY:
+        break;
+    case MD_BLOCK_TR: {
+        size_t n = st->row.len;
+        const char *s = trim(st->row.data ? st->row.data : "", &n);
+        /* a row of empty cells says nothing */
+        int empty = 1;
+        for (size_t i = 0; i < n && empty; i++)
+            if (s[i] != '|' && s[i] != ' ')
+                empty = 0;
+        if (!empty) {
+            put(st, &st->table, st->row.data, st->row.len);
+            put(st, &st->table, "\n", 1);
+        }
+        break;
+    }
+    case MD_BLOCK_TH:
+    case MD_BLOCK_TD: {
+        st->in_cell = 0;
+        /* one line per row: breaks inside a cell become spaces */
+        for (size_t i = 0; i < st->cap.len; i++)
+            if (st->cap.data[i] == '\n')
+                st->cap.data[i] = ' ';
+        size_t n = st->cap.len;
+        const char *s = trim(st->cap.data ? st->cap.data : "", &n);
+        if (st->ncells++)
+            put(st, &st->row, " | ", 3);
+        put(st, &st->row, s, n);
+        kb_buf_reset(&st->cap);
+        reset_links(st);
+        break;
+    }
+    }
+    (void)detail;
+    return st->rc != KB_OK;
+}
+
+static char *attr_dup(const MD_ATTRIBUTE *a)
+{
+    return kb_strndup(a->text ? a->text : "", a->size);
+}
+
+static int on_enter_span(MD_SPANTYPE type, void *detail, void *ud)
+{
+    md_state *st = ud;
+    if (type == MD_SPAN_IMG) {
+        st->img_depth++;
+    } else if (type == MD_SPAN_A && !st->img_depth && !st->link_open) {
+        if (st->nlinks == st->caplinks) {
+            size_t cap = st->caplinks ? st->caplinks * 2 : 16;
+            md_link *p = realloc(st->links, cap * sizeof *p);
+            if (!p) {
+                st_fail(st, KB_ERR_NOMEM);
+                return 1;
+            }
+            st->links = p;
+            st->caplinks = cap;
+        }
+        md_link *l = &st->links[st->nlinks++];
+        l->start = l->end = st->cap.len;
+        l->href = attr_dup(&((MD_SPAN_A_DETAIL *)detail)->href);
+        st->link_open = 1;
+    } else if (type == MD_SPAN_CODE && !st->in_code) {
+        /* converted pages glue inline code to words ("use`x`and") */
+        if (st->cap.len && isalnum((unsigned char)st->cap.data[st->cap.len - 1]))
+            put(st, &st->cap, " ", 1);
+    }
+    return st->rc != KB_OK;
+}
+
+static int on_leave_span(MD_SPANTYPE type, void *detail, void *ud)
+{
+    md_state *st = ud;
+    if (type == MD_SPAN_IMG) {
+        st->img_depth--;
+    } else if (type == MD_SPAN_A && !st->img_depth && st->link_open) {
+        st->links[st->nlinks - 1].end = st->cap.len;
+        st->link_open = 0;
+    } else if (type == MD_SPAN_CODE) {
+        st->code_span_end = 1;
+    }
+    (void)detail;
+    return st->rc != KB_OK;
+}
+
+/* "&amp;", "&#955;", "&#x3bb;" -> UTF-8 into out (unknown: as is). */
+static void put_entity(md_state *st, kb_buf *out, const char *s, size_t n)
+{
+    unsigned long cp = 0;
+    if (n >= 4 && s[1] == '#') {
+        char tmp[16];
+        size_t m = n - 3 < sizeof tmp - 1 ? n - 3 : sizeof tmp - 1;
+        memcpy(tmp, s + 2, m);
+        tmp[m] = '\0';
+        cp = (tmp[0] == 'x' || tmp[0] == 'X') ? strtoul(tmp + 1, NULL, 16)
+                                              : strtoul(tmp, NULL, 10);
+    } else if (n >= 3) {
+        char name[40];
+        size_t m = n - 2 < sizeof name - 1 ? n - 2 : sizeof name - 1;
+        memcpy(name, s + 1, m);
+        name[m] = '\0';
+        const htmlEntityDesc *e = htmlEntityLookup((const xmlChar *)name);
+        if (e)
+            cp = e->value;
+    }
+    if (cp == 0 || cp > 0x10FFFF) {
+        put(st, out, s, n);
+        return;
+    }
+    char u[4];
+    size_t k;
+    if (cp < 0x80) { u[0] = (char)cp; k = 1; }
+    else if (cp < 0x800) { u[0] = (char)(0xC0 | (cp >> 6)); u[1] = (char)(0x80 | (cp & 0x3F)); k = 2; }
+    else if (cp < 0x10000) { u[0] = (char)(0xE0 | (cp >> 12)); u[1] = (char)(0x80 | ((cp >> 6) & 0x3F)); u[2] = (char)(0x80 | (cp & 0x3F)); k = 3; }
+    else { u[0] = (char)(0xF0 | (cp >> 18)); u[1] = (char)(0x80 | ((cp >> 12) & 0x3F)); u[2] = (char)(0x80 | ((cp >> 6) & 0x3F)); u[3] = (char)(0x80 | (cp & 0x3F)); k = 4; }
+    put(st, out, u, k);
+}
+
+/* <a id="x"> / <a name="x"> in a heading: the heading's explicit anchor. */
+static void inline_html_anchor(md_state *st, const char *s, size_t n)
+{
+    if (st->html_anchor || n < 6 || strncasecmp(s, "<a ", 3) != 0)
+        return;
+    for (size_t i = 3; i + 4 < n; i++) {
+        size_t skip = 0;
+        if (strncasecmp(s + i, "id=", 3) == 0 && isspace((unsigned char)s[i - 1]))
+            skip = 3;
+        else if (i + 5 < n && strncasecmp(s + i, "name=", 5) == 0 &&
+                 isspace((unsigned char)s[i - 1]))
+            skip = 5;
+        if (!skip)
+            continue;
+        const char *v = s + i + skip;
+        const char *end = s + n;
+        char q = (*v == '"' || *v == '\'') ? *v++ : 0;
+        const char *e = v;
+        while (e < end && (q ? *e != q : (!isspace((unsigned char)*e) && *e != '>')))
+            e++;
+        if (e > v)
+            st->html_anchor = kb_strndup(v, (size_t)(e - v));
+        return;
+    }
+}
+
+static int on_text(MD_TEXTTYPE type, const MD_CHAR *text, MD_SIZE size, void *ud)
+{
+    md_state *st = ud;
+    if (st->in_code) {
+        put(st, &st->code, text, size);
+        return st->rc != KB_OK;
+    }
+    if (st->in_html) {
+        put(st, &st->html, text, size);
+        return st->rc != KB_OK;
+    }
+    if (st->img_depth)
+        return 0;
+    kb_buf *out = &st->cap;
+    switch (type) {
+    case MD_TEXT_NULLCHAR:
+        break;
+    case MD_TEXT_BR:
+    case MD_TEXT_SOFTBR:
+        put(st, out, "\n", 1);
+        break;
+    case MD_TEXT_ENTITY:
+        put_entity(st, out, text, size);
+        break;
+    case MD_TEXT_HTML:
+        if (st->in_heading)
+            inline_html_anchor(st, text, size);
+        else if (size >= 3 && strncasecmp(text, "<br", 3) == 0)
+            put(st, out, "\n", 1);
+        break;
+    default:
+        if (st->code_span_end && size && isalnum((unsigned char)text[0]))
+            put(st, out, " ", 1);
+        put(st, out, text, size);
+        break;
+    }
+    if (type != MD_TEXT_CODE)
+        st->code_span_end = 0;
+    return st->rc != KB_OK;
+}
+
+/* Markdown converted from a Sphinx HTML page names it near the top:
+ * "**来源**: [https://docs.nvidia.com/...](...)" (or "**Source**:"). */
+static int converted_from_sphinx(const char *data, size_t len)
+{
+    size_t n = len < 4096 ? len : 4096;
+    for (size_t i = 0; i < n;) {
+        const char *line = data + i;
+        const char *nl = memchr(line, '\n', n - i);
+        size_t ll = nl ? (size_t)(nl - line) : n - i;
+        if (ll > 4 && line[0] == '*' && line[1] == '*' &&
+            memmem(line, ll, "**: [http", 9) && memmem(line, ll, "docs.nvidia.com/", 16))
+            return 1;
+        i += ll + 1;
+    }
+    return 0;
+}
+
+kb_rc kb_parse_markdown(const char *data, size_t len, const char *path,
+                        kb_doc *doc, kb_err *err)
+{
+    if (memchr(data, '\0', len))
+        return kb_err_set(err, KB_ERR_PARSE, "'%s' is not Markdown (binary data)",
+                          path ? path : "");
+    md_state st;
+    memset(&st, 0, sizeof st);
+    st.doc = doc;
+    st.sphinx = converted_from_sphinx(data, len);
+    kb_strset_init(&st.seen);
+    kb_buf_init(&st.cap, 0);
+    kb_buf_init(&st.code, 0);
+    kb_buf_init(&st.html, 0);
+    kb_buf_init(&st.table, 0);
+    kb_buf_init(&st.row, 0);
+    kb_buf_init(&st.run, 0);
+
+    MD_PARSER parser;
+    memset(&parser, 0, sizeof parser);
+    parser.flags = MD_FLAG_TABLES | MD_FLAG_STRIKETHROUGH |
+                   MD_FLAG_PERMISSIVEURLAUTOLINKS | MD_FLAG_PERMISSIVEWWWAUTOLINKS;
+    parser.enter_block = on_enter_block;
+    parser.leave_block = on_leave_block;
+    parser.enter_span = on_enter_span;
+    parser.leave_span = on_leave_span;
+    parser.text = on_text;
+
+    kb_rc rc = KB_OK;
+    if (len > (size_t)(MD_SIZE)-1) {
+        rc = kb_err_set(err, KB_ERR_PARSE, "'%s' is too large to parse", path ? path : "");
+        goto out;
+    }
+    int r = md_parse(data, (MD_SIZE)len, &parser, &st);
+    if (st.rc != KB_OK)
+        rc = kb_err_set(err, st.rc, "cannot parse '%s': %s", path ? path : "",
+                        st.rc == KB_ERR_NOMEM ? "out of memory" : kb_rc_name(st.rc));
+    else if (r != 0)
+        rc = kb_err_set(err, KB_ERR_PARSE, "cannot parse '%s' as Markdown",
+                        path ? path : "");
+out:
+    reset_links(&st);
+    free(st.links);
+    free(st.html_anchor);
+    kb_strset_release(&st.seen);
+    kb_buf_release(&st.cap);
+    kb_buf_release(&st.code);
+    kb_buf_release(&st.html);
+    kb_buf_release(&st.table);
+    kb_buf_release(&st.row);
+    kb_buf_release(&st.run);
+    return rc;
+}
