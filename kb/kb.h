@@ -216,8 +216,11 @@ char *kb_slugify(const char *heading);
 typedef struct {
     long connect_timeout_s;   /* default 10 */
     long timeout_s;           /* whole transfer, default 60 */
+    long low_speed_time_s;    /* cut off after this long below 1 byte/s,
+                                 default 30 */
     int max_retries;          /* on 5xx/429/network errors, default 3 */
-    long retry_base_ms;       /* backoff base, doubles each retry, default 500 */
+    long retry_base_ms;       /* backoff base, doubles each retry, default 500;
+                                 each wait (and Retry-After) capped at 30 s */
     size_t max_bytes;         /* body cap, default 64 MiB */
     long max_redirects;       /* default 5 */
 } kb_fetch_opts;
@@ -231,13 +234,23 @@ typedef struct {
     char *etag;           /* may be NULL; caller frees via release */
     char *last_modified;  /* may be NULL */
     char *effective_url;  /* after redirects */
+    int attempts;         /* requests made (1 + retries) */
 } kb_fetch_result;
 
 void kb_fetch_result_init(kb_fetch_result *r);
 void kb_fetch_result_release(kb_fetch_result *r);
-/* GETs url. With cache_dir, a cached copy's ETag/Last-Modified are sent as
- * conditional headers, a 304 returns the cached body, and a 200 updates the
- * cache atomically. Retries 5xx/429/transient errors with backoff. */
+/* GETs url (http/https only). With cache_dir, a cached copy's ETag/
+ * Last-Modified are sent as conditional headers, a 304 returns the cached
+ * body, and a 200 updates the cache atomically: <cache_dir>/<sha256(url)>
+ * holds the body, <sha256(url)>.json the URL, validators, fetch time and
+ * the body's SHA-256 (a cache entry that does not match is ignored). A
+ * failed fetch leaves the cache as it was. Retries 5xx/429/transient
+ * network errors with backoff (honouring Retry-After); 4xx, an oversized
+ * body and too many redirects fail at once. out must have been through
+ * kb_fetch_result_init; its old contents are released, and the caller
+ * releases it with kb_fetch_result_release (also on failure). Errors are
+ * KB_ERR_NET ("cannot fetch 'URL': HTTP 404"), KB_ERR_USAGE for a URL that
+ * is not http(s), KB_ERR_NOMEM. Thread-safe (one easy handle per call). */
 kb_rc kb_fetch_url(const char *url, const char *cache_dir,
                    const kb_fetch_opts *opts, kb_fetch_result *out,
                    kb_err *err);
