@@ -1,11 +1,114 @@
-/* cmd_ingest.c - kb ingest. */
+/* cmd_ingest.c - kb ingest: progress on a terminal, a summary line per
+ * source otherwise, a JSON summary on request. */
 #include "kb/cli.h"
 
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    const kb_cli *cli;
+    int json;
+    int drawn;      /* a progress line is on the screen */
+} progress_state;
+
+static void on_progress(const kb_ingest_progress *p, void *ctx)
+{
+    progress_state *ps = ctx;
+    if (ps->cli->quiet)
+        return;
+    double secs = p->elapsed_ms / 1000.0;
+    double rate = secs > 0 ? (double)p->docs_done / secs : 0;
+    if (!p->finished) {
+        if (!ps->cli->progress)
+            return;
+        double eta = rate > 0 && p->docs_total > p->docs_done
+                         ? (double)(p->docs_total - p->docs_done) / rate : 0;
+        fprintf(stderr, "\r\033[K[%zu/%zu] %s: %zu/%zu documents, %zu chunks, "
+                "%.1f docs/s, ETA %.0fs", p->source_index + 1, p->nsources,
+                p->source, p->docs_done, p->docs_total, p->chunks, rate, eta);
+        ps->drawn = 1;
+        return;
+    }
+    if (ps->drawn)
+        fputs("\r\033[K", stderr);
+    ps->drawn = 0;
+    if (p->error && p->docs_total == 0) {
+        fprintf(stderr, "%s: failed: %s\n", p->source, p->error);
+        return;
+    }
+    fprintf(stderr, "%s: %zu documents (%zu changed, %zu unchanged, %zu removed,"
+            " %zu failed), %zu chunks in %.1fs\n", p->source, p->docs_total,
+            p->changed, p->unchanged, p->removed, p->failed, p->chunks, secs);
+}
 
 int cmd_ingest(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
-    (void)argc; (void)argv; (void)cli;
-    fprintf(stderr, "kb %s: not built yet\n", self->name);
-    return 1;
+    static const struct option longopts[] = {
+        { "manifest", required_argument, NULL, 'm' },
+        { "mirror", required_argument, NULL, 'M' },
+        { "source", required_argument, NULL, 's' },
+        { "force", no_argument, NULL, 'f' },
+        { "no-embed", no_argument, NULL, 'E' },
+        { "json", no_argument, NULL, 'j' },
+        { NULL, 0, NULL, 0 },
+    };
+    kb_ingest_opts opts = { 0 };
+    opts.embed = 1;
+    progress_state ps = { .cli = cli };
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'm': opts.manifest_path = optarg; break;
+        case 'M': opts.mirror_dir = optarg; break;
+        case 's': opts.adhoc_source = optarg; break;
+        case 'f': opts.force = 1; break;
+        case 'E': opts.embed = 0; break;
+        case 'j': ps.json = 1; break;
+        default:
+            return kb_cli_usage_error(self, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    opts.progress = on_progress;
+    opts.progress_ctx = &ps;
+
+    kb_err err;
+    kb_err_clear(&err);
+    char *dir = kb_store_default_dir(cli->kb_dir);
+    kb_store *store = NULL;
+    kb_ingest_stats stats;
+    memset(&stats, 0, sizeof stats);
+    kb_rc rc = kb_store_open(dir, KB_STORE_CREATE, &store, &err);
+    if (rc == KB_OK)
+        rc = kb_ingest_run(store, &opts, argv + optind, (size_t)(argc - optind),
+                           &stats, &err);
+    kb_store_close(store);
+    free(dir);
+
+    if (ps.json) {
+        printf("{\"ok\":%s,\"sources\":%zu,\"sources_failed\":%zu,"
+               "\"documents_changed\":%zu,\"documents_unchanged\":%zu,"
+               "\"documents_removed\":%zu,\"documents_failed\":%zu,"
+               "\"chunks_written\":%zu,\"chunks_embedded\":%zu,\"took_ms\":%.1f}\n",
+               rc == KB_OK ? "true" : "false", stats.sources, stats.sources_failed,
+               stats.docs_changed, stats.docs_unchanged, stats.docs_removed,
+               stats.docs_failed, stats.chunks_written, stats.chunks_embedded,
+               stats.took_ms);
+    } else if (!cli->quiet && rc != KB_ERR_USAGE) {
+        fprintf(stderr, "ingested %zu sources in %.1fs: %zu documents changed, "
+                "%zu unchanged, %zu removed, %zu failed; %zu chunks written\n",
+                stats.sources, stats.took_ms / 1000.0, stats.docs_changed,
+                stats.docs_unchanged, stats.docs_removed, stats.docs_failed,
+                stats.chunks_written);
+    }
+    if (rc == KB_ERR_PARTIAL) {
+        fprintf(stderr, "kb: some sources or documents failed; first: %s\n", err.msg);
+        return kb_rc_exit_status(rc);
+    }
+    if (rc != KB_OK)
+        return kb_cli_fail(&err);
+    return 0;
 }

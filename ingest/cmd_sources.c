@@ -1,11 +1,95 @@
-/* cmd_sources.c - kb sources. */
+/* cmd_sources.c - kb sources: the manifest, and each source's state. */
 #include "kb/cli.h"
 
+#include <cjson/cJSON.h>
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 int cmd_sources(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
-    (void)argc; (void)argv; (void)cli;
-    fprintf(stderr, "kb %s: not built yet\n", self->name);
-    return 1;
+    static const struct option longopts[] = {
+        { "manifest", required_argument, NULL, 'm' },
+        { "json", no_argument, NULL, 'j' },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *manifest_path = NULL;
+    int json = 0, c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
+        if (c == 'm')
+            manifest_path = optarg;
+        else if (c == 'j')
+            json = 1;
+        else
+            return kb_cli_usage_error(self, "unknown option '%s'", argv[optind - 1]);
+    }
+    if (optind < argc)
+        return kb_cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
+
+    kb_err err;
+    kb_err_clear(&err);
+    kb_manifest m;
+    char *path = manifest_path ? kb_strdup(manifest_path) : kb_manifest_default_path();
+    kb_rc rc = kb_manifest_load(path, &m, &err);
+    free(path);
+    if (rc != KB_OK)
+        return kb_cli_fail(&err);
+    /* the KB is optional here: without one every source is 'not ingested' */
+    kb_store *store = NULL;
+    kb_status st;
+    memset(&st, 0, sizeof st);
+    char *dir = kb_store_default_dir(cli->kb_dir);
+    kb_err serr;
+    kb_err_clear(&serr);
+    if (kb_store_open(dir, KB_STORE_READONLY, &store, &serr) == KB_OK)
+        kb_store_status(store, &st, &serr);
+    free(dir);
+
+    cJSON *arr = json ? cJSON_CreateArray() : NULL;
+    if (!json)
+        printf("%-32s %-10s %6s %7s  %s\n", "id", "state", "docs", "chunks", "url");
+    for (size_t i = 0; i < m.n; i++) {
+        const kb_source *s = &m.sources[i];
+        const kb_source_status *ss = NULL;
+        for (size_t j = 0; j < st.n; j++)
+            if (strcmp(st.sources[j].id, s->id) == 0)
+                ss = &st.sources[j];
+        const char *state = !ss || !ss->last_ingest ? "new"
+                            : ss->last_error ? "failed" : "ingested";
+        if (json) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "id", s->id);
+            cJSON_AddStringToObject(o, "title", s->title);
+            cJSON_AddStringToObject(o, "url", s->url);
+            cJSON_AddStringToObject(o, "format", s->format);
+            cJSON_AddStringToObject(o, "version", s->version);
+            cJSON *mir = cJSON_AddArrayToObject(o, "mirror");
+            for (size_t j = 0; j < s->nmirror; j++)
+                cJSON_AddItemToArray(mir, cJSON_CreateString(s->mirror[j]));
+            cJSON_AddStringToObject(o, "state", state);
+            cJSON_AddNumberToObject(o, "documents", ss ? (double)ss->documents : 0);
+            cJSON_AddNumberToObject(o, "chunks", ss ? (double)ss->chunks : 0);
+            if (ss && ss->last_error)
+                cJSON_AddStringToObject(o, "last_error", ss->last_error);
+            cJSON_AddItemToArray(arr, o);
+        } else {
+            printf("%-32s %-10s %6zu %7zu  %s\n", s->id, state,
+                   ss ? ss->documents : 0, ss ? ss->chunks : 0, s->url);
+        }
+    }
+    if (json) {
+        cJSON *root = cJSON_CreateObject();
+        cJSON_AddItemToObject(root, "sources", arr);
+        char *out = cJSON_PrintUnformatted(root);
+        puts(out ? out : "{}");
+        free(out);
+        cJSON_Delete(root);
+    }
+    kb_status_release(&st);
+    kb_store_close(store);
+    kb_manifest_release(&m);
+    return 0;
 }

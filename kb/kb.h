@@ -319,6 +319,78 @@ kb_rc kb_store_open(const char *dir, int flags, kb_store **out, kb_err *err);
 void kb_store_close(kb_store *store);
 const char *kb_store_dir(const kb_store *store);
 
+/* ------------------------------------------------------------------ manifest */
+
+typedef struct {
+    char *id;
+    char *title;
+    char *url;
+    char *format;
+    char *version;
+    char **mirror;     /* paths relative to the mirror root; "x/" = folder */
+    size_t nmirror;
+} kb_source;
+
+typedef struct {
+    char *path;
+    kb_source *sources;
+    size_t n;
+} kb_manifest;
+
+/* Loads a sources manifest ({"sources":[{"id","title","url","mirror",
+ * "format","version"}]}). kb_manifest_release frees it. */
+kb_rc kb_manifest_load(const char *path, kb_manifest *m, kb_err *err);
+void kb_manifest_release(kb_manifest *m);
+const kb_source *kb_manifest_find(const kb_manifest *m, const char *id);
+/* The default manifest path: corpus/sources.json next to the working
+ * directory, else beside the installed data. Caller frees. */
+char *kb_manifest_default_path(void);
+
+/* ------------------------------------------------------------------ ingest */
+
+/* Progress of an ingest, reported after each document and at the end of
+ * each source (finished = 1). */
+typedef struct {
+    const char *source;        /* source id */
+    size_t source_index;       /* 0-based */
+    size_t nsources;
+    size_t docs_done;          /* documents of this source looked at */
+    size_t docs_total;         /* 0 while unknown */
+    size_t changed, unchanged, removed, failed;
+    size_t chunks;             /* chunks written for this source */
+    double elapsed_ms;         /* since this source started */
+    int finished;
+    const char *error;         /* the source's error, when it failed */
+} kb_ingest_progress;
+
+typedef void (*kb_ingest_progress_fn)(const kb_ingest_progress *p, void *ctx);
+
+typedef struct {
+    const char *manifest_path;  /* NULL: corpus/sources.json */
+    const char *mirror_dir;     /* NULL: $KB_MIRROR, else fetch URLs */
+    const char *adhoc_source;   /* source id for ad-hoc paths/URLs */
+    int force;                  /* re-parse unchanged documents */
+    int embed;                  /* compute embeddings for new chunks */
+    kb_ingest_progress_fn progress;
+    void *progress_ctx;
+} kb_ingest_opts;
+
+typedef struct {
+    size_t sources, sources_failed;
+    size_t docs_changed, docs_unchanged, docs_removed, docs_failed;
+    size_t chunks_written, chunks_embedded;
+    double took_ms;
+} kb_ingest_stats;
+
+/* Ingests targets: manifest source ids, local paths (files or folders) or
+ * http(s) URLs; none means every source of the manifest. Each document is
+ * written in its own transaction. A failing source or document is reported
+ * through progress (error) and the rest proceed: the result is then
+ * KB_ERR_PARTIAL with err naming the first failure. */
+kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
+                    char *const *targets, size_t ntargets,
+                    kb_ingest_stats *stats, kb_err *err);
+
 /* ------------------------------------------------------------------ query */
 
 typedef enum { KB_MODE_HYBRID = 0, KB_MODE_LEXICAL, KB_MODE_VECTOR } kb_mode;
@@ -374,5 +446,157 @@ kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
 /* Appends the DESIGN.md JSON object for the results to out. */
 kb_rc kb_results_to_json(const kb_query_opts *opts, const kb_results *r,
                          kb_buf *out);
+
+/* ------------------------------------------------------------------ tasks */
+
+/* A kernel task (corpus/tasks/<name>/task.json + reference.cu), parsed in
+ * plain C so that kb never links CUDA; kb-verify links this too. The
+ * format is documented in README.md ("GPU verification"). */
+
+typedef enum {
+    KB_ROLE_INPUT = 0, KB_ROLE_OUTPUT, KB_ROLE_INOUT, KB_ROLE_SCRATCH,
+    KB_ROLE_DIM, KB_ROLE_SCALAR
+} kb_role;
+
+typedef enum {
+    KB_DT_F32 = 0, KB_DT_BF16, KB_DT_F16, KB_DT_I32, KB_DT_U32, KB_DT_F64
+} kb_dtype;
+
+const char *kb_dtype_name(kb_dtype t);
+int kb_dtype_parse(const char *name, kb_dtype *out);   /* 0 ok, -1 no */
+size_t kb_dtype_size(kb_dtype t);
+
+#define KB_TASK_MAX_DIMS 8
+#define KB_TASK_MAX_DISTS 4
+
+typedef struct {
+    char *name;
+    kb_role role;
+    kb_dtype dtype;
+    char *size;        /* buffers: element count, an expression */
+    char *value;       /* dim/scalar: the value, an expression */
+    char *dists[KB_TASK_MAX_DISTS];   /* inputs: "normal", "uniform(-1,1)" */
+    size_t ndists;
+} kb_task_param;
+
+/* One launch: kernel name, grid and block (up to 3 expressions each, NULL
+ * where unused) and dynamic shared memory bytes (expression or NULL). */
+typedef struct {
+    char *kernel;
+    char *grid[3];
+    char *block[3];
+    char *shared;
+} kb_launch;
+
+typedef struct {
+    char *name;
+    double dims[KB_TASK_MAX_DIMS];   /* in the order of kb_task.dims */
+    int timed;
+} kb_shape;
+
+typedef struct {
+    char *dir, *name, *description;
+    int level;
+    char *ops;                 /* comma-joined */
+    kb_dtype dtype;
+    char *kernel;              /* the default kernel name */
+    char *dims[KB_TASK_MAX_DIMS];
+    size_t ndims;
+    kb_task_param *params;
+    size_t nparams;
+    kb_shape *shapes;
+    size_t nshapes;
+    char *atol, *rtol;         /* expressions over the dims */
+    kb_launch *launches;       /* the default launch sequence */
+    size_t nlaunches;
+    char *baseline;            /* "reference", "cublas_sgemm", "cublas_bf16" */
+    char *cpu_ref;             /* CPU float64 implementation's name */
+    char *roof_bytes, *roof_flops;  /* expressions */
+    char *roof_unit;           /* "fp32", "bf16_tensor", "int" */
+    double max_speedup;        /* over the baseline before "suspicious" */
+} kb_task;
+
+/* Loads dir/task.json. On success *out is freed with kb_task_free. */
+kb_rc kb_task_load(const char *dir, kb_task **out, kb_err *err);
+void kb_task_free(kb_task *t);
+/* Evaluates expr of a task's dims at shape s (see kb_expr_eval). */
+kb_rc kb_task_eval(const kb_task *t, const kb_shape *s, const char *expr,
+                   double *out, kb_err *err);
+
+/* Evaluates an arithmetic expression: numbers, names (from names/values),
+ * + - * / % and parentheses, and the functions ceil_div(a,b), min, max,
+ * sqrt, floor, ceil. '/' of two integers divides as integers (C's rule). */
+kb_rc kb_expr_eval(const char *expr, const char *const *names,
+                   const double *values, size_t n, double *out, kb_err *err);
+
+/* A candidate's own launch sequence, from header lines of the form
+ *   // kb-launch: kernel=NAME grid=E[,E[,E]] block=E[,E[,E]] shared=E
+ * (one line per launch, run in order; expressions hold no spaces).
+ * *n = 0 when there are none. *out is freed with kb_launches_free. Also
+ * reads "// kb-verify: arch=sm_90a" into *arch (caller frees; may be NULL). */
+kb_rc kb_launch_parse_source(const char *src, kb_launch **out, size_t *n,
+                             char **arch, kb_err *err);
+void kb_launches_free(kb_launch *l, size_t n);
+
+/* Returns 1 and appends the reason to why if candidate source must be
+ * refused (%globaltimer, __managed__, device malloc/free/new, device-side
+ * launches, host APIs, #include of other files), else 0. Comments and
+ * string literals are not looked at. */
+int kb_verify_refuse(const char *src, kb_buf *why);
+
+/* The fast_p scores of a suite: for p in ps, the share of ntasks whose
+ * best result is correct or faster with speedup > p. verdicts[i] and
+ * speedups[i] give task i's best candidate ("" verdict: none). */
+void kb_verify_fast_p(const char *const *verdicts, const double *speedups,
+                      size_t ntasks, const double *ps, size_t np,
+                      double *out);
+
+/* ------------------------------------------------------------------ browse */
+
+/* What `kb status` shows. */
+typedef struct {
+    char *id;
+    char *title;
+    char *url;
+    size_t documents, chunks, papers;
+    long long last_ingest;     /* unix time, 0 if never */
+    char *last_error;          /* NULL if the last ingest succeeded */
+} kb_source_status;
+
+typedef struct {
+    kb_source_status *sources;
+    size_t n;
+    size_t documents, chunks, papers, embeddings;
+    int schema_version;
+    long long disk_bytes;
+    char *embedder;            /* "" when the KB has no vectors */
+} kb_status;
+
+kb_rc kb_store_status(kb_store *store, kb_status *out, kb_err *err);
+void kb_status_release(kb_status *s);
+
+/* One chunk by id as a result (rank 1), or with whole_section every chunk
+ * of its section in document order. */
+kb_rc kb_get_chunk(kb_store *store, int64_t chunk_id, int whole_section,
+                   kb_results *out, kb_err *err);
+
+/* Paper records, optionally only those whose section path contains
+ * section (case-insensitive). */
+typedef struct {
+    int64_t chunk_id;
+    char *date;
+    char *title;
+    char *section;
+    char *links_json;          /* {"paper": url, "code": url, ...} */
+} kb_paper_row;
+
+typedef struct {
+    kb_paper_row *items;
+    size_t n;
+} kb_paper_list;
+
+kb_rc kb_papers_list(kb_store *store, const char *section, kb_paper_list *out,
+                     kb_err *err);
+void kb_paper_list_release(kb_paper_list *l);
 
 #endif /* KB_H */

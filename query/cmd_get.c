@@ -1,11 +1,62 @@
-/* cmd_get.c - kb get. */
+/* cmd_get.c - kb get: a whole chunk, or its whole section. */
 #include "kb/cli.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 int cmd_get(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
-    (void)argc; (void)argv; (void)cli;
-    fprintf(stderr, "kb %s: not built yet\n", self->name);
-    return 1;
+    int json = 0, section = 0;
+    const char *id_arg = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json = 1;
+        else if (strcmp(argv[i], "--section") == 0)
+            section = 1;
+        else if (argv[i][0] == '-' && argv[i][1])
+            return kb_cli_usage_error(self, "unknown option '%s'", argv[i]);
+        else if (!id_arg)
+            id_arg = argv[i];
+        else
+            return kb_cli_usage_error(self, "unexpected argument '%s'", argv[i]);
+    }
+    long id;
+    if (!id_arg)
+        return kb_cli_usage_error(self, "no chunk id given");
+    if (kb_parse_long(id_arg, 1, 0x7fffffffL, &id) != KB_OK)
+        return kb_cli_usage_error(self, "'%s' is not a chunk id", id_arg);
+
+    kb_err err;
+    kb_err_clear(&err);
+    kb_store *store = NULL;
+    kb_results res = { 0 };
+    char *dir = kb_store_default_dir(cli->kb_dir);
+    kb_rc rc = kb_store_open(dir, KB_STORE_READONLY, &store, &err);
+    if (rc == KB_OK)
+        rc = kb_get_chunk(store, id, section, &res, &err);
+    if (rc == KB_OK && json) {
+        kb_query_opts opts;
+        kb_query_opts_init(&opts);
+        opts.text = id_arg;
+        kb_buf out;
+        kb_buf_init(&out, 0);
+        kb_results_to_json(&opts, &res, &out);
+        puts(out.data);
+        kb_buf_release(&out);
+    } else if (rc == KB_OK) {
+        const kb_result *first = &res.items[0];
+        printf("[%s] ", first->source);
+        for (size_t d = 0; d < first->depth; d++)
+            printf("%s%s", d ? " > " : "", first->heading_path[d]);
+        printf("\n%s\n", first->url);
+        if (*first->path)
+            printf("%s\n", first->path);
+        for (size_t i = 0; i < res.n; i++)
+            printf("\n%s\n", res.items[i].text);
+    }
+    kb_results_release(&res);
+    kb_store_close(store);
+    free(dir);
+    return rc == KB_OK ? 0 : kb_cli_fail(&err);
 }

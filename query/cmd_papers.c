@@ -1,11 +1,78 @@
-/* cmd_papers.c - kb papers. */
+/* cmd_papers.c - kb papers: the literature list's records. */
 #include "kb/cli.h"
 
+#include <cjson/cJSON.h>
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 int cmd_papers(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
-    (void)argc; (void)argv; (void)cli;
-    fprintf(stderr, "kb %s: not built yet\n", self->name);
-    return 1;
+    static const struct option longopts[] = {
+        { "section", required_argument, NULL, 's' },
+        { "json", no_argument, NULL, 'j' },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *section = NULL;
+    int json = 0, c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
+        if (c == 's')
+            section = optarg;
+        else if (c == 'j')
+            json = 1;
+        else
+            return kb_cli_usage_error(self, "unknown option '%s'", argv[optind - 1]);
+    }
+    if (optind < argc)
+        return kb_cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
+    kb_err err;
+    kb_err_clear(&err);
+    kb_store *store = NULL;
+    kb_paper_list list = { 0 };
+    char *dir = kb_store_default_dir(cli->kb_dir);
+    kb_rc rc = kb_store_open(dir, KB_STORE_READONLY, &store, &err);
+    if (rc == KB_OK)
+        rc = kb_papers_list(store, section, &list, &err);
+    if (rc == KB_OK && json) {
+        cJSON *root = cJSON_CreateObject();
+        cJSON *arr = cJSON_AddArrayToObject(root, "papers");
+        for (size_t i = 0; i < list.n; i++) {
+            const kb_paper_row *p = &list.items[i];
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddNumberToObject(o, "chunk_id", (double)p->chunk_id);
+            cJSON_AddStringToObject(o, "date", p->date);
+            cJSON_AddStringToObject(o, "title", p->title);
+            cJSON_AddStringToObject(o, "section", p->section);
+            cJSON *links = cJSON_Parse(p->links_json);
+            cJSON_AddItemToObject(o, "links", links ? links : cJSON_CreateObject());
+            cJSON_AddItemToArray(arr, o);
+        }
+        char *s = cJSON_PrintUnformatted(root);
+        puts(s ? s : "{}");
+        free(s);
+        cJSON_Delete(root);
+    } else if (rc == KB_OK) {
+        const char *last = "";
+        for (size_t i = 0; i < list.n; i++) {
+            const kb_paper_row *p = &list.items[i];
+            if (strcmp(p->section, last) != 0)
+                printf("%s%s\n", i ? "\n" : "", p->section);
+            last = p->section;
+            printf("  [%-7s] %s\n", p->date, p->title);
+            cJSON *links = cJSON_Parse(p->links_json);
+            const cJSON *l;
+            cJSON_ArrayForEach(l, links)
+                if (cJSON_IsString(l))
+                    printf("            %s: %s\n", l->string, l->valuestring);
+            cJSON_Delete(links);
+        }
+        printf("%s%zu papers\n", list.n ? "\n" : "", list.n);
+    }
+    kb_paper_list_release(&list);
+    kb_store_close(store);
+    free(dir);
+    return rc == KB_OK ? 0 : kb_cli_fail(&err);
 }

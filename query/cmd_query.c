@@ -1,11 +1,187 @@
-/* cmd_query.c - kb query. */
+/* cmd_query.c - kb query: ranked, cited passages for the shell or JSON. */
 #include "kb/cli.h"
 
+#include <ctype.h>
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BOLD(cli) ((cli)->color ? "\033[1m" : "")
+#define DIM(cli) ((cli)->color ? "\033[2m" : "")
+#define CYAN(cli) ((cli)->color ? "\033[36m" : "")
+#define HIT(cli) ((cli)->color ? "\033[1;33m" : "")
+#define RESET(cli) ((cli)->color ? "\033[0m" : "")
+
+/* 1 if the word at s (len n) is one of the query's words (3+ letters). */
+static int is_query_word(const char *query, const char *s, size_t n)
+{
+    if (n < 3)
+        return 0;
+    const char *q = query;
+    while (*q) {
+        while (*q && !isalnum((unsigned char)*q))
+            q++;
+        const char *w = q;
+        while (*q && isalnum((unsigned char)*q))
+            q++;
+        if ((size_t)(q - w) == n && strncasecmp(w, s, n) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Prints text indented, with the query's words highlighted on a terminal. */
+static void print_text(const kb_cli *cli, const char *text, const char *query)
+{
+    fputs("   ", stdout);
+    const char *p = text;
+    while (*p) {
+        if (isalnum((unsigned char)*p)) {
+            const char *w = p;
+            while (*p && isalnum((unsigned char)*p))
+                p++;
+            size_t n = (size_t)(p - w);
+            int hit = cli->color && is_query_word(query, w, n);
+            printf("%s%.*s%s", hit ? HIT(cli) : "", (int)n, w, hit ? RESET(cli) : "");
+        } else if (*p == '\n') {
+            fputs("\n   ", stdout);
+            p++;
+        } else {
+            putchar(*p++);
+        }
+    }
+    putchar('\n');
+}
+
+static void print_human(const kb_cli *cli, const kb_query_opts *opts,
+                        const kb_results *r, int explain)
+{
+    if (r->n == 0) {
+        printf("no results for '%s'\n", opts->text);
+        return;
+    }
+    for (size_t i = 0; i < r->n; i++) {
+        const kb_result *x = &r->items[i];
+        printf("%s%d.%s %s[%s]%s ", BOLD(cli), x->rank, RESET(cli), CYAN(cli),
+               x->source, RESET(cli));
+        for (size_t d = 0; d < x->depth; d++)
+            printf("%s%s%s", d ? " > " : "", d + 1 == x->depth ? BOLD(cli) : "",
+                   x->heading_path[d]);
+        printf("%s  %s(%s)%s\n", RESET(cli), DIM(cli), kb_kind_name(x->kind),
+               RESET(cli));
+        if (*x->url)
+            printf("   %s%s%s\n", DIM(cli), x->url, RESET(cli));
+        if (*x->path)
+            printf("   %s%s%s\n", DIM(cli), x->path, RESET(cli));
+        print_text(cli, x->text, opts->text);
+        if (explain) {
+            printf("   %schunk %lld, score %.4f; lexical ", DIM(cli),
+                   (long long)x->chunk_id, x->score);
+            if (x->lexical_rank)
+                printf("#%d (bm25 %.3f)", x->lexical_rank, x->lexical_score);
+            else
+                printf("-");
+            printf(", vector ");
+            if (x->vector_rank)
+                printf("#%d (cos %.3f)", x->vector_rank, x->vector_score);
+            else
+                printf("-");
+            printf("%s\n", RESET(cli));
+        }
+        putchar('\n');
+    }
+    printf("%s%zu results in %.1f ms (%s)%s\n", DIM(cli), r->n, r->took_ms,
+           kb_mode_name(r->mode), RESET(cli));
+}
 
 int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
-    (void)argc; (void)argv; (void)cli;
-    fprintf(stderr, "kb %s: not built yet\n", self->name);
-    return 1;
+    static const struct option longopts[] = {
+        { "mode", required_argument, NULL, 'm' },
+        { "source", required_argument, NULL, 's' },
+        { "kind", required_argument, NULL, 'K' },
+        { "json", no_argument, NULL, 'j' },
+        { "explain", no_argument, NULL, 'e' },
+        { "full", no_argument, NULL, 'f' },
+        { NULL, 0, NULL, 0 },
+    };
+    kb_query_opts opts;
+    kb_query_opts_init(&opts);
+    opts.snippet = 1;
+    int json = 0, explain = 0, c;
+    long k = 10;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+k:", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'k':
+            if (kb_parse_long(optarg, 1, 1000, &k) != KB_OK)
+                return kb_cli_usage_error(self, "-k wants a number from 1 to "
+                                          "1000, not '%s'", optarg);
+            break;
+        case 'm':
+            if (kb_mode_parse(optarg, &opts.mode) != 0)
+                return kb_cli_usage_error(self, "unknown mode '%s' (hybrid, "
+                                          "lexical, vector)", optarg);
+            break;
+        case 's':
+            if (opts.nsources == KB_QUERY_MAX_SOURCES)
+                return kb_cli_usage_error(self, "too many --source options");
+            opts.sources[opts.nsources++] = optarg;
+            break;
+        case 'K': {
+            kb_kind kind;
+            if (kb_kind_parse(optarg, &kind) != 0)
+                return kb_cli_usage_error(self, "unknown kind '%s' (text, code, "
+                                          "table, paper, skill)", optarg);
+            opts.kinds |= 1u << kind;
+            break;
+        }
+        case 'j': json = 1; break;
+        case 'e': explain = 1; break;
+        case 'f': opts.snippet = 0; break;
+        default:
+            return kb_cli_usage_error(self, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return kb_cli_usage_error(self, "no query text given");
+    opts.k = (int)k;
+    if (json)
+        opts.snippet = 0;
+    kb_buf text;
+    kb_buf_init(&text, 1 << 16);
+    for (int i = optind; i < argc; i++) {
+        if (i > optind)
+            kb_buf_putc(&text, ' ');
+        kb_buf_puts(&text, argv[i]);
+    }
+    opts.text = text.data;
+
+    kb_err err;
+    kb_err_clear(&err);
+    kb_store *store = NULL;
+    kb_embedder *emb = NULL;
+    kb_results res = { 0 };
+    char *dir = kb_store_default_dir(cli->kb_dir);
+    kb_rc rc = kb_store_open(dir, KB_STORE_READONLY, &store, &err);
+    if (rc == KB_OK)
+        rc = kb_query_run(store, emb, &opts, &res, &err);
+    if (rc == KB_OK) {
+        if (json) {
+            kb_buf out;
+            kb_buf_init(&out, 0);
+            kb_results_to_json(&opts, &res, &out);
+            puts(out.data ? out.data : "{}");
+            kb_buf_release(&out);
+        } else {
+            print_human(cli, &opts, &res, explain);
+        }
+    }
+    kb_results_release(&res);
+    kb_store_close(store);
+    free(dir);
+    kb_buf_release(&text);
+    return rc == KB_OK ? 0 : kb_cli_fail(&err);
 }

@@ -1,0 +1,251 @@
+/* fts.c - the lexical index: FTS5 rows for chunks, identifier forms, and
+ * safe MATCH expressions built from whatever text a user types. */
+#include "kb/kb_int.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_PARTS 16
+
+/* Words too common to help ranking; the question words people type. */
+static const char *const stopwords[] = {
+    "a", "about", "an", "and", "are", "as", "at", "be", "by", "can", "could",
+    "do", "does", "for", "from", "get", "gives", "has", "have", "how", "i",
+    "if", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or",
+    "should", "so", "than", "that", "the", "their", "them", "then", "there",
+    "these", "this", "to", "use", "using", "was", "way", "we", "what",
+    "when", "where", "whether", "which", "while", "who", "why", "will",
+    "with", "would", "you", "your",
+};
+
+static int is_stopword(const char *w)
+{
+    for (size_t i = 0; i < sizeof stopwords / sizeof stopwords[0]; i++)
+        if (strcmp(w, stopwords[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static int is_word_char(unsigned char c)
+{
+    return isalnum(c) || c == '_' || c == '.' || c == ':' || c >= 0x80;
+}
+
+/* A word is an identifier when its shape says so: inner '_', '.', "::",
+ * a lower-to-upper case change, or letters and digits together. Plain
+ * numbers ("3.5", "9.7.1") are not. */
+static int is_identifier(const char *w, size_t len)
+{
+    int letters = 0, digits = 0, inner_sep = 0, camel = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)w[i];
+        if (isalpha(c))
+            letters = 1;
+        else if (isdigit(c))
+            digits = 1;
+        else if ((c == '_' || c == '.' || c == ':') && i > 0 && i + 1 < len)
+            inner_sep = 1;
+        if (i > 0 && islower((unsigned char)w[i - 1]) && isupper(c))
+            camel = 1;
+    }
+    if (!letters)
+        return 0;
+    if (w[0] == '_' && len > 1)
+        inner_sep = 1;   /* __syncthreads, __shfl_down_sync */
+    return inner_sep || camel || (letters && digits);
+}
+
+/* Splits w into its alphanumeric runs, lower-cased: what unicode61 makes
+ * of it ("cp.async.bulk" -> cp async bulk). With camel, also splits at
+ * case changes ("cudaFuncSetAttribute" -> cuda func set attribute). */
+static size_t split_parts(const char *w, size_t len, int camel,
+                          char parts[MAX_PARTS][64])
+{
+    size_t n = 0, k = 0;
+    for (size_t i = 0; i <= len; i++) {
+        unsigned char c = i < len ? (unsigned char)w[i] : 0;
+        int boundary = !isalnum(c);
+        if (camel && !boundary && k > 0 && i > 0) {
+            unsigned char prev = (unsigned char)w[i - 1];
+            unsigned char next = i + 1 < len ? (unsigned char)w[i + 1] : 0;
+            if ((islower(prev) && isupper(c)) ||
+                (isupper(prev) && isupper(c) && islower(next)))
+                boundary = 2;   /* cut before c, keep c */
+        }
+        if (boundary && k > 0) {
+            parts[n][k] = '\0';
+            if (++n == MAX_PARTS)
+                return n;
+            k = 0;
+        }
+        if (isalnum(c) && k < 63)
+            parts[n][k++] = (char)tolower(c);
+    }
+    return n;
+}
+
+static int has_camel(const char *w, size_t len)
+{
+    for (size_t i = 1; i < len; i++)
+        if (islower((unsigned char)w[i - 1]) && isupper((unsigned char)w[i]))
+            return 1;
+    return 0;
+}
+
+/* Trims characters that end sentences or wrap words but never end an
+ * identifier: "(__syncthreads)," -> "__syncthreads". */
+static void trim_word(const char **w, size_t *len)
+{
+    while (*len && strchr(".:_", (*w)[*len - 1]) && !((*w)[*len - 1] == '_'))
+        (*len)--;
+    while (*len && strchr(".:", (*w)[0]))
+        (*w)++, (*len)--;
+}
+
+kb_rc kb_fts_idents(const char *text, kb_buf *out)
+{
+    const char *p = text;
+    char parts[MAX_PARTS][64];
+    while (*p) {
+        if (!is_word_char((unsigned char)*p)) {
+            p++;
+            continue;
+        }
+        const char *w = p;
+        while (*p && is_word_char((unsigned char)*p))
+            p++;
+        size_t len = (size_t)(p - w);
+        trim_word(&w, &len);
+        if (len < 3 || len > 200 || !is_identifier(w, len))
+            continue;
+        size_t n = split_parts(w, len, 0, parts);
+        /* the whole identifier, joined, and its dotted prefixes
+         * (cp.async.bulk.tensor.2d -> cpasync, cpasyncbulk, ...) */
+        int dotted = memchr(w, '.', len) != NULL;
+        for (size_t upto = dotted ? 2 : n; upto <= n; upto++) {
+            for (size_t i = 0; i < upto; i++)
+                kb_buf_puts(out, parts[i]);
+            kb_buf_putc(out, ' ');
+        }
+        if (has_camel(w, len)) {
+            n = split_parts(w, len, 1, parts);
+            for (size_t i = 0; i < n; i++) {
+                kb_buf_puts(out, parts[i]);
+                kb_buf_putc(out, ' ');
+            }
+        }
+        kb_buf_puts(out, ", ");
+    }
+    return KB_OK;
+}
+
+/* Appends "part part ..." as an FTS5 string (parts are alphanumeric, so
+ * no quoting is needed beyond the surrounding quotes). */
+static void put_phrase(kb_buf *out, char parts[MAX_PARTS][64], size_t n)
+{
+    kb_buf_putc(out, '"');
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            kb_buf_putc(out, ' ');
+        kb_buf_puts(out, parts[i]);
+    }
+    kb_buf_putc(out, '"');
+}
+
+kb_rc kb_fts_build_match(const char *text, kb_buf *out)
+{
+    char parts[MAX_PARTS][64];
+    kb_buf plain;          /* stop words, used only if nothing else is left */
+    kb_buf_init(&plain, 0);
+    size_t clauses = 0;
+    const char *p = text;
+    while (*p) {
+        if (!is_word_char((unsigned char)*p)) {
+            p++;
+            continue;
+        }
+        const char *w = p;
+        while (*p && is_word_char((unsigned char)*p))
+            p++;
+        size_t len = (size_t)(p - w);
+        trim_word(&w, &len);
+        if (len == 0 || len > 200)
+            continue;
+        size_t n = split_parts(w, len, 0, parts);
+        if (n == 0)
+            continue;
+        if (n == 1 && !is_identifier(w, len)) {
+            if (is_stopword(parts[0]) || strlen(parts[0]) < 2) {
+                if (plain.len)
+                    kb_buf_puts(&plain, " OR ");
+                put_phrase(&plain, parts, 1);
+                continue;
+            }
+            if (clauses++)
+                kb_buf_puts(out, " OR ");
+            put_phrase(out, parts, 1);
+            continue;
+        }
+        /* an identifier: its parts as a phrase, or its joined form */
+        if (clauses++)
+            kb_buf_puts(out, " OR ");
+        kb_buf_putc(out, '(');
+        put_phrase(out, parts, n);
+        kb_buf_puts(out, " OR idents : \"");
+        for (size_t i = 0; i < n; i++)
+            kb_buf_puts(out, parts[i]);
+        kb_buf_putc(out, '"');
+        if (has_camel(w, len)) {
+            size_t m = split_parts(w, len, 1, parts);
+            kb_buf_puts(out, " OR idents : ");
+            put_phrase(out, parts, m);
+        }
+        kb_buf_putc(out, ')');
+    }
+    if (clauses == 0 && plain.len)
+        kb_buf_append(out, plain.data, plain.len);
+    kb_buf_release(&plain);
+    return KB_OK;
+}
+
+/* The body the index sees: URLs dropped (their pieces only add noise). */
+static void strip_urls(const char *body, kb_buf *out)
+{
+    const char *p = body;
+    while (*p) {
+        if ((strncmp(p, "http://", 7) == 0 || strncmp(p, "https://", 8) == 0)) {
+            while (*p && !isspace((unsigned char)*p) && *p != ')')
+                p++;
+            continue;
+        }
+        kb_buf_putc(out, *p++);
+    }
+}
+
+kb_rc kb_fts_add(kb_store *store, int64_t chunk_id, const char *heading,
+                 const char *body, kb_err *err)
+{
+    kb_buf clean, idents;
+    kb_buf_init(&clean, 0);
+    kb_buf_init(&idents, 0);
+    strip_urls(body, &clean);
+    kb_fts_idents(heading, &idents);
+    kb_fts_idents(clean.data ? clean.data : "", &idents);
+    sqlite3_stmt *st = NULL;
+    kb_rc rc = kb_store_prepare(store,
+        "INSERT INTO chunks_fts(rowid, heading, body, idents) VALUES(?,?,?,?)",
+        &st, err);
+    if (rc == KB_OK) {
+        sqlite3_bind_int64(st, 1, chunk_id);
+        sqlite3_bind_text(st, 2, heading, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, clean.data ? clean.data : "", -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 4, idents.data ? idents.data : "", -1, SQLITE_STATIC);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = kb_store_db_error(store, err, "index a chunk");
+    }
+    sqlite3_finalize(st);
+    kb_buf_release(&clean);
+    kb_buf_release(&idents);
+    return rc;
+}

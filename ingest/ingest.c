@@ -1,0 +1,650 @@
+/* ingest.c - the ingest driver: sources -> documents -> parse -> chunk ->
+ * store, one transaction per document, incremental by content hash. */
+#include "kb/kb_int.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+/* Documents larger than this are refused with a clear error. */
+#define KB_MAX_DOC_BYTES (32u << 20)
+
+/* One document to look at: where its bytes are and how results cite it. */
+typedef struct {
+    char *key;        /* unique within the source */
+    char *file;       /* local file to read, or NULL to fetch url */
+    char *path;       /* reported 'path' ("" for fetched documents) */
+    char *url;        /* citation URL (no anchor) */
+} doc_ref;
+
+typedef struct {
+    doc_ref *items;
+    size_t n, cap;
+} doc_list;
+
+static void doc_list_release(doc_list *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->items[i].key);
+        free(l->items[i].file);
+        free(l->items[i].path);
+        free(l->items[i].url);
+    }
+    free(l->items);
+    memset(l, 0, sizeof *l);
+}
+
+static kb_rc doc_list_add(doc_list *l, const char *key, const char *file,
+                          const char *path, const char *url)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        doc_ref *p = realloc(l->items, cap * sizeof *p);
+        if (!p)
+            return KB_ERR_NOMEM;
+        l->items = p;
+        l->cap = cap;
+    }
+    doc_ref *d = &l->items[l->n++];
+    d->key = kb_strdup(key);
+    d->file = kb_strdup(file);
+    d->path = kb_strdup(path ? path : "");
+    d->url = kb_strdup(url ? url : "");
+    return KB_OK;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Adds every supported file under dir (sorted, hidden entries skipped).
+ * rel is dir's path relative to the mirror root; folder_url is the URL
+ * that the folder's files hang under. */
+static kb_rc walk_folder(const char *dir, const char *rel, const char *format,
+                         const char *folder_url, const char *url_rel,
+                         doc_list *out, kb_err *err)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return kb_err_set(err, KB_ERR_IO, "cannot open folder '%s': %s", dir,
+                          strerror(errno));
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 32;
+            char **p = realloc(names, cap * sizeof *p);
+            if (!p)
+                break;
+            names = p;
+        }
+        names[n++] = kb_strdup(e->d_name);
+    }
+    closedir(d);
+    qsort(names, n, sizeof *names, cmp_str);
+    kb_rc rc = KB_OK;
+    for (size_t i = 0; i < n; i++) {
+        char *full = kb_path_join(dir, names[i]);
+        char *r = kb_path_join(rel, names[i]);
+        char *ur = *url_rel ? kb_path_join(url_rel, names[i]) : kb_strdup(names[i]);
+        struct stat st;
+        if (stat(full, &st) == 0 && S_ISDIR(st.st_mode)) {
+            if (rc == KB_OK)
+                rc = walk_folder(full, r, format, folder_url, ur, out, err);
+        } else if (stat(full, &st) == 0 && S_ISREG(st.st_mode) &&
+                   kb_parser_for(full, format)) {
+            char *url = *folder_url ? kb_path_join(folder_url, ur) : kb_strdup("");
+            if (rc == KB_OK)
+                rc = doc_list_add(out, r, full, r, url);
+            free(url);
+        }
+        free(full);
+        free(r);
+        free(ur);
+        free(names[i]);
+    }
+    free(names);
+    return rc;
+}
+
+/* The documents of a manifest source: its mirror files when a mirror is
+ * given, else its URL. */
+static kb_rc list_source_docs(const kb_source *src, const char *mirror,
+                              doc_list *out, kb_err *err)
+{
+    if (mirror && src->nmirror > 0) {
+        for (size_t i = 0; i < src->nmirror; i++) {
+            const char *m = src->mirror[i];
+            char *full = kb_path_join(mirror, m);
+            size_t ml = strlen(m);
+            kb_rc rc = KB_OK;
+            struct stat st;
+            if (stat(full, &st) != 0) {
+                rc = kb_err_set(err, KB_ERR_IO, "cannot find '%s' in the mirror "
+                                "'%s': %s", m, mirror, strerror(errno));
+            } else if (m[ml - 1] == '/' || S_ISDIR(st.st_mode)) {
+                char *rel = kb_strndup(m, m[ml - 1] == '/' ? ml - 1 : ml);
+                rc = walk_folder(full, rel, src->format, src->url, "", out, err);
+                free(rel);
+            } else {
+                rc = doc_list_add(out, m, full, m, src->url);
+            }
+            free(full);
+            if (rc != KB_OK)
+                return rc;
+        }
+        return KB_OK;
+    }
+    if (!*src->url)
+        return kb_err_set(err, KB_ERR_USAGE, "source '%s' has no URL and no "
+                          "mirror was given (--mirror DIR or KB_MIRROR)", src->id);
+    return doc_list_add(out, src->url, NULL, "", src->url);
+}
+
+static kb_rc upsert_source(kb_store *store, const char *id, const char *title,
+                           const char *url, const char *format,
+                           const char *version, kb_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    kb_rc rc = kb_store_prepare(store,
+        "INSERT INTO sources(id, title, url, format, version) VALUES(?,?,?,?,?) "
+        "ON CONFLICT(id) DO UPDATE SET title = excluded.title, url = excluded.url,"
+        " format = excluded.format, version = excluded.version", &st, err);
+    if (rc != KB_OK)
+        return rc;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, title, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, url, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, format, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, version, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        rc = kb_store_db_error(store, err, "record a source");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static void finish_source(kb_store *store, const char *id, const char *error)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(store->db,
+            "UPDATE sources SET last_ingest = ?, last_error = ? WHERE id = ?",
+            -1, &st, NULL) != SQLITE_OK)
+        return;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)time(NULL));
+    if (error)
+        sqlite3_bind_text(st, 2, error, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 2);
+    sqlite3_bind_text(st, 3, id, -1, SQLITE_STATIC);
+    sqlite3_step(st);
+    sqlite3_finalize(st);
+}
+
+/* The stored hash of a document, or NULL if it is not in the KB. */
+static char *stored_hash(kb_store *store, const char *source, const char *key)
+{
+    sqlite3_stmt *st = NULL;
+    char *hash = NULL;
+    if (sqlite3_prepare_v2(store->db, "SELECT content_hash FROM documents "
+                           "WHERE source_id = ? AND key = ?", -1, &st,
+                           NULL) != SQLITE_OK)
+        return NULL;
+    sqlite3_bind_text(st, 1, source, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        hash = kb_strdup((const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    return hash;
+}
+
+static char *paper_links_json(const kb_paper *p)
+{
+    cJSON *o = cJSON_CreateObject();
+    for (size_t i = 0; i < p->nlinks; i++)
+        if (!cJSON_GetObjectItemCaseSensitive(o, p->links[i].label))
+            cJSON_AddStringToObject(o, p->links[i].label, p->links[i].url);
+    char *s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return s;
+}
+
+/* The paper's section path: its heading path without the title itself. */
+static char *paper_section(const kb_block *b)
+{
+    kb_buf t;
+    kb_buf_init(&t, 0);
+    for (size_t i = 0; i + 1 < b->depth; i++) {
+        if (i)
+            kb_buf_puts(&t, " > ");
+        kb_buf_puts(&t, b->heading[i]);
+    }
+    return kb_buf_detach(&t);
+}
+
+/* Replaces a document and its chunks in one transaction. */
+static kb_rc store_document(kb_store *store, const char *source,
+                            const doc_ref *ref, const char *hash,
+                            const kb_doc *doc, const kb_chunks *chunks,
+                            const kb_fetch_result *fetched, kb_err *err)
+{
+    sqlite3_stmt *del = NULL, *ins_doc = NULL, *ins_chunk = NULL, *ins_paper = NULL;
+    kb_rc rc = kb_store_begin(store, err);
+    if (rc != KB_OK)
+        return rc;
+    if ((rc = kb_store_prepare(store, "DELETE FROM documents WHERE source_id = ? "
+                               "AND key = ?", &del, err)) != KB_OK ||
+        (rc = kb_store_prepare(store, "INSERT INTO documents(source_id, key, path,"
+                               " url, title, content_hash, etag, last_modified,"
+                               " fetched_at, indexed_at) VALUES(?,?,?,?,?,?,?,?,?,?)",
+                               &ins_doc, err)) != KB_OK ||
+        (rc = kb_store_prepare(store, "INSERT INTO chunks(document_id, ord, kind,"
+                               " heading_path, anchor, text, tokens) "
+                               "VALUES(?,?,?,?,?,?,?)", &ins_chunk, err)) != KB_OK ||
+        (rc = kb_store_prepare(store, "INSERT INTO papers(chunk_id, date, title,"
+                               " section, links) VALUES(?,?,?,?,?)",
+                               &ins_paper, err)) != KB_OK)
+        goto out;
+
+    sqlite3_bind_text(del, 1, source, -1, SQLITE_STATIC);
+    sqlite3_bind_text(del, 2, ref->key, -1, SQLITE_STATIC);
+    if (sqlite3_step(del) != SQLITE_DONE) {
+        rc = kb_store_db_error(store, err, "remove the old document");
+        goto out;
+    }
+    sqlite3_int64 now = (sqlite3_int64)time(NULL);
+    sqlite3_bind_text(ins_doc, 1, source, -1, SQLITE_STATIC);
+    sqlite3_bind_text(ins_doc, 2, ref->key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(ins_doc, 3, ref->path, -1, SQLITE_STATIC);
+    sqlite3_bind_text(ins_doc, 4, ref->url, -1, SQLITE_STATIC);
+    sqlite3_bind_text(ins_doc, 5, doc->title ? doc->title : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(ins_doc, 6, hash, -1, SQLITE_STATIC);
+    if (fetched && fetched->etag)
+        sqlite3_bind_text(ins_doc, 7, fetched->etag, -1, SQLITE_STATIC);
+    if (fetched && fetched->last_modified)
+        sqlite3_bind_text(ins_doc, 8, fetched->last_modified, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(ins_doc, 9, now);
+    sqlite3_bind_int64(ins_doc, 10, now);
+    if (sqlite3_step(ins_doc) != SQLITE_DONE) {
+        rc = kb_store_db_error(store, err, "record a document");
+        goto out;
+    }
+    sqlite3_int64 doc_id = sqlite3_last_insert_rowid(store->db);
+
+    for (size_t i = 0; i < chunks->n && rc == KB_OK; i++) {
+        const kb_chunk *c = &chunks->items[i];
+        sqlite3_reset(ins_chunk);
+        sqlite3_bind_int64(ins_chunk, 1, doc_id);
+        sqlite3_bind_int64(ins_chunk, 2, (sqlite3_int64)i);
+        sqlite3_bind_text(ins_chunk, 3, kb_kind_name(c->kind), -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins_chunk, 4, c->heading_json, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins_chunk, 5, c->anchor, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins_chunk, 6, c->text, -1, SQLITE_STATIC);
+        sqlite3_bind_int(ins_chunk, 7, c->tokens);
+        if (sqlite3_step(ins_chunk) != SQLITE_DONE) {
+            rc = kb_store_db_error(store, err, "write a chunk");
+            break;
+        }
+        sqlite3_int64 chunk_id = sqlite3_last_insert_rowid(store->db);
+        rc = kb_fts_add(store, chunk_id, c->heading_text, c->text, err);
+        if (rc == KB_OK && c->paper) {
+            char *links = paper_links_json(c->paper);
+            char *section = paper_section(c->first);
+            sqlite3_reset(ins_paper);
+            sqlite3_bind_int64(ins_paper, 1, chunk_id);
+            sqlite3_bind_text(ins_paper, 2, c->paper->date, -1, SQLITE_STATIC);
+            sqlite3_bind_text(ins_paper, 3, c->paper->title, -1, SQLITE_STATIC);
+            sqlite3_bind_text(ins_paper, 4, section, -1, SQLITE_STATIC);
+            sqlite3_bind_text(ins_paper, 5, links ? links : "{}", -1, SQLITE_STATIC);
+            if (sqlite3_step(ins_paper) != SQLITE_DONE)
+                rc = kb_store_db_error(store, err, "write a paper record");
+            free(links);
+            free(section);
+        }
+    }
+    if (rc == KB_OK)
+        rc = kb_store_commit(store, err);
+out:
+    sqlite3_finalize(del);
+    sqlite3_finalize(ins_doc);
+    sqlite3_finalize(ins_chunk);
+    sqlite3_finalize(ins_paper);
+    if (rc != KB_OK)
+        kb_store_rollback(store);
+    return rc;
+}
+
+/* Removes the source's documents whose keys are not in seen (sorted). */
+static kb_rc remove_gone(kb_store *store, const char *source, char **seen,
+                         size_t nseen, size_t *removed, kb_err *err)
+{
+    sqlite3_stmt *sel = NULL, *del = NULL;
+    kb_rc rc = kb_store_begin(store, err);
+    if (rc != KB_OK)
+        return rc;
+    if ((rc = kb_store_prepare(store, "SELECT id, key FROM documents WHERE "
+                               "source_id = ?", &sel, err)) != KB_OK ||
+        (rc = kb_store_prepare(store, "DELETE FROM documents WHERE id = ?", &del,
+                               err)) != KB_OK)
+        goto out;
+    sqlite3_bind_text(sel, 1, source, -1, SQLITE_STATIC);
+    while (sqlite3_step(sel) == SQLITE_ROW) {
+        const char *key = (const char *)sqlite3_column_text(sel, 1);
+        if (bsearch(&key, seen, nseen, sizeof *seen, cmp_str))
+            continue;
+        sqlite3_reset(del);
+        sqlite3_bind_int64(del, 1, sqlite3_column_int64(sel, 0));
+        if (sqlite3_step(del) != SQLITE_DONE) {
+            rc = kb_store_db_error(store, err, "remove a document");
+            goto out;
+        }
+        (*removed)++;
+    }
+    rc = kb_store_commit(store, err);
+out:
+    sqlite3_finalize(sel);
+    sqlite3_finalize(del);
+    if (rc != KB_OK)
+        kb_store_rollback(store);
+    return rc;
+}
+
+/* Reads (or fetches) one document, and unless its hash is unchanged parses,
+ * chunks and stores it. *changed tells which happened. */
+static kb_rc ingest_document(kb_store *store, const kb_ingest_opts *opts,
+                             const char *source, const char *format,
+                             const doc_ref *ref, const kb_tokenizer *tok,
+                             int *changed, size_t *nchunks, kb_err *err)
+{
+    kb_fetch_result fetched;
+    kb_fetch_result_init(&fetched);
+    kb_buf raw;
+    kb_buf_init(&raw, 0);
+    kb_doc doc;
+    kb_doc_init(&doc);
+    kb_chunks chunks = { 0 };
+    char *old = NULL;
+    kb_rc rc;
+    *changed = 0;
+
+    if (ref->file) {
+        rc = kb_read_file(ref->file, KB_MAX_DOC_BYTES, &raw, err);
+    } else {
+        char *cache = kb_path_join(store->dir, "cache");
+        kb_fetch_opts fo;
+        kb_fetch_opts_default(&fo);
+        fo.max_bytes = KB_MAX_DOC_BYTES;
+        rc = kb_mkdirs(cache, err);
+        if (rc == KB_OK)
+            rc = kb_fetch_url(ref->url, cache, &fo, &fetched, err);
+        free(cache);
+        if (rc == KB_OK)
+            rc = kb_buf_append(&raw, fetched.body.data, fetched.body.len);
+    }
+    if (rc != KB_OK)
+        goto out;
+    char hash[65];
+    kb_sha256_hex(raw.data ? raw.data : "", raw.len, hash);
+    old = stored_hash(store, source, ref->key);
+    if (old && strcmp(old, hash) == 0 && !opts->force)
+        goto out;
+    const char *name = ref->file ? ref->file : ref->url;
+    kb_parse_fn parse = kb_parser_for(name, format);
+    if (!parse) {
+        rc = kb_err_set(err, KB_ERR_PARSE, "'%s' is not a format kb reads", name);
+        goto out;
+    }
+    if ((rc = parse(raw.data ? raw.data : "", raw.len, name, &doc, err)) != KB_OK)
+        goto out;
+    if ((rc = kb_chunk_doc(&doc, tok, KB_CHUNK_MAX_TOKENS, &chunks, err)) != KB_OK)
+        goto out;
+    rc = store_document(store, source, ref, hash, &doc, &chunks,
+                        ref->file ? NULL : &fetched, err);
+    if (rc == KB_OK) {
+        *changed = 1;
+        *nchunks = chunks.n;
+    }
+out:
+    free(old);
+    kb_chunks_release(&chunks);
+    kb_doc_release(&doc);
+    kb_buf_release(&raw);
+    kb_fetch_result_release(&fetched);
+    return rc;
+}
+
+typedef struct {
+    const char *id;
+    const char *format;
+    doc_list docs;
+    int prune;          /* remove documents that are gone (manifest sources) */
+} ingest_job;
+
+static kb_rc run_job(kb_store *store, const kb_ingest_opts *opts,
+                     ingest_job *job, kb_ingest_progress *pr,
+                     const kb_tokenizer *tok, kb_ingest_stats *stats,
+                     kb_err *first_err)
+{
+    double t0 = kb_now_ms();
+    char **seen = calloc(job->docs.n + 1, sizeof *seen);
+    size_t nseen = 0;
+    kb_rc result = KB_OK;
+    pr->docs_total = job->docs.n;
+    for (size_t i = 0; i < job->docs.n; i++) {
+        const doc_ref *ref = &job->docs.items[i];
+        kb_err err;
+        kb_err_clear(&err);
+        int changed = 0;
+        size_t nchunks = 0;
+        kb_rc rc = ingest_document(store, opts, job->id, job->format, ref, tok,
+                                   &changed, &nchunks, &err);
+        if (rc == KB_OK) {
+            seen[nseen++] = ref->key;
+            if (changed) {
+                pr->changed++;
+                pr->chunks += nchunks;
+            } else {
+                pr->unchanged++;
+            }
+        } else {
+            /* nothing lost: the document keeps its previous version */
+            seen[nseen++] = ref->key;
+            pr->failed++;
+            kb_log_warn("%s: %s", job->id, err.msg);
+            kb_err_set(first_err, rc, "%s", err.msg);
+            result = KB_ERR_PARTIAL;
+            if (rc == KB_ERR_DB || rc == KB_ERR_NOMEM) {
+                /* the store itself is failing: stop this source */
+                result = rc;
+                pr->docs_done = i + 1;
+                break;
+            }
+        }
+        pr->docs_done = i + 1;
+        pr->elapsed_ms = kb_now_ms() - t0;
+        if (opts->progress)
+            opts->progress(pr, opts->progress_ctx);
+    }
+    if (job->prune && result != KB_ERR_DB && result != KB_ERR_NOMEM) {
+        qsort(seen, nseen, sizeof *seen, cmp_str);
+        kb_err err;
+        kb_err_clear(&err);
+        if (remove_gone(store, job->id, seen, nseen, &pr->removed, &err) != KB_OK) {
+            kb_err_set(first_err, err.rc, "%s", err.msg);
+            result = KB_ERR_PARTIAL;
+        }
+    }
+    free(seen);
+    stats->docs_changed += pr->changed;
+    stats->docs_unchanged += pr->unchanged;
+    stats->docs_removed += pr->removed;
+    stats->docs_failed += pr->failed;
+    stats->chunks_written += pr->chunks;
+    return result;
+}
+
+static int is_url(const char *s)
+{
+    return strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0;
+}
+
+kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
+                    char *const *targets, size_t ntargets,
+                    kb_ingest_stats *stats, kb_err *err)
+{
+    memset(stats, 0, sizeof *stats);
+    double t0 = kb_now_ms();
+    kb_manifest manifest = { 0 };
+    ingest_job *jobs = NULL;
+    size_t njobs = 0;
+    kb_tokenizer *tok = NULL;
+    kb_rc rc = KB_OK;
+    char *manifest_path = opts->manifest_path ? kb_strdup(opts->manifest_path)
+                                              : kb_manifest_default_path();
+    const char *mirror = opts->mirror_dir;
+    if (!mirror || !*mirror)
+        mirror = getenv("KB_MIRROR");
+    if (mirror && !*mirror)
+        mirror = NULL;
+
+    /* every target must make sense before anything is written */
+    int need_manifest = ntargets == 0;
+    for (size_t i = 0; i < ntargets; i++) {
+        struct stat st;
+        if (!is_url(targets[i]) && stat(targets[i], &st) != 0)
+            need_manifest = 1;
+    }
+    if (need_manifest && (rc = kb_manifest_load(manifest_path, &manifest, err)) != KB_OK)
+        goto out;
+    jobs = calloc(ntargets ? ntargets : manifest.n ? manifest.n : 1, sizeof *jobs);
+    if (!jobs) {
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    const char *adhoc = opts->adhoc_source;
+    for (size_t i = 0; i < (ntargets ? ntargets : manifest.n); i++) {
+        const char *t = ntargets ? targets[i] : manifest.sources[i].id;
+        const kb_source *src = need_manifest ? kb_manifest_find(&manifest, t) : NULL;
+        struct stat st;
+        ingest_job *job = &jobs[njobs++];
+        if (src) {
+            job->id = src->id;
+            job->format = src->format;
+            job->prune = 1;
+            rc = upsert_source(store, src->id, src->title, src->url, src->format,
+                               src->version, err);
+            if (rc != KB_OK)
+                goto out;
+            kb_err lerr;
+            kb_err_clear(&lerr);
+            if (list_source_docs(src, mirror, &job->docs, &lerr) != KB_OK) {
+                /* the source fails as a whole; the others proceed */
+                job->format = NULL;
+                kb_log_warn("%s: %s", src->id, lerr.msg);
+                finish_source(store, src->id, lerr.msg);
+                kb_err_set(err, lerr.rc, "%s", lerr.msg);
+                stats->sources_failed++;
+                if (opts->progress) {
+                    kb_ingest_progress pr = { .source = src->id,
+                        .source_index = njobs - 1, .nsources = ntargets ? ntargets : manifest.n,
+                        .finished = 1, .error = lerr.msg };
+                    opts->progress(&pr, opts->progress_ctx);
+                }
+                job->id = NULL;
+            }
+        } else if (is_url(t)) {
+            job->id = adhoc ? adhoc : "web";
+            job->format = "";
+            rc = upsert_source(store, job->id, "Ad-hoc URLs", "", "", "", err);
+            if (rc == KB_OK)
+                rc = doc_list_add(&job->docs, t, NULL, "", t);
+        } else if (stat(t, &st) == 0) {
+            job->id = adhoc ? adhoc : "local";
+            job->format = "";
+            rc = upsert_source(store, job->id, "Local files", "", "", "", err);
+            if (rc == KB_OK && S_ISDIR(st.st_mode)) {
+                char *abs = realpath(t, NULL);
+                char *url = abs ? kb_path_join("file://", abs) : kb_strdup("");
+                rc = walk_folder(t, t, "", url, "", &job->docs, err);
+                free(abs);
+                free(url);
+            } else if (rc == KB_OK) {
+                char *abs = realpath(t, NULL);
+                kb_buf url;
+                kb_buf_init(&url, 0);
+                kb_buf_printf(&url, "file://%s", abs ? abs : t);
+                rc = doc_list_add(&job->docs, t, t, t, url.data);
+                kb_buf_release(&url);
+                free(abs);
+            }
+        } else {
+            rc = kb_err_set(err, KB_ERR_NOTFOUND,
+                            "'%s' is neither a source in '%s', a file, nor a URL",
+                            t, manifest_path);
+            goto out;
+        }
+        if (rc != KB_OK)
+            goto out;
+    }
+
+    /* chunks are sized in the embedder's word pieces when its vocabulary is
+     * installed; an estimate otherwise */
+    {
+        const char *mdir = getenv("KB_MODEL_DIR");
+        char *vocab = NULL;
+        if (mdir && *mdir) {
+            vocab = kb_path_join(mdir, "vocab.txt");
+        } else {
+            const char *home = getenv("HOME");
+            char *d = kb_path_join(home ? home : ".", ".cache/kb/models/all-MiniLM-L6-v2");
+            vocab = kb_path_join(d, "vocab.txt");
+            free(d);
+        }
+        kb_err terr;
+        kb_err_clear(&terr);
+        if (kb_tokenizer_open(vocab, &tok, &terr) != KB_OK) {
+            tok = NULL;
+            kb_log_debug("chunk sizes estimated: %s", terr.msg);
+        }
+        free(vocab);
+    }
+
+    for (size_t j = 0; j < njobs; j++) {
+        ingest_job *job = &jobs[j];
+        if (!job->id)
+            continue;
+        stats->sources++;
+        kb_ingest_progress pr = { .source = job->id, .source_index = j,
+                                  .nsources = njobs };
+        kb_rc jrc = run_job(store, opts, job, &pr, tok, stats, err);
+        if (jrc != KB_OK)
+            stats->sources_failed++;
+        finish_source(store, job->id, jrc == KB_OK ? NULL : err->msg);
+        pr.finished = 1;
+        pr.error = jrc == KB_OK ? NULL : err->msg;
+        if (opts->progress)
+            opts->progress(&pr, opts->progress_ctx);
+        if (jrc == KB_ERR_DB || jrc == KB_ERR_NOMEM) {
+            rc = jrc;
+            goto out;
+        }
+    }
+    if (stats->sources_failed || stats->docs_failed)
+        rc = KB_ERR_PARTIAL;
+out:
+    stats->took_ms = kb_now_ms() - t0;
+    for (size_t j = 0; j < njobs; j++)
+        doc_list_release(&jobs[j].docs);
+    free(jobs);
+    kb_tokenizer_free(tok);
+    kb_manifest_release(&manifest);
+    free(manifest_path);
+    return rc;
+}

@@ -1,0 +1,82 @@
+/*
+ * kb_int.h - internals shared between kb's modules, one section per file
+ * (SQLite's fts5Int.h). The CLI and the servers use kb.h only.
+ */
+#ifndef KB_INT_H
+#define KB_INT_H
+
+#include "kb/kb.h"
+
+#include <sqlite3.h>
+
+/* ------------------------------------------------------------ kb/store.c */
+
+struct kb_store {
+    char *dir;
+    sqlite3 *db;
+    int readonly;
+};
+
+/* Prepares sql on the store's connection; on failure sets err. */
+kb_rc kb_store_prepare(kb_store *store, const char *sql, sqlite3_stmt **stmt,
+                       kb_err *err);
+/* Runs sql (no results, no parameters). */
+kb_rc kb_store_exec(kb_store *store, const char *sql, kb_err *err);
+/* BEGIN IMMEDIATE / COMMIT / ROLLBACK. */
+kb_rc kb_store_begin(kb_store *store, kb_err *err);
+kb_rc kb_store_commit(kb_store *store, kb_err *err);
+void kb_store_rollback(kb_store *store);
+/* Sets err from the connection's last error, with a prefix ("cannot X"). */
+kb_rc kb_store_db_error(kb_store *store, kb_err *err, const char *what);
+/* meta table: get (caller frees, NULL if unset) and set. */
+char *kb_store_meta_get(kb_store *store, const char *key);
+kb_rc kb_store_meta_set(kb_store *store, const char *key, const char *value,
+                        kb_err *err);
+/* Total size in bytes of the files in the KB directory. */
+long long kb_store_disk_size(const kb_store *store);
+
+/* ------------------------------------------------------------ ingest/chunk.c */
+
+typedef struct {
+    kb_kind kind;
+    char *heading_json;    /* JSON array of the heading path */
+    char *heading_text;    /* "A > B > C", what the FTS heading column gets */
+    char *anchor;
+    char *text;
+    int tokens;            /* word pieces, including the heading prefix */
+    const kb_paper *paper; /* borrowed from the doc, KB_KIND_PAPER only */
+    const kb_block *first; /* borrowed: the first block, for its heading */
+} kb_chunk;
+
+typedef struct {
+    kb_chunk *items;
+    size_t n, cap;
+} kb_chunks;
+
+#define KB_CHUNK_MAX_TOKENS 256
+
+/* Counts word pieces: with tok, exactly; without, an estimate that follows
+ * BERT's pre-tokenisation (words, punctuation, long words in pieces). */
+size_t kb_chunk_count_tokens(const kb_tokenizer *tok, const char *text);
+/* Splits doc into chunks of at most max_tokens word pieces each, including
+ * the heading-path prefix the embedder sees. Borrowed pointers in the
+ * chunks point into doc: release the chunks before the doc. */
+kb_rc kb_chunk_doc(const kb_doc *doc, const kb_tokenizer *tok, int max_tokens,
+                   kb_chunks *out, kb_err *err);
+void kb_chunks_release(kb_chunks *c);
+
+/* ------------------------------------------------------------ index/fts.c */
+
+/* The identifier forms of text for the FTS "idents" column: each
+ * identifier-like word (cp.async.bulk, __shfl_down_sync, cudaMemcpyAsync,
+ * sm_90a) as its joined lower-case form and its split parts. */
+kb_rc kb_fts_idents(const char *text, kb_buf *out);
+/* Turns user text into a safe FTS5 MATCH expression: quoted terms OR-ed,
+ * identifiers as phrases of their parts or their joined form. Never a
+ * syntax error. Empty out means nothing searchable. */
+kb_rc kb_fts_build_match(const char *text, kb_buf *out);
+/* Indexes one chunk (rowid = chunk id). */
+kb_rc kb_fts_add(kb_store *store, int64_t chunk_id, const char *heading,
+                 const char *body, kb_err *err);
+
+#endif

@@ -1,0 +1,290 @@
+/* store.c - the KB directory and its SQLite database: open, schema and
+ * migrations, transactions. SQLite is the source of truth. */
+#include "kb/kb_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Migrations, applied in order; the schema version is their count. Never
+ * edit one that has shipped: add another. */
+static const char *const migrations[] = {
+    /* 1: sources, documents, chunks, papers, the FTS index */
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+    "CREATE TABLE sources("
+    "  id TEXT PRIMARY KEY, title TEXT NOT NULL DEFAULT '',"
+    "  url TEXT NOT NULL DEFAULT '', format TEXT NOT NULL DEFAULT '',"
+    "  version TEXT NOT NULL DEFAULT '', last_ingest INTEGER,"
+    "  last_error TEXT);"
+    "CREATE TABLE documents("
+    "  id INTEGER PRIMARY KEY,"
+    "  source_id TEXT NOT NULL REFERENCES sources(id) ON DELETE CASCADE,"
+    "  key TEXT NOT NULL,"              /* mirror path, URL or local path */
+    "  path TEXT NOT NULL DEFAULT '',"  /* what results report as 'path' */
+    "  url TEXT NOT NULL DEFAULT '',"
+    "  title TEXT NOT NULL DEFAULT '',"
+    "  content_hash TEXT NOT NULL,"
+    "  etag TEXT, last_modified TEXT,"
+    "  fetched_at INTEGER, indexed_at INTEGER,"
+    "  UNIQUE(source_id, key));"
+    "CREATE TABLE chunks("
+    "  id INTEGER PRIMARY KEY,"
+    "  document_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,"
+    "  ord INTEGER NOT NULL, kind TEXT NOT NULL,"
+    "  heading_path TEXT NOT NULL,"     /* JSON array, top down */
+    "  anchor TEXT NOT NULL DEFAULT '',"
+    "  text TEXT NOT NULL, tokens INTEGER NOT NULL);"
+    "CREATE INDEX chunks_by_document ON chunks(document_id, ord);"
+    "CREATE TABLE papers("
+    "  chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,"
+    "  date TEXT NOT NULL DEFAULT '', title TEXT NOT NULL,"
+    "  section TEXT NOT NULL DEFAULT '',"   /* "A > B" */
+    "  links TEXT NOT NULL DEFAULT '{}');"  /* JSON object label -> url */
+    "CREATE VIRTUAL TABLE chunks_fts USING fts5(heading, body, idents,"
+    "  tokenize = 'porter unicode61 remove_diacritics 2');"
+    "CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN"
+    "  DELETE FROM chunks_fts WHERE rowid = old.id; END;",
+};
+static const int schema_version = (int)(sizeof migrations / sizeof migrations[0]);
+
+char *kb_store_default_dir(const char *dir)
+{
+    if (dir && *dir)
+        return kb_strdup(dir);
+    const char *env = getenv("KB_DIR");
+    if (env && *env)
+        return kb_strdup(env);
+    const char *xdg = getenv("XDG_DATA_HOME");
+    if (xdg && *xdg)
+        return kb_path_join(xdg, "kb");
+    const char *home = getenv("HOME");
+    char *share = kb_path_join(home && *home ? home : ".", ".local/share");
+    char *out = share ? kb_path_join(share, "kb") : NULL;
+    free(share);
+    return out;
+}
+
+kb_rc kb_store_db_error(kb_store *store, kb_err *err, const char *what)
+{
+    int code = sqlite3_errcode(store->db);
+    if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT)
+        return kb_err_set(err, KB_ERR_DB,
+                          "'%s/kb.sqlite' is not a usable kb database (%s); "
+                          "move it away and ingest again", store->dir,
+                          sqlite3_errmsg(store->db));
+    if (code == SQLITE_READONLY || code == SQLITE_CANTOPEN)
+        return kb_err_set(err, KB_ERR_IO, "cannot %s in '%s': %s", what,
+                          store->dir, sqlite3_errmsg(store->db));
+    return kb_err_set(err, KB_ERR_DB, "cannot %s: %s", what,
+                      sqlite3_errmsg(store->db));
+}
+
+kb_rc kb_store_prepare(kb_store *store, const char *sql, sqlite3_stmt **stmt,
+                       kb_err *err)
+{
+    if (sqlite3_prepare_v2(store->db, sql, -1, stmt, NULL) != SQLITE_OK)
+        return kb_store_db_error(store, err, "prepare a query");
+    return KB_OK;
+}
+
+kb_rc kb_store_exec(kb_store *store, const char *sql, kb_err *err)
+{
+    if (sqlite3_exec(store->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+        return kb_store_db_error(store, err, "update the database");
+    return KB_OK;
+}
+
+kb_rc kb_store_begin(kb_store *store, kb_err *err)
+{
+    return kb_store_exec(store, "BEGIN IMMEDIATE", err);
+}
+
+kb_rc kb_store_commit(kb_store *store, kb_err *err)
+{
+    return kb_store_exec(store, "COMMIT", err);
+}
+
+void kb_store_rollback(kb_store *store)
+{
+    if (!sqlite3_get_autocommit(store->db))
+        sqlite3_exec(store->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+char *kb_store_meta_get(kb_store *store, const char *key)
+{
+    sqlite3_stmt *st = NULL;
+    char *value = NULL;
+    if (sqlite3_prepare_v2(store->db, "SELECT value FROM meta WHERE key = ?",
+                           -1, &st, NULL) != SQLITE_OK)
+        return NULL;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        value = kb_strdup((const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    return value;
+}
+
+kb_rc kb_store_meta_set(kb_store *store, const char *key, const char *value,
+                        kb_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    kb_rc rc = kb_store_prepare(store,
+        "INSERT INTO meta(key, value) VALUES(?, ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value", &st, err);
+    if (rc != KB_OK)
+        return rc;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        rc = kb_store_db_error(store, err, "write the KB's metadata");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* The schema version, or -1 when the file is not a database; 0 when new. */
+static int read_version(kb_store *store)
+{
+    sqlite3_stmt *st = NULL;
+    int version = -1;
+    if (sqlite3_prepare_v2(store->db, "PRAGMA user_version", -1, &st,
+                           NULL) != SQLITE_OK)
+        return -1;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        version = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return version;
+}
+
+static kb_rc migrate(kb_store *store, int from, kb_err *err)
+{
+    kb_rc rc = kb_store_begin(store, err);
+    for (int v = from; rc == KB_OK && v < schema_version; v++) {
+        rc = kb_store_exec(store, migrations[v], err);
+        kb_log_debug("schema migrated to version %d", v + 1);
+    }
+    if (rc == KB_OK) {
+        char sql[64];
+        snprintf(sql, sizeof sql, "PRAGMA user_version = %d", schema_version);
+        rc = kb_store_exec(store, sql, err);
+    }
+    if (rc == KB_OK)
+        rc = kb_store_commit(store, err);
+    if (rc != KB_OK)
+        kb_store_rollback(store);
+    return rc;
+}
+
+kb_rc kb_store_open(const char *dir, int flags, kb_store **out, kb_err *err)
+{
+    *out = NULL;
+    if (!dir || !*dir)
+        return kb_err_set(err, KB_ERR_USAGE, "no KB directory given");
+    kb_store *store = calloc(1, sizeof *store);
+    if (!store)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    store->dir = kb_strdup(dir);
+    store->readonly = (flags & KB_STORE_READONLY) != 0;
+    char *dbpath = kb_path_join(dir, "kb.sqlite");
+    kb_rc rc = KB_OK;
+    struct stat st;
+
+    if (stat(dbpath, &st) != 0) {
+        if (!(flags & KB_STORE_CREATE)) {
+            rc = kb_err_set(err, KB_ERR_NOTFOUND,
+                            "no KB in '%s'; run 'kb ingest' first (or give "
+                            "--kb DIR)", dir);
+            goto out;
+        }
+        if ((rc = kb_mkdirs(dir, err)) != KB_OK)
+            goto out;
+        if (access(dir, W_OK) != 0) {
+            rc = kb_err_set(err, KB_ERR_IO, "cannot create a KB in '%s': %s",
+                            dir, strerror(errno));
+            goto out;
+        }
+    }
+    int oflags = store->readonly ? SQLITE_OPEN_READONLY
+                                 : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    if (sqlite3_open_v2(dbpath, &store->db, oflags | SQLITE_OPEN_NOMUTEX,
+                        NULL) != SQLITE_OK) {
+        rc = kb_err_set(err, KB_ERR_IO, "cannot open '%s': %s", dbpath,
+                        store->db ? sqlite3_errmsg(store->db) : "out of memory");
+        goto out;
+    }
+    sqlite3_busy_timeout(store->db, 10000);
+    int version = read_version(store);
+    if (version < 0) {
+        rc = kb_store_db_error(store, err, "read the schema");
+        goto out;
+    }
+    if (version > schema_version) {
+        rc = kb_err_set(err, KB_ERR_MISMATCH,
+                        "the KB in '%s' has schema version %d, newer than this "
+                        "kb (%d); upgrade kb", dir, version, schema_version);
+        goto out;
+    }
+    if (!store->readonly) {
+        if ((rc = kb_store_exec(store, "PRAGMA journal_mode = WAL", err)) != KB_OK)
+            goto out;
+    }
+    if ((rc = kb_store_exec(store, "PRAGMA foreign_keys = ON", err)) != KB_OK)
+        goto out;
+    if (version < schema_version) {
+        if (store->readonly) {
+            rc = kb_err_set(err, version == 0 ? KB_ERR_NOTFOUND : KB_ERR_MISMATCH,
+                            version == 0 ? "the KB in '%s' is empty; run 'kb ingest'"
+                                         : "the KB in '%s' needs a schema upgrade; "
+                                           "run 'kb ingest' once", dir);
+            goto out;
+        }
+        if ((rc = migrate(store, version, err)) != KB_OK)
+            goto out;
+    }
+    /* a quick integrity probe: a damaged file fails here, clearly */
+    if ((rc = kb_store_exec(store, "SELECT count(*) FROM sources", err)) != KB_OK)
+        goto out;
+    *out = store;
+out:
+    free(dbpath);
+    if (rc != KB_OK)
+        kb_store_close(store);
+    return rc;
+}
+
+void kb_store_close(kb_store *store)
+{
+    if (!store)
+        return;
+    if (store->db)
+        sqlite3_close_v2(store->db);
+    free(store->dir);
+    free(store);
+}
+
+const char *kb_store_dir(const kb_store *store)
+{
+    return store->dir;
+}
+
+long long kb_store_disk_size(const kb_store *store)
+{
+    DIR *d = opendir(store->dir);
+    if (!d)
+        return 0;
+    long long total = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char *p = kb_path_join(store->dir, e->d_name);
+        struct stat st;
+        if (p && stat(p, &st) == 0 && S_ISREG(st.st_mode))
+            total += (long long)st.st_size;
+        free(p);
+    }
+    closedir(d);
+    return total;
+}

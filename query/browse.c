@@ -1,0 +1,213 @@
+/* browse.c - looking around a KB: status, one chunk or section, papers. */
+#include "kb/kb_int.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *col_dup(sqlite3_stmt *st, int i)
+{
+    const unsigned char *s = sqlite3_column_text(st, i);
+    return kb_strdup(s ? (const char *)s : "");
+}
+
+static size_t count_rows(kb_store *store, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    size_t n = 0;
+    if (sqlite3_prepare_v2(store->db, sql, -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        n = (size_t)sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return n;
+}
+
+kb_rc kb_store_status(kb_store *store, kb_status *out, kb_err *err)
+{
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *st = NULL;
+    kb_rc rc = kb_store_prepare(store,
+        "SELECT s.id, s.title, s.url, s.last_ingest, s.last_error,"
+        " (SELECT count(*) FROM documents d WHERE d.source_id = s.id),"
+        " (SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.document_id"
+        "   WHERE d.source_id = s.id),"
+        " (SELECT count(*) FROM papers p JOIN chunks c ON c.id = p.chunk_id"
+        "   JOIN documents d ON d.id = c.document_id WHERE d.source_id = s.id)"
+        " FROM sources s ORDER BY s.rowid", &st, err);
+    if (rc != KB_OK)
+        return rc;
+    size_t cap = 0;
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (out->n == cap) {
+            cap = cap ? cap * 2 : 16;
+            kb_source_status *p = realloc(out->sources, cap * sizeof *p);
+            if (!p) {
+                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+                goto out;
+            }
+            out->sources = p;
+        }
+        kb_source_status *s = &out->sources[out->n++];
+        s->id = col_dup(st, 0);
+        s->title = col_dup(st, 1);
+        s->url = col_dup(st, 2);
+        s->last_ingest = sqlite3_column_int64(st, 3);
+        s->last_error = sqlite3_column_type(st, 4) == SQLITE_NULL ? NULL : col_dup(st, 4);
+        s->documents = (size_t)sqlite3_column_int64(st, 5);
+        s->chunks = (size_t)sqlite3_column_int64(st, 6);
+        s->papers = (size_t)sqlite3_column_int64(st, 7);
+        out->documents += s->documents;
+        out->chunks += s->chunks;
+        out->papers += s->papers;
+    }
+    if (step != SQLITE_DONE) {
+        rc = kb_store_db_error(store, err, "read the sources");
+        goto out;
+    }
+    out->embeddings = count_rows(store, "SELECT count(*) FROM sqlite_master WHERE "
+                                 "name = 'embeddings'")
+                          ? count_rows(store, "SELECT count(*) FROM embeddings") : 0;
+    out->schema_version = (int)count_rows(store, "PRAGMA user_version");
+    out->disk_bytes = kb_store_disk_size(store);
+    char *e = kb_store_meta_get(store, "embedder");
+    out->embedder = e ? e : kb_strdup("");
+out:
+    sqlite3_finalize(st);
+    if (rc != KB_OK)
+        kb_status_release(out);
+    return rc;
+}
+
+void kb_status_release(kb_status *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        free(s->sources[i].id);
+        free(s->sources[i].title);
+        free(s->sources[i].url);
+        free(s->sources[i].last_error);
+    }
+    free(s->sources);
+    free(s->embedder);
+    memset(s, 0, sizeof *s);
+}
+
+static kb_rc push_result(kb_results *out, size_t *cap, sqlite3_stmt *st,
+                         kb_err *err)
+{
+    if (out->n == *cap) {
+        *cap = *cap ? *cap * 2 : 8;
+        kb_result *p = realloc(out->items, *cap * sizeof *p);
+        if (!p)
+            return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        out->items = p;
+    }
+    kb_result *r = &out->items[out->n++];
+    memset(r, 0, sizeof *r);
+    r->rank = (int)out->n;
+    r->chunk_id = sqlite3_column_int64(st, 0);
+    r->source = col_dup(st, 1);
+    r->title = col_dup(st, 2);
+    const char *url = (const char *)sqlite3_column_text(st, 4);
+    const char *anchor = (const char *)sqlite3_column_text(st, 5);
+    kb_buf u;
+    kb_buf_init(&u, 0);
+    kb_buf_puts(&u, url ? url : "");
+    if (anchor && *anchor && url && *url)
+        kb_buf_printf(&u, "#%s", anchor);
+    r->url = kb_buf_detach(&u);
+    r->path = col_dup(st, 6);
+    kb_kind_parse((const char *)sqlite3_column_text(st, 7), &r->kind);
+    r->text = col_dup(st, 8);
+    cJSON *arr = cJSON_Parse((const char *)sqlite3_column_text(st, 3));
+    size_t n = cJSON_IsArray(arr) ? (size_t)cJSON_GetArraySize(arr) : 0;
+    r->heading_path = calloc(n ? n : 1, sizeof *r->heading_path);
+    const cJSON *h;
+    cJSON_ArrayForEach(h, arr)
+        if (cJSON_IsString(h) && r->heading_path)
+            r->heading_path[r->depth++] = kb_strdup(h->valuestring);
+    cJSON_Delete(arr);
+    return KB_OK;
+}
+
+#define CHUNK_COLUMNS \
+    "c.id, d.source_id, d.title, c.heading_path, d.url, c.anchor, d.path," \
+    " c.kind, c.text"
+
+kb_rc kb_get_chunk(kb_store *store, int64_t chunk_id, int whole_section,
+                   kb_results *out, kb_err *err)
+{
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *st = NULL;
+    const char *sql = whole_section
+        ? "SELECT " CHUNK_COLUMNS " FROM chunks c JOIN documents d ON d.id ="
+          " c.document_id JOIN chunks me ON me.id = ?1 WHERE c.document_id ="
+          " me.document_id AND c.heading_path = me.heading_path ORDER BY c.ord"
+        : "SELECT " CHUNK_COLUMNS " FROM chunks c JOIN documents d ON d.id ="
+          " c.document_id WHERE c.id = ?1";
+    kb_rc rc = kb_store_prepare(store, sql, &st, err);
+    if (rc != KB_OK)
+        return rc;
+    sqlite3_bind_int64(st, 1, chunk_id);
+    size_t cap = 0;
+    int step;
+    while (rc == KB_OK && (step = sqlite3_step(st)) == SQLITE_ROW)
+        rc = push_result(out, &cap, st, err);
+    sqlite3_finalize(st);
+    if (rc == KB_OK && out->n == 0)
+        rc = kb_err_set(err, KB_ERR_NOTFOUND, "no chunk %lld in this KB",
+                        (long long)chunk_id);
+    if (rc != KB_OK)
+        kb_results_release(out);
+    return rc;
+}
+
+kb_rc kb_papers_list(kb_store *store, const char *section, kb_paper_list *out,
+                     kb_err *err)
+{
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *st = NULL;
+    kb_rc rc = kb_store_prepare(store,
+        "SELECT p.chunk_id, p.date, p.title, p.section, p.links FROM papers p"
+        " JOIN chunks c ON c.id = p.chunk_id"
+        " WHERE ?1 IS NULL OR instr(lower(p.section), lower(?1)) > 0"
+        " ORDER BY c.document_id, c.ord", &st, err);
+    if (rc != KB_OK)
+        return rc;
+    if (section)
+        sqlite3_bind_text(st, 1, section, -1, SQLITE_STATIC);
+    size_t cap = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (out->n == cap) {
+            cap = cap ? cap * 2 : 64;
+            kb_paper_row *p = realloc(out->items, cap * sizeof *p);
+            if (!p) {
+                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+                break;
+            }
+            out->items = p;
+        }
+        kb_paper_row *r = &out->items[out->n++];
+        r->chunk_id = sqlite3_column_int64(st, 0);
+        r->date = col_dup(st, 1);
+        r->title = col_dup(st, 2);
+        r->section = col_dup(st, 3);
+        r->links_json = col_dup(st, 4);
+    }
+    sqlite3_finalize(st);
+    if (rc != KB_OK)
+        kb_paper_list_release(out);
+    return rc;
+}
+
+void kb_paper_list_release(kb_paper_list *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->items[i].date);
+        free(l->items[i].title);
+        free(l->items[i].section);
+        free(l->items[i].links_json);
+    }
+    free(l->items);
+    memset(l, 0, sizeof *l);
+}

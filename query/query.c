@@ -1,0 +1,375 @@
+/* query.c - query execution: candidate lists (lexical now, vector and
+ * their fusion with the embedder), section de-duplication, results. */
+#include "kb/kb_int.h"
+
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* BM25 column weights: heading path, body, identifier forms. */
+#define W_HEADING 5.0
+#define W_BODY 1.0
+#define W_IDENTS 2.0
+
+static const char *const mode_names[] = { "hybrid", "lexical", "vector" };
+
+const char *kb_mode_name(kb_mode mode)
+{
+    return (size_t)mode < 3 ? mode_names[mode] : "hybrid";
+}
+
+int kb_mode_parse(const char *name, kb_mode *out)
+{
+    for (int i = 0; i < 3; i++)
+        if (strcmp(name, mode_names[i]) == 0) {
+            *out = (kb_mode)i;
+            return 0;
+        }
+    return -1;
+}
+
+void kb_query_opts_init(kb_query_opts *opts)
+{
+    memset(opts, 0, sizeof *opts);
+    opts->mode = KB_MODE_HYBRID;
+    opts->k = 10;
+}
+
+static void result_release(kb_result *r)
+{
+    free(r->source);
+    free(r->title);
+    for (size_t i = 0; i < r->depth; i++)
+        free(r->heading_path[i]);
+    free(r->heading_path);
+    free(r->url);
+    free(r->path);
+    free(r->text);
+}
+
+void kb_results_release(kb_results *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        result_release(&r->items[i]);
+    free(r->items);
+    memset(r, 0, sizeof *r);
+}
+
+/* A ranked candidate from one retriever. */
+typedef struct {
+    int64_t id;
+    double score;
+} candidate;
+
+typedef struct {
+    candidate *items;
+    size_t n, cap;
+} cand_list;
+
+static kb_rc cand_push(cand_list *l, int64_t id, double score)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        candidate *p = realloc(l->items, cap * sizeof *p);
+        if (!p)
+            return KB_ERR_NOMEM;
+        l->items = p;
+        l->cap = cap;
+    }
+    l->items[l->n].id = id;
+    l->items[l->n].score = score;
+    l->n++;
+    return KB_OK;
+}
+
+/* Appends " AND d.source_id IN (?,..) AND c.kind IN (?,..)" for the filters;
+ * binds start at first_param. */
+static void filter_sql(const kb_query_opts *opts, kb_buf *sql)
+{
+    if (opts->nsources) {
+        kb_buf_puts(sql, " AND d.source_id IN (");
+        for (size_t i = 0; i < opts->nsources; i++)
+            kb_buf_puts(sql, i ? ",?" : "?");
+        kb_buf_puts(sql, ")");
+    }
+    if (opts->kinds) {
+        kb_buf_puts(sql, " AND c.kind IN (");
+        int first = 1;
+        for (int k = 0; k <= KB_KIND_SKILL; k++)
+            if (opts->kinds & (1u << k)) {
+                kb_buf_puts(sql, first ? "?" : ",?");
+                first = 0;
+            }
+        kb_buf_puts(sql, ")");
+    }
+}
+
+static int bind_filters(sqlite3_stmt *st, const kb_query_opts *opts, int i)
+{
+    for (size_t s = 0; s < opts->nsources; s++)
+        sqlite3_bind_text(st, i++, opts->sources[s], -1, SQLITE_STATIC);
+    for (int k = 0; k <= KB_KIND_SKILL; k++)
+        if (opts->kinds & (1u << k))
+            sqlite3_bind_text(st, i++, kb_kind_name((kb_kind)k), -1, SQLITE_STATIC);
+    return i;
+}
+
+static kb_rc lexical_candidates(kb_store *store, const kb_query_opts *opts,
+                                size_t depth, cand_list *out, kb_err *err)
+{
+    kb_buf match, sql;
+    kb_buf_init(&match, 0);
+    kb_buf_init(&sql, 0);
+    sqlite3_stmt *st = NULL;
+    kb_rc rc = kb_fts_build_match(opts->text, &match);
+    if (rc != KB_OK || match.len == 0)
+        goto out;   /* nothing searchable: no lexical candidates */
+    kb_buf_printf(&sql,
+        "SELECT c.id, bm25(chunks_fts, %g, %g, %g) AS s FROM chunks_fts"
+        " JOIN chunks c ON c.id = chunks_fts.rowid"
+        " JOIN documents d ON d.id = c.document_id"
+        " WHERE chunks_fts MATCH ?", W_HEADING, W_BODY, W_IDENTS);
+    filter_sql(opts, &sql);
+    kb_buf_puts(&sql, " ORDER BY s LIMIT ?");
+    if ((rc = kb_store_prepare(store, sql.data, &st, err)) != KB_OK)
+        goto out;
+    sqlite3_bind_text(st, 1, match.data, -1, SQLITE_STATIC);
+    int i = bind_filters(st, opts, 2);
+    sqlite3_bind_int64(st, i, (sqlite3_int64)depth);
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW)
+        if ((rc = cand_push(out, sqlite3_column_int64(st, 0),
+                            -sqlite3_column_double(st, 1))) != KB_OK)
+            goto out;
+    if (step != SQLITE_DONE)
+        rc = kb_store_db_error(store, err, "search the lexical index");
+out:
+    if (rc != KB_OK)
+        kb_log_debug("fts match: %s", match.data ? match.data : "");
+    sqlite3_finalize(st);
+    kb_buf_release(&match);
+    kb_buf_release(&sql);
+    return rc;
+}
+
+/* A window of text around the first query word found in it. */
+static char *make_snippet(const char *text, const char *query, size_t width)
+{
+    size_t len = strlen(text);
+    if (len <= width)
+        return kb_strdup(text);
+    size_t best = len;
+    const char *q = query;
+    while (*q) {
+        while (*q && !isalnum((unsigned char)*q))
+            q++;
+        const char *w = q;
+        while (*q && (isalnum((unsigned char)*q) || *q == '_'))
+            q++;
+        size_t wl = (size_t)(q - w);
+        if (wl < 3)
+            continue;
+        for (size_t i = 0; i + wl <= len && i < best; i++)
+            if (strncasecmp(text + i, w, wl) == 0) {
+                best = i;
+                break;
+            }
+    }
+    size_t start = best == len || best < width / 4 ? 0 : best - width / 4;
+    while (start > 0 && ((unsigned char)text[start] & 0xC0) == 0x80)
+        start--;
+    size_t end = start + width < len ? start + width : len;
+    while (end < len && ((unsigned char)text[end] & 0xC0) == 0x80)
+        end++;
+    kb_buf s;
+    kb_buf_init(&s, 0);
+    if (start > 0)
+        kb_buf_puts(&s, "…");
+    kb_buf_append(&s, text + start, end - start);
+    if (end < len)
+        kb_buf_puts(&s, "…");
+    return kb_buf_detach(&s);
+}
+
+/* Fills r from the chunk's row. */
+static kb_rc hydrate(kb_store *store, sqlite3_stmt *st, int64_t id,
+                     const kb_query_opts *opts, kb_result *r, int64_t *doc_id,
+                     char **heading_key, kb_err *err)
+{
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, id);
+    if (sqlite3_step(st) != SQLITE_ROW)
+        return kb_store_db_error(store, err, "read a chunk");
+    const char *hp = (const char *)sqlite3_column_text(st, 2);
+    const char *url = (const char *)sqlite3_column_text(st, 3);
+    const char *anchor = (const char *)sqlite3_column_text(st, 4);
+    const char *text = (const char *)sqlite3_column_text(st, 7);
+    r->chunk_id = id;
+    r->source = kb_strdup((const char *)sqlite3_column_text(st, 0));
+    r->title = kb_strdup((const char *)sqlite3_column_text(st, 1));
+    r->path = kb_strdup((const char *)sqlite3_column_text(st, 5));
+    kb_kind_parse((const char *)sqlite3_column_text(st, 6), &r->kind);
+    *doc_id = sqlite3_column_int64(st, 8);
+    *heading_key = kb_strdup(hp);
+    kb_buf u;
+    kb_buf_init(&u, 0);
+    kb_buf_puts(&u, url ? url : "");
+    if (anchor && *anchor && url && *url)
+        kb_buf_printf(&u, "#%s", anchor);
+    r->url = kb_buf_detach(&u);
+    r->text = opts->snippet ? make_snippet(text ? text : "", opts->text, 320)
+                            : kb_strdup(text ? text : "");
+    cJSON *arr = cJSON_Parse(hp ? hp : "[]");
+    size_t n = cJSON_IsArray(arr) ? (size_t)cJSON_GetArraySize(arr) : 0;
+    r->heading_path = calloc(n ? n : 1, sizeof *r->heading_path);
+    const cJSON *h;
+    cJSON_ArrayForEach(h, arr)
+        if (cJSON_IsString(h) && r->heading_path)
+            r->heading_path[r->depth++] = kb_strdup(h->valuestring);
+    cJSON_Delete(arr);
+    if (!r->source || !r->title || !r->path || !r->url || !r->text ||
+        !r->heading_path || !*heading_key)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    return KB_OK;
+}
+
+/* Turns a fused, ordered candidate list into results: hydrated, with
+ * chunks of a section already shown merged into the first, cut at k. */
+static kb_rc build_results(kb_store *store, const kb_query_opts *opts,
+                           const cand_list *fused, const cand_list *lex,
+                           const cand_list *vec, kb_results *out, kb_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    kb_rc rc = kb_store_prepare(store,
+        "SELECT d.source_id, d.title, c.heading_path, d.url, c.anchor, d.path,"
+        " c.kind, c.text, c.document_id FROM chunks c"
+        " JOIN documents d ON d.id = c.document_id WHERE c.id = ?", &st, err);
+    if (rc != KB_OK)
+        return rc;
+    size_t k = opts->k > 0 ? (size_t)opts->k : 10;
+    out->items = calloc(k, sizeof *out->items);
+    int64_t *docs = calloc(k, sizeof *docs);
+    char **keys = calloc(k, sizeof *keys);
+    if (!out->items || !docs || !keys) {
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < fused->n && out->n < k; i++) {
+        kb_result r = { 0 };
+        int64_t doc_id = 0;
+        char *key = NULL;
+        if ((rc = hydrate(store, st, fused->items[i].id, opts, &r, &doc_id, &key,
+                          err)) != KB_OK) {
+            result_release(&r);
+            free(key);
+            goto out;
+        }
+        int dup = 0;
+        for (size_t j = 0; j < out->n && !dup; j++)
+            dup = docs[j] == doc_id && strcmp(keys[j], key) == 0;
+        if (dup) {   /* the section is already shown, by a better chunk */
+            result_release(&r);
+            free(key);
+            continue;
+        }
+        r.rank = (int)out->n + 1;
+        r.score = fused->items[i].score;
+        for (size_t j = 0; lex && j < lex->n; j++)
+            if (lex->items[j].id == r.chunk_id) {
+                r.lexical_rank = (int)j + 1;
+                r.lexical_score = lex->items[j].score;
+                break;
+            }
+        for (size_t j = 0; vec && j < vec->n; j++)
+            if (vec->items[j].id == r.chunk_id) {
+                r.vector_rank = (int)j + 1;
+                r.vector_score = vec->items[j].score;
+                break;
+            }
+        docs[out->n] = doc_id;
+        keys[out->n] = key;
+        out->items[out->n++] = r;
+    }
+out:
+    for (size_t j = 0; keys && j < out->n; j++)
+        free(keys[j]);
+    free(keys);
+    free(docs);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
+                   kb_results *out, kb_err *err)
+{
+    memset(out, 0, sizeof *out);
+    out->mode = opts->mode;
+    double t0 = kb_now_ms();
+    cand_list lex = { 0 };
+    kb_rc rc = KB_OK;
+    size_t k = opts->k > 0 ? (size_t)opts->k : 10;
+    /* deep enough that section merging still leaves k results */
+    size_t depth = k * 4 + 40;
+
+    if (!opts->text || !*opts->text)
+        return kb_err_set(err, KB_ERR_USAGE, "empty query");
+    (void)emb;
+    if (opts->mode != KB_MODE_LEXICAL) {
+        rc = kb_err_set(err, KB_ERR_USAGE, "mode '%s' needs the vector index, "
+                        "which this KB does not have yet; use --mode lexical",
+                        kb_mode_name(opts->mode));
+        goto out;
+    }
+    if ((rc = lexical_candidates(store, opts, depth, &lex, err)) != KB_OK)
+        goto out;
+    rc = build_results(store, opts, &lex, &lex, NULL, out, err);
+out:
+    free(lex.items);
+    out->took_ms = kb_now_ms() - t0;
+    if (rc != KB_OK)
+        kb_results_release(out);
+    return rc;
+}
+
+kb_rc kb_results_to_json(const kb_query_opts *opts, const kb_results *r,
+                         kb_buf *out)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "query", opts->text ? opts->text : "");
+    cJSON_AddStringToObject(root, "mode", kb_mode_name(r->mode));
+    cJSON_AddNumberToObject(root, "took_ms", (double)(int)(r->took_ms * 1000) / 1000.0);
+    cJSON *arr = cJSON_AddArrayToObject(root, "results");
+    for (size_t i = 0; i < r->n; i++) {
+        const kb_result *x = &r->items[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "rank", x->rank);
+        cJSON_AddNumberToObject(o, "score", x->score);
+        cJSON_AddNumberToObject(o, "chunk_id", (double)x->chunk_id);
+        cJSON_AddStringToObject(o, "source", x->source);
+        cJSON_AddStringToObject(o, "title", x->title);
+        cJSON *hp = cJSON_AddArrayToObject(o, "heading_path");
+        for (size_t d = 0; d < x->depth; d++)
+            cJSON_AddItemToArray(hp, cJSON_CreateString(x->heading_path[d]));
+        cJSON_AddStringToObject(o, "url", x->url);
+        cJSON_AddStringToObject(o, "path", x->path);
+        cJSON_AddStringToObject(o, "kind", kb_kind_name(x->kind));
+        cJSON_AddStringToObject(o, "text", x->text);
+        if (x->lexical_rank)
+            cJSON_AddNumberToObject(o, "lexical_rank", x->lexical_rank);
+        else
+            cJSON_AddNullToObject(o, "lexical_rank");
+        if (x->vector_rank)
+            cJSON_AddNumberToObject(o, "vector_rank", x->vector_rank);
+        else
+            cJSON_AddNullToObject(o, "vector_rank");
+        cJSON_AddItemToArray(arr, o);
+    }
+    char *s = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    if (!s)
+        return KB_ERR_NOMEM;
+    kb_rc rc = kb_buf_puts(out, s);
+    free(s);
+    return rc;
+}
