@@ -1,0 +1,770 @@
+/* parse_cuda.c - CUDA / C / C++ sources (.cu, .cuh, .h, .cpp).
+ *
+ * Output: a level-1 heading with the file name; the file's leading comment
+ * as a text block (a licence header dropped); then, in file order, one code
+ * block per function definition (kernels, device and host functions,
+ * templates) with the comment right above it, under a level-2 heading and
+ * anchor that are the function's name, and the top-level code between
+ * functions (includes, macros, globals, structs) as code blocks under the
+ * file heading.
+ *
+ * This is a scanner, not a C++ parser: it tracks comments, string and
+ * character literals (raw strings too), preprocessor lines and bracket
+ * depth, which is enough to find top-level definitions and their bodies.
+ * namespace { } and extern "C" { } are looked into.
+ */
+#include "kb/kb.h"
+
+#include <ctype.h>
+#include <string.h>
+
+#include "ingest/parse_int.h"
+
+#define NONE ((size_t)-1)
+
+typedef struct {
+    const char *s;
+    size_t n;
+} src;
+
+static int is_ident_start(int c)
+{
+    return isalpha(c) || c == '_' || c == '$';
+}
+
+static int is_ident_char(int c)
+{
+    return isalnum(c) || c == '_' || c == '$';
+}
+
+/* 1 if the '#' at i is the first non-blank character of its line. */
+static int at_line_start(const src *x, size_t i)
+{
+    while (i > 0) {
+        char c = x->s[i - 1];
+        if (c == '\n')
+            return 1;
+        if (c != ' ' && c != '\t' && c != '\r' && c != '\f' && c != '\v')
+            return 0;
+        i--;
+    }
+    return 1;
+}
+
+/* End of a comment starting at i ("//" or slash-star), or i if none. */
+static size_t skip_comment(const src *x, size_t i)
+{
+    if (i + 1 >= x->n || x->s[i] != '/')
+        return i;
+    if (x->s[i + 1] == '/') {
+        /* a line comment ends at a newline not escaped by a backslash */
+        for (i += 2; i < x->n; i++) {
+            if (x->s[i] == '\n' && !(x->s[i - 1] == '\\' ||
+                                     (x->s[i - 1] == '\r' && i >= 2 && x->s[i - 2] == '\\')))
+                return i;
+        }
+        return x->n;
+    }
+    if (x->s[i + 1] == '*') {
+        const char *e = NULL;
+        for (size_t j = i + 2; j + 1 < x->n; j++)
+            if (x->s[j] == '*' && x->s[j + 1] == '/') {
+                e = x->s + j;
+                break;
+            }
+        return e ? (size_t)(e - x->s) + 2 : x->n;
+    }
+    return i;
+}
+
+/* End of a quoted literal whose opening quote is at i. */
+static size_t skip_quoted(const src *x, size_t i)
+{
+    char q = x->s[i];
+    for (i++; i < x->n; i++) {
+        char c = x->s[i];
+        if (c == '\\') {
+            i++;
+            continue;
+        }
+        if (c == q)
+            return i + 1;
+        if (c == '\n')      /* unterminated: stop at the line's end */
+            return i;
+    }
+    return x->n;
+}
+
+/* End of a raw string R"delim( ... )delim" whose quote is at i. */
+static size_t skip_raw(const src *x, size_t i)
+{
+    size_t d = i + 1;
+    while (d < x->n && x->s[d] != '(' && x->s[d] != '"' && x->s[d] != '\n' &&
+           d - i <= 17)
+        d++;
+    if (d >= x->n || x->s[d] != '(')
+        return skip_quoted(x, i);
+    size_t dl = d - (i + 1);
+    const char *delim = x->s + i + 1;
+    for (size_t j = d + 1; j + dl + 1 < x->n + 1; j++) {
+        if (x->s[j] == ')' && j + 1 + dl < x->n &&
+            memcmp(x->s + j + 1, delim, dl) == 0 && x->s[j + 1 + dl] == '"')
+            return j + dl + 2;
+    }
+    return x->n;
+}
+
+/* End of a preprocessor line starting at i (backslash continuations and
+ * block comments that run past the line included). */
+static size_t skip_directive(const src *x, size_t i)
+{
+    while (i < x->n) {
+        char c = x->s[i];
+        if (c == '\n') {
+            size_t k = i;
+            if (k > 0 && x->s[k - 1] == '\r')
+                k--;
+            if (k > 0 && x->s[k - 1] == '\\') {
+                i++;
+                continue;
+            }
+            return i;
+        }
+        if (c == '/' && i + 1 < x->n && (x->s[i + 1] == '*' || x->s[i + 1] == '/')) {
+            size_t e = skip_comment(x, i);
+            if (x->s[i + 1] == '/')
+                return e;
+            i = e;
+            continue;
+        }
+        if (c == '"' || c == '\'') {
+            i = skip_quoted(x, i);
+            continue;
+        }
+        i++;
+    }
+    return x->n;
+}
+
+/* The end of one lexical unit at i that the bracket scanners must not look
+ * into: a comment, a literal (with its prefix), a number, an identifier, a
+ * preprocessor line; else i + 1. */
+static size_t skip_unit(const src *x, size_t i)
+{
+    char c = x->s[i];
+    if (c == '/' && i + 1 < x->n && (x->s[i + 1] == '/' || x->s[i + 1] == '*'))
+        return skip_comment(x, i);
+    if (c == '"' || c == '\'')
+        return skip_quoted(x, i);
+    if (c == '#' && at_line_start(x, i))
+        return skip_directive(x, i);
+    if (isdigit((unsigned char)c)) {
+        /* pp-number: digit separators (1'000) and exponents included */
+        size_t j = i + 1;
+        while (j < x->n) {
+            char d = x->s[j];
+            if (is_ident_char((unsigned char)d) || d == '.')
+                j++;
+            else if (d == '\'' && j + 1 < x->n && isalnum((unsigned char)x->s[j + 1]))
+                j++;
+            else if ((d == '+' || d == '-') &&
+                     strchr("eEpP", x->s[j - 1]) != NULL)
+                j++;
+            else
+                break;
+        }
+        return j;
+    }
+    if (is_ident_start((unsigned char)c)) {
+        size_t j = i + 1;
+        while (j < x->n && is_ident_char((unsigned char)x->s[j]))
+            j++;
+        if (j < x->n && (x->s[j] == '"' || x->s[j] == '\'')) {
+            size_t len = j - i;
+            const char *p = x->s + i;
+            if (x->s[j] == '"' && len <= 3 && p[len - 1] == 'R' &&
+                (len == 1 || strncmp(p, "LR", 2) == 0 || strncmp(p, "uR", 2) == 0 ||
+                 strncmp(p, "UR", 2) == 0 || strncmp(p, "u8R", 3) == 0))
+                return skip_raw(x, j);
+            if ((len == 1 && (*p == 'L' || *p == 'u' || *p == 'U')) ||
+                (len == 2 && strncmp(p, "u8", 2) == 0))
+                return skip_quoted(x, j);
+        }
+        return j;
+    }
+    return i + 1;
+}
+
+/* The index just past the '}' matching the '{' at i (or the end). */
+static size_t match_brace(const src *x, size_t i)
+{
+    int depth = 0;
+    while (i < x->n) {
+        char c = x->s[i];
+        if (c == '{') {
+            depth++;
+        } else if (c == '}') {
+            if (--depth == 0)
+                return i + 1;
+        } else {
+            i = skip_unit(x, i);
+            continue;
+        }
+        i++;
+    }
+    return x->n;
+}
+
+/* ------------------------------------------------------------------ headers */
+
+typedef struct {
+    size_t off, len;
+    int ident;
+} tok;
+
+/* Splits [a, b) into tokens, leaving out comments and preprocessor lines;
+ * at most cap tokens. */
+static size_t tokenize(const src *x, size_t a, size_t b, tok *t, size_t cap)
+{
+    size_t n = 0;
+    size_t i = a;
+    while (i < b && n < cap) {
+        char c = x->s[i];
+        if (isspace((unsigned char)c)) {
+            i++;
+            continue;
+        }
+        size_t e = skip_unit(x, i);
+        if (e > b)
+            e = b;
+        if ((c == '/' && e > i + 1) || (c == '#' && at_line_start(x, i))) {
+            i = e;
+            continue;
+        }
+        if (c == ':' && i + 1 < b && x->s[i + 1] == ':')
+            e = i + 2;
+        t[n].off = i;
+        t[n].len = e - i;
+        t[n].ident = is_ident_start((unsigned char)c) && x->s[e - 1] != '"' &&
+                     x->s[e - 1] != '\'';
+        n++;
+        i = e;
+    }
+    return n;
+}
+
+static int tok_is(const src *x, const tok *t, const char *s)
+{
+    size_t n = strlen(s);
+    return t->len == n && memcmp(x->s + t->off, s, n) == 0;
+}
+
+/* identifiers that take a parenthesised argument but are not the name */
+static const char *const not_names[] = {
+    "__launch_bounds__", "__attribute__", "__declspec", "alignas", "_Alignas",
+    "__align__", "__align", "decltype", "sizeof", "alignof", "__cluster_dims__",
+    "__maxnreg__", "static_assert", "noexcept", "throw", "if", "while", "for",
+    "switch", "return", "__pragma", "_Pragma", "__nv_pure__", NULL
+};
+
+static int not_name(const src *x, const tok *t)
+{
+    for (size_t i = 0; not_names[i]; i++)
+        if (tok_is(x, t, not_names[i]))
+            return 1;
+    return 0;
+}
+
+/* Index of the token after the group opened at t[i] ("(", "[" or "<"). */
+static size_t skip_group(const src *x, const tok *t, size_t n, size_t i)
+{
+    char open = x->s[t[i].off];
+    char close = open == '(' ? ')' : open == '[' ? ']' : '>';
+    int depth = 0, paren = 0;
+    for (; i < n; i++) {
+        char c = t[i].len == 1 ? x->s[t[i].off] : '\0';
+        if (open == '<' && (c == '(' || c == ')')) {
+            paren += c == '(' ? 1 : -1;
+            continue;
+        }
+        if (open == '<' && paren > 0)
+            continue;
+        if (c == open)
+            depth++;
+        else if (c == close && --depth == 0)
+            return i + 1;
+    }
+    return n;
+}
+
+static int all_caps(const src *x, const tok *t)
+{
+    int letters = 0;
+    for (size_t i = 0; i < t->len; i++) {
+        char c = x->s[t->off + i];
+        if (islower((unsigned char)c))
+            return 0;
+        letters += isupper((unsigned char)c) != 0;
+    }
+    return letters > 0;
+}
+
+/* If [a, b) (the text before a '{') is a function header, the name (caller
+ * frees); else NULL. */
+static char *function_name(const src *x, size_t a, size_t b)
+{
+    tok t[512];
+    size_t n = tokenize(x, a, b, t, sizeof t / sizeof t[0]);
+    if (n == 0)
+        return NULL;
+    size_t i = 0;
+    /* template <...> prefixes */
+    while (i < n && tok_is(x, &t[i], "template")) {
+        i++;
+        if (i < n && tok_is(x, &t[i], "<"))
+            i = skip_group(x, t, n, i);
+    }
+    if (i < n && (tok_is(x, &t[i], "namespace") || tok_is(x, &t[i], "typedef") ||
+                  tok_is(x, &t[i], "using")))
+        return NULL;
+    size_t found = NONE;
+    for (; i < n; i++) {
+        char c = t[i].len == 1 ? x->s[t[i].off] : '\0';
+        if (c == '=' || c == ';')
+            return NULL;        /* an initialiser, not a definition */
+        if (c == '[' && i + 1 < n && tok_is(x, &t[i + 1], "[")) {
+            i = skip_group(x, t, n, i) - 1;   /* [[attribute]] */
+            continue;
+        }
+        if (c != '(')
+            continue;
+        if (i >= 2 && tok_is(x, &t[i - 1], ">")) {
+            /* a specialisation: name<args>( */
+            int depth = 0;
+            size_t k = i - 1;
+            for (;; k--) {
+                if (tok_is(x, &t[k], ">"))
+                    depth++;
+                else if (tok_is(x, &t[k], "<") && --depth == 0)
+                    break;
+                if (k == 0)
+                    break;
+            }
+            if (depth == 0 && k > 0 && t[k - 1].ident && !not_name(x, &t[k - 1]) &&
+                !tok_is(x, &t[k - 1], "template")) {
+                found = k - 1;
+                break;
+            }
+        }
+        if (i == 0 || !t[i - 1].ident) {
+            /* operator(): "operator" "(" ")" "(" */
+            if (i >= 2 && tok_is(x, &t[i - 1], ")") && tok_is(x, &t[i - 2], "(") &&
+                i >= 3 && tok_is(x, &t[i - 3], "operator")) {
+                found = i - 3;
+                break;
+            }
+            if (i >= 1 && !t[i - 1].ident) {
+                /* operator+ and friends */
+                size_t k = i;
+                while (k > 0 && !t[k - 1].ident && k + 4 > i)
+                    k--;
+                if (k > 0 && tok_is(x, &t[k - 1], "operator")) {
+                    found = k - 1;
+                    break;
+                }
+            }
+            return NULL;   /* "(*fp)(...)", "](...)": not a plain function */
+        }
+        if (not_name(x, &t[i - 1])) {
+            i = skip_group(x, t, n, i) - 1;
+            continue;
+        }
+        if (all_caps(x, &t[i - 1])) {
+            /* EXPORT(int) name(...): a macro before the real name */
+            size_t j = skip_group(x, t, n, i);
+            if (j + 1 < n && t[j].ident && !tok_is(x, &t[j], "const") &&
+                !tok_is(x, &t[j], "override") && !tok_is(x, &t[j], "final") &&
+                !tok_is(x, &t[j], "volatile")) {
+                i = j - 1;
+                continue;
+            }
+        }
+        found = i - 1;
+        break;
+    }
+    if (found == NONE)
+        return NULL;
+    /* the qualified name: a::b::c, ~T, operator+ */
+    size_t first = found;
+    while (first >= 2 && tok_is(x, &t[first - 1], "::") && t[first - 2].ident)
+        first -= 2;
+    if (first >= 1 && tok_is(x, &t[first - 1], "::"))
+        first--;
+    if (first >= 1 && tok_is(x, &t[first - 1], "~"))
+        first--;
+    size_t last = found;
+    if (tok_is(x, &t[found], "operator")) {
+        /* operator() or the symbols up to the parameter list */
+        if (found + 2 < n && tok_is(x, &t[found + 1], "(") && tok_is(x, &t[found + 2], ")"))
+            last = found + 2;
+        else
+            while (last + 1 < n && !tok_is(x, &t[last + 1], "("))
+                last++;
+    }
+    kb_buf nm;
+    kb_buf_init(&nm, 0);
+    for (size_t k = first; k <= last; k++)
+        kb_buf_append(&nm, x->s + t[k].off, t[k].len);
+    return kb_buf_detach(&nm);
+}
+
+/* 1 if [a, b) opens a scope to look into: namespace X, extern "C". */
+static int transparent_scope(const src *x, size_t a, size_t b)
+{
+    tok t[64];
+    size_t n = tokenize(x, a, b, t, sizeof t / sizeof t[0]);
+    if (n == 0)
+        return 0;
+    size_t i = 0;
+    if (tok_is(x, &t[0], "inline"))
+        i++;
+    if (i < n && tok_is(x, &t[i], "namespace")) {
+        for (size_t k = i; k < n; k++)
+            if (tok_is(x, &t[k], "(") || tok_is(x, &t[k], "="))
+                return 0;
+        return 1;
+    }
+    return n == 2 && tok_is(x, &t[0], "extern") && x->s[t[1].off] == '"';
+}
+
+/* 1 if [a, b) has a parenthesis outside brackets and no '=' there and
+ * does not start a struct/class/union/enum: a definition whose name we
+ * could not find, which ends at its '}'. */
+static int looks_callable(const src *x, size_t a, size_t b)
+{
+    tok t[512];
+    size_t n = tokenize(x, a, b, t, sizeof t / sizeof t[0]);
+    int paren = 0;
+    size_t i = 0;
+    while (i < n && tok_is(x, &t[i], "template")) {
+        i++;
+        if (i < n && tok_is(x, &t[i], "<"))
+            i = skip_group(x, t, n, i);
+    }
+    for (size_t k = i; k < n; k++) {
+        if (tok_is(x, &t[k], "struct") || tok_is(x, &t[k], "class") ||
+            tok_is(x, &t[k], "union") || tok_is(x, &t[k], "enum"))
+            return 0;
+        if (tok_is(x, &t[k], "="))
+            return 0;
+        if (tok_is(x, &t[k], "("))
+            paren = 1;
+    }
+    return paren;
+}
+
+/* ------------------------------------------------------------------ comments */
+
+static const char *const licence_marks[] = {
+    "Redistribution and use in source and binary forms",
+    "SPDX-License-Identifier",
+    "Permission is hereby granted, free of charge",
+    "Licensed under the Apache License",
+    NULL
+};
+
+static int is_licence(const char *s, size_t len)
+{
+    for (size_t i = 0; licence_marks[i]; i++) {
+        size_t m = strlen(licence_marks[i]);
+        for (size_t j = 0; j + m <= len; j++)
+            if (s[j] == licence_marks[i][0] && memcmp(s + j, licence_marks[i], m) == 0)
+                return 1;
+    }
+    return 0;
+}
+
+/* 1 if the line is only comment-banner characters ("// ------", " *****"). */
+static int banner_line(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (c == ' ' || c == '\t' || c == '\r')
+            continue;
+        if (!strchr("-=*/#~_+", c))
+            return 0;
+    }
+    return 1;
+}
+
+/* Appends the text of comment source [a, b) to o without the comment
+ * markers, line by line; banner lines become blank lines. */
+static void comment_text(const src *x, size_t a, size_t b, kb_buf *o)
+{
+    size_t i = a;
+    while (i < b) {
+        const char *nl = memchr(x->s + i, '\n', b - i);
+        size_t e = nl ? (size_t)(nl - x->s) : b;
+        const char *p = x->s + i, *q = x->s + e;
+        while (p < q && isspace((unsigned char)*p))
+            p++;
+        while (q > p && isspace((unsigned char)q[-1]))
+            q--;
+        if (q - p >= 2 && q[-2] == '*' && q[-1] == '/')
+            q -= 2;
+        if (q - p >= 2 && p[0] == '/' && (p[1] == '/' || p[1] == '*')) {
+            p += 2;
+            while (p < q && (*p == '/' || *p == '*' || *p == '!' || *p == '<'))
+                p++;
+        } else if (p < q && *p == '*') {
+            p++;
+        }
+        if (p < q && *p == ' ')
+            p++;
+        while (q > p && isspace((unsigned char)q[-1]))
+            q--;
+        if (!banner_line(p, (size_t)(q - p)))
+            kb_buf_append(o, p, (size_t)(q - p));
+        kb_buf_putc(o, '\n');
+        i = nl ? e + 1 : b;
+    }
+}
+
+/* ------------------------------------------------------------------ blocks */
+
+typedef struct {
+    const src *x;
+    kb_doc *doc;
+    const char *file;
+    int in_func;       /* the doc's current section is a function's */
+    kb_rc rc;
+} emitter;
+
+/* Adds the code [a, b) trimmed of blank lines at both ends. */
+static void emit_code(emitter *em, size_t a, size_t b)
+{
+    const src *x = em->x;
+    if (em->rc != KB_OK)
+        return;
+    /* from the start of a's line when only blanks precede it */
+    size_t ls = a;
+    while (ls > 0 && (x->s[ls - 1] == ' ' || x->s[ls - 1] == '\t'))
+        ls--;
+    if (ls == 0 || x->s[ls - 1] == '\n')
+        a = ls;
+    /* leading blank lines */
+    for (size_t i = a; i < b; i++) {
+        if (x->s[i] == '\n')
+            a = i + 1;
+        else if (!isspace((unsigned char)x->s[i]))
+            break;
+    }
+    while (b > a && isspace((unsigned char)x->s[b - 1]))
+        b--;
+    if (b > a)
+        em->rc = kb_doc_add(em->doc, KB_KIND_CODE, x->s + a, b - a);
+}
+
+static void emit_toplevel(emitter *em, size_t a, size_t b)
+{
+    if (em->rc != KB_OK || a >= b)
+        return;
+    size_t i = a;
+    while (i < b && isspace((unsigned char)em->x->s[i]))
+        i++;
+    if (i == b)
+        return;
+    if (em->in_func) {
+        em->rc = kb_doc_heading(em->doc, 1, em->file, NULL);
+        em->in_func = 0;
+    }
+    emit_code(em, a, b);
+}
+
+static void emit_function(emitter *em, const char *name, size_t a, size_t b)
+{
+    if (em->rc != KB_OK)
+        return;
+    em->rc = kb_doc_heading(em->doc, 2, name, name);
+    em->in_func = 1;
+    emit_code(em, a, b);
+}
+
+/* ------------------------------------------------------------------ leading */
+
+/* Handles the comments at the top of the file: the ones not attached to
+ * the first code (a blank line between) become a text block, a licence
+ * group dropped. Returns where scanning continues. */
+static size_t leading_comment(emitter *em, size_t i)
+{
+    const src *x = em->x;
+    size_t gstart[64], gend[64];
+    size_t ng = 0;
+    int blank_before = 1;     /* a blank line separates this from the last */
+    for (;;) {
+        size_t nl = 0;
+        while (i < x->n && isspace((unsigned char)x->s[i])) {
+            nl += x->s[i] == '\n';
+            i++;
+        }
+        if (nl >= 2)
+            blank_before = 1;
+        if (i >= x->n || skip_comment(x, i) == i)
+            break;
+        size_t e = skip_comment(x, i);
+        if (!blank_before && ng > 0) {
+            gend[ng - 1] = e;
+        } else if (ng < 64) {
+            gstart[ng] = i;
+            gend[ng] = e;
+            ng++;
+        } else {
+            gend[ng - 1] = e;
+        }
+        blank_before = 0;
+        i = e;
+    }
+    size_t resume = i;
+    /* the last group, directly above the code, stays with the code */
+    if (ng > 0 && !blank_before && i < x->n) {
+        ng--;
+        resume = gstart[ng];
+    }
+    kb_buf text;
+    kb_buf_init(&text, 0);
+    for (size_t g = 0; g < ng; g++) {
+        if (is_licence(x->s + gstart[g], gend[g] - gstart[g]))
+            continue;
+        if (text.len)
+            kb_buf_putc(&text, '\n');
+        comment_text(x, gstart[g], gend[g], &text);
+    }
+    /* squeeze runs of blank lines */
+    kb_buf out;
+    kb_buf_init(&out, 0);
+    int blanks = 0;
+    for (size_t k = 0; k < text.len; k++) {
+        if (text.data[k] == '\n') {
+            if (++blanks > 2 || out.len == 0)
+                continue;
+        } else {
+            blanks = 0;
+        }
+        kb_buf_putc(&out, text.data[k]);
+    }
+    while (out.len && isspace((unsigned char)out.data[out.len - 1]))
+        out.data[--out.len] = '\0';
+    if (em->rc == KB_OK && out.len)
+        em->rc = kb_doc_add(em->doc, KB_KIND_TEXT, out.data, out.len);
+    kb_buf_release(&out);
+    kb_buf_release(&text);
+    return resume;
+}
+
+/* ------------------------------------------------------------------ entry */
+
+kb_rc kb_parse_cuda(const char *data, size_t len, const char *path,
+                    kb_doc *doc, kb_err *err)
+{
+    if (!path)
+        path = "";
+    if (kb_ingest_looks_binary(data, len))
+        return kb_err_set(err, KB_ERR_PARSE,
+                          "'%s' does not look like source code (binary data)", path);
+    src x = { data, len };
+    const char *base = kb_ingest_basename(path);
+    emitter em = { &x, doc, *base ? base : "source", 0, KB_OK };
+    em.rc = kb_doc_heading(doc, 1, em.file, NULL);
+
+    size_t i = 0;
+    if (len >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0)
+        i = 3;
+    i = leading_comment(&em, i);
+
+    size_t run = i;          /* start of the pending top-level code */
+    size_t cstart = NONE;    /* start of the comments above the next statement */
+    int scopes = 0;          /* open namespace / extern "C" braces */
+    while (i < len && em.rc == KB_OK) {
+        char c = data[i];
+        if (isspace((unsigned char)c)) {
+            i++;
+            continue;
+        }
+        size_t e = skip_comment(&x, i);
+        if (e != i) {
+            if (cstart == NONE)
+                cstart = i;
+            i = e;
+            continue;
+        }
+        if (c == '#' && at_line_start(&x, i)) {
+            i = skip_directive(&x, i);
+            cstart = NONE;
+            continue;
+        }
+        if (c == '}' && scopes > 0) {
+            scopes--;
+            i++;
+            cstart = NONE;
+            continue;
+        }
+        if (c == ';' || c == '}') {
+            i++;
+            cstart = NONE;
+            continue;
+        }
+        /* a statement: up to ';' or '{' outside brackets */
+        size_t st = i;
+        int depth = 0;
+        int done = 0;
+        while (i < len && !done) {
+            char d = data[i];
+            if (d == '(' || d == '[') {
+                depth++;
+                i++;
+            } else if (d == ')' || d == ']') {
+                if (depth > 0)
+                    depth--;
+                i++;
+            } else if (d == ';' && depth == 0) {
+                i++;
+                done = 1;
+            } else if (d == '}' && depth == 0) {
+                done = 1;         /* a scope ends without ';': leave it */
+            } else if (d == '{' && depth == 0) {
+                if (transparent_scope(&x, st, i)) {
+                    scopes++;
+                    i++;
+                    done = 1;
+                    break;
+                }
+                char *name = function_name(&x, st, i);
+                if (name) {
+                    size_t end = match_brace(&x, i);
+                    size_t fstart = cstart != NONE ? cstart : st;
+                    emit_toplevel(&em, run, fstart);
+                    emit_function(&em, name, fstart, end);
+                    free(name);
+                    run = i = end;
+                    done = 1;
+                    break;
+                }
+                /* struct, class, enum, initialiser: skip the braces and
+                 * go on to the ';'; something else with a parameter list
+                 * ends at its '}' */
+                int callable = looks_callable(&x, st, i);
+                i = match_brace(&x, i);
+                if (callable)
+                    done = 1;
+            } else {
+                i = skip_unit(&x, i);
+            }
+        }
+        cstart = NONE;
+    }
+    emit_toplevel(&em, run, len);
+    if (em.rc != KB_OK)
+        return kb_err_set(err, em.rc, "cannot parse '%s': %s", path,
+                          kb_rc_name(em.rc));
+    return KB_OK;
+}
