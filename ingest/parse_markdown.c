@@ -287,6 +287,7 @@ static int try_papers(md_state *st)
         eol++;
     if (!entry_start(st, 0, eol, &after, date))
         return 0;
+    flush_run(st);                  /* keep the document's order */
     size_t from = after;
     char cur[8];
     memcpy(cur, date, sizeof cur);
@@ -613,8 +614,9 @@ static int on_leave_block(MD_BLOCKTYPE type, void *detail, void *ud)
         break;
     case MD_BLOCK_CODE: {
         st->in_code = 0;
+        /* the code as written, without the blank lines before the fence */
         size_t n = st->code.len;
-        if (n && st->code.data[n - 1] == '\n')
+        while (n && isspace((unsigned char)st->code.data[n - 1]))
             n--;
         if (n)
             add_block(st, KB_KIND_CODE, st->code.data, n);
@@ -626,8 +628,9 @@ static int on_leave_block(MD_BLOCKTYPE type, void *detail, void *ud)
         break;
     case MD_BLOCK_TABLE:
         st->in_table = 0;
-        if (st->table.len)
-            add_block(st, KB_KIND_TABLE, st->table.data, st->table.len);
+        /* rows end with '\n'; the block does not */
+        if (st->table.len > 1)
+            add_block(st, KB_KIND_TABLE, st->table.data, st->table.len - 1);
         break;
     case MD_BLOCK_THEAD:
     case MD_BLOCK_TBODY:

@@ -263,6 +263,14 @@ static void section(rst_state *st, const rst_line *title, char ch, int over)
         anchor[0] = '\0';
     else if (*anchor && kb_strset_add(&st->seen, anchor) != 0)
         st_fail(st, KB_ERR_NOMEM);
+    /* with a label the section also has its title's id (docutils gives
+     * it both), so a later section of the same title gets neither */
+    if (st->label) {
+        char *tid = kb_ingest_docutils_id(t.data ? t.data : "");
+        if (tid && *tid)
+            kb_strset_add(&st->seen, tid);
+        free(tid);
+    }
     if (st->rc == KB_OK && t.len) {
         kb_rc rc = kb_doc_heading(st->doc, level, t.data, anchor);
         if (rc != KB_OK)
@@ -433,7 +441,7 @@ static void list_table(rst_state *st, const char *caption, size_t caplen,
     }
     if (ncells)
         end_row(st, &table, &row);
-    add_block(st, KB_KIND_TABLE, table.data, table.len);
+    add_block(st, KB_KIND_TABLE, table.data, rtrim_len(table.data ? table.data : "", table.len));
     kb_buf_release(&table);
     kb_buf_release(&row);
 }
@@ -496,7 +504,7 @@ static size_t grid_table(rst_state *st, const rst_line *L, size_t n, size_t i)
     }
     for (size_t c = 0; c < 64; c++)
         kb_buf_release(&cells[c]);
-    add_block(st, KB_KIND_TABLE, table.data, table.len);
+    add_block(st, KB_KIND_TABLE, table.data, rtrim_len(table.data ? table.data : "", table.len));
     kb_buf_release(&table);
     kb_buf_release(&row);
     return k;
@@ -567,7 +575,7 @@ static size_t simple_table(rst_state *st, const rst_line *L, size_t n, size_t i)
     }
     if (row.len)
         end_row(st, &table, &row);
-    add_block(st, KB_KIND_TABLE, table.data, table.len);
+    add_block(st, KB_KIND_TABLE, table.data, rtrim_len(table.data ? table.data : "", table.len));
     kb_buf_release(&table);
     kb_buf_release(&row);
     return k;

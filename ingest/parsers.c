@@ -239,11 +239,11 @@ char *kb_ingest_docutils_id(const char *title)
                 kb_buf_putc(&out, '-');
             dash = 0;
             kb_buf_putc(&out, (char)c);
-        } else if (c < 0x80 || (*p & 0xC0) == 0xC0) {
-            /* one separator per run; combining marks (continuation bytes
-             * of dropped characters) do not separate on their own */
-            dash = 1;
+        } else if (c < 0x80) {
+            dash = 1;       /* one separator per run */
         }
+        /* what is still not ASCII is dropped without a trace, as
+         * docutils' encode('ascii', 'ignore') does */
     }
     free(norm);
     return kb_buf_detach(&out);

@@ -1,0 +1,469 @@
+/* test_parse_markdown.c - kb_parse_markdown on our fixtures
+ * (tests/fixtures/md) and on the real mirror ($KB_MIRROR): headings and
+ * anchors, code intact, tables as rows, the literature list as papers. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kb/kb.h"
+
+/* ------------------------------------------------------------ helpers */
+
+static char *fixture_path(const char *name)
+{
+    const char *top = getenv("KB_TOP");
+    kb_buf p;
+    kb_buf_init(&p, 0);
+    kb_buf_printf(&p, "%s/tests/fixtures/md/%s", top ? top : ".", name);
+    return kb_buf_detach(&p);
+}
+
+/* Parses a file into doc (and its bytes into raw, if given). */
+static kb_rc parse_path(const char *path, kb_doc *doc, kb_buf *raw, double *ms)
+{
+    kb_buf b;
+    kb_buf_init(&b, 0);
+    kb_err err;
+    kb_err_clear(&err);
+    kb_rc rc = kb_read_file(path, 0, &b, &err);
+    if (rc != KB_OK)
+        fail_msg("%s", err.msg);
+    kb_doc_init(doc);
+    double t0 = kb_now_ms();
+    rc = kb_parse_markdown(b.data ? b.data : "", b.len, path, doc, &err);
+    if (ms)
+        *ms = kb_now_ms() - t0;
+    if (raw)
+        *raw = b;
+    else
+        kb_buf_release(&b);
+    return rc;
+}
+
+static void parse_fixture(const char *name, kb_doc *doc)
+{
+    char *p = fixture_path(name);
+    assert_int_equal(parse_path(p, doc, NULL, NULL), KB_OK);
+    free(p);
+}
+
+static const kb_block *find(const kb_doc *doc, kb_kind kind, const char *needle)
+{
+    for (size_t i = 0; i < doc->nblocks; i++)
+        if (doc->blocks[i].kind == kind && strstr(doc->blocks[i].text, needle))
+            return &doc->blocks[i];
+    return NULL;
+}
+
+static const kb_block *find_paper(const kb_doc *doc, const char *title)
+{
+    for (size_t i = 0; i < doc->nblocks; i++)
+        if (doc->blocks[i].paper && strcmp(doc->blocks[i].paper->title, title) == 0)
+            return &doc->blocks[i];
+    return NULL;
+}
+
+static const char *link_url(const kb_paper *p, const char *label)
+{
+    for (size_t i = 0; i < p->nlinks; i++)
+        if (strcmp(p->links[i].label, label) == 0)
+            return p->links[i].url;
+    return NULL;
+}
+
+static size_t count_kind(const kb_doc *doc, kb_kind kind)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < doc->nblocks; i++)
+        n += doc->blocks[i].kind == kind;
+    return n;
+}
+
+/* Sections (distinct heading path + anchor) and how many have an anchor. */
+static void count_sections(const kb_doc *doc, size_t *nsec, size_t *nanchor)
+{
+    *nsec = *nanchor = 0;
+    kb_buf cur, prev;
+    kb_buf_init(&cur, 0);
+    kb_buf_init(&prev, 0);
+    kb_buf_puts(&prev, "\x01");
+    for (size_t i = 0; i < doc->nblocks; i++) {
+        const kb_block *b = &doc->blocks[i];
+        size_t depth = b->kind == KB_KIND_PAPER ? b->depth - 1 : b->depth;
+        kb_buf_reset(&cur);
+        for (size_t d = 0; d < depth; d++)
+            kb_buf_printf(&cur, "%s\x1f", b->heading[d]);
+        kb_buf_puts(&cur, b->anchor);
+        if (strcmp(cur.data, prev.data) != 0) {
+            (*nsec)++;
+            *nanchor += b->anchor[0] != '\0';
+            kb_buf_reset(&prev);
+            kb_buf_puts(&prev, cur.data);
+        }
+    }
+    kb_buf_release(&cur);
+    kb_buf_release(&prev);
+}
+
+static char *mirror_path(const char *rel)
+{
+    const char *m = getenv("KB_MIRROR");
+    if (!m || !*m)
+        return NULL;
+    char *p = kb_path_join(m, rel);
+    FILE *f = fopen(p, "rb");
+    if (!f) {
+        free(p);
+        return NULL;
+    }
+    fclose(f);
+    return p;
+}
+
+/* ------------------------------------------------------------ fixtures */
+
+static void test_empty(void **state)
+{
+    (void)state;
+    kb_doc doc;
+    parse_fixture("empty.md", &doc);
+    assert_int_equal(doc.nblocks, 0);
+    assert_null(doc.title);
+    kb_doc_release(&doc);
+
+    kb_err err;
+    kb_err_clear(&err);
+    kb_doc_init(&doc);
+    assert_int_equal(kb_parse_markdown("", 0, "x.md", &doc, &err), KB_OK);
+    assert_int_equal(doc.nblocks, 0);
+    kb_doc_release(&doc);
+}
+
+static void test_binary_is_an_error(void **state)
+{
+    (void)state;
+    static const char bin[] = "\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
+    kb_doc doc;
+    kb_doc_init(&doc);
+    kb_err err;
+    kb_err_clear(&err);
+    assert_int_equal(kb_parse_markdown(bin, sizeof bin - 1, "img.md", &doc, &err),
+                     KB_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "'img.md'"));
+    kb_doc_release(&doc);
+}
+
+static void test_headings_and_anchors(void **state)
+{
+    (void)state;
+    kb_doc doc;
+    parse_fixture("basic.md", &doc);
+    assert_string_equal(doc.title, "Tiling Notes");
+    const kb_block *b = find(&doc, KB_KIND_TEXT, "first paragraph");
+    assert_non_null(b);
+    assert_int_equal(b->depth, 1);
+    assert_string_equal(b->anchor, "tiling-notes");
+
+    b = find(&doc, KB_KIND_TEXT, "Padding one column");
+    assert_non_null(b);
+    assert_int_equal(b->depth, 2);
+    assert_string_equal(b->heading[1], "Shared Memory: Banks & Conflicts!");
+    assert_string_equal(b->anchor, "shared-memory-banks--conflicts");
+    /* the same title again: GitHub's "-1" */
+    b = find(&doc, KB_KIND_TEXT, "first item");
+    assert_non_null(b);
+    assert_string_equal(b->anchor, "shared-memory-banks--conflicts-1");
+    b = find(&doc, KB_KIND_TEXT, "Last words");
+    assert_non_null(b);
+    assert_int_equal(b->depth, 3);
+    assert_string_equal(b->heading[2], "Größe über alles");
+    assert_string_equal(b->anchor, "größe-über-alles");
+    kb_doc_release(&doc);
+}
+
+static void test_code_tables_lists(void **state)
+{
+    (void)state;
+    kb_doc doc;
+    parse_fixture("basic.md", &doc);
+    const kb_block *b = find(&doc, KB_KIND_CODE, "__global__");
+    assert_non_null(b);
+    assert_string_equal(b->text,
+        "__global__ void transpose(float *out, const float *in, int n)\n"
+        "{\n"
+        "    __shared__ float tile[32][33];\n"
+        "\n"
+        "    int x = blockIdx.x * 32 + threadIdx.x;\n"
+        "    // keep the blank line above and this comment intact\n"
+        "    tile[threadIdx.y][threadIdx.x] = in[x];\n"
+        "}");
+    b = find(&doc, KB_KIND_CODE, "indented_code_line_one");
+    assert_non_null(b);
+    assert_string_equal(b->text, "indented_code_line_one();\nindented_code_line_two();");
+
+    b = find(&doc, KB_KIND_TABLE, "Variant");
+    assert_non_null(b);
+    assert_string_equal(b->text, "Variant | Time (us) | Notes\n"
+                                 "naive | 120.5 | strided writes\n"
+                                 "padded | 61.0 | no conflicts");
+
+    b = find(&doc, KB_KIND_TEXT, "first item");
+    assert_non_null(b);
+    assert_string_equal(b->text, "- first item with bold text\n- second item\n"
+                                 "  - nested item");
+    assert_non_null(find(&doc, KB_KIND_TEXT, "A quoted remark about occupancy."));
+    /* inline code kept, link text kept, URL and image dropped, HTML text */
+    b = find(&doc, KB_KIND_TEXT, "first paragraph");
+    assert_non_null(strstr(b->text, "inline_code()"));
+    assert_non_null(strstr(b->text, "link to the notes"));
+    assert_null(strstr(b->text, "example.org"));
+    assert_null(strstr(b->text, "diagram"));
+    assert_non_null(find(&doc, KB_KIND_TEXT, "Raw HTML text & more"));
+    for (size_t i = 0; i < doc.nblocks; i++)
+        assert_null(strchr(doc.blocks[i].text, '<'));
+    assert_int_equal(count_kind(&doc, KB_KIND_CODE), 2);
+    assert_int_equal(count_kind(&doc, KB_KIND_TABLE), 1);
+    kb_doc_release(&doc);
+}
+
+static void test_explicit_anchors(void **state)
+{
+    (void)state;
+    kb_doc doc;
+    parse_fixture("explicit.md", &doc);
+    const char *want[][2] = {
+        { "Text one.", "attr-id" }, { "Text two.", "perma-id" },
+        { "Text three.", "html-id" },
+    };
+    const char *titles[] = { "Attribute Style", "Permalink Style", "HTML Style" };
+    for (size_t i = 0; i < 3; i++) {
+        const kb_block *b = find(&doc, KB_KIND_TEXT, want[i][0]);
+        assert_non_null(b);
+        assert_string_equal(b->anchor, want[i][1]);
+        assert_string_equal(b->heading[b->depth - 1], titles[i]);
+    }
+    kb_doc_release(&doc);
+}
+
+static void test_sphinx_anchors(void **state)
+{
+    (void)state;
+    /* A page converted from Sphinx HTML: anchors are the page's section
+     * ids, not GitHub slugs; a repeated title keeps its parent's anchor. */
+    kb_doc doc;
+    parse_fixture("anchors.md", &doc);
+    const kb_block *b = find(&doc, KB_KIND_TEXT, "Intro text.");
+    assert_non_null(b);
+    assert_string_equal(b->anchor, "overview");
+    b = find(&doc, KB_KIND_TEXT, "Body one.");
+    assert_string_equal(b->heading[1], "1.1. Loop Things vs. Others");
+    assert_string_equal(b->anchor, "loop-things-vs-others");
+    b = find(&doc, KB_KIND_TEXT, "Body two");
+    assert_string_equal(b->anchor, "overview");
+    /* the converter's page-title heading has no section id */
+    b = find(&doc, KB_KIND_TEXT, "docs.nvidia.com");
+    assert_non_null(b);
+    assert_string_equal(b->anchor, "");
+    kb_doc_release(&doc);
+}
+
+static void test_papers_fixture(void **state)
+{
+    (void)state;
+    kb_doc doc;
+    parse_fixture("papers.md", &doc);
+    assert_int_equal(count_kind(&doc, KB_KIND_PAPER), 8);
+
+    const kb_block *b = find_paper(&doc, "Alpha: A Tile Compiler for Everyone");
+    assert_non_null(b);
+    assert_string_equal(b->paper->date, "2024-03");
+    assert_int_equal(b->paper->nlinks, 2);
+    assert_string_equal(link_url(b->paper, "paper"), "https://example.org/alpha");
+    assert_string_equal(link_url(b->paper, "code"), "https://example.org/alpha-code");
+    assert_int_equal(b->depth, 3);
+    assert_string_equal(b->heading[0], "Reading List");
+    assert_string_equal(b->heading[1], "Compilers");
+    assert_string_equal(b->heading[2], "Alpha: A Tile Compiler for Everyone");
+    assert_string_equal(b->anchor, "compilers");
+
+    /* odd spacing, a space inside the label, a full-width separator */
+    b = find_paper(&doc, "Beta: Odd Spacing Kernels");
+    assert_non_null(b);
+    assert_string_equal(b->paper->date, "2023-11");
+    assert_string_equal(link_url(b->paper, "paper"), "https://example.org/beta");
+    assert_string_equal(link_url(b->paper, "blog"), "https://example.org/beta-blog");
+    /* one-digit month, bold name, unescaped "[[code\]]" */
+    b = find_paper(&doc, "Gamma — Bold Name And Dash");
+    assert_non_null(b);
+    assert_string_equal(b->paper->date, "2022-07");
+    assert_string_equal(link_url(b->paper, "code"), "https://example.org/gamma");
+    /* no links at all */
+    b = find_paper(&doc, "Delta Without Links");
+    assert_non_null(b);
+    assert_int_equal(b->paper->nlinks, 0);
+    /* extra text after the links; a second entry on the next line */
+    b = find_paper(&doc, "Epsilon With Extra Text");
+    assert_non_null(b);
+    assert_int_equal(b->paper->nlinks, 1);
+    b = find_paper(&doc, "Zeta On The Next Line");
+    assert_non_null(b);
+    assert_string_equal(b->paper->date, "2025-05");
+    assert_string_equal(link_url(b->paper, "dataset"), "https://example.org/zeta");
+    /* no date */
+    b = find_paper(&doc, "Eta - Undated Entry");
+    assert_non_null(b);
+    assert_string_equal(b->paper->date, "");
+    assert_string_equal(link_url(b->paper, "project"), "https://example.org/eta");
+    /* a list item can be an entry too */
+    b = find_paper(&doc, "Theta As A List Item");
+    assert_non_null(b);
+    assert_string_equal(b->heading[1], "Not Papers");
+
+    /* list items that are not entries stay text */
+    b = find(&doc, KB_KIND_TEXT, "A normal link");
+    assert_non_null(b);
+    assert_non_null(strstr(b->text, "[note] a bracketed remark"));
+    assert_non_null(strstr(b->text, "plain list item"));
+    kb_doc_release(&doc);
+}
+
+/* ------------------------------------------------------------ mirror */
+
+static void test_mirror_survey(void **state)
+{
+    (void)state;
+    char *p = mirror_path("awesome-llm-kernel/README.md");
+    if (!p) {
+        printf("skipped: $KB_MIRROR/awesome-llm-kernel/README.md not found\n");
+        return;
+    }
+    kb_doc doc;
+    double ms;
+    assert_int_equal(parse_path(p, &doc, NULL, &ms), KB_OK);
+    size_t papers = 0, dated = 0, with_paper = 0, with_link = 0;
+    for (size_t i = 0; i < doc.nblocks; i++) {
+        const kb_paper *pp = doc.blocks[i].paper;
+        if (!pp)
+            continue;
+        papers++;
+        dated += strlen(pp->date) == 7 && pp->date[4] == '-';
+        with_paper += link_url(pp, "paper") != NULL;
+        with_link += pp->nlinks > 0;
+        assert_true(pp->title[0] != '\0');
+        assert_true(doc.blocks[i].depth >= 2);     /* section, then title */
+        for (size_t k = 0; k < pp->nlinks; k++) {
+            assert_true(strncmp(pp->links[k].url, "http", 4) == 0);
+            assert_null(strchr(pp->links[k].label, '['));
+            assert_null(strchr(pp->links[k].label, ']'));
+        }
+    }
+    size_t nsec, nanchor;
+    count_sections(&doc, &nsec, &nanchor);
+    printf("survey: %zu blocks, %zu sections (%zu anchored), %zu papers "
+           "(%zu dated, %zu with a paper link, %zu with links), %.1f ms\n",
+           doc.nblocks, nsec, nanchor, papers, dated, with_paper, with_link, ms);
+    assert_true(papers >= 130);
+    assert_true(dated >= 130);
+    assert_true(with_paper >= 80);
+    assert_true(with_link >= 130);
+    kb_doc_release(&doc);
+    free(p);
+}
+
+static const char *const nvidia_md[] = {
+    "best-practices/markdown/cuda_cuda-c-best-practices-guide_index.html.md",
+    "cuda-programming-guide/markdown/cuda_cuda-c-programming-guide_index.html.md",
+    "tuning-guides/markdown/cuda_hopper-tuning-guide_index.html.md",
+    "tuning-guides/markdown/cuda_ampere-tuning-guide_index.html.md",
+    "tuning-guides/markdown/cuda_ada-tuning-guide_index.html.md",
+    "tuning-guides/markdown/cuda_blackwell-tuning-guide_index.html.md",
+    "tuning-guides/markdown/cuda_turing-tuning-guide_index.html.md",
+};
+
+static const char *drop_number(const char *t)
+{
+    const char *p = t;
+    while ((*p >= '0' && *p <= '9') || *p == '.')
+        p++;
+    return p > t && *p == ' ' ? p + 1 : t;
+}
+
+static void test_mirror_nvidia(void **state)
+{
+    (void)state;
+    int found_any = 0;
+    for (size_t f = 0; f < sizeof nvidia_md / sizeof nvidia_md[0]; f++) {
+        char *p = mirror_path(nvidia_md[f]);
+        if (!p)
+            continue;
+        found_any = 1;
+        kb_doc doc;
+        kb_buf raw;
+        double ms;
+        assert_int_equal(parse_path(p, &doc, &raw, &ms), KB_OK);
+        assert_non_null(doc.title);
+        /* every line of every code block is verbatim in the source (a
+         * block inside a list item loses the item's indentation) */
+        size_t fences = 0;
+        for (const char *q = raw.data; q && (q = strstr(q, "\n```")); q += 4)
+            fences++;
+        for (size_t i = 0; i < doc.nblocks; i++) {
+            if (doc.blocks[i].kind != KB_KIND_CODE)
+                continue;
+            const char *line = doc.blocks[i].text;
+            while (*line) {
+                const char *nl = strchr(line, '\n');
+                size_t n = nl ? (size_t)(nl - line) : strlen(line);
+                if (!memmem(raw.data, raw.len, line, n))
+                    fail_msg("%s: code block %zu is not verbatim: %.*s",
+                             nvidia_md[f], i, (int)n, line);
+                line += n + (nl != NULL);
+            }
+        }
+        size_t code = count_kind(&doc, KB_KIND_CODE);
+        assert_true(code >= fences / 2 - fences / 20);
+        size_t nsec, nanchor;
+        count_sections(&doc, &nsec, &nanchor);
+        printf("%s: %zu blocks (%zu code, %zu table), %zu sections "
+               "(%zu anchored), %.1f ms\n", nvidia_md[f], doc.nblocks, code,
+               count_kind(&doc, KB_KIND_TABLE), nsec, nanchor, ms);
+        assert_true(nanchor * 10 >= nsec * 9);
+        if (f == 0) {
+            const kb_block *hit = NULL;
+            for (size_t i = 0; i < doc.nblocks && !hit; i++)
+                for (size_t d = 0; d < doc.blocks[i].depth; d++)
+                    if (strcmp(drop_number(doc.blocks[i].heading[d]),
+                               "Loop Counters Signed vs. Unsigned") == 0)
+                        hit = &doc.blocks[i];
+            assert_non_null(hit);
+            assert_string_equal(hit->anchor, "loop-counters-signed-vs-unsigned");
+        }
+        kb_buf_release(&raw);
+        kb_doc_release(&doc);
+        free(p);
+    }
+    if (!found_any)
+        printf("skipped: the NVIDIA Markdown mirrors are not under $KB_MIRROR\n");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_empty),
+        cmocka_unit_test(test_binary_is_an_error),
+        cmocka_unit_test(test_headings_and_anchors),
+        cmocka_unit_test(test_code_tables_lists),
+        cmocka_unit_test(test_explicit_anchors),
+        cmocka_unit_test(test_sphinx_anchors),
+        cmocka_unit_test(test_papers_fixture),
+        cmocka_unit_test(test_mirror_survey),
+        cmocka_unit_test(test_mirror_nvidia),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
