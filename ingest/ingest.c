@@ -356,6 +356,20 @@ out:
     return rc;
 }
 
+/* Text before a document's first heading sits under the document's title
+ * (or file name), so every chunk has a heading path to cite. */
+static void give_headings(kb_doc *doc, const char *name)
+{
+    const char *base = strrchr(name, '/');
+    base = base && base[1] ? base + 1 : name;
+    const char *title = doc->title && *doc->title ? doc->title : base;
+    for (size_t i = 0; i < doc->nblocks; i++) {
+        kb_block *b = &doc->blocks[i];
+        if (b->depth == 0 && (b->heading[0] = kb_strdup(title)) != NULL)
+            b->depth = 1;
+    }
+}
+
 /* Reads (or fetches) one document, and unless its hash is unchanged parses,
  * chunks and stores it. *changed tells which happened. */
 static kb_rc ingest_document(kb_store *store, const kb_ingest_opts *opts,
@@ -403,6 +417,7 @@ static kb_rc ingest_document(kb_store *store, const kb_ingest_opts *opts,
     }
     if ((rc = parse(raw.data ? raw.data : "", raw.len, name, &doc, err)) != KB_OK)
         goto out;
+    give_headings(&doc, name);
     if ((rc = kb_chunk_doc(&doc, tok, KB_CHUNK_MAX_TOKENS, &chunks, err)) != KB_OK)
         goto out;
     rc = store_document(store, source, ref, hash, &doc, &chunks,

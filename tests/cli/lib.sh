@@ -12,5 +12,20 @@ expect_rc() {
     out=$("$@" 2>&1); local got=$?
     [ "$got" -eq "$want" ] || fail "'$*' exited $got, wanted $want; output: $out"
 }
+# expect_json RC command... : like expect_rc, but $out is stdout alone
+expect_json() {
+    local want=$1; shift
+    out=$("$@" 2>"$KB_TMP/.stderr"); local got=$?
+    [ "$got" -eq "$want" ] || fail "'$*' exited $got, wanted $want; output: $out $(cat "$KB_TMP/.stderr")"
+}
 contains() { case "$1" in *"$2"*) ;; *) fail "expected '$2' in: $1" ;; esac; }
 lacks() { case "$1" in *"$2"*) fail "did not expect '$2' in: $1" ;; *) ;; esac; }
+need_mirror() {
+    [ -n "${KB_MIRROR:-}" ] && [ -f "$KB_MIRROR/MANIFEST.json" ] ||
+        { echo "skipped: no document mirror (KB_MIRROR)"; exit 0; }
+}
+MANIFEST="$KB_TOP/corpus/sources.json"
+# sql QUERY: runs a read-only query on the scratch KB
+sql() { sqlite3 -readonly "$KB_DIR/kb.sqlite" "$1"; }
+# json_get JSON EXPR: evaluates a Python expression on the parsed JSON 'j'
+json_get() { python3 -c "import json,sys; j=json.loads(sys.argv[1]); print($2)" "$1"; }

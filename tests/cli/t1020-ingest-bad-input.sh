@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Bad input gets a clear error and loses nothing.
+. "$(dirname "$0")/lib.sh"
+need_mirror
+# a good document first, so there is something to lose
+printf '# Keep\n\nThis text about occupancy must survive every failure below.\n' > "$KB_TMP/keep.md"
+expect_rc 0 kb ingest --no-embed "$KB_TMP/keep.md"
+before=$(sql "SELECT count(*) FROM chunks")
+survives() {
+    expect_json 0 kb query --mode lexical --json "occupancy survive"
+    [ "$(json_get "$out" "len(j['results'])")" -ge 1 ] || fail "the good document was lost after: $1"
+}
+
+# missing manifest
+expect_rc 1 kb ingest --no-embed --manifest "$KB_TMP/nope.json"
+contains "$out" "cannot open '$KB_TMP/nope.json'"
+# malformed manifest
+printf '{"sources": [ {"id": "x", ' > "$KB_TMP/bad.json"
+expect_rc 1 kb ingest --no-embed --manifest "$KB_TMP/bad.json"
+contains "$out" "is not valid JSON"
+printf '{"sources": [{"id": "has space", "url": "https://x"}]}' > "$KB_TMP/badid.json"
+expect_rc 1 kb ingest --no-embed --manifest "$KB_TMP/badid.json"
+contains "$out" "invalid \"id\""
+# an unknown source id
+expect_rc 1 kb ingest --no-embed --manifest "$MANIFEST" no-such-source
+contains "$out" "'no-such-source' is neither a source"
+survives "bad manifests"
+
+# an unreachable URL: a clear error, exit status 3 (some failed)
+expect_rc 3 kb ingest --no-embed http://127.0.0.1:9/missing.html
+contains "$out" "cannot fetch 'http://127.0.0.1:9/missing.html'"
+survives "unreachable URL"
+
+# a source whose mirror file is missing fails alone; the others proceed
+cat > "$KB_TMP/two.json" <<JSON
+{"sources":[{"id":"gone","title":"Gone","url":"https://example.org/gone","mirror":["nowhere/x.md"],"format":"markdown"},
+            {"id":"here","title":"Here","url":"https://example.org/here","mirror":["here.md"],"format":"markdown"}]}
+JSON
+mkdir -p "$KB_TMP/m"; printf '# Here\n\nWarp specialization producer consumer.\n' > "$KB_TMP/m/here.md"
+expect_rc 3 kb ingest --no-embed --manifest "$KB_TMP/two.json" --mirror "$KB_TMP/m"
+contains "$out" "gone"
+contains "$out" "nowhere/x.md"
+expect_json 0 kb query --mode lexical --json "warp specialization producer"
+[ "$(json_get "$out" "j['results'][0]['source']")" = here ] || fail "the good source was not ingested"
+
+# binary data named .html
+head -c 4096 /dev/urandom > "$KB_TMP/binary.html"
+expect_rc 3 kb ingest --no-embed "$KB_TMP/binary.html"
+contains "$out" "binary.html"
+survives "binary HTML"
+# truncated HTML: recovered, what is there is searchable
+printf '<html><body><section id="s1"><h1>Truncated page</h1><p>Cooperative groups grid sync explained' > "$KB_TMP/trunc.html"
+expect_rc 0 kb ingest --no-embed "$KB_TMP/trunc.html"
+expect_json 0 kb query --mode lexical --json "cooperative groups grid sync"
+[ "$(json_get "$out" "len(j['results'])")" -ge 1 ] || fail "truncated HTML lost its text"
+# an empty Markdown file: no chunks, no error
+: > "$KB_TMP/empty.md"
+expect_rc 0 kb ingest --no-embed "$KB_TMP/empty.md"
+# a 50 MB file: refused clearly, nothing else touched
+head -c 52428800 /dev/zero | tr '\0' 'a' > "$KB_TMP/huge.txt"
+expect_rc 3 kb ingest --no-embed "$KB_TMP/huge.txt"
+contains "$out" "too large"
+survives "50 MB file"
+
+# a KB directory that is not writable (skipped as root, who may write anyway)
+if [ "$(id -u)" -ne 0 ]; then
+    mkdir -p "$KB_TMP/ro"; chmod 555 "$KB_TMP/ro"
+    expect_rc 1 kb --kb "$KB_TMP/ro/kb" ingest --no-embed "$KB_TMP/keep.md"
+    contains "$out" "cannot"
+fi
+printf 'not a directory' > "$KB_TMP/afile"
+expect_rc 1 kb --kb "$KB_TMP/afile/kb" ingest --no-embed "$KB_TMP/keep.md"
+contains "$out" "cannot create directory '$KB_TMP/afile/kb'"
+
+# a corrupted kb.sqlite: a clear error naming the file, for reads and writes
+mkdir -p "$KB_TMP/bad"; head -c 8192 /dev/urandom > "$KB_TMP/bad/kb.sqlite"
+expect_rc 1 kb --kb "$KB_TMP/bad" status
+contains "$out" "kb.sqlite' is not a usable kb database"
+expect_rc 1 kb --kb "$KB_TMP/bad" ingest --no-embed "$KB_TMP/keep.md"
+contains "$out" "not a usable kb database"
+# a KB that does not exist yet
+expect_rc 1 kb --kb "$KB_TMP/none" query "x"
+contains "$out" "run 'kb ingest' first"
+[ "$(sql "SELECT count(*) FROM chunks")" -ge "$before" ] || fail "chunks were lost"
+echo ok

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Lexical search over the real corpus: identifiers whole and by parts,
+# safe user text, filters, the JSON contract, get, papers.
+. "$(dirname "$0")/lib.sh"
+need_mirror
+expect_rc 0 kb ingest --no-embed -q --manifest "$MANIFEST"
+
+q() { expect_json 0 kb query --mode lexical --json "$@"; }
+# top-N headings/paths/texts of the last query, one per line
+hits() { json_get "$out" "'\n'.join(' / '.join(r['heading_path']) + ' | ' + r['path'] + ' | ' + r['text'][:2000] for r in j['results'][:$1])"; }
+
+# identifiers, whole
+q -k 5 "cp.async.bulk.tensor"
+contains "$(hits 5)" "cp.async.bulk.tensor"
+q -k 5 "__shfl_down_sync"
+contains "$(hits 5)" "__shfl_down_sync"
+q -k 5 "cudaFuncSetAttribute"
+contains "$(hits 5)" "cudaFuncSetAttribute"
+q -k 5 "wgmma.mma_async"
+contains "$(hits 5)" "wgmma.mma_async"
+q -k 5 "ld.global.nc"
+contains "$(hits 5)" "ld.global.nc"
+# ... and by their parts
+q -k 10 "FuncSetAttribute"
+contains "$(hits 10)" "cudaFuncSetAttribute"
+q -k 10 "shfl down sync"
+contains "$(hits 10)" "shfl_down_sync"
+q -k 10 "convolutionRowsKernel"
+contains "$(hits 10)" "convolutionRowsKernel"
+
+# any user text is safe: no FTS5 syntax errors
+for text in '"unbalanced quote' 'a:b' 'x-y-z' '(' ')' '*' 'AND OR NOT' 'NEAR(a b)' \
+            'col:umn "x" (y) *z -w' 'ünïcödé 共享内存' '^' '.' '--' "it's" '{}[]' 'a+b=c;'; do
+    expect_json 0 kb query --mode lexical --json -- "$text"
+    json_get "$out" "j['results']" >/dev/null || fail "bad JSON for '$text'"
+done
+
+# the JSON object has exactly DESIGN.md's fields
+q -k 3 "shared memory bank conflicts"
+json_get "$out" "sorted(j.keys())" | grep -q "\['mode', 'query', 'results', 'took_ms'\]" || fail "top-level fields: $out"
+fields=$(json_get "$out" "sorted(j['results'][0].keys())")
+[ "$fields" = "['chunk_id', 'heading_path', 'kind', 'lexical_rank', 'path', 'rank', 'score', 'source', 'text', 'title', 'url', 'vector_rank']" ] ||
+    fail "result fields: $fields"
+[ "$(json_get "$out" "j['mode']")" = lexical ] || fail "mode"
+[ "$(json_get "$out" "[r['rank'] for r in j['results']]")" = "[1, 2, 3]" ] || fail "ranks"
+
+# deep links carry the section anchor
+q -k 3 --source ptx-isa "cp.async.bulk.tensor"
+contains "$(json_get "$out" "j['results'][0]['url']")" "parallel-thread-execution/index.html#"
+
+# filters apply before top-k
+q -k 10 --source cuda-samples "transpose coalesced"
+[ "$(json_get "$out" "set(r['source'] for r in j['results'])")" = "{'cuda-samples'}" ] || fail "--source filter"
+contains "$(json_get "$out" "j['results'][0]['path']")" "transpose"
+q -k 10 --kind code "transpose"
+[ "$(json_get "$out" "set(r['kind'] for r in j['results'])")" = "{'code'}" ] || fail "--kind filter"
+q -k 5 --kind paper "kernel generation reinforcement learning"
+[ "$(json_get "$out" "set(r['kind'] for r in j['results'])")" = "{'paper'}" ] || fail "--kind paper"
+[ "$(json_get "$out" "len(j['results'])")" -eq 5 ] || fail "papers are searchable"
+q -k 5 --source cuda-best-practices --source hopper-tuning-guide "occupancy"
+[ "$(json_get "$out" "all(r['source'] in ('cuda-best-practices','hopper-tuning-guide') for r in j['results'])")" = True ] || fail "two sources"
+
+# one section is shown once
+q -k 10 "memory coalescing"
+[ "$(json_get "$out" "len(set((r['source'], r['path'], tuple(r['heading_path'])) for r in j['results']))")" -eq \
+  "$(json_get "$out" "len(j['results'])")" ] || fail "duplicate sections in results"
+
+# bad options: usage errors
+expect_rc 2 kb query -k 0 x
+expect_rc 2 kb query --kind poem x
+contains "$out" "unknown kind 'poem'"
+expect_rc 2 kb query --mode fuzzy x
+expect_rc 2 kb query
+
+# human output: rank, source, heading path, link; no colour when not a terminal
+expect_rc 0 kb query --mode lexical -k 2 --explain "shared memory bank conflicts"
+contains "$out" "1. ["
+contains "$out" "https://"
+contains "$out" "lexical #"
+lacks "$out" $'\033['
+
+# kb get prints the chunk; --section the whole section
+id=$(json_get "$(kb query --mode lexical --json -k 1 'cp.async.bulk.tensor')" "j['results'][0]['chunk_id']")
+expect_rc 0 kb get "$id"
+contains "$out" "cp.async.bulk.tensor"
+expect_json 0 kb get --json --section "$id"
+[ "$(json_get "$out" "len(j['results'])")" -ge 1 ] || fail "get --section"
+expect_rc 1 kb get 999999999
+contains "$out" "no chunk 999999999"
+expect_rc 2 kb get abc
+
+# papers, filterable by section
+expect_json 0 kb papers --json
+n=$(json_get "$out" "len(j['papers'])")
+[ "$n" -ge 130 ] || fail "papers: $n"
+sec=$(json_get "$out" "j['papers'][0]['section'].split(' > ')[-1]")
+expect_json 0 kb papers --json --section "$sec"
+m=$(json_get "$out" "len(j['papers'])")
+[ "$m" -ge 1 ] && [ "$m" -lt "$n" ] || fail "papers --section '$sec': $m of $n"
+echo "ok"
