@@ -1,11 +1,509 @@
-/* cmd_eval.c - kb eval. */
+/* cmd_eval.c - kb eval: runs a qrels file's queries through kb_query_run in
+ * each retrieval mode and reports nDCG, Recall, Success and MRR at k
+ * (index/eval.h has the match rule and the metrics). */
 #include "kb/cli.h"
+#include "index/eval.h"
 
+#include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TOP_SHOWN 3   /* results per query that --verbose shows */
+
+typedef struct {
+    char *source, *heading, *path;
+    int relevant;
+} shown_result;
+
+/* One query's outcome in one mode. */
+typedef struct {
+    kb_eval_scores s;
+    double took_ms;
+    char *error;                 /* a per-query failure, else NULL */
+    shown_result top[TOP_SHOWN];
+    size_t ntop;
+} query_run;
+
+typedef struct {
+    const char *name;
+    kb_mode mode;
+    int wanted;
+    int available;               /* ran; 0 with err set when it could not */
+    kb_err err;
+    query_run *runs;             /* one per query */
+    size_t nerrors;
+    double took_ms_mean;         /* over the queries that ran */
+    kb_eval_summary sum;
+} mode_run;
+
+typedef struct {
+    const char *qrels_path;
+    int k, json, verbose;
+} eval_opts;
+
+static void query_run_release(query_run *r)
+{
+    free(r->error);
+    for (size_t i = 0; i < r->ntop; i++) {
+        free(r->top[i].source);
+        free(r->top[i].heading);
+        free(r->top[i].path);
+    }
+}
+
+static void mode_run_release(mode_run *m, size_t nq)
+{
+    if (m->runs)
+        for (size_t i = 0; i < nq; i++)
+            query_run_release(&m->runs[i]);
+    free(m->runs);
+    m->runs = NULL;
+    kb_eval_summary_release(&m->sum);
+}
+
+/* An error kb_query_run gives for this query alone (its text), after which
+ * the mode's other queries still run; any other error means the KB cannot
+ * serve the mode at all. */
+static int per_query_error(kb_rc rc)
+{
+    return rc == KB_ERR_USAGE || rc == KB_ERR_PARSE;
+}
+
+static kb_rc keep_top(const kb_eval_query *q, const kb_results *res,
+                      query_run *run)
+{
+    for (size_t i = 0; i < res->n && i < TOP_SHOWN; i++) {
+        const kb_result *r = &res->items[i];
+        shown_result *t = &run->top[run->ntop++];
+        const char *h = r->depth && r->heading_path && r->heading_path[r->depth - 1]
+            ? r->heading_path[r->depth - 1] : "";
+        t->source = kb_strdup(r->source ? r->source : "");
+        t->heading = kb_strdup(h);
+        t->path = kb_strdup(r->path ? r->path : "");
+        t->relevant = kb_eval_result_relevant(q, r);
+        if (!t->source || !t->heading || !t->path)
+            return KB_ERR_NOMEM;
+    }
+    return KB_OK;
+}
+
+/* Runs every query of qrels in m's mode. Fails only on no memory; a mode
+ * the KB cannot serve comes back with m->available 0 and m->err set. */
+static kb_rc run_mode(kb_store *store, kb_embedder *emb,
+                      const kb_eval_qrels *qrels, const eval_opts *o,
+                      const kb_cli *cli, mode_run *m, kb_err *err)
+{
+    kb_rc rc = KB_OK;
+    kb_eval_scores *scores = NULL;
+    m->runs = calloc(qrels->n, sizeof *m->runs);
+    scores = calloc(qrels->n, sizeof *scores);
+    if (!m->runs || !scores) {
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    double took_sum = 0;
+    size_t ran = 0;
+    kb_rc first_rc = KB_OK;
+    for (size_t i = 0; i < qrels->n; i++) {
+        const kb_eval_query *q = &qrels->queries[i];
+        query_run *run = &m->runs[i];
+        if (cli->progress)
+            fprintf(stderr, "\r%s: query %zu/%zu", m->name, i + 1, qrels->n);
+        kb_query_opts qo;
+        kb_query_opts_init(&qo);
+        qo.text = q->text;
+        qo.mode = m->mode;
+        qo.k = o->k;
+        qo.snippet = 1;
+        kb_results res;
+        memset(&res, 0, sizeof res);
+        kb_err qerr;
+        kb_err_clear(&qerr);
+        double t0 = kb_now_ms();
+        kb_rc qrc = kb_query_run(store, emb, &qo, &res, &qerr);
+        double took = kb_now_ms() - t0;
+        if (qrc != KB_OK) {
+            kb_results_release(&res);
+            if (!per_query_error(qrc)) {
+                kb_err_set(&m->err, qrc, "%s", qerr.msg[0] ? qerr.msg
+                                                          : kb_rc_name(qrc));
+                goto out;   /* the mode is unavailable */
+            }
+            run->error = kb_strdup(qerr.msg[0] ? qerr.msg : kb_rc_name(qrc));
+            if (!run->error) {
+                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+                goto out;
+            }
+            if (!m->nerrors++)
+                first_rc = qrc;
+            continue;   /* scores stay 0 */
+        }
+        rc = kb_eval_score(q, res.items, res.n, o->k, &run->s);
+        if (rc == KB_OK && o->verbose)
+            rc = keep_top(q, &res, run);
+        kb_results_release(&res);
+        if (rc != KB_OK) {
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+        scores[i] = run->s;
+        run->took_ms = took;
+        took_sum += took;
+        ran++;
+    }
+    if (ran == 0) {
+        /* every query failed: the mode is what failed (a query engine may
+         * well say so with a usage error) */
+        kb_err_set(&m->err, first_rc, "%s", m->runs[0].error);
+        goto out;
+    }
+    if (cli->progress)
+        fprintf(stderr, "\r\033[K");
+    for (size_t i = 0; i < qrels->n && !cli->quiet; i++)
+        if (m->runs[i].error)
+            fprintf(stderr, "kb eval: %s: query '%s': %s\n", m->name,
+                    qrels->queries[i].id, m->runs[i].error);
+    m->took_ms_mean = took_sum / (double)ran;
+    rc = kb_eval_summarize(qrels, scores, &m->sum, err);
+    if (rc == KB_OK)
+        m->available = 1;
+out:
+    if (cli->progress)
+        fprintf(stderr, "\r\033[K");
+    free(scores);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- output */
+
+static void print_row(const char *mode, const char *kind,
+                      const kb_eval_mean *mn, double took_ms)
+{
+    printf("%-8s %-12s %7zu %9.3f %11.3f %12.3f %9.3f", mode, kind, mn->n,
+           mn->ndcg, mn->recall, mn->success, mn->mrr);
+    if (took_ms >= 0)
+        printf(" %10.1f", took_ms);
+    printf("\n");
+}
+
+static void print_verbose(const kb_eval_qrels *qrels, const mode_run *m)
+{
+    printf("%s:\n", m->name);
+    for (size_t i = 0; i < qrels->n; i++) {
+        const kb_eval_query *q = &qrels->queries[i];
+        const query_run *r = &m->runs[i];
+        if (r->error) {
+            printf("  %-6s %-10s error: %s\n", q->id, q->kind, r->error);
+            continue;
+        }
+        char first[16];
+        if (r->s.first_rank)
+            snprintf(first, sizeof first, "%d", r->s.first_rank);
+        else
+            snprintf(first, sizeof first, "-");
+        printf("  %-6s %-10s nDCG %.3f  recall %.2f  success %d  RR %.3f  "
+               "first %s  %.1f ms\n", q->id, q->kind, r->s.ndcg, r->s.recall,
+               (int)r->s.success, r->s.mrr, first, r->took_ms);
+        for (size_t t = 0; t < r->ntop; t++) {
+            const shown_result *s = &r->top[t];
+            printf("         %zu %s %s: %s", t + 1, s->relevant ? "*" : " ",
+                   s->source, s->heading);
+            /* the file matters where the query is judged by paths */
+            for (size_t j = 0; j < q->nrel; j++)
+                if (q->rel[j].path && *s->path &&
+                    strcmp(q->rel[j].source, s->source) == 0) {
+                    printf("  [%s]", s->path);
+                    break;
+                }
+            printf("\n");
+        }
+    }
+    printf("\n");
+}
+
+static void print_human(const kb_eval_qrels *qrels, const mode_run *modes,
+                        size_t nmodes, const eval_opts *o)
+{
+    if (o->verbose)
+        for (size_t i = 0; i < nmodes; i++)
+            if (modes[i].wanted && modes[i].available)
+                print_verbose(qrels, &modes[i]);
+    printf("%zu queries from '%s', k = %d\n\n", qrels->n, o->qrels_path, o->k);
+    char h1[16], h2[16], h3[16], h4[16];
+    snprintf(h1, sizeof h1, "nDCG@%d", o->k);
+    snprintf(h2, sizeof h2, "Recall@%d", o->k);
+    snprintf(h3, sizeof h3, "Success@%d", o->k);
+    snprintf(h4, sizeof h4, "MRR@%d", o->k);
+    printf("%-8s %-12s %7s %9s %11s %12s %9s %10s\n", "mode", "kind", "queries",
+           h1, h2, h3, h4, "ms/query");
+    for (size_t i = 0; i < nmodes; i++) {
+        const mode_run *m = &modes[i];
+        if (!m->wanted)
+            continue;
+        if (!m->available) {
+            printf("%-8s unavailable: %s\n", m->name, m->err.msg);
+            continue;
+        }
+        print_row(m->name, "all", &m->sum.overall, m->took_ms_mean);
+        for (size_t j = 0; j < m->sum.nkinds; j++)
+            print_row("", m->sum.by_kind[j].kind, &m->sum.by_kind[j], -1);
+        if (m->nerrors)
+            printf("%-8s %zu of %zu queries failed (scored 0)\n", "",
+                   m->nerrors, qrels->n);
+    }
+}
+
+/* Rounded so the JSON reads well: 6 decimals is far below any difference
+ * that matters across 30-query sets. */
+static double r6(double x)
+{
+    return round(x * 1e6) / 1e6;
+}
+
+static int add_metrics(cJSON *obj, const kb_eval_mean *mn)
+{
+    return cJSON_AddNumberToObject(obj, "queries", (double)mn->n) &&
+           cJSON_AddNumberToObject(obj, "ndcg", r6(mn->ndcg)) &&
+           cJSON_AddNumberToObject(obj, "recall", r6(mn->recall)) &&
+           cJSON_AddNumberToObject(obj, "success", r6(mn->success)) &&
+           cJSON_AddNumberToObject(obj, "mrr", r6(mn->mrr));
+}
+
+static int add_per_query(cJSON *mo, const kb_eval_qrels *qrels,
+                         const mode_run *m)
+{
+    cJSON *arr = cJSON_AddArrayToObject(mo, "per_query");
+    if (!arr)
+        return 0;
+    for (size_t i = 0; i < qrels->n; i++) {
+        const kb_eval_query *q = &qrels->queries[i];
+        const query_run *r = &m->runs[i];
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(arr, o))
+            return 0;
+        if (!cJSON_AddStringToObject(o, "id", q->id) ||
+            !cJSON_AddStringToObject(o, "kind", q->kind) ||
+            !cJSON_AddNumberToObject(o, "ndcg", r6(r->s.ndcg)) ||
+            !cJSON_AddNumberToObject(o, "recall", r6(r->s.recall)) ||
+            !cJSON_AddNumberToObject(o, "success", r->s.success) ||
+            !cJSON_AddNumberToObject(o, "mrr", r6(r->s.mrr)) ||
+            !cJSON_AddNumberToObject(o, "first_relevant_rank", r->s.first_rank) ||
+            !cJSON_AddNumberToObject(o, "matched", (double)r->s.matched) ||
+            !cJSON_AddNumberToObject(o, "judgments", (double)q->nrel) ||
+            !cJSON_AddNumberToObject(o, "took_ms", r6(r->took_ms)))
+            return 0;
+        if (r->error && !cJSON_AddStringToObject(o, "error", r->error))
+            return 0;
+        cJSON *top = cJSON_AddArrayToObject(o, "top");
+        if (!top)
+            return 0;
+        for (size_t t = 0; t < r->ntop; t++) {
+            cJSON *x = cJSON_CreateObject();
+            if (!x || !cJSON_AddItemToArray(top, x) ||
+                !cJSON_AddNumberToObject(x, "rank", (double)t + 1) ||
+                !cJSON_AddStringToObject(x, "source", r->top[t].source) ||
+                !cJSON_AddStringToObject(x, "heading", r->top[t].heading) ||
+                !cJSON_AddStringToObject(x, "path", r->top[t].path) ||
+                !cJSON_AddBoolToObject(x, "relevant", r->top[t].relevant))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+static kb_rc print_json(const kb_eval_qrels *qrels, const mode_run *modes,
+                        size_t nmodes, const eval_opts *o, kb_err *err)
+{
+    kb_rc rc = KB_OK;
+    char *text = NULL;
+    cJSON *root = cJSON_CreateObject();
+    cJSON *jm = NULL;
+    if (!root || !cJSON_AddStringToObject(root, "qrels", o->qrels_path) ||
+        !cJSON_AddNumberToObject(root, "k", o->k) ||
+        !cJSON_AddNumberToObject(root, "queries", (double)qrels->n) ||
+        !(jm = cJSON_AddObjectToObject(root, "modes")))
+        goto nomem;
+    for (size_t i = 0; i < nmodes; i++) {
+        const mode_run *m = &modes[i];
+        if (!m->wanted)
+            continue;
+        cJSON *mo = cJSON_AddObjectToObject(jm, m->name);
+        if (!mo || !cJSON_AddBoolToObject(mo, "available", m->available))
+            goto nomem;
+        if (!m->available) {
+            if (!cJSON_AddStringToObject(mo, "error", m->err.msg))
+                goto nomem;
+            continue;
+        }
+        cJSON *ov = cJSON_AddObjectToObject(mo, "overall");
+        cJSON *bk = ov ? cJSON_AddObjectToObject(mo, "by_kind") : NULL;
+        if (!bk || !add_metrics(ov, &m->sum.overall))
+            goto nomem;
+        for (size_t j = 0; j < m->sum.nkinds; j++) {
+            cJSON *ko = cJSON_AddObjectToObject(bk, m->sum.by_kind[j].kind);
+            if (!ko || !add_metrics(ko, &m->sum.by_kind[j]))
+                goto nomem;
+        }
+        if (!cJSON_AddNumberToObject(mo, "took_ms_mean", r6(m->took_ms_mean)) ||
+            !cJSON_AddNumberToObject(mo, "errors", (double)m->nerrors))
+            goto nomem;
+        if (o->verbose && !add_per_query(mo, qrels, m))
+            goto nomem;
+    }
+    text = cJSON_PrintUnformatted(root);
+    if (!text)
+        goto nomem;
+    printf("%s\n", text);
+    goto out;
+nomem:
+    rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+out:
+    free(text);
+    cJSON_Delete(root);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- command */
 
 int cmd_eval(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
-    (void)argc; (void)argv; (void)cli;
-    fprintf(stderr, "kb %s: not built yet\n", self->name);
-    return 1;
+    eval_opts o = { .qrels_path = NULL, .k = 10 };
+    mode_run modes[] = {
+        { .name = "lexical", .mode = KB_MODE_LEXICAL },
+        { .name = "vector", .mode = KB_MODE_VECTOR },
+        { .name = "hybrid", .mode = KB_MODE_HYBRID },
+    };
+    const size_t nmodes = sizeof modes / sizeof modes[0];
+    const char *mode_arg = "all";
+    int only_args = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = NULL;
+        if (!only_args && strcmp(a, "--") == 0) {
+            only_args = 1;
+        } else if (!only_args && (strcmp(a, "--mode") == 0 ||
+                                  strncmp(a, "--mode=", 7) == 0)) {
+            if (a[6] == '=')
+                val = a + 7;
+            else if (i + 1 < argc)
+                val = argv[++i];
+            else
+                return kb_cli_usage_error(self, "option '--mode' needs a value");
+            mode_arg = val;
+        } else if (!only_args && (strcmp(a, "--k") == 0 || strcmp(a, "-k") == 0 ||
+                                  strncmp(a, "--k=", 4) == 0)) {
+            if (a[3] == '=')
+                val = a + 4;
+            else if (i + 1 < argc)
+                val = argv[++i];
+            else
+                return kb_cli_usage_error(self, "option '%s' needs a number", a);
+            long k;
+            if (kb_parse_long(val, 1, 1000, &k) != KB_OK)
+                return kb_cli_usage_error(self, "'%s' is not a cut-off "
+                                          "(a number from 1 to 1000)", val);
+            o.k = (int)k;
+        } else if (!only_args && strcmp(a, "--json") == 0) {
+            o.json = 1;
+        } else if (!only_args && (strcmp(a, "--verbose") == 0 ||
+                                  strcmp(a, "-v") == 0)) {
+            o.verbose = 1;
+        } else if (!only_args && a[0] == '-' && a[1]) {
+            return kb_cli_usage_error(self, "unknown option '%s'", a);
+        } else if (!o.qrels_path) {
+            o.qrels_path = a;
+        } else {
+            return kb_cli_usage_error(self, "one qrels file only ('%s' is extra)", a);
+        }
+    }
+    if (!o.qrels_path)
+        return kb_cli_usage_error(self, "no qrels file given");
+    int want_vectors = 0, nwanted = 0;
+    for (size_t i = 0; i < nmodes; i++) {
+        modes[i].wanted = strcmp(mode_arg, "all") == 0 ||
+                          strcmp(mode_arg, modes[i].name) == 0;
+        nwanted += modes[i].wanted;
+        want_vectors |= modes[i].wanted && modes[i].mode != KB_MODE_LEXICAL;
+        kb_err_clear(&modes[i].err);
+    }
+    if (!nwanted)
+        return kb_cli_usage_error(self, "'%s' is no mode (lexical, vector, "
+                                  "hybrid or all)", mode_arg);
+
+    kb_err err;
+    kb_err_clear(&err);
+    kb_eval_qrels qrels = { NULL, 0 };
+    kb_store *store = NULL;
+    kb_embedder *emb = NULL;
+    char *dir = NULL;
+    int status = 0;
+    kb_rc rc = kb_eval_qrels_load(o.qrels_path, &qrels, &err);
+    if (rc != KB_OK)
+        goto out;
+    dir = kb_store_default_dir(cli->kb_dir);
+    if (!dir) {
+        rc = kb_err_set(&err, KB_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    rc = kb_store_open(dir, KB_STORE_READONLY, &store, &err);
+    if (rc != KB_OK)
+        goto out;
+
+    /* the embedder only for modes that need it; if it cannot be had, those
+     * modes are unavailable and the others still run */
+    kb_err emb_err;
+    kb_err_clear(&emb_err);
+    kb_rc emb_rc = KB_OK;
+    if (want_vectors) {
+        emb_rc = kb_embedder_open_default(&emb, &emb_err);
+        if (emb_rc != KB_OK)
+            emb = NULL;
+    }
+    for (size_t i = 0; i < nmodes; i++) {
+        mode_run *m = &modes[i];
+        if (!m->wanted)
+            continue;
+        if (m->mode != KB_MODE_LEXICAL && !emb) {
+            kb_err_set(&m->err, emb_rc != KB_OK ? emb_rc : KB_ERR_MODEL, "%s",
+                       emb_err.msg[0] ? emb_err.msg : "no embedder");
+            continue;
+        }
+        rc = run_mode(store, emb, &qrels, &o, cli, m, &err);
+        if (rc != KB_OK)
+            goto out;
+    }
+
+    const mode_run *failed = NULL;   /* the first wanted mode, if none ran */
+    for (size_t i = nmodes; i-- > 0;)
+        if (modes[i].wanted) {
+            if (modes[i].available) {
+                failed = NULL;
+                break;
+            }
+            failed = &modes[i];
+        }
+    if (o.json)
+        rc = print_json(&qrels, modes, nmodes, &o, &err);
+    else
+        print_human(&qrels, modes, nmodes, &o);
+    if (rc == KB_OK && failed) {
+        /* no mode could run: that is a failure of the command */
+        fprintf(stderr, "kb: %s\n", failed->err.msg);
+        status = kb_rc_exit_status(failed->err.rc ? failed->err.rc
+                                                  : KB_ERR_INTERNAL);
+    }
+out:
+    if (rc != KB_OK)
+        status = kb_cli_fail(&err);
+    for (size_t i = 0; i < nmodes; i++)
+        mode_run_release(&modes[i], qrels.n);
+    if (emb)
+        kb_embedder_free(emb);
+    if (store)
+        kb_store_close(store);
+    free(dir);
+    kb_eval_qrels_release(&qrels);
+    return status;
 }
