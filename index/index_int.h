@@ -60,11 +60,11 @@ typedef struct kb_bert kb_bert;
 kb_rc kb_bert_open(const kb_safetensors *st, int threads, kb_bert **out,
                    kb_err *err);
 void kb_bert_free(kb_bert *b);
-/* Encodes a batch: ids is batch rows of seq ids (padded), lens the real
- * length of each row (1..seq). Writes batch L2-normalised mean-pooled
- * vectors of KB_BERT_DIM floats into out. */
+/* Encodes a batch of sequences packed back to back in ids (no padding):
+ * sequence s has lens[s] ids (1..512, [CLS] ... [SEP]). Writes batch
+ * L2-normalised mean-pooled vectors of KB_BERT_DIM floats into out. */
 kb_rc kb_bert_encode(kb_bert *b, const int32_t *ids, const size_t *lens,
-                     size_t batch, size_t seq, float *out, kb_err *err);
+                     size_t batch, float *out, kb_err *err);
 
 /* ------------------------------------------------------------ embed_remote.c */
 
@@ -80,18 +80,20 @@ typedef struct {
 } kb_remote_opts;
 
 void kb_remote_opts_default(kb_remote_opts *o);
-/* opts may be NULL for the defaults. Free with kb_remote_free. */
+/* Checks url (http/https) and model (required); no request is made. opts
+ * may be NULL for the defaults. Free with kb_remote_free. */
 kb_rc kb_remote_open(const char *url, const char *model, const char *api_key,
                      const kb_remote_opts *opts, kb_remote **out, kb_err *err);
 void kb_remote_free(kb_remote *r);
-/* The dimension, 0 until the first successful request. */
+/* One request with one short input, to learn the dimension. */
+kb_rc kb_remote_probe(kb_remote *r, kb_err *err);
+/* The dimension, 0 before the first successful request. */
 int kb_remote_dim(const kb_remote *r);
 const char *kb_remote_model(const kb_remote *r);
-/* Embeds n texts into out (n * dim floats; with dim unknown yet, out must
- * be NULL and *outp receives a malloc'd array the caller frees). Each row
- * is L2-normalised. */
+/* Embeds n texts into out[n * dim] (dim known: after kb_remote_probe),
+ * each row L2-normalised, in requests of opts.batch inputs. */
 kb_rc kb_remote_embed(kb_remote *r, const char *const *texts, size_t n,
-                      float **outp, kb_err *err);
+                      float *out, kb_err *err);
 
 /* ------------------------------------------------------------ embedder.c */
 
