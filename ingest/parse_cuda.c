@@ -330,6 +330,10 @@ static char *function_name(const src *x, size_t a, size_t b)
     size_t found = NONE;
     for (; i < n; i++) {
         char c = t[i].len == 1 ? x->s[t[i].off] : '\0';
+        if (tok_is(x, &t[i], "operator")) {
+            found = i;          /* operator==, operator(), operator bool */
+            break;
+        }
         if (c == '=' || c == ';')
             return NULL;        /* an initialiser, not a definition */
         if (c == '[' && i + 1 < n && tok_is(x, &t[i + 1], "[")) {
@@ -356,25 +360,8 @@ static char *function_name(const src *x, size_t a, size_t b)
                 break;
             }
         }
-        if (i == 0 || !t[i - 1].ident) {
-            /* operator(): "operator" "(" ")" "(" */
-            if (i >= 2 && tok_is(x, &t[i - 1], ")") && tok_is(x, &t[i - 2], "(") &&
-                i >= 3 && tok_is(x, &t[i - 3], "operator")) {
-                found = i - 3;
-                break;
-            }
-            if (i >= 1 && !t[i - 1].ident) {
-                /* operator+ and friends */
-                size_t k = i;
-                while (k > 0 && !t[k - 1].ident && k + 4 > i)
-                    k--;
-                if (k > 0 && tok_is(x, &t[k - 1], "operator")) {
-                    found = k - 1;
-                    break;
-                }
-            }
+        if (i == 0 || !t[i - 1].ident)
             return NULL;   /* "(*fp)(...)", "](...)": not a plain function */
-        }
         if (not_name(x, &t[i - 1])) {
             i = skip_group(x, t, n, i) - 1;
             continue;
@@ -413,8 +400,11 @@ static char *function_name(const src *x, size_t a, size_t b)
     }
     kb_buf nm;
     kb_buf_init(&nm, 0);
-    for (size_t k = first; k <= last; k++)
+    for (size_t k = first; k <= last; k++) {
+        if (k > first && t[k].ident && t[k - 1].ident)
+            kb_buf_putc(&nm, ' ');      /* operator bool */
         kb_buf_append(&nm, x->s + t[k].off, t[k].len);
+    }
     return kb_buf_detach(&nm);
 }
 
@@ -683,6 +673,7 @@ kb_rc kb_parse_cuda(const char *data, size_t len, const char *path,
 
     size_t run = i;          /* start of the pending top-level code */
     size_t cstart = NONE;    /* start of the comments above the next statement */
+    size_t last = NONE;      /* end of the last code (or trailing comment) */
     int scopes = 0;          /* open namespace / extern "C" braces */
     while (i < len && em.rc == KB_OK) {
         char c = data[i];
@@ -692,24 +683,28 @@ kb_rc kb_parse_cuda(const char *data, size_t len, const char *path,
         }
         size_t e = skip_comment(&x, i);
         if (e != i) {
-            if (cstart == NONE)
+            /* a comment on the line where code ended belongs to that code */
+            int trailing = last != NONE && memchr(data + last, '\n', i - last) == NULL;
+            if (cstart == NONE && !trailing)
                 cstart = i;
             i = e;
+            if (trailing)
+                last = i;
             continue;
         }
         if (c == '#' && at_line_start(&x, i)) {
-            i = skip_directive(&x, i);
+            last = i = skip_directive(&x, i);
             cstart = NONE;
             continue;
         }
         if (c == '}' && scopes > 0) {
             scopes--;
-            i++;
+            last = ++i;
             cstart = NONE;
             continue;
         }
         if (c == ';' || c == '}') {
-            i++;
+            last = ++i;
             cstart = NONE;
             continue;
         }
@@ -761,6 +756,7 @@ kb_rc kb_parse_cuda(const char *data, size_t len, const char *path,
             }
         }
         cstart = NONE;
+        last = i;
     }
     emit_toplevel(&em, run, len);
     if (em.rc != KB_OK)
