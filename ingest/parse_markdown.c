@@ -709,8 +709,21 @@ static int on_leave_span(MD_SPANTYPE type, void *detail, void *ud)
     if (type == MD_SPAN_IMG) {
         st->img_depth--;
     } else if (type == MD_SPAN_A && !st->img_depth && st->link_open) {
-        st->links[st->nlinks - 1].end = st->cap.len;
+        md_link *l = &st->links[st->nlinks - 1];
+        l->end = st->cap.len;
         st->link_open = 0;
+        /* a URL shown as its own text, glued to the word before it
+         * ("website[https://...](https://...)"): keep them apart */
+        if (l->start > 0 && l->end - l->start > 4 &&
+            isalnum((unsigned char)st->cap.data[l->start - 1]) &&
+            strncmp(st->cap.data + l->start, "http", 4) == 0 &&
+            kb_buf_putc(&st->cap, ' ') == KB_OK) {
+            memmove(st->cap.data + l->start + 1, st->cap.data + l->start,
+                    l->end - l->start);
+            st->cap.data[l->start] = ' ';
+            l->start++;
+            l->end++;
+        }
     } else if (type == MD_SPAN_CODE) {
         st->code_span_end = 1;
     }
@@ -749,6 +762,28 @@ static void put_entity(md_state *st, kb_buf *out, const char *s, size_t n)
     else if (cp < 0x10000) { u[0] = (char)(0xE0 | (cp >> 12)); u[1] = (char)(0x80 | ((cp >> 6) & 0x3F)); u[2] = (char)(0x80 | (cp & 0x3F)); k = 3; }
     else { u[0] = (char)(0xF0 | (cp >> 18)); u[1] = (char)(0x80 | ((cp >> 12) & 0x3F)); u[2] = (char)(0x80 | ((cp >> 6) & 0x3F)); u[3] = (char)(0x80 | (cp & 0x3F)); k = 4; }
     put(st, out, u, k);
+}
+
+/* Prose text. A "**" left over from emphasis that did not parse
+ * ("**Note:**Use ...", common in converted pages) is dropped, with a
+ * space where it glued a word to punctuation. */
+static void put_prose(md_state *st, kb_buf *out, const char *s, size_t n)
+{
+    size_t i = 0, from = 0;
+    while (i + 1 < n) {
+        if (s[i] == '*' && s[i + 1] == '*') {
+            put(st, out, s + from, i - from);
+            char prev = out->len ? out->data[out->len - 1] : ' ';
+            char next = i + 2 < n ? s[i + 2] : ' ';
+            if (ispunct((unsigned char)prev) && isalnum((unsigned char)next))
+                put(st, out, " ", 1);
+            i += 2;
+            from = i;
+            continue;
+        }
+        i++;
+    }
+    put(st, out, s + from, n - from);
 }
 
 /* <a id="x"> / <a name="x"> in a heading: the heading's explicit anchor. */
@@ -807,10 +842,13 @@ static int on_text(MD_TEXTTYPE type, const MD_CHAR *text, MD_SIZE size, void *ud
         else if (size >= 3 && strncasecmp(text, "<br", 3) == 0)
             put(st, out, "\n", 1);
         break;
+    case MD_TEXT_CODE:
+        put(st, out, text, size);
+        break;
     default:
         if (st->code_span_end && size && isalnum((unsigned char)text[0]))
             put(st, out, " ", 1);
-        put(st, out, text, size);
+        put_prose(st, out, text, size);
         break;
     }
     if (type != MD_TEXT_CODE)

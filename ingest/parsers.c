@@ -68,12 +68,28 @@ char *kb_slugify(const char *heading)
 
 /* ------------------------------------------------------------------ dispatch */
 
-static const char *extension(const char *path)
+/* The extension of path's last component, without a URL's query or
+ * fragment, into ext (cut to its size); NULL if there is none. */
+static const char *extension(const char *path, char *ext, size_t size)
 {
-    const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
-    const char *dot = strrchr(base, '.');
-    return dot && dot != base ? dot + 1 : NULL;
+    size_t end = strlen(path);
+    if (strstr(path, "://"))
+        end = strcspn(path, "?#");
+    size_t start = end;
+    while (start > 0 && path[start - 1] != '/')
+        start--;
+    const char *dot = NULL;
+    for (size_t i = start + 1; i < end; i++)
+        if (path[i] == '.')
+            dot = path + i;
+    if (!dot)
+        return NULL;
+    size_t n = (size_t)(path + end - dot - 1);
+    if (n >= size)
+        n = size - 1;
+    memcpy(ext, dot + 1, n);
+    ext[n] = '\0';
+    return ext;
 }
 
 static const char *basename_of(const char *path)
@@ -189,7 +205,8 @@ kb_parse_fn kb_parser_for(const char *path, const char *format_hint)
     if (!path)
         path = "";
     int skip = 0;
-    kb_parse_fn fn = by_extension(extension(path), &skip);
+    char ext[16];
+    kb_parse_fn fn = by_extension(extension(path, ext, sizeof ext), &skip);
     if (fn)
         return fn;
     if (skip)

@@ -225,6 +225,11 @@ static void test_code_tables_lists(void **state)
     assert_null(strstr(b->text, "example.org"));
     assert_null(strstr(b->text, "diagram"));
     assert_non_null(find(&doc, KB_KIND_TEXT, "Raw HTML text & more"));
+    /* converter leftovers: "**" that is no emphasis, a URL glued to a word */
+    b = find(&doc, KB_KIND_TEXT, "Pad by one word");
+    assert_non_null(b);
+    assert_string_equal(b->text, "Tip: Pad by one word; see the notes "
+                                 "https://example.org/pad.");
     for (size_t i = 0; i < doc.nblocks; i++)
         assert_null(strchr(doc.blocks[i].text, '<'));
     assert_int_equal(count_kind(&doc, KB_KIND_CODE), 2);

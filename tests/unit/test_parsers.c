@@ -94,6 +94,9 @@ static void test_dispatch_extension(void **state)
     (void)state;
     assert_ptr_equal(kb_parser_for("a/b/page.html", NULL), kb_parse_html);
     assert_ptr_equal(kb_parser_for("page.HTM", NULL), kb_parse_html);
+    assert_ptr_equal(kb_parser_for("https://h.org/a.b/page.html?x=1.md#s.rst", NULL),
+                     kb_parse_html);
+    assert_ptr_equal(kb_parser_for("https://h.org/v1.2/", "rst"), kb_parse_rst);
     assert_ptr_equal(kb_parser_for("page.xhtml", "text"), kb_parse_html);
     assert_ptr_equal(kb_parser_for("README.md", NULL), kb_parse_markdown);
     assert_ptr_equal(kb_parser_for("x.markdown", NULL), kb_parse_markdown);
