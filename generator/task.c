@@ -1,0 +1,831 @@
+/* task.c - kernel tasks: task.json, size expressions, launch overrides in
+ * candidate source, source refusal, fast_p. Plain C (cJSON): kb never
+ * links CUDA; kb-verify links this from libkb.a. */
+#include "kb/kb.h"
+
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ dtypes */
+
+static const struct { const char *name; kb_dtype t; size_t size; } dtypes[] = {
+    { "f32", KB_DT_F32, 4 }, { "bf16", KB_DT_BF16, 2 }, { "f16", KB_DT_F16, 2 },
+    { "i32", KB_DT_I32, 4 }, { "u32", KB_DT_U32, 4 }, { "f64", KB_DT_F64, 8 },
+};
+
+const char *kb_dtype_name(kb_dtype t)
+{
+    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
+        if (dtypes[i].t == t)
+            return dtypes[i].name;
+    return "?";
+}
+
+int kb_dtype_parse(const char *name, kb_dtype *out)
+{
+    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
+        if (strcmp(dtypes[i].name, name) == 0) {
+            *out = dtypes[i].t;
+            return 0;
+        }
+    return -1;
+}
+
+size_t kb_dtype_size(kb_dtype t)
+{
+    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
+        if (dtypes[i].t == t)
+            return dtypes[i].size;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ expressions */
+
+/* A recursive-descent parser; values are doubles, integral where the
+ * expression only uses integers. */
+typedef struct {
+    const char *s, *p;
+    const char *const *names;
+    const double *values;
+    size_t n;
+    kb_err *err;
+    kb_rc rc;
+} expr_st;
+
+static double e_sum(expr_st *e);
+
+static void e_ws(expr_st *e)
+{
+    while (isspace((unsigned char)*e->p))
+        e->p++;
+}
+
+static double e_fail(expr_st *e, const char *what)
+{
+    if (e->rc == KB_OK)
+        e->rc = kb_err_set(e->err, KB_ERR_PARSE, "bad expression '%s': %s",
+                           e->s, what);
+    return 0;
+}
+
+static int is_int(double v)
+{
+    return v == floor(v) && fabs(v) < 9.0e15;
+}
+
+static double e_call(expr_st *e, const char *name, size_t len)
+{
+    double args[2] = { 0, 0 };
+    int nargs = 0;
+    e->p++; /* '(' */
+    for (;;) {
+        e_ws(e);
+        if (nargs == 2)
+            return e_fail(e, "too many arguments");
+        args[nargs++] = e_sum(e);
+        if (e->rc)
+            return 0;
+        e_ws(e);
+        if (*e->p == ',') {
+            e->p++;
+            continue;
+        }
+        if (*e->p == ')') {
+            e->p++;
+            break;
+        }
+        return e_fail(e, "expected ',' or ')'");
+    }
+#define FN(s) (len == sizeof(s) - 1 && strncmp(name, s, len) == 0)
+    if (FN("ceil_div") && nargs == 2) {
+        if (args[1] == 0)
+            return e_fail(e, "division by zero");
+        return ceil(args[0] / args[1]);
+    }
+    if (FN("min") && nargs == 2)
+        return args[0] < args[1] ? args[0] : args[1];
+    if (FN("max") && nargs == 2)
+        return args[0] > args[1] ? args[0] : args[1];
+    if (FN("sqrt") && nargs == 1)
+        return sqrt(args[0]);
+    if (FN("floor") && nargs == 1)
+        return floor(args[0]);
+    if (FN("ceil") && nargs == 1)
+        return ceil(args[0]);
+#undef FN
+    return e_fail(e, "unknown function or wrong number of arguments");
+}
+
+static double e_atom(expr_st *e)
+{
+    e_ws(e);
+    const char *p = e->p;
+    if (*p == '(') {
+        e->p++;
+        double v = e_sum(e);
+        e_ws(e);
+        if (*e->p != ')')
+            return e_fail(e, "expected ')'");
+        e->p++;
+        return v;
+    }
+    if (*p == '-') {
+        e->p++;
+        return -e_atom(e);
+    }
+    if (*p == '+') {
+        e->p++;
+        return e_atom(e);
+    }
+    if (isdigit((unsigned char)*p) || *p == '.') {
+        char *end = NULL;
+        double v = strtod(p, &end);
+        if (end == p)
+            return e_fail(e, "bad number");
+        e->p = end;
+        return v;
+    }
+    if (isalpha((unsigned char)*p) || *p == '_') {
+        const char *q = p;
+        while (isalnum((unsigned char)*q) || *q == '_')
+            q++;
+        size_t len = (size_t)(q - p);
+        e->p = q;
+        e_ws(e);
+        if (*e->p == '(')
+            return e_call(e, p, len);
+        for (size_t i = 0; i < e->n; i++)
+            if (strlen(e->names[i]) == len && strncmp(e->names[i], p, len) == 0)
+                return e->values[i];
+        if (e->rc == KB_OK)
+            e->rc = kb_err_set(e->err, KB_ERR_PARSE,
+                               "bad expression '%s': unknown name '%.*s'",
+                               e->s, (int)len, p);
+        return 0;
+    }
+    return e_fail(e, *p ? "unexpected character" : "unexpected end");
+}
+
+static double e_prod(expr_st *e)
+{
+    double v = e_atom(e);
+    for (;;) {
+        if (e->rc)
+            return 0;
+        e_ws(e);
+        char op = *e->p;
+        if (op != '*' && op != '/' && op != '%')
+            return v;
+        e->p++;
+        double r = e_atom(e);
+        if (e->rc)
+            return 0;
+        if (op == '*') {
+            v *= r;
+        } else if (r == 0) {
+            return e_fail(e, "division by zero");
+        } else if (op == '/') {
+            v = is_int(v) && is_int(r) ? trunc(v / r) : v / r;
+        } else {
+            if (!is_int(v) || !is_int(r))
+                return e_fail(e, "'%' needs integers");
+            v = fmod(v, r);
+        }
+    }
+}
+
+static double e_sum(expr_st *e)
+{
+    double v = e_prod(e);
+    for (;;) {
+        if (e->rc)
+            return 0;
+        e_ws(e);
+        char op = *e->p;
+        if (op != '+' && op != '-')
+            return v;
+        e->p++;
+        double r = e_prod(e);
+        v = op == '+' ? v + r : v - r;
+    }
+}
+
+kb_rc kb_expr_eval(const char *expr, const char *const *names,
+                   const double *values, size_t n, double *out, kb_err *err)
+{
+    expr_st e = { expr, expr, names, values, n, err, KB_OK };
+    if (!expr)
+        return kb_err_set(err, KB_ERR_PARSE, "missing expression");
+    double v = e_sum(&e);
+    if (e.rc)
+        return e.rc;
+    e_ws(&e);
+    if (*e.p)
+        return kb_err_set(err, KB_ERR_PARSE,
+                          "bad expression '%s': unexpected '%s'", expr, e.p);
+    *out = v;
+    return KB_OK;
+}
+
+kb_rc kb_task_eval(const kb_task *t, const kb_shape *s, const char *expr,
+                   double *out, kb_err *err)
+{
+    return kb_expr_eval(expr, (const char *const *)t->dims, s->dims, t->ndims,
+                        out, err);
+}
+
+/* ------------------------------------------------------------------ task.json */
+
+static void launch_release(kb_launch *l)
+{
+    free(l->kernel);
+    for (int i = 0; i < 3; i++) {
+        free(l->grid[i]);
+        free(l->block[i]);
+    }
+    free(l->shared);
+}
+
+void kb_launches_free(kb_launch *l, size_t n)
+{
+    for (size_t i = 0; l && i < n; i++)
+        launch_release(&l[i]);
+    free(l);
+}
+
+void kb_task_free(kb_task *t)
+{
+    if (!t)
+        return;
+    free(t->dir);
+    free(t->name);
+    free(t->description);
+    free(t->ops);
+    free(t->kernel);
+    for (size_t i = 0; i < t->ndims; i++)
+        free(t->dims[i]);
+    for (size_t i = 0; i < t->nparams; i++) {
+        kb_task_param *p = &t->params[i];
+        free(p->name);
+        free(p->size);
+        free(p->value);
+        for (size_t j = 0; j < p->ndists; j++)
+            free(p->dists[j]);
+    }
+    free(t->params);
+    for (size_t i = 0; i < t->nshapes; i++)
+        free(t->shapes[i].name);
+    free(t->shapes);
+    free(t->atol);
+    free(t->rtol);
+    kb_launches_free(t->launches, t->nlaunches);
+    free(t->baseline);
+    free(t->cpu_ref);
+    free(t->roof_bytes);
+    free(t->roof_flops);
+    free(t->roof_unit);
+    free(t);
+}
+
+/* A JSON number or string as an expression string (caller frees). */
+static char *json_expr(const cJSON *v)
+{
+    if (cJSON_IsString(v))
+        return kb_strdup(v->valuestring);
+    if (cJSON_IsNumber(v)) {
+        kb_buf b;
+        kb_buf_init(&b, 0);
+        kb_buf_printf(&b, "%.17g", v->valuedouble);
+        return kb_buf_detach(&b);
+    }
+    return NULL;
+}
+
+static const char *json_str(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* Fills a grid/block triple from a number, a string or an array of them. */
+static kb_rc parse_dim3(const cJSON *v, char *out[3], const char *what,
+                        const char *path, kb_err *err)
+{
+    if (cJSON_IsArray(v)) {
+        int n = cJSON_GetArraySize(v);
+        if (n < 1 || n > 3)
+            return kb_err_set(err, KB_ERR_PARSE, "'%s': %s needs 1 to 3 values",
+                              path, what);
+        for (int i = 0; i < n; i++)
+            if (!(out[i] = json_expr(cJSON_GetArrayItem(v, i))))
+                return kb_err_set(err, KB_ERR_PARSE, "'%s': bad %s", path, what);
+        return KB_OK;
+    }
+    if (!(out[0] = json_expr(v)))
+        return kb_err_set(err, KB_ERR_PARSE, "'%s': missing %s", path, what);
+    return KB_OK;
+}
+
+static kb_rc parse_launch(const cJSON *o, const char *dflt_kernel,
+                          kb_launch *l, const char *path, kb_err *err)
+{
+    const char *k = json_str(o, "kernel");
+    l->kernel = kb_strdup(k ? k : dflt_kernel);
+    kb_rc rc = parse_dim3(cJSON_GetObjectItemCaseSensitive(o, "grid"), l->grid,
+                          "grid", path, err);
+    if (rc == KB_OK)
+        rc = parse_dim3(cJSON_GetObjectItemCaseSensitive(o, "block"), l->block,
+                        "block", path, err);
+    const cJSON *sh = cJSON_GetObjectItemCaseSensitive(o, "shared");
+    if (rc == KB_OK && sh)
+        l->shared = json_expr(sh);
+    if (rc == KB_OK && !l->kernel)
+        rc = kb_err_set(err, KB_ERR_PARSE, "'%s': launch names no kernel", path);
+    return rc;
+}
+
+static kb_rc parse_role(const char *s, kb_role *out)
+{
+    static const char *names[] = { "input", "output", "inout", "scratch",
+                                   "dim", "scalar" };
+    for (int i = 0; i < 6; i++)
+        if (s && strcmp(s, names[i]) == 0) {
+            *out = (kb_role)i;
+            return KB_OK;
+        }
+    return KB_ERR_PARSE;
+}
+
+kb_rc kb_task_load(const char *dir, kb_task **out, kb_err *err)
+{
+    kb_buf raw;
+    kb_buf_init(&raw, 4u << 20);
+    char *path = kb_path_join(dir, "task.json");
+    cJSON *root = NULL;
+    kb_task *t = calloc(1, sizeof *t);
+    kb_rc rc = KB_OK;
+    if (!t || !path) {
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    if ((rc = kb_read_file(path, 4u << 20, &raw, err)) != KB_OK)
+        goto out;
+    root = cJSON_Parse(raw.data);
+    if (!cJSON_IsObject(root)) {
+        rc = kb_err_set(err, KB_ERR_PARSE, "'%s' is not a JSON object", path);
+        goto out;
+    }
+    t->dir = kb_strdup(dir);
+    const char *s;
+    if (!(s = json_str(root, "name"))) {
+        rc = kb_err_set(err, KB_ERR_PARSE, "'%s': missing \"name\"", path);
+        goto out;
+    }
+    t->name = kb_strdup(s);
+    t->description = kb_strdup((s = json_str(root, "description")) ? s : "");
+    t->kernel = kb_strdup((s = json_str(root, "kernel")) ? s : t->name);
+    t->baseline = kb_strdup((s = json_str(root, "baseline")) ? s : "reference");
+    t->cpu_ref = kb_strdup((s = json_str(root, "cpu_ref")) ? s : t->name);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "level");
+    t->level = cJSON_IsNumber(v) ? v->valueint : 1;
+    v = cJSON_GetObjectItemCaseSensitive(root, "max_speedup");
+    t->max_speedup = cJSON_IsNumber(v) ? v->valuedouble : 50.0;
+    s = json_str(root, "dtype");
+    if (!s || kb_dtype_parse(s, &t->dtype) != 0) {
+        rc = kb_err_set(err, KB_ERR_PARSE, "'%s': bad or missing \"dtype\"", path);
+        goto out;
+    }
+    {
+        kb_buf ops;
+        kb_buf_init(&ops, 0);
+        const cJSON *o;
+        cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(root, "ops"))
+            if (cJSON_IsString(o))
+                kb_buf_printf(&ops, "%s%s", ops.len ? "," : "", o->valuestring);
+        t->ops = kb_buf_detach(&ops);
+    }
+    const cJSON *d;
+    cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(root, "dims")) {
+        if (!cJSON_IsString(d) || t->ndims == KB_TASK_MAX_DIMS) {
+            rc = kb_err_set(err, KB_ERR_PARSE, "'%s': bad \"dims\"", path);
+            goto out;
+        }
+        t->dims[t->ndims++] = kb_strdup(d->valuestring);
+    }
+    /* params */
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(root, "params");
+    int np = cJSON_GetArraySize(params);
+    if (!cJSON_IsArray(params) || np < 1) {
+        rc = kb_err_set(err, KB_ERR_PARSE, "'%s': missing \"params\"", path);
+        goto out;
+    }
+    t->params = calloc((size_t)np, sizeof *t->params);
+    const cJSON *p;
+    cJSON_ArrayForEach(p, params) {
+        kb_task_param *q = &t->params[t->nparams++];
+        const char *name = json_str(p, "name");
+        q->name = kb_strdup(name ? name : "?");
+        if (parse_role(json_str(p, "role"), &q->role) != KB_OK) {
+            rc = kb_err_set(err, KB_ERR_PARSE, "'%s': param '%s' has a bad role",
+                            path, q->name);
+            goto out;
+        }
+        s = json_str(p, "type");
+        if (!s || kb_dtype_parse(s, &q->dtype) != 0) {
+            rc = kb_err_set(err, KB_ERR_PARSE, "'%s': param '%s' has a bad type",
+                            path, q->name);
+            goto out;
+        }
+        q->size = json_expr(cJSON_GetObjectItemCaseSensitive(p, "size"));
+        q->value = json_expr(cJSON_GetObjectItemCaseSensitive(p, "value"));
+        int buffer = q->role <= KB_ROLE_SCRATCH;
+        if (buffer ? !q->size : !q->value) {
+            rc = kb_err_set(err, KB_ERR_PARSE, "'%s': param '%s' needs \"%s\"",
+                            path, q->name, buffer ? "size" : "value");
+            goto out;
+        }
+        const cJSON *ds;
+        cJSON_ArrayForEach(ds, cJSON_GetObjectItemCaseSensitive(p, "dist"))
+            if (cJSON_IsString(ds) && q->ndists < KB_TASK_MAX_DISTS)
+                q->dists[q->ndists++] = kb_strdup(ds->valuestring);
+        if ((q->role == KB_ROLE_INPUT || q->role == KB_ROLE_INOUT) &&
+            q->ndists < 2) {
+            rc = kb_err_set(err, KB_ERR_PARSE,
+                            "'%s': input '%s' needs at least 2 distributions",
+                            path, q->name);
+            goto out;
+        }
+    }
+    /* shapes */
+    const cJSON *shapes = cJSON_GetObjectItemCaseSensitive(root, "shapes");
+    int ns = cJSON_GetArraySize(shapes);
+    if (!cJSON_IsArray(shapes) || ns < 1) {
+        rc = kb_err_set(err, KB_ERR_PARSE, "'%s': missing \"shapes\"", path);
+        goto out;
+    }
+    t->shapes = calloc((size_t)ns, sizeof *t->shapes);
+    const cJSON *sh;
+    cJSON_ArrayForEach(sh, shapes) {
+        kb_shape *q = &t->shapes[t->nshapes++];
+        const char *name = json_str(sh, "name");
+        q->name = kb_strdup(name ? name : "?");
+        const cJSON *tm = cJSON_GetObjectItemCaseSensitive(sh, "timed");
+        q->timed = cJSON_IsBool(tm) ? cJSON_IsTrue(tm) : t->nshapes == 1;
+        for (size_t i = 0; i < t->ndims; i++) {
+            const cJSON *dv = cJSON_GetObjectItemCaseSensitive(sh, t->dims[i]);
+            if (!cJSON_IsNumber(dv) || dv->valuedouble < 1) {
+                rc = kb_err_set(err, KB_ERR_PARSE,
+                                "'%s': shape '%s' needs a positive '%s'", path,
+                                q->name, t->dims[i]);
+                goto out;
+            }
+            q->dims[i] = dv->valuedouble;
+        }
+    }
+    /* tolerance by dtype */
+    const cJSON *tol = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(root, "tolerance"),
+        kb_dtype_name(t->dtype));
+    t->atol = json_expr(cJSON_GetObjectItemCaseSensitive(tol, "atol"));
+    t->rtol = json_expr(cJSON_GetObjectItemCaseSensitive(tol, "rtol"));
+    if (!t->atol)
+        t->atol = kb_strdup("0");
+    if (!t->rtol)
+        t->rtol = kb_strdup("0");
+    /* launch: an object or an array of objects */
+    const cJSON *la = cJSON_GetObjectItemCaseSensitive(root, "launch");
+    int nl = cJSON_IsArray(la) ? cJSON_GetArraySize(la) : cJSON_IsObject(la);
+    if (nl < 1) {
+        rc = kb_err_set(err, KB_ERR_PARSE, "'%s': missing \"launch\"", path);
+        goto out;
+    }
+    t->launches = calloc((size_t)nl, sizeof *t->launches);
+    for (int i = 0; i < nl; i++) {
+        const cJSON *o = cJSON_IsArray(la) ? cJSON_GetArrayItem(la, i) : la;
+        if ((rc = parse_launch(o, t->kernel, &t->launches[i], path, err)))
+            goto out;
+        t->nlaunches++;
+    }
+    const cJSON *roof = cJSON_GetObjectItemCaseSensitive(root, "roofline");
+    t->roof_bytes = json_expr(cJSON_GetObjectItemCaseSensitive(roof, "bytes"));
+    t->roof_flops = json_expr(cJSON_GetObjectItemCaseSensitive(roof, "flops"));
+    t->roof_unit = kb_strdup((s = json_str(roof, "unit")) ? s : "fp32");
+    /* every expression must evaluate on every shape */
+    for (size_t i = 0; i < t->nshapes; i++) {
+        const kb_shape *q = &t->shapes[i];
+        double x;
+        for (size_t j = 0; j < t->nparams && rc == KB_OK; j++)
+            rc = kb_task_eval(t, q, t->params[j].size ? t->params[j].size
+                                                      : t->params[j].value,
+                              &x, err);
+        if (rc == KB_OK)
+            rc = kb_task_eval(t, q, t->atol, &x, err);
+        if (rc == KB_OK)
+            rc = kb_task_eval(t, q, t->rtol, &x, err);
+        for (size_t j = 0; j < t->nlaunches && rc == KB_OK; j++)
+            for (int k = 0; k < 3 && rc == KB_OK; k++) {
+                if (t->launches[j].grid[k])
+                    rc = kb_task_eval(t, q, t->launches[j].grid[k], &x, err);
+                if (rc == KB_OK && t->launches[j].block[k])
+                    rc = kb_task_eval(t, q, t->launches[j].block[k], &x, err);
+            }
+        if (rc != KB_OK) {
+            kb_err_set(err, rc, "'%s': shape '%s'", path, q->name);
+            goto out;
+        }
+    }
+out:
+    cJSON_Delete(root);
+    kb_buf_release(&raw);
+    free(path);
+    if (rc != KB_OK) {
+        kb_task_free(t);
+        t = NULL;
+    }
+    *out = t;
+    return rc;
+}
+
+/* ------------------------------------------------------------------ candidate source */
+
+/* Copies src with comments and string/char literals blanked out (newlines
+ * kept). Caller frees. */
+static char *strip_comments(const char *src)
+{
+    size_t n = strlen(src);
+    char *o = malloc(n + 1);
+    if (!o)
+        return NULL;
+    size_t i = 0;
+    while (i < n) {
+        if (src[i] == '/' && src[i + 1] == '/') {
+            while (i < n && src[i] != '\n')
+                o[i++] = ' ';
+        } else if (src[i] == '/' && src[i + 1] == '*') {
+            o[i++] = ' ';
+            o[i++] = ' ';
+            while (i < n && !(src[i] == '*' && src[i + 1] == '/')) {
+                o[i] = src[i] == '\n' ? '\n' : ' ';
+                i++;
+            }
+            for (int k = 0; k < 2 && i < n; k++)
+                o[i++] = ' ';
+        } else if (src[i] == '"' || src[i] == '\'') {
+            char q = src[i];
+            o[i++] = q;
+            while (i < n && src[i] != q && src[i] != '\n') {
+                if (src[i] == '\\' && i + 1 < n)
+                    o[i++] = ' ';
+                o[i++] = ' ';
+            }
+            if (i < n)
+                o[i] = src[i], i++;
+        } else {
+            o[i] = src[i];
+            i++;
+        }
+    }
+    o[n] = '\0';
+    return o;
+}
+
+/* 1 if word occurs in s as a whole identifier (followed by '(' when call). */
+static int has_word(const char *s, const char *word, int call)
+{
+    size_t wl = strlen(word);
+    for (const char *p = s; (p = strstr(p, word)); p += wl) {
+        if (p > s && (isalnum((unsigned char)p[-1]) || p[-1] == '_'))
+            continue;
+        const char *q = p + wl;
+        if (isalnum((unsigned char)*q) || *q == '_')
+            continue;
+        if (!call)
+            return 1;
+        while (isspace((unsigned char)*q))
+            q++;
+        if (*q == '(')
+            return 1;
+    }
+    return 0;
+}
+
+int kb_verify_refuse(const char *src, kb_buf *why)
+{
+    /* %globaltimer sits in asm strings, so it is looked for in the source
+     * without comments but with its string literals. */
+    char *code = strip_comments(src);
+    int refused = 0;
+#define REFUSE(...) do { if (!refused) kb_buf_printf(why, __VA_ARGS__); refused = 1; } while (0)
+    if (!code) {
+        REFUSE("out of memory");
+        return 1;
+    }
+    {
+        /* look at the source without comments but with strings */
+        kb_buf nc;
+        kb_buf_init(&nc, 0);
+        size_t n = strlen(src);
+        for (size_t i = 0; i < n; i++) {
+            if (src[i] == '/' && src[i + 1] == '/') {
+                while (i < n && src[i] != '\n')
+                    i++;
+            } else if (src[i] == '/' && src[i + 1] == '*') {
+                const char *e = strstr(src + i + 2, "*/");
+                i = e ? (size_t)(e - src) + 1 : n;
+            } else {
+                kb_buf_putc(&nc, src[i]);
+            }
+        }
+        if (nc.data && strstr(nc.data, "globaltimer"))
+            REFUSE("reads %%globaltimer: kb-verify owns timing");
+        kb_buf_release(&nc);
+    }
+    if (has_word(code, "__managed__", 0))
+        REFUSE("declares __managed__ memory: kb-verify owns allocation");
+    if (has_word(code, "malloc", 1) || has_word(code, "free", 1) ||
+        has_word(code, "cudaMalloc", 1) || has_word(code, "new", 0) ||
+        has_word(code, "delete", 0))
+        REFUSE("allocates memory on the device (malloc/free/new): "
+               "kb-verify owns allocation");
+    if (strstr(code, "<<<") || has_word(code, "cudaLaunchDevice", 1) ||
+        has_word(code, "cudaGetParameterBuffer", 1) ||
+        has_word(code, "cudaGraphLaunch", 1) ||
+        has_word(code, "cudaLaunchKernel", 1))
+        REFUSE("launches kernels from the device: kb-verify owns the launches");
+    if (has_word(code, "cudaStreamCreate", 1) ||
+        has_word(code, "cudaStreamCreateWithFlags", 1) ||
+        has_word(code, "cudaDeviceSynchronize", 1) ||
+        has_word(code, "cudaEventRecord", 1))
+        REFUSE("calls the CUDA runtime from the device: kb-verify owns streams "
+               "and events");
+    for (const char *p = code; (p = strstr(p, "#")); p++) {
+        const char *q = p + 1;
+        while (*q == ' ' || *q == '\t')
+            q++;
+        if (strncmp(q, "include", 7) != 0)
+            continue;
+        q += 7;
+        while (*q == ' ' || *q == '\t')
+            q++;
+        /* NVRTC's own headers are fine; anything else is not there */
+        static const char *ok[] = { "<cuda_bf16.h>", "<cuda_fp16.h>",
+                                    "<mma.h>", "<cuda/barrier>",
+                                    "<cooperative_groups.h>",
+                                    "<cooperative_groups/reduce.h>",
+                                    "<cuda_pipeline.h>", "<stdint.h>",
+                                    "<cstdint>", "<math_constants.h>" };
+        int good = 0;
+        for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+            if (strncmp(q, ok[i], strlen(ok[i])) == 0)
+                good = 1;
+        if (!good) {
+            const char *e = strchr(q, '\n');
+            REFUSE("includes '%.*s': a candidate is self-contained device code",
+                   (int)(e ? e - q : (long)strlen(q)), q);
+        }
+    }
+#undef REFUSE
+    free(code);
+    return refused;
+}
+
+/* Splits s at top-level commas into up to 3 expressions. */
+static kb_rc split_dim3(const char *s, size_t len, char *out[3], kb_err *err)
+{
+    int depth = 0, k = 0;
+    size_t start = 0;
+    for (size_t i = 0; i <= len; i++) {
+        char c = i < len ? s[i] : ',';
+        if (c == '(')
+            depth++;
+        else if (c == ')')
+            depth--;
+        else if (c == ',' && depth == 0) {
+            if (k == 3 || i == start)
+                return kb_err_set(err, KB_ERR_PARSE,
+                                  "bad kb-launch dimensions '%.*s'", (int)len, s);
+            out[k++] = kb_strndup(s + start, i - start);
+            start = i + 1;
+        }
+    }
+    return KB_OK;
+}
+
+kb_rc kb_launch_parse_source(const char *src, kb_launch **out, size_t *n,
+                             char **arch, kb_err *err)
+{
+    kb_launch *l = NULL;
+    size_t nl = 0;
+    kb_rc rc = KB_OK;
+    *out = NULL;
+    *n = 0;
+    if (arch)
+        *arch = NULL;
+    for (const char *line = src; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        const char *p = line;
+        while (p < line + len && isspace((unsigned char)*p))
+            p++;
+        const char *tag = NULL;
+        if (strncmp(p, "//", 2) == 0) {
+            p += 2;
+            while (*p == ' ' || *p == '\t')
+                p++;
+            if (strncmp(p, "kb-launch:", 10) == 0)
+                tag = "launch", p += 10;
+            else if (strncmp(p, "kb-verify:", 10) == 0)
+                tag = "verify", p += 10;
+        }
+        if (tag && strcmp(tag, "launch") == 0) {
+            kb_launch *nlp = realloc(l, (nl + 1) * sizeof *l);
+            if (!nlp) {
+                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+                goto out;
+            }
+            l = nlp;
+            kb_launch *x = &l[nl++];
+            memset(x, 0, sizeof *x);
+            const char *q = p, *stop = line + len;
+            while (q < stop) {
+                while (q < stop && isspace((unsigned char)*q))
+                    q++;
+                const char *ks = q;
+                while (q < stop && !isspace((unsigned char)*q))
+                    q++;
+                if (q == ks)
+                    break;
+                const char *eq = memchr(ks, '=', (size_t)(q - ks));
+                if (!eq) {
+                    rc = kb_err_set(err, KB_ERR_PARSE,
+                                    "bad kb-launch item '%.*s' (want key=value)",
+                                    (int)(q - ks), ks);
+                    goto out;
+                }
+                size_t kl = (size_t)(eq - ks), vl = (size_t)(q - eq - 1);
+                const char *vs = eq + 1;
+                if (kl == 6 && strncmp(ks, "kernel", 6) == 0)
+                    x->kernel = kb_strndup(vs, vl);
+                else if (kl == 4 && strncmp(ks, "grid", 4) == 0)
+                    rc = split_dim3(vs, vl, x->grid, err);
+                else if (kl == 5 && strncmp(ks, "block", 5) == 0)
+                    rc = split_dim3(vs, vl, x->block, err);
+                else if (kl == 6 && strncmp(ks, "shared", 6) == 0)
+                    x->shared = kb_strndup(vs, vl);
+                else
+                    rc = kb_err_set(err, KB_ERR_PARSE, "unknown kb-launch key '%.*s'",
+                                    (int)kl, ks);
+                if (rc)
+                    goto out;
+            }
+            if (!x->kernel || !x->grid[0] || !x->block[0]) {
+                rc = kb_err_set(err, KB_ERR_PARSE,
+                                "kb-launch needs kernel=, grid= and block=");
+                goto out;
+            }
+        } else if (tag && arch) {
+            const char *a = strstr(p, "arch=");
+            if (a && a < line + len) {
+                a += 5;
+                const char *e = a;
+                while (e < line + len && !isspace((unsigned char)*e))
+                    e++;
+                free(*arch);
+                *arch = kb_strndup(a, (size_t)(e - a));
+            }
+        }
+        line = end ? end + 1 : NULL;
+    }
+out:
+    if (rc != KB_OK) {
+        kb_launches_free(l, nl);
+        if (arch) {
+            free(*arch);
+            *arch = NULL;
+        }
+        return rc;
+    }
+    *out = l;
+    *n = nl;
+    return KB_OK;
+}
+
+/* ------------------------------------------------------------------ fast_p */
+
+void kb_verify_fast_p(const char *const *verdicts, const double *speedups,
+                      size_t ntasks, const double *ps, size_t np, double *out)
+{
+    for (size_t j = 0; j < np; j++) {
+        size_t k = 0;
+        for (size_t i = 0; i < ntasks; i++) {
+            const char *v = verdicts[i] ? verdicts[i] : "";
+            int ok = strcmp(v, "correct") == 0 || strcmp(v, "faster") == 0;
+            if (ok && speedups[i] > ps[j])
+                k++;
+        }
+        out[j] = ntasks ? (double)k / (double)ntasks : 0.0;
+    }
+}

@@ -1,0 +1,146 @@
+// harness.cu - kb-verify's own device code: input generation, checksums,
+// output comparison and guard checks. Built by nvcc at build time into a
+// fatbin that kb-verify embeds, so no candidate can see or change it.
+// dtype codes follow kb_dtype: 0 f32, 1 bf16, 2 f16, 3 i32, 4 u32, 5 f64.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+__device__ __forceinline__ unsigned long long mix64(unsigned long long x)
+{
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+__device__ __forceinline__ double u01(unsigned long long h)
+{
+    return ((h >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+// dist: 0 uniform [a,b), 1 normal(mean a, std b), 2 integers in [a,b),
+// 3 skewed integers in [a,b): three quarters are one value.
+extern "C" __global__ void kbv_fill(void *p, unsigned long long n, int dtype,
+                                    int dist, double a, double b,
+                                    unsigned long long seed)
+{
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+         i < n; i += (unsigned long long)gridDim.x * blockDim.x) {
+        unsigned long long h = mix64(seed ^ mix64(i));
+        double v;
+        if (dist == 0) {
+            v = a + (b - a) * u01(h);
+        } else if (dist == 1) {
+            double u1 = u01(h), u2 = u01(mix64(h));
+            v = a + b * sqrt(-2.0 * log(u1)) * cospi(2.0 * u2);
+        } else {
+            long long lo = (long long)a, span = (long long)b - lo;
+            if (span < 1)
+                span = 1;
+            if (dist == 3 && (h & 3) != 0)
+                v = (double)(lo + (long long)(mix64(seed) % (unsigned long long)span));
+            else
+                v = (double)(lo + (long long)((h >> 8) % (unsigned long long)span));
+        }
+        switch (dtype) {
+        case 0: ((float *)p)[i] = (float)v; break;
+        case 1: ((__nv_bfloat16 *)p)[i] = __double2bfloat16(v); break;
+        case 2: ((__half *)p)[i] = __double2half(v); break;
+        case 3: ((int *)p)[i] = (int)v; break;
+        case 4: ((unsigned *)p)[i] = (unsigned)(long long)v; break;
+        default: ((double *)p)[i] = v; break;
+        }
+    }
+}
+
+// An order-free 64-bit checksum of nbytes bytes (sum of mixed words).
+extern "C" __global__ void kbv_checksum(const unsigned char *p,
+                                        unsigned long long nbytes,
+                                        unsigned long long *out)
+{
+    unsigned long long words = nbytes / 4, h = 0;
+    const unsigned *w = (const unsigned *)p;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+         i < words; i += (unsigned long long)gridDim.x * blockDim.x)
+        h += mix64(((unsigned long long)w[i] << 32) ^ i);
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        for (unsigned long long i = words * 4; i < nbytes; i++)
+            h += mix64(((unsigned long long)p[i] << 40) ^ i);
+    for (int o = 16; o > 0; o /= 2)
+        h += __shfl_down_sync(0xffffffffu, h, o);
+    if ((threadIdx.x & 31) == 0)
+        atomicAdd(out, h);
+}
+
+// Counts bytes in [p, p+n) that differ from pattern.
+extern "C" __global__ void kbv_guard(const unsigned char *p,
+                                     unsigned long long n, unsigned pattern,
+                                     unsigned long long *bad)
+{
+    unsigned long long c = 0;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+         i < n; i += (unsigned long long)gridDim.x * blockDim.x)
+        c += p[i] != (unsigned char)pattern;
+    if (c)
+        atomicAdd(bad, c);
+}
+
+struct kbv_cmp {
+    unsigned long long nbad;
+    unsigned long long first_bad;   // initialised to ~0 by the host
+    unsigned long long nonfinite;
+    unsigned max_abs_bits;           // non-negative floats order as uints
+    unsigned max_rel_bits;
+    double cand_at_first;
+    double ref_at_first;
+};
+
+__device__ __forceinline__ double load_as_double(const void *p, int dtype,
+                                                 unsigned long long i)
+{
+    switch (dtype) {
+    case 0: return ((const float *)p)[i];
+    case 1: return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
+    case 2: return __half2float(((const __half *)p)[i]);
+    case 3: return ((const int *)p)[i];
+    case 4: return ((const unsigned *)p)[i];
+    default: return ((const double *)p)[i];
+    }
+}
+
+// Compares a candidate's output with the reference's: bad where
+// |c - r| > atol + rtol * |r|, where c is non-finite and r finite, or where
+// r is non-finite and c differs.
+extern "C" __global__ void kbv_compare(const void *cand, const void *ref,
+                                       unsigned long long n, int dtype,
+                                       double atol, double rtol,
+                                       kbv_cmp *res)
+{
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+         i < n; i += (unsigned long long)gridDim.x * blockDim.x) {
+        double c = load_as_double(cand, dtype, i);
+        double r = load_as_double(ref, dtype, i);
+        bool bad;
+        if (!isfinite(r)) {
+            bad = !(c == r || (isnan(c) && isnan(r)));
+        } else if (!isfinite(c)) {
+            bad = true;
+            atomicAdd(&res->nonfinite, 1ull);
+        } else {
+            double e = fabs(c - r);
+            bad = e > atol + rtol * fabs(r);
+            float fe = (float)e;
+            float fr = (float)(e / fmax(fabs(r), 1e-30));
+            atomicMax(&res->max_abs_bits, __float_as_uint(fe));
+            atomicMax(&res->max_rel_bits, __float_as_uint(fr));
+        }
+        if (bad) {
+            atomicAdd(&res->nbad, 1ull);
+            unsigned long long old = atomicMin(&res->first_bad, i);
+            if (i < old) {
+                res->cand_at_first = c;   // racy by design: informative only
+                res->ref_at_first = r;
+            }
+        }
+    }
+}
