@@ -223,8 +223,8 @@ static void strip_urls(const char *body, kb_buf *out)
     }
 }
 
-kb_rc kb_fts_add(kb_store *store, int64_t chunk_id, const char *heading,
-                 const char *body, kb_err *err)
+kb_rc kb_fts_add(kb_store *store, int64_t chunk_id, const char *title,
+                 const char *heading, const char *body, kb_err *err)
 {
     kb_buf clean, idents;
     kb_buf_init(&clean, 0);
@@ -234,13 +234,15 @@ kb_rc kb_fts_add(kb_store *store, int64_t chunk_id, const char *heading,
     kb_fts_idents(clean.data ? clean.data : "", &idents);
     sqlite3_stmt *st = NULL;
     kb_rc rc = kb_store_prepare(store,
-        "INSERT INTO chunks_fts(rowid, heading, body, idents) VALUES(?,?,?,?)",
+        "INSERT INTO chunks_fts(rowid, title, heading, body, idents)"
+        " VALUES(?,?,?,?,?)",
         &st, err);
     if (rc == KB_OK) {
         sqlite3_bind_int64(st, 1, chunk_id);
-        sqlite3_bind_text(st, 2, heading, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, clean.data ? clean.data : "", -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 4, idents.data ? idents.data : "", -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, title, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, heading, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 4, clean.data ? clean.data : "", -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 5, idents.data ? idents.data : "", -1, SQLITE_STATIC);
         if (sqlite3_step(st) != SQLITE_DONE)
             rc = kb_store_db_error(store, err, "index a chunk");
     }

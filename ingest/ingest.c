@@ -293,7 +293,9 @@ static kb_rc store_document(kb_store *store, const char *source,
             break;
         }
         sqlite3_int64 chunk_id = sqlite3_last_insert_rowid(store->db);
-        rc = kb_fts_add(store, chunk_id, c->heading_text, c->text, err);
+        const kb_block *b = c->first;
+        rc = kb_fts_add(store, chunk_id, b->depth ? b->heading[b->depth - 1] : "",
+                        c->heading_text, c->text, err);
         if (rc == KB_OK && c->paper) {
             char *links = paper_links_json(c->paper);
             char *section = paper_section(c->first);

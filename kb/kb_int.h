@@ -75,8 +75,9 @@ kb_rc kb_fts_idents(const char *text, kb_buf *out);
  * identifiers as phrases of their parts or their joined form. Never a
  * syntax error. Empty out means nothing searchable. */
 kb_rc kb_fts_build_match(const char *text, kb_buf *out);
-/* Indexes one chunk (rowid = chunk id). */
-kb_rc kb_fts_add(kb_store *store, int64_t chunk_id, const char *heading,
-                 const char *body, kb_err *err);
+/* Indexes one chunk (rowid = chunk id): title is the chunk's own section
+ * title, heading the whole heading path. */
+kb_rc kb_fts_add(kb_store *store, int64_t chunk_id, const char *title,
+                 const char *heading, const char *body, kb_err *err);
 
 #endif

@@ -43,7 +43,7 @@ static const char *const migrations[] = {
     "  date TEXT NOT NULL DEFAULT '', title TEXT NOT NULL,"
     "  section TEXT NOT NULL DEFAULT '',"   /* "A > B" */
     "  links TEXT NOT NULL DEFAULT '{}');"  /* JSON object label -> url */
-    "CREATE VIRTUAL TABLE chunks_fts USING fts5(heading, body, idents,"
+    "CREATE VIRTUAL TABLE chunks_fts USING fts5(title, heading, body, idents,"
     "  tokenize = 'porter unicode61 remove_diacritics 2');"
     "CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN"
     "  DELETE FROM chunks_fts WHERE rowid = old.id; END;",

@@ -7,10 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* BM25 column weights: heading path, body, identifier forms. */
-#define W_HEADING 5.0
+/* At most this many results from one document in a result list, unless
+ * too few results are left otherwise: one long document (an instruction
+ * family, a whole guide) should not crowd out every other source. */
+#define PER_DOCUMENT_CAP 5
+
+/* BM25 column weights: section title, heading path, body, identifier forms. */
+#define W_TITLE 5.0
+#define W_HEADING 2.0
 #define W_BODY 1.0
-#define W_IDENTS 2.0
+#define W_IDENTS 1.0
 
 static const char *const mode_names[] = { "hybrid", "lexical", "vector" };
 
@@ -126,10 +132,10 @@ static kb_rc lexical_candidates(kb_store *store, const kb_query_opts *opts,
     if (rc != KB_OK || match.len == 0)
         goto out;   /* nothing searchable: no lexical candidates */
     kb_buf_printf(&sql,
-        "SELECT c.id, bm25(chunks_fts, %g, %g, %g) AS s FROM chunks_fts"
+        "SELECT c.id, bm25(chunks_fts, %g, %g, %g, %g) AS s FROM chunks_fts"
         " JOIN chunks c ON c.id = chunks_fts.rowid"
         " JOIN documents d ON d.id = c.document_id"
-        " WHERE chunks_fts MATCH ?", W_HEADING, W_BODY, W_IDENTS);
+        " WHERE chunks_fts MATCH ?", W_TITLE, W_HEADING, W_BODY, W_IDENTS);
     filter_sql(opts, &sql);
     kb_buf_puts(&sql, " ORDER BY s LIMIT ?");
     if ((rc = kb_store_prepare(store, sql.data, &st, err)) != KB_OK)
@@ -255,6 +261,8 @@ static kb_rc build_results(kb_store *store, const kb_query_opts *opts,
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
         goto out;
     }
+    /* two passes: the capped list, then (rarely) a backfill without cap */
+    for (int backfill = 0; backfill < 2 && out->n < k; backfill++)
     for (size_t i = 0; i < fused->n && out->n < k; i++) {
         kb_result r = { 0 };
         int64_t doc_id = 0;
@@ -266,8 +274,13 @@ static kb_rc build_results(kb_store *store, const kb_query_opts *opts,
             goto out;
         }
         int dup = 0;
-        for (size_t j = 0; j < out->n && !dup; j++)
+        size_t same_doc = 0;
+        for (size_t j = 0; j < out->n && !dup; j++) {
             dup = docs[j] == doc_id && strcmp(keys[j], key) == 0;
+            same_doc += docs[j] == doc_id;
+        }
+        if (!dup && same_doc >= PER_DOCUMENT_CAP && !backfill)
+            dup = 1;
         if (dup) {   /* the section is already shown, by a better chunk */
             result_release(&r);
             free(key);
