@@ -459,6 +459,94 @@ static int is_block_tag(const char *name)
     return 0;
 }
 
+/* All text under node, white space collapsed, into out. */
+static void html_flat_text(md_state *st, xmlNode *node, kb_buf *out)
+{
+    for (xmlNode *n = node; n; n = n->next) {
+        if (n->type == XML_TEXT_NODE || n->type == XML_CDATA_SECTION_NODE) {
+            for (const char *c = (const char *)n->content; c && *c; c++) {
+                if (isspace((unsigned char)*c)) {
+                    if (out->len && out->data[out->len - 1] != ' ')
+                        put(st, out, " ", 1);
+                } else {
+                    put(st, out, c, 1);
+                }
+            }
+        } else if (n->type == XML_ELEMENT_NODE &&
+                   strcmp((const char *)n->name, "script") != 0 &&
+                   strcmp((const char *)n->name, "style") != 0) {
+            if (strcmp((const char *)n->name, "br") == 0 ||
+                strcmp((const char *)n->name, "p") == 0)
+                if (out->len && out->data[out->len - 1] != ' ')
+                    put(st, out, " ", 1);
+            html_flat_text(st, n->children, out);
+        }
+    }
+}
+
+/* The <tr> rows under node (not inside nested tables) into table. */
+static void html_rows(md_state *st, xmlNode *node, kb_buf *table)
+{
+    for (xmlNode *n = node; n; n = n->next) {
+        if (n->type != XML_ELEMENT_NODE)
+            continue;
+        const char *name = (const char *)n->name;
+        if (strcmp(name, "caption") == 0 || strcmp(name, "tr") == 0) {
+            kb_buf row;
+            kb_buf_init(&row, 0);
+            if (name[0] == 'c') {
+                html_flat_text(st, n->children, &row);
+            } else {
+                int cells = 0;
+                for (xmlNode *c = n->children; c; c = c->next) {
+                    if (c->type != XML_ELEMENT_NODE ||
+                        (strcmp((const char *)c->name, "td") != 0 &&
+                         strcmp((const char *)c->name, "th") != 0))
+                        continue;
+                    kb_buf cell;
+                    kb_buf_init(&cell, 0);
+                    html_flat_text(st, c->children, &cell);
+                    size_t cn = cell.len;
+                    const char *cs = trim(cell.data ? cell.data : "", &cn);
+                    if (cells++)
+                        put(st, &row, " | ", 3);
+                    put(st, &row, cs, cn);
+                    kb_buf_release(&cell);
+                }
+            }
+            size_t rn = row.len;
+            const char *rs = trim(row.data ? row.data : "", &rn);
+            int empty = 1;
+            for (size_t i = 0; i < rn && empty; i++)
+                if (rs[i] != '|' && rs[i] != ' ')
+                    empty = 0;
+            if (!empty) {
+                if (table->len)
+                    put(st, table, "\n", 1);
+                put(st, table, rs, rn);
+            }
+            kb_buf_release(&row);
+        } else if (strcmp(name, "table") != 0) {
+            html_rows(st, n->children, table);  /* thead, tbody, ... */
+        }
+    }
+}
+
+static void emit_html_text(md_state *st, kb_buf *text)
+{
+    size_t n = text->len;
+    const char *s = trim(text->data ? text->data : "", &n);
+    if (n) {
+        put(st, &st->run, s, n);
+        put(st, &st->run, "\n", 1);
+        if (st->containers == 0)
+            flush_run(st);
+    }
+    kb_buf_reset(text);
+}
+
+/* The text of raw HTML (block elements on their own lines); a <table>
+ * becomes a table block, one row per line. */
 static void html_text(md_state *st, xmlNode *node, kb_buf *out, int *h1)
 {
     for (xmlNode *n = node; n; n = n->next) {
@@ -471,6 +559,16 @@ static void html_text(md_state *st, xmlNode *node, kb_buf *out, int *h1)
             if (strcmp(name, "script") == 0 || strcmp(name, "style") == 0 ||
                 strcmp(name, "img") == 0)
                 continue;
+            if (strcmp(name, "table") == 0) {
+                emit_html_text(st, out);
+                flush_run(st);
+                kb_buf table;
+                kb_buf_init(&table, 0);
+                html_rows(st, n->children, &table);
+                add_block(st, KB_KIND_TABLE, table.data, table.len);
+                kb_buf_release(&table);
+                continue;
+            }
             if (strcmp(name, "h1") == 0)
                 *h1 = 1;
             int block = is_block_tag(name);
@@ -497,7 +595,7 @@ static void end_html(md_state *st)
     kb_buf_init(&text, 0);
     int h1 = 0;
     if (hd)
-        html_text(st, xmlDocGetRootElement(hd) ? hd->children : NULL, &text, &h1);
+        html_text(st, hd->children, &text, &h1);
     size_t n = text.len;
     const char *s = trim(text.data ? text.data : "", &n);
     if (n && h1 && !memchr(s, '\n', n)) {
@@ -505,11 +603,8 @@ static void end_html(md_state *st)
         put(st, &st->cap, s, n);
         st->hlevel = 1;
         end_heading(st);
-    } else if (n) {
-        put(st, &st->run, s, n);
-        put(st, &st->run, "\n", 1);
-        if (st->containers == 0)
-            flush_run(st);
+    } else {
+        emit_html_text(st, &text);
     }
     kb_buf_release(&text);
     if (hd)
