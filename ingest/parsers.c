@@ -116,7 +116,7 @@ static const char *const ext_text[] = { "txt", NULL };
 static const char *const ext_skip[] = {
     "png", "jpg", "jpeg", "gif", "svg", "pdf", "ico", "webp", "bmp", "zip",
     "gz", "tgz", "tar", "xz", "bz2", "o", "a", "so", "bin", "exe", "woff",
-    "woff2", "ttf", "eot", "mp4", "mov", "pyc", NULL
+    "woff2", "ttf", "eot", "mp4", "mov", "pyc", "json", "ipynb", NULL
 };
 
 static kb_parse_fn by_extension(const char *ext, int *skip)
@@ -211,10 +211,12 @@ kb_parse_fn kb_parser_for(const char *path, const char *format_hint)
         return fn;
     if (skip)
         return NULL;
-    /* LICENSE, COPYING, README without extension: plain text */
+    /* LICENSE, COPYING, copyright and the like: plain text whatever the
+     * source's format says */
     const char *base = basename_of(path);
     if (strncasecmp(base, "LICENSE", 7) == 0 || strncasecmp(base, "LICENCE", 7) == 0 ||
-        strncasecmp(base, "COPYING", 7) == 0 || strcasecmp(base, "NOTICE") == 0)
+        strncasecmp(base, "COPYING", 7) == 0 || strcasecmp(base, "NOTICE") == 0 ||
+        strcasecmp(base, "COPYRIGHT") == 0 || strcasecmp(base, "AUTHORS") == 0)
         return kb_parse_text;
     fn = by_hint(format_hint);
     if (fn)

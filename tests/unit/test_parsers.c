@@ -108,6 +108,8 @@ static void test_dispatch_extension(void **state)
     assert_ptr_equal(kb_parser_for("notes.txt", NULL), kb_parse_text);
     assert_ptr_equal(kb_parser_for("cutlass/LICENSE.txt", NULL), kb_parse_text);
     assert_ptr_equal(kb_parser_for("awesome/LICENSE", NULL), kb_parse_text);
+    assert_ptr_equal(kb_parser_for("cuda-samples/copyright", "cuda-source"), kb_parse_text);
+    assert_null(kb_parser_for("corpus/MANIFEST.json", "markdown"));
     /* files kb does not ingest, whatever the hint says */
     const char *skip[] = { "img/a.png", "a.jpg", "a.gif", "a.svg", "doc.pdf" };
     for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++)
