@@ -57,11 +57,11 @@ $(BUILD)/obj/%.o: %.c kb/kb.h $(wildcard */*_int.h kb/*.h)
 	$(Q)$(CC) $(ALL_CFLAGS) -MMD -c $< -o $@
 
 $(BUILD)/libkb.a: $(LIB_OBJ)
-	$(Q)rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@.tmp && ar rcs $@.tmp $^ && mv -f $@.tmp $@
 
 $(BUILD)/kb: $(MAIN_OBJ) $(BUILD)/libkb.a
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(MAIN_OBJ) $(BUILD)/libkb.a $(LIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@.tmp $(MAIN_OBJ) $(BUILD)/libkb.a $(LIBS) && mv -f $@.tmp $@
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libkb.a
 	@mkdir -p $(dir $@)
