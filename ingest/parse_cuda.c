@@ -16,6 +16,7 @@
 #include "kb/kb.h"
 
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ingest/parse_int.h"

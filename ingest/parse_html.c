@@ -20,6 +20,7 @@
 
 #include <ctype.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -647,8 +648,10 @@ static void walk_element(walker *w, xmlNode *n)
     }
     if (name_is(n, "img"))
         return;
-    if (name_is(n, "p") && (has_class(n, "admonition-title") || has_class(n, "topic-title"))) {
-        /* "Note": prefixed to the admonition's first paragraph */
+    if (name_is(n, "p") && (has_class(n, "admonition-title") || has_class(n, "topic-title") ||
+                            has_class(n, "rubric"))) {
+        /* "Note", Sphinx rubrics ("Description", "PTX ISA Notes"): prefixed
+         * to the next paragraph, or a block of their own before code */
         flush(w);
         flush_label(w);
         textacc t;

@@ -2,6 +2,7 @@
  * block per paragraph (blank-line separated). */
 #include "kb/kb.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "ingest/parse_int.h"

@@ -200,6 +200,17 @@ static void test_sphinx_fixture(void **state)
     assert_int_equal(b->depth, 2);
     assert_string_equal(b->anchor, "shuffle-reduction");
 
+    /* a Sphinx rubric labels the paragraph after it; before code it is a
+     * block of its own */
+    b = block_with(&doc, "same answer");
+    assert_non_null(b);
+    assert_string_equal(b->text, "Semantics: Every active lane gets the same answer.");
+    b = block_with(&doc, "vote.sync.all.pred");
+    assert_non_null(b);
+    assert_int_equal(b->kind, KB_KIND_CODE);
+    assert_string_equal(b->text, "vote.sync.all.pred p, q, membermask;");
+    assert_string_equal(b[-1].text, "Syntax");
+
     /* lists and definitions: one block each */
     b = block_with(&doc, "__all_sync");
     assert_non_null(b);
