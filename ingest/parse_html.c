@@ -9,7 +9,8 @@
  * their sections nest deeper) and DITA pages (whose nested topics repeat
  * <h3>) their true depth. Other headings rank by their tag, as in a flat
  * page. The anchor is the heading's own id (or an <a name|id> inside it),
- * else the id of the element it titles, else a slug of its text.
+ * else the id of the element it titles, else a slug of its text (GitHub's,
+ * made unique in the page: "x", "x-1", ...).
  *
  * Navigation, page headers, footers, scripts, styles and permalinks are
  * dropped. <pre> becomes a code block with its white space kept, a table
@@ -28,6 +29,7 @@
 #include <libxml/tree.h>
 
 #include "ingest/parse_int.h"
+#include "ingest/parsers_int.h"
 
 #define MAX_FRAMES 512      /* deeper markup is not descended into */
 
@@ -66,6 +68,7 @@ typedef struct {
     frame frames[MAX_FRAMES];
     size_t nframes;
     unsigned long nheadings;
+    kb_strset slugs;                /* anchors given out, for unique slugs */
 } walker;
 
 static void walk_children(walker *w, xmlNode *node);
@@ -187,6 +190,12 @@ static int dropped(const walker *w, const xmlNode *n)
         return 1;
     /* a page header goes; a header inside an article holds its title */
     if (name_is(n, "header") && !inside_content(w))
+        return 1;
+    /* hidden markup: the hidden attribute, aria-hidden icons */
+    if (attr(n, "hidden"))
+        return 1;
+    const char *aria = attr(n, "aria-hidden");
+    if (aria && strcasecmp(aria, "true") == 0)
         return 1;
     const char *role = attr(n, "role");
     if (role) {
@@ -471,7 +480,9 @@ static void do_heading(walker *w, xmlNode *n, int rank)
             }
         }
     }
-    char *a = anchor ? kb_strdup(anchor) : kb_slugify(t.b.data);
+    char *a = anchor ? kb_strdup(anchor) : kb_ingest_unique_slug(&w->slugs, t.b.data);
+    if (anchor && kb_strset_add(&w->slugs, anchor) != 0)
+        w->rc = KB_ERR_NOMEM;
     char *title = kb_buf_detach(&t.b);
     if (!a || !title) {
         free(a);
@@ -772,6 +783,7 @@ kb_rc kb_parse_html(const char *data, size_t len, const char *path,
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     }
     w->doc = doc;
+    kb_strset_init(&w->slugs);
     acc_init(&w->para);
     kb_buf_init(&w->out, 0);
 
@@ -802,6 +814,7 @@ kb_rc kb_parse_html(const char *data, size_t len, const char *path,
 
     kb_rc rc = w->rc;
     sec_truncate(w, 0);
+    kb_strset_release(&w->slugs);
     free(w->label);
     kb_buf_release(&w->para.b);
     kb_buf_release(&w->out);

@@ -426,6 +426,19 @@ static void test_title_and_text(void **state)
     assert_string_equal(b->heading[0], "Second");
     kb_doc_release(&doc);
 
+    /* slugs are unique in the page; hidden markup is not content */
+    static const char e[] = "<h2>Notes</h2><p>first</p><h2>Notes</h2><p>second</p>"
+                            "<h2 id=\"notes-1\">Other</h2><p>third</p>"
+                            "<h2>Notes</h2><p>fourth<span aria-hidden=\"true\">ICON</span>"
+                            "<span hidden>HIDDEN</span></p>";
+    assert_int_equal(parse_str(e, sizeof e - 1, &doc, &err), KB_OK);
+    assert_string_equal(block_with(&doc, "first")->anchor, "notes");
+    assert_string_equal(block_with(&doc, "second")->anchor, "notes-1");
+    assert_string_equal(block_with(&doc, "third")->anchor, "notes-1");
+    assert_string_equal(block_with(&doc, "fourth")->anchor, "notes-2");
+    assert_string_equal(block_with(&doc, "fourth")->text, "fourth");
+    kb_doc_release(&doc);
+
     /* UTF-8 without a charset declaration stays UTF-8; plain text without
      * markup is still HTML text */
     static const char c[] = "<p>na\xC3\xAFve caf\xC3\xA9 \xE2\x86\x92 ok</p>";
