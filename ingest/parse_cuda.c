@@ -454,6 +454,65 @@ static int looks_callable(const src *x, size_t a, size_t b)
     return paren;
 }
 
+/* The conditional directive (#if, #ifdef, #ifndef, #elif, #else, #endif)
+ * at i, as the length of its keyword, or 0. */
+static size_t conditional_at(const src *x, size_t i)
+{
+    static const char *const kw[] = { "ifndef", "ifdef", "if", "elif", "else",
+                                       "endif", NULL };
+    if (i >= x->n || x->s[i] != '#')
+        return 0;
+    i++;
+    while (i < x->n && (x->s[i] == ' ' || x->s[i] == '\t'))
+        i++;
+    for (size_t k = 0; kw[k]; k++) {
+        size_t n = strlen(kw[k]);
+        if (i + n <= x->n && memcmp(x->s + i, kw[k], n) == 0 &&
+            (i + n == x->n || !is_ident_char((unsigned char)x->s[i + n])))
+            return n;
+    }
+    return 0;
+}
+
+static int is_endif(const src *x, size_t i)
+{
+    if (!conditional_at(x, i))
+        return 0;
+    i++;
+    while (i < x->n && (x->s[i] == ' ' || x->s[i] == '\t'))
+        i++;
+    return x->n - i >= 5 && memcmp(x->s + i, "endif", 5) == 0;
+}
+
+/* Where the conditional directives (#if X, ...) that end [a, b) start,
+ * or b: an "#if" right above a function belongs to it. */
+static size_t conditional_tail(const src *x, size_t a, size_t b)
+{
+    size_t tail = NONE;
+    size_t i = a;
+    while (i < b) {
+        size_t ls = i;
+        while (i < b && (x->s[i] == ' ' || x->s[i] == '\t' || x->s[i] == '\r'))
+            i++;
+        if (i < b && x->s[i] == '\n') {
+            i++;
+            continue;
+        }
+        if (i >= b)
+            break;
+        if (conditional_at(x, i)) {
+            if (tail == NONE)
+                tail = ls;
+            i = skip_directive(x, i);
+        } else {
+            tail = NONE;
+            const char *nl = memchr(x->s + i, '\n', b - i);
+            i = nl ? (size_t)(nl - x->s) + 1 : b;
+        }
+    }
+    return tail == NONE ? b : tail;
+}
+
 /* ------------------------------------------------------------------ comments */
 
 static const char *const licence_marks[] = {
@@ -738,7 +797,22 @@ kb_rc kb_parse_cuda(const char *data, size_t len, const char *path,
                 if (name) {
                     size_t end = match_brace(&x, i);
                     size_t fstart = cstart != NONE ? cstart : st;
-                    emit_toplevel(&em, run, fstart);
+                    size_t cond = conditional_tail(&x, run, fstart);
+                    emit_toplevel(&em, run, cond);
+                    fstart = cond < fstart ? cond : fstart;
+                    /* an "#endif" closing the function's condition */
+                    for (;;) {
+                        size_t k = end;
+                        while (k < len && isspace((unsigned char)data[k]) && data[k] != '\n')
+                            k++;
+                        if (k < len && data[k] == '\n')
+                            k++;
+                        while (k < len && (data[k] == ' ' || data[k] == '\t'))
+                            k++;
+                        if (!is_endif(&x, k))
+                            break;
+                        end = skip_directive(&x, k);
+                    }
                     emit_function(&em, name, fstart, end);
                     free(name);
                     run = i = end;

@@ -208,6 +208,23 @@ static void test_inline_cases(void **state)
     assert_non_null(strstr(b->text, "auto f = [](int v) { return v; };"));
     kb_doc_release(&doc);
 
+    /* a conditional around one function belongs to it */
+    assert_int_equal(parse_str("#include <x.h>\n\n#if __CUDA_ARCH__ >= 800\n"
+                               "__device__ int fast(int v) { return v; }\n#endif\n"
+                               "#ifdef SLOW\nint slow(int v) { return v; }\n"
+                               "#else\nint slow(int v) { return 0; }\n#endif  // SLOW\n",
+                               &doc, &err), KB_OK);
+    assert_int_equal(doc.nblocks, 4);
+    assert_string_equal(doc.blocks[0].text, "#include <x.h>");
+    assert_string_equal(function(&doc, "fast", 0)->text,
+                        "#if __CUDA_ARCH__ >= 800\n"
+                        "__device__ int fast(int v) { return v; }\n#endif");
+    assert_string_equal(function(&doc, "slow", 0)->text,
+                        "#ifdef SLOW\nint slow(int v) { return v; }");
+    assert_string_equal(function(&doc, "slow", 1)->text,
+                        "#else\nint slow(int v) { return 0; }\n#endif  // SLOW");
+    kb_doc_release(&doc);
+
     /* empty input: only the file heading, no blocks */
     assert_int_equal(parse_str("", &doc, &err), KB_OK);
     assert_int_equal(doc.nblocks, 0);
