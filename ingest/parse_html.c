@@ -170,6 +170,28 @@ static const char *const drop_ids[] = {
     "toc", "resize-nav", NULL
 };
 
+/* 1 if a token of the class list is navigation chrome. */
+static int class_dropped(const char *cls)
+{
+    const char *s = cls;
+    while (*s) {
+        while (*s && isspace((unsigned char)*s))
+            s++;
+        const char *e = s;
+        while (*e && !isspace((unsigned char)*e))
+            e++;
+        size_t n = (size_t)(e - s);
+        for (size_t i = 0; n && drop_classes[i]; i++)
+            if (strlen(drop_classes[i]) == n && strncasecmp(s, drop_classes[i], n) == 0)
+                return 1;
+        for (size_t i = 0; i + 10 <= n; i++)
+            if (strncasecmp(s + i, "breadcrumb", 10) == 0)
+                return 1;
+        s = e;
+    }
+    return 0;
+}
+
 static int contains_ci(const char *s, const char *sub)
 {
     return s && strcasestr(s, sub) != NULL;
@@ -204,13 +226,8 @@ static int dropped(const walker *w, const xmlNode *n)
                 return 1;
     }
     const char *cls = attr(n, "class");
-    if (cls) {
-        if (contains_ci(cls, "breadcrumb"))
-            return 1;
-        for (size_t i = 0; drop_classes[i]; i++)
-            if (has_token(cls, drop_classes[i]))
-                return 1;
-    }
+    if (cls && class_dropped(cls))
+        return 1;
     const char *id = attr(n, "id");
     if (id) {
         if (contains_ci(id, "breadcrumb"))
@@ -524,13 +541,16 @@ static void do_pre(walker *w, xmlNode *n)
     kb_buf code;
     kb_buf_init(&code, 0);
     gather_raw(w, &code, n, (int)w->nframes);
+    /* blank lines before the first and after the last line are layout,
+     * not code; the first line keeps its indentation */
     size_t start = 0, end = code.len;
-    /* a newline right after <pre> is not content (HTML) */
-    if (end > 0 && code.data[0] == '\n')
-        start = 1;
-    else if (end > 1 && code.data[0] == '\r' && code.data[1] == '\n')
-        start = 2;
-    while (end > start && (code.data[end - 1] == '\n' || code.data[end - 1] == '\r'))
+    for (size_t i = 0; i < end; i++) {
+        if (code.data[i] == '\n')
+            start = i + 1;
+        else if (!isspace((unsigned char)code.data[i]))
+            break;
+    }
+    while (end > start && isspace((unsigned char)code.data[end - 1]))
         end--;
     if (w->rc == KB_OK && end > start)
         add_block(w, KB_KIND_CODE, code.data + start, end - start);

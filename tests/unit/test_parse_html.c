@@ -315,6 +315,13 @@ static void test_dita_fixture(void **state)
     assert_int_equal(b->kind, KB_KIND_CODE);
     assert_string_equal(b->anchor, "limits__smem");
 
+    /* blank lines around code go, indentation stays */
+    b = block_with(&doc, "int blocks = 0;");
+    assert_non_null(b);
+    assert_int_equal(b->kind, KB_KIND_CODE);
+    assert_string_equal(b->text, "    int blocks = 0;   // first line keeps its indent\n"
+                                 "  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k, 256, 0);");
+
     b = block_with(&doc, "partial last wave");
     assert_non_null(b);
     assert_int_equal(b->depth, 3);
