@@ -34,7 +34,7 @@ endif
 FAISS_CAPI := $(BUILD)/faiss-capi
 WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS  ?= -O2 -g
-ALL_CFLAGS  = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -I. -I$(FAISS_CAPI)/include \
+ALL_CFLAGS  = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -I. -isystem $(FAISS_CAPI)/include \
               $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(BLAS_CFLAGS) -include kb/banned.h
 LIBS    = $(FAISS_CAPI)/libfaiss_c.a -lfaiss -lstdc++ -lgomp \
           $(shell pkg-config --libs $(PKGS) 2>/dev/null) $(BLAS_LIBS) -llapack -lm -lpthread

@@ -20,6 +20,25 @@ static void on_progress(const kb_ingest_progress *p, void *ctx)
         return;
     double secs = p->elapsed_ms / 1000.0;
     double rate = secs > 0 ? (double)p->docs_done / secs : 0;
+    int embedding = strcmp(p->source, "embeddings") == 0;
+    if (embedding) {
+        /* one line that redraws on a terminal; quiet otherwise until done */
+        if (ps->cli->progress) {
+            double eta = rate > 0 && p->docs_total > p->docs_done
+                             ? (double)(p->docs_total - p->docs_done) / rate : 0;
+            fprintf(stderr, "\r\033[Kembedding: %zu/%zu chunks, %.1f chunks/s, "
+                    "ETA %.0fs", p->docs_done, p->docs_total, rate, eta);
+            ps->drawn = 1;
+        }
+        if (p->docs_done == p->docs_total) {
+            if (ps->drawn)
+                fputs("\r\033[K", stderr);
+            ps->drawn = 0;
+            fprintf(stderr, "embeddings: %zu chunks in %.1fs (%.1f chunks/s)\n",
+                    p->docs_done, secs, rate);
+        }
+        return;
+    }
     if (!p->finished) {
         if (!ps->cli->progress)
             return;
@@ -51,6 +70,8 @@ int cmd_ingest(int argc, char **argv, const kb_cli *cli, const kb_command *self)
         { "source", required_argument, NULL, 's' },
         { "force", no_argument, NULL, 'f' },
         { "no-embed", no_argument, NULL, 'E' },
+        { "reembed", no_argument, NULL, 'R' },
+        { "index", required_argument, NULL, 'I' },
         { "json", no_argument, NULL, 'j' },
         { NULL, 0, NULL, 0 },
     };
@@ -67,6 +88,8 @@ int cmd_ingest(int argc, char **argv, const kb_cli *cli, const kb_command *self)
         case 's': opts.adhoc_source = optarg; break;
         case 'f': opts.force = 1; break;
         case 'E': opts.embed = 0; break;
+        case 'R': opts.reembed = 1; break;
+        case 'I': opts.index_kind = optarg; break;
         case 'j': ps.json = 1; break;
         default:
             return kb_cli_usage_error(self, "unknown option '%s'", argv[optind - 1]);

@@ -653,6 +653,34 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
             goto out;
         }
     }
+    /* vectors for every chunk that has none: new and changed documents,
+     * and whatever an interrupted pass left */
+    if (opts->embed || opts->reembed) {
+        kb_embedder *emb = NULL;
+        kb_rc erc = kb_embedder_open_default(&emb, err);
+        if (erc == KB_OK && opts->reembed)
+            erc = kb_vec_clear(store, err);
+        if (erc == KB_OK && opts->index_kind) {
+            char *old = kb_store_meta_get(store, "vec_index");
+            if (!old || strcmp(old, opts->index_kind) != 0) {
+                erc = kb_store_meta_set(store, "vec_index", opts->index_kind, err);
+                if (erc == KB_OK)   /* a new kind of index: a new file */
+                    erc = kb_store_exec(store, "UPDATE meta SET value ="
+                                        " CAST(value AS INTEGER) + 1 WHERE key ="
+                                        " 'vec_generation'", err);
+            }
+            free(old);
+        }
+        if (erc == KB_OK)
+            erc = kb_vec_embed_pending(store, emb, opts->progress,
+                                       opts->progress_ctx,
+                                       &stats->chunks_embedded, err);
+        kb_embedder_free(emb);
+        if (erc != KB_OK) {
+            rc = erc;
+            goto out;
+        }
+    }
     if (stats->sources_failed || stats->docs_failed)
         rc = KB_ERR_PARTIAL;
 out:

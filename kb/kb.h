@@ -371,6 +371,9 @@ typedef struct {
     const char *adhoc_source;   /* source id for ad-hoc paths/URLs */
     int force;                  /* re-parse unchanged documents */
     int embed;                  /* compute embeddings for new chunks */
+    int reembed;                /* drop every vector and embed again */
+    const char *index_kind;     /* FAISS factory string ("Flat", "HNSW32");
+                                   NULL keeps the KB's */
     kb_ingest_progress_fn progress;
     void *progress_ctx;
 } kb_ingest_opts;

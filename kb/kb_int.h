@@ -15,6 +15,8 @@ struct kb_store {
     char *dir;
     sqlite3 *db;
     int readonly;
+    struct kb_vec *vec;      /* the loaded vector index, NULL until needed */
+    kb_embedder *emb;        /* the default embedder, opened when needed */
 };
 
 /* Prepares sql on the store's connection; on failure sets err. */
@@ -79,5 +81,52 @@ kb_rc kb_fts_build_match(const char *text, kb_buf *out);
  * title, heading the whole heading path. */
 kb_rc kb_fts_add(kb_store *store, int64_t chunk_id, const char *title,
                  const char *heading, const char *body, kb_err *err);
+
+/* ------------------------------------------------------------ query/query.c */
+
+/* Appends " AND d.source_id IN (?,..) AND c.kind IN (?,..)" for opts'
+ * filters (chunks c, documents d); kb_query_bind_filters binds them from
+ * parameter index i on and returns the next index. */
+void kb_query_filter_sql(const kb_query_opts *opts, kb_buf *sql);
+int kb_query_bind_filters(sqlite3_stmt *st, const kb_query_opts *opts, int i);
+
+/* ------------------------------------------------------------ index/vector.c */
+
+/* A hit of one retriever: a chunk and its score (higher is better). */
+typedef struct {
+    int64_t id;
+    double score;
+} kb_hit;
+
+typedef struct {
+    kb_hit *items;
+    size_t n, cap;
+} kb_hits;
+
+kb_rc kb_hits_push(kb_hits *h, int64_t id, double score);
+void kb_hits_release(kb_hits *h);
+
+/* Checks that emb is the embedder the KB's vectors were made with (or
+ * records it when the KB has none yet and record is set). */
+kb_rc kb_vec_check_embedder(kb_store *store, const kb_embedder *emb,
+                            int record, kb_err *err);
+/* Embeds every chunk that has no vector yet, in batches, each batch in
+ * its own transaction (an interrupted pass resumes where it stopped);
+ * then writes the vector index file. */
+kb_rc kb_vec_embed_pending(kb_store *store, kb_embedder *emb,
+                           kb_ingest_progress_fn progress, void *ctx,
+                           size_t *embedded, kb_err *err);
+/* Drops every vector (for a re-embedding with another model). */
+kb_rc kb_vec_clear(kb_store *store, kb_err *err);
+/* Number of chunks that have a vector. */
+size_t kb_vec_count(kb_store *store);
+/* The k nearest chunks to the L2-normalised q (inner product), restricted
+ * to the chunks allowed by opts' filters. Loads (or rebuilds) the index on
+ * first use and keeps it with the store. */
+kb_rc kb_vec_search(kb_store *store, const float *q, int dim, size_t k,
+                    const kb_query_opts *opts, kb_hits *out, kb_err *err);
+/* Builds the FAISS index from SQLite and writes it (atomically). */
+kb_rc kb_vec_rebuild(kb_store *store, kb_err *err);
+void kb_vec_release(kb_store *store);
 
 #endif

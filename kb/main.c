@@ -15,6 +15,8 @@ static const kb_command commands[] = {
       "  --source ID       source id for ad-hoc paths (default 'local')\n"
       "  --force           re-parse documents even if unchanged\n"
       "  --no-embed        skip embeddings (lexical search only)\n"
+      "  --reembed         drop every vector and embed again (new model)\n"
+      "  --index KIND      FAISS index: Flat (exact, default) or e.g. HNSW32\n"
       "  --json            print a JSON summary\n" },
     { "query", cmd_query, "kb query [options] TEXT...",
       "search the KB; prints ranked, cited passages",

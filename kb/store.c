@@ -47,6 +47,18 @@ static const char *const migrations[] = {
     "  tokenize = 'porter unicode61 remove_diacritics 2');"
     "CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN"
     "  DELETE FROM chunks_fts WHERE rowid = old.id; END;",
+    /* 2: embeddings; a generation counter that every change of them bumps,
+     * so a FAISS file built for another generation is never used */
+    "CREATE TABLE embeddings("
+    "  chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,"
+    "  vec BLOB NOT NULL);"
+    "INSERT OR IGNORE INTO meta(key, value) VALUES('vec_generation', '0');"
+    "CREATE TRIGGER embeddings_insert AFTER INSERT ON embeddings BEGIN"
+    "  UPDATE meta SET value = CAST(value AS INTEGER) + 1"
+    "  WHERE key = 'vec_generation'; END;"
+    "CREATE TRIGGER embeddings_delete AFTER DELETE ON embeddings BEGIN"
+    "  UPDATE meta SET value = CAST(value AS INTEGER) + 1"
+    "  WHERE key = 'vec_generation'; END;",
 };
 static const int schema_version = (int)(sizeof migrations / sizeof migrations[0]);
 
@@ -258,6 +270,8 @@ void kb_store_close(kb_store *store)
 {
     if (!store)
         return;
+    kb_vec_release(store);
+    kb_embedder_free(store->emb);
     if (store->db)
         sqlite3_close_v2(store->db);
     free(store->dir);

@@ -12,6 +12,9 @@
  * family, a whole guide) should not crowd out every other source. */
 #define PER_DOCUMENT_CAP 5
 
+/* Reciprocal rank fusion: score = sum over lists of 1 / (RRF_K + rank). */
+#define RRF_K 60.0
+
 /* BM25 column weights: section title, heading path, body, identifier forms. */
 #define W_TITLE 5.0
 #define W_HEADING 2.0
@@ -62,36 +65,8 @@ void kb_results_release(kb_results *r)
     memset(r, 0, sizeof *r);
 }
 
-/* A ranked candidate from one retriever. */
-typedef struct {
-    int64_t id;
-    double score;
-} candidate;
 
-typedef struct {
-    candidate *items;
-    size_t n, cap;
-} cand_list;
-
-static kb_rc cand_push(cand_list *l, int64_t id, double score)
-{
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 64;
-        candidate *p = realloc(l->items, cap * sizeof *p);
-        if (!p)
-            return KB_ERR_NOMEM;
-        l->items = p;
-        l->cap = cap;
-    }
-    l->items[l->n].id = id;
-    l->items[l->n].score = score;
-    l->n++;
-    return KB_OK;
-}
-
-/* Appends " AND d.source_id IN (?,..) AND c.kind IN (?,..)" for the filters;
- * binds start at first_param. */
-static void filter_sql(const kb_query_opts *opts, kb_buf *sql)
+void kb_query_filter_sql(const kb_query_opts *opts, kb_buf *sql)
 {
     if (opts->nsources) {
         kb_buf_puts(sql, " AND d.source_id IN (");
@@ -111,7 +86,7 @@ static void filter_sql(const kb_query_opts *opts, kb_buf *sql)
     }
 }
 
-static int bind_filters(sqlite3_stmt *st, const kb_query_opts *opts, int i)
+int kb_query_bind_filters(sqlite3_stmt *st, const kb_query_opts *opts, int i)
 {
     for (size_t s = 0; s < opts->nsources; s++)
         sqlite3_bind_text(st, i++, opts->sources[s], -1, SQLITE_STATIC);
@@ -122,7 +97,7 @@ static int bind_filters(sqlite3_stmt *st, const kb_query_opts *opts, int i)
 }
 
 static kb_rc lexical_candidates(kb_store *store, const kb_query_opts *opts,
-                                size_t depth, cand_list *out, kb_err *err)
+                                size_t depth, kb_hits *out, kb_err *err)
 {
     kb_buf match, sql;
     kb_buf_init(&match, 0);
@@ -136,16 +111,16 @@ static kb_rc lexical_candidates(kb_store *store, const kb_query_opts *opts,
         " JOIN chunks c ON c.id = chunks_fts.rowid"
         " JOIN documents d ON d.id = c.document_id"
         " WHERE chunks_fts MATCH ?", W_TITLE, W_HEADING, W_BODY, W_IDENTS);
-    filter_sql(opts, &sql);
+    kb_query_filter_sql(opts, &sql);
     kb_buf_puts(&sql, " ORDER BY s LIMIT ?");
     if ((rc = kb_store_prepare(store, sql.data, &st, err)) != KB_OK)
         goto out;
     sqlite3_bind_text(st, 1, match.data, -1, SQLITE_STATIC);
-    int i = bind_filters(st, opts, 2);
+    int i = kb_query_bind_filters(st, opts, 2);
     sqlite3_bind_int64(st, i, (sqlite3_int64)depth);
     int step;
     while ((step = sqlite3_step(st)) == SQLITE_ROW)
-        if ((rc = cand_push(out, sqlite3_column_int64(st, 0),
+        if ((rc = kb_hits_push(out, sqlite3_column_int64(st, 0),
                             -sqlite3_column_double(st, 1))) != KB_OK)
             goto out;
     if (step != SQLITE_DONE)
@@ -243,8 +218,8 @@ static kb_rc hydrate(kb_store *store, sqlite3_stmt *st, int64_t id,
 /* Turns a fused, ordered candidate list into results: hydrated, with
  * chunks of a section already shown merged into the first, cut at k. */
 static kb_rc build_results(kb_store *store, const kb_query_opts *opts,
-                           const cand_list *fused, const cand_list *lex,
-                           const cand_list *vec, kb_results *out, kb_err *err)
+                           const kb_hits *fused, const kb_hits *lex,
+                           const kb_hits *vec, kb_results *out, kb_err *err)
 {
     sqlite3_stmt *st = NULL;
     kb_rc rc = kb_store_prepare(store,
@@ -313,13 +288,69 @@ out:
     return rc;
 }
 
+/* Fuses two ranked lists by reciprocal rank, best first. */
+static kb_rc fuse_rrf(const kb_hits *a, const kb_hits *b, kb_hits *out)
+{
+    for (int l = 0; l < 2; l++) {
+        const kb_hits *list = l ? b : a;
+        for (size_t i = 0; i < list->n; i++) {
+            double s = 1.0 / (RRF_K + (double)(i + 1));
+            size_t j = 0;
+            while (j < out->n && out->items[j].id != list->items[i].id)
+                j++;
+            if (j < out->n)
+                out->items[j].score += s;
+            else if (kb_hits_push(out, list->items[i].id, s) != KB_OK)
+                return KB_ERR_NOMEM;
+        }
+    }
+    /* insertion sort: the lists are short */
+    for (size_t i = 1; i < out->n; i++) {
+        kb_hit h = out->items[i];
+        size_t j = i;
+        while (j > 0 && out->items[j - 1].score < h.score) {
+            out->items[j] = out->items[j - 1];
+            j--;
+        }
+        out->items[j] = h;
+    }
+    return KB_OK;
+}
+
+static kb_rc vector_candidates(kb_store *store, kb_embedder *emb,
+                               const kb_query_opts *opts, size_t depth,
+                               kb_hits *out, kb_err *err)
+{
+    if (!emb) {
+        if (!store->emb) {
+            kb_rc rc = kb_embedder_open_default(&store->emb, err);
+            if (rc != KB_OK)
+                return rc;
+        }
+        emb = store->emb;
+    }
+    kb_rc rc = kb_vec_check_embedder(store, emb, 0, err);
+    if (rc != KB_OK)
+        return rc;
+    int dim = kb_embedder_dim(emb);
+    float *q = malloc((size_t)dim * sizeof *q);
+    if (!q)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    const char *texts[1] = { opts->text };
+    rc = kb_embedder_embed(emb, texts, 1, q, err);
+    if (rc == KB_OK)
+        rc = kb_vec_search(store, q, dim, depth, opts, out, err);
+    free(q);
+    return rc;
+}
+
 kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
                    kb_results *out, kb_err *err)
 {
     memset(out, 0, sizeof *out);
     out->mode = opts->mode;
     double t0 = kb_now_ms();
-    cand_list lex = { 0 };
+    kb_hits lex = { 0 }, vec = { 0 }, fused = { 0 };
     kb_rc rc = KB_OK;
     size_t k = opts->k > 0 ? (size_t)opts->k : 10;
     /* deep enough that section merging still leaves k results */
@@ -327,18 +358,37 @@ kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
 
     if (!opts->text || !*opts->text)
         return kb_err_set(err, KB_ERR_USAGE, "empty query");
-    (void)emb;
-    if (opts->mode != KB_MODE_LEXICAL) {
-        rc = kb_err_set(err, KB_ERR_USAGE, "mode '%s' needs the vector index, "
-                        "which this KB does not have yet; use --mode lexical",
-                        kb_mode_name(opts->mode));
-        goto out;
+    int want_vec = opts->mode != KB_MODE_LEXICAL;
+    if (want_vec && kb_vec_count(store) == 0) {
+        if (opts->mode == KB_MODE_VECTOR) {
+            rc = kb_err_set(err, KB_ERR_NOTFOUND, "this KB has no vectors; run "
+                            "'kb ingest' without --no-embed, or use --mode lexical");
+            goto out;
+        }
+        /* a lexical-only KB still answers the default mode */
+        want_vec = 0;
+        out->mode = KB_MODE_LEXICAL;
     }
-    if ((rc = lexical_candidates(store, opts, depth, &lex, err)) != KB_OK)
+    if (opts->mode != KB_MODE_VECTOR &&
+        (rc = lexical_candidates(store, opts, depth, &lex, err)) != KB_OK)
         goto out;
-    rc = build_results(store, opts, &lex, &lex, NULL, out, err);
+    if (want_vec && (rc = vector_candidates(store, emb, opts, depth, &vec, err)) != KB_OK)
+        goto out;
+    if (out->mode == KB_MODE_HYBRID) {
+        if ((rc = fuse_rrf(&lex, &vec, &fused)) != KB_OK) {
+            rc = kb_err_set(err, rc, "out of memory");
+            goto out;
+        }
+        rc = build_results(store, opts, &fused, &lex, &vec, out, err);
+    } else if (out->mode == KB_MODE_VECTOR) {
+        rc = build_results(store, opts, &vec, NULL, &vec, out, err);
+    } else {
+        rc = build_results(store, opts, &lex, &lex, NULL, out, err);
+    }
 out:
-    free(lex.items);
+    kb_hits_release(&lex);
+    kb_hits_release(&vec);
+    kb_hits_release(&fused);
     out->took_ms = kb_now_ms() - t0;
     if (rc != KB_OK)
         kb_results_release(out);

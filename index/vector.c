@@ -1,0 +1,506 @@
+/* vector.c - the vector index: embeddings stored in SQLite (the source of
+ * truth) and a FAISS index built from them, stamped with the generation
+ * SQLite holds so a stale or damaged file is rebuilt, never used. */
+#include "kb/kb_int.h"
+
+#include <faiss/c_api/AutoTune_c.h>
+#include <faiss/c_api/Index_c.h>
+#include <faiss/c_api/error_c.h>
+#include <faiss/c_api/index_factory_c.h>
+#include <faiss/c_api/index_io_c.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define EMBED_BATCH 32
+#define DEFAULT_INDEX "Flat"
+
+struct kb_vec {
+    FaissIndex *index;
+    int dim;
+    long long generation;
+};
+
+kb_rc kb_hits_push(kb_hits *h, int64_t id, double score)
+{
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? h->cap * 2 : 64;
+        kb_hit *p = realloc(h->items, cap * sizeof *p);
+        if (!p)
+            return KB_ERR_NOMEM;
+        h->items = p;
+        h->cap = cap;
+    }
+    h->items[h->n].id = id;
+    h->items[h->n].score = score;
+    h->n++;
+    return KB_OK;
+}
+
+void kb_hits_release(kb_hits *h)
+{
+    free(h->items);
+    memset(h, 0, sizeof *h);
+}
+
+static kb_rc faiss_error(kb_err *err, const char *what)
+{
+    const char *msg = faiss_get_last_error();
+    return kb_err_set(err, KB_ERR_INDEX, "cannot %s: %s", what,
+                      msg ? msg : "FAISS error");
+}
+
+static long long meta_ll(kb_store *store, const char *key)
+{
+    char *v = kb_store_meta_get(store, key);
+    long long n = v ? strtoll(v, NULL, 10) : 0;
+    free(v);
+    return n;
+}
+
+size_t kb_vec_count(kb_store *store)
+{
+    sqlite3_stmt *st = NULL;
+    size_t n = 0;
+    if (sqlite3_prepare_v2(store->db, "SELECT count(*) FROM embeddings", -1, &st,
+                           NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        n = (size_t)sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return n;
+}
+
+kb_rc kb_vec_check_embedder(kb_store *store, const kb_embedder *emb,
+                            int record, kb_err *err)
+{
+    char *name = kb_store_meta_get(store, "embedder");
+    char *hash = kb_store_meta_get(store, "embedder_hash");
+    long long dim = meta_ll(store, "embedder_dim");
+    kb_rc rc = KB_OK;
+    int have = name && *name && kb_vec_count(store) > 0;
+    if (have) {
+        if (strcmp(name, kb_embedder_name(emb)) != 0 ||
+            dim != kb_embedder_dim(emb) ||
+            strcmp(hash ? hash : "", kb_embedder_weights_hash(emb)) != 0)
+            rc = kb_err_set(err, KB_ERR_MISMATCH,
+                            "the KB's vectors were made by '%s' (%lld dimensions),"
+                            " not by '%s' (%d); use that embedder, or re-embed with"
+                            " 'kb ingest --reembed'", name, dim,
+                            kb_embedder_name(emb), kb_embedder_dim(emb));
+    } else if (record) {
+        char d[32];
+        snprintf(d, sizeof d, "%d", kb_embedder_dim(emb));
+        rc = kb_store_meta_set(store, "embedder", kb_embedder_name(emb), err);
+        if (rc == KB_OK)
+            rc = kb_store_meta_set(store, "embedder_dim", d, err);
+        if (rc == KB_OK)
+            rc = kb_store_meta_set(store, "embedder_hash",
+                                   kb_embedder_weights_hash(emb), err);
+    }
+    free(name);
+    free(hash);
+    return rc;
+}
+
+kb_rc kb_vec_clear(kb_store *store, kb_err *err)
+{
+    kb_vec_release(store);
+    kb_rc rc = kb_store_begin(store, err);
+    if (rc == KB_OK)
+        rc = kb_store_exec(store, "DELETE FROM embeddings;"
+                           "DELETE FROM meta WHERE key IN ('embedder',"
+                           " 'embedder_dim', 'embedder_hash')", err);
+    if (rc == KB_OK)
+        rc = kb_store_commit(store, err);
+    if (rc != KB_OK)
+        kb_store_rollback(store);
+    return rc;
+}
+
+/* The text the embedder sees for a chunk: its heading path, then text. */
+static char *embed_text(const char *heading_json, const char *text)
+{
+    kb_buf t;
+    kb_buf_init(&t, 0);
+    const char *p = heading_json;
+    /* heading_path is a JSON array of strings: join its items with " > " */
+    int first = 1;
+    while (p && (p = strchr(p, '"')) != NULL) {
+        p++;
+        if (!first)
+            kb_buf_puts(&t, " > ");
+        first = 0;
+        while (*p && *p != '"') {
+            if (*p == '\\' && p[1]) {
+                p++;
+                kb_buf_putc(&t, *p == 'n' ? ' ' : *p);
+            } else {
+                kb_buf_putc(&t, *p);
+            }
+            p++;
+        }
+        if (*p)
+            p++;
+    }
+    kb_buf_putc(&t, '\n');
+    kb_buf_puts(&t, text);
+    return kb_buf_detach(&t);
+}
+
+kb_rc kb_vec_embed_pending(kb_store *store, kb_embedder *emb,
+                           kb_ingest_progress_fn progress, void *ctx,
+                           size_t *embedded, kb_err *err)
+{
+    *embedded = 0;
+    kb_rc rc = kb_vec_check_embedder(store, emb, 1, err);
+    if (rc != KB_OK)
+        return rc;
+    int dim = kb_embedder_dim(emb);
+    sqlite3_stmt *sel = NULL, *ins = NULL, *cnt = NULL;
+    float *vecs = malloc((size_t)EMBED_BATCH * (size_t)dim * sizeof *vecs);
+    char *texts[EMBED_BATCH] = { 0 };
+    int64_t ids[EMBED_BATCH];
+    double t0 = kb_now_ms();
+    size_t total = 0;
+    if (!vecs)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    if ((rc = kb_store_prepare(store, "SELECT count(*) FROM chunks c WHERE NOT "
+                               "EXISTS (SELECT 1 FROM embeddings e WHERE "
+                               "e.chunk_id = c.id)", &cnt, err)) != KB_OK)
+        goto out;
+    if (sqlite3_step(cnt) == SQLITE_ROW)
+        total = (size_t)sqlite3_column_int64(cnt, 0);
+    if ((rc = kb_store_prepare(store,
+            "SELECT c.id, c.heading_path, c.text FROM chunks c WHERE NOT EXISTS"
+            " (SELECT 1 FROM embeddings e WHERE e.chunk_id = c.id)"
+            " ORDER BY c.id LIMIT ?", &sel, err)) != KB_OK ||
+        (rc = kb_store_prepare(store, "INSERT OR REPLACE INTO embeddings(chunk_id,"
+                               " vec) VALUES(?, ?)", &ins, err)) != KB_OK)
+        goto out;
+    kb_ingest_progress pr = { .source = "embeddings", .nsources = 1,
+                              .docs_total = total };
+    while (rc == KB_OK) {
+        size_t n = 0;
+        sqlite3_reset(sel);
+        sqlite3_bind_int(sel, 1, EMBED_BATCH);
+        while (n < EMBED_BATCH && sqlite3_step(sel) == SQLITE_ROW) {
+            ids[n] = sqlite3_column_int64(sel, 0);
+            texts[n] = embed_text((const char *)sqlite3_column_text(sel, 1),
+                                  (const char *)sqlite3_column_text(sel, 2));
+            n++;
+        }
+        sqlite3_reset(sel);
+        if (n == 0)
+            break;
+        rc = kb_embedder_embed(emb, (const char *const *)texts, n, vecs, err);
+        for (size_t i = 0; i < n; i++) {
+            free(texts[i]);
+            texts[i] = NULL;
+        }
+        if (rc != KB_OK)
+            break;
+        if ((rc = kb_store_begin(store, err)) != KB_OK)
+            break;
+        for (size_t i = 0; i < n && rc == KB_OK; i++) {
+            sqlite3_reset(ins);
+            sqlite3_bind_int64(ins, 1, ids[i]);
+            sqlite3_bind_blob(ins, 2, vecs + i * (size_t)dim,
+                              (int)((size_t)dim * sizeof *vecs), SQLITE_STATIC);
+            if (sqlite3_step(ins) != SQLITE_DONE)
+                rc = kb_store_db_error(store, err, "store an embedding");
+        }
+        if (rc == KB_OK)
+            rc = kb_store_commit(store, err);
+        else
+            kb_store_rollback(store);
+        if (rc == KB_OK) {
+            *embedded += n;
+            pr.docs_done = *embedded;
+            pr.chunks = *embedded;
+            pr.changed = *embedded;
+            pr.elapsed_ms = kb_now_ms() - t0;
+            if (progress)
+                progress(&pr, ctx);
+        }
+    }
+    if (rc == KB_OK && (*embedded > 0 || kb_vec_count(store) > 0))
+        rc = kb_vec_rebuild(store, err);
+out:
+    sqlite3_finalize(cnt);
+    sqlite3_finalize(sel);
+    sqlite3_finalize(ins);
+    free(vecs);
+    return rc;
+}
+
+static char *index_path(kb_store *store, long long generation)
+{
+    kb_buf p;
+    kb_buf_init(&p, 0);
+    kb_buf_printf(&p, "%s/vectors.%lld.faiss", store->dir, generation);
+    return kb_buf_detach(&p);
+}
+
+/* Removes vector files of other generations (they can never be used). */
+static void remove_stale_files(kb_store *store, long long keep)
+{
+    DIR *d = opendir(store->dir);
+    if (!d)
+        return;
+    char want[64];
+    snprintf(want, sizeof want, "vectors.%lld.faiss", keep);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, "vectors.", 8) != 0 || strcmp(e->d_name, want) == 0)
+            continue;
+        char *p = kb_path_join(store->dir, e->d_name);
+        if (p)
+            unlink(p);
+        free(p);
+    }
+    closedir(d);
+}
+
+/* Builds an index in memory from every stored vector. */
+static kb_rc build_index(kb_store *store, int dim, FaissIndex **out, kb_err *err)
+{
+    *out = NULL;
+    char *kind = kb_store_meta_get(store, "vec_index");
+    kb_buf desc;
+    kb_buf_init(&desc, 0);
+    kb_buf_printf(&desc, "IDMap2,%s", kind && *kind ? kind : DEFAULT_INDEX);
+    free(kind);
+    FaissIndex *index = NULL;
+    sqlite3_stmt *st = NULL;
+    float *batch = NULL;
+    idx_t *ids = NULL;
+    kb_rc rc = KB_OK;
+    if (faiss_index_factory(&index, dim, desc.data, METRIC_INNER_PRODUCT) != 0) {
+        rc = faiss_error(err, "create the vector index");
+        goto out;
+    }
+    size_t total = kb_vec_count(store);
+    batch = malloc((total ? total : 1) * (size_t)dim * sizeof *batch);
+    ids = malloc((total ? total : 1) * sizeof *ids);
+    if (!batch || !ids) {
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    if ((rc = kb_store_prepare(store, "SELECT chunk_id, vec FROM embeddings",
+                               &st, err)) != KB_OK)
+        goto out;
+    size_t n = 0;
+    while (n < total && sqlite3_step(st) == SQLITE_ROW) {
+        const void *blob = sqlite3_column_blob(st, 1);
+        size_t bytes = (size_t)sqlite3_column_bytes(st, 1);
+        if (bytes != (size_t)dim * sizeof(float)) {
+            rc = kb_err_set(err, KB_ERR_MISMATCH, "a stored vector has %zu bytes, "
+                            "not %d dimensions; re-embed with 'kb ingest --reembed'",
+                            bytes, dim);
+            goto out;
+        }
+        memcpy(batch + n * (size_t)dim, blob, bytes);
+        ids[n++] = (idx_t)sqlite3_column_int64(st, 0);
+    }
+    if (faiss_Index_is_trained(index) == 0 &&
+        faiss_Index_train(index, (idx_t)n, batch) != 0) {
+        rc = faiss_error(err, "train the vector index");
+        goto out;
+    }
+    if (n && faiss_Index_add_with_ids(index, (idx_t)n, batch, ids) != 0) {
+        rc = faiss_error(err, "fill the vector index");
+        goto out;
+    }
+    *out = index;
+    index = NULL;
+out:
+    sqlite3_finalize(st);
+    if (index)
+        faiss_Index_free(index);
+    free(batch);
+    free(ids);
+    kb_buf_release(&desc);
+    return rc;
+}
+
+kb_rc kb_vec_rebuild(kb_store *store, kb_err *err)
+{
+    long long dim = meta_ll(store, "embedder_dim");
+    if (dim <= 0)
+        return KB_OK;   /* no vectors: nothing to build */
+    kb_vec_release(store);
+    FaissIndex *index = NULL;
+    kb_rc rc = build_index(store, (int)dim, &index, err);
+    if (rc != KB_OK)
+        return rc;
+    long long gen = meta_ll(store, "vec_generation");
+    char *path = index_path(store, gen);
+    kb_buf tmp;
+    kb_buf_init(&tmp, 0);
+    kb_buf_printf(&tmp, "%s.tmp.%ld", path, (long)getpid());
+    if (faiss_write_index_fname(index, tmp.data) != 0) {
+        rc = faiss_error(err, "write the vector index");
+        unlink(tmp.data);
+    } else if (rename(tmp.data, path) != 0) {
+        rc = kb_err_set(err, KB_ERR_IO, "cannot write '%s'", path);
+        unlink(tmp.data);
+    } else {
+        remove_stale_files(store, gen);
+    }
+    struct kb_vec *v = calloc(1, sizeof *v);
+    if (v) {
+        v->index = index;
+        v->dim = (int)dim;
+        v->generation = gen;
+        store->vec = v;
+    } else {
+        faiss_Index_free(index);
+    }
+    free(path);
+    kb_buf_release(&tmp);
+    return rc;
+}
+
+void kb_vec_release(kb_store *store)
+{
+    if (store->vec) {
+        faiss_Index_free(store->vec->index);
+        free(store->vec);
+        store->vec = NULL;
+    }
+}
+
+/* Loads the index file of the current generation, or rebuilds the index
+ * from SQLite when the file is missing, stale or damaged. */
+static kb_rc vec_load(kb_store *store, int dim, kb_err *err)
+{
+    long long gen = meta_ll(store, "vec_generation");
+    if (store->vec && store->vec->generation == gen)
+        return KB_OK;
+    kb_vec_release(store);
+    size_t count = kb_vec_count(store);
+    char *path = index_path(store, gen);
+    FaissIndex *index = NULL;
+    if (access(path, R_OK) == 0 &&
+        faiss_read_index_fname(path, 0, &index) == 0 &&
+        faiss_Index_d(index) == dim && (size_t)faiss_Index_ntotal(index) == count) {
+        free(path);
+    } else {
+        if (index)
+            faiss_Index_free(index);
+        index = NULL;
+        kb_log_debug("vector index '%s' missing or stale: rebuilding", path);
+        free(path);
+        if (!store->readonly || access(store->dir, W_OK) == 0) {
+            /* a derived file: any process that can write the folder may
+             * refresh it */
+            kb_err werr;
+            kb_err_clear(&werr);
+            if (kb_vec_rebuild(store, &werr) == KB_OK && store->vec)
+                return KB_OK;
+            kb_vec_release(store);
+        }
+        kb_rc rc = build_index(store, dim, &index, err);
+        if (rc != KB_OK)
+            return rc;
+    }
+    struct kb_vec *v = calloc(1, sizeof *v);
+    if (!v) {
+        faiss_Index_free(index);
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    }
+    v->index = index;
+    v->dim = dim;
+    v->generation = gen;
+    store->vec = v;
+    return KB_OK;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The sorted ids of the chunks opts' filters allow. */
+static kb_rc allowed_ids(kb_store *store, const kb_query_opts *opts,
+                         int64_t **ids, size_t *n, kb_err *err)
+{
+    kb_buf sql;
+    kb_buf_init(&sql, 0);
+    kb_buf_puts(&sql, "SELECT c.id FROM chunks c JOIN documents d ON d.id ="
+                      " c.document_id WHERE 1");
+    kb_query_filter_sql(opts, &sql);
+    sqlite3_stmt *st = NULL;
+    kb_rc rc = kb_store_prepare(store, sql.data, &st, err);
+    kb_buf_release(&sql);
+    if (rc != KB_OK)
+        return rc;
+    kb_query_bind_filters(st, opts, 1);
+    size_t cap = 1024;
+    *n = 0;
+    *ids = malloc(cap * sizeof **ids);
+    while (*ids && sqlite3_step(st) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap *= 2;
+            int64_t *p = realloc(*ids, cap * sizeof *p);
+            if (!p)
+                break;
+            *ids = p;
+        }
+        (*ids)[(*n)++] = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    if (!*ids)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    qsort(*ids, *n, sizeof **ids, cmp_i64);
+    return KB_OK;
+}
+
+kb_rc kb_vec_search(kb_store *store, const float *q, int dim, size_t k,
+                    const kb_query_opts *opts, kb_hits *out, kb_err *err)
+{
+    kb_rc rc = vec_load(store, dim, err);
+    if (rc != KB_OK)
+        return rc;
+    FaissIndex *index = store->vec->index;
+    size_t total = (size_t)faiss_Index_ntotal(index);
+    int filtered = opts->nsources || opts->kinds;
+    int64_t *allowed = NULL;
+    size_t nallowed = 0;
+    if (filtered && (rc = allowed_ids(store, opts, &allowed, &nallowed, err)) != KB_OK)
+        return rc;
+    /* with filters, search deep enough that k allowed hits survive */
+    size_t want = filtered ? (total < 200000 ? total : k * 50) : k;
+    if (want > total)
+        want = total;
+    if (want == 0) {
+        free(allowed);
+        return KB_OK;
+    }
+    float *dist = malloc(want * sizeof *dist);
+    idx_t *labels = malloc(want * sizeof *labels);
+    if (!dist || !labels) {
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    if (faiss_Index_search(index, 1, q, (idx_t)want, dist, labels) != 0) {
+        rc = faiss_error(err, "search the vector index");
+        goto out;
+    }
+    for (size_t i = 0; i < want && out->n < k; i++) {
+        if (labels[i] < 0)
+            continue;
+        int64_t id = (int64_t)labels[i];
+        if (filtered && !bsearch(&id, allowed, nallowed, sizeof *allowed, cmp_i64))
+            continue;
+        if ((rc = kb_hits_push(out, id, dist[i])) != KB_OK)
+            break;
+    }
+out:
+    free(dist);
+    free(labels);
+    free(allowed);
+    return rc;
+}
