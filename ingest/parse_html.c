@@ -162,6 +162,7 @@ static const char *const drop_classes[] = {
     "bd-sidebar", "bd-sidebar-primary", "bd-sidebar-secondary", "bd-header",
     "bd-footer", "sidebar-drawer", "md-sidebar", "md-header", "md-footer",
     "toctree-wrapper", "linenos", "copybutton", "skip-link", "related",
+    "anchor-link", "header-anchor", "heading-anchor", "hash-link",
     "navbar", "navigation", "footer", NULL
 };
 
@@ -227,6 +228,9 @@ static int dropped(const walker *w, const xmlNode *n)
     }
     const char *cls = attr(n, "class");
     if (cls && class_dropped(cls))
+        return 1;
+    /* docutils' local table of contents */
+    if (cls && has_token(cls, "contents") && has_token(cls, "topic"))
         return 1;
     const char *id = attr(n, "id");
     if (id) {

@@ -140,7 +140,7 @@ static void test_sphinx_fixture(void **state)
     /* chrome is gone */
     static const char *const gone[] = {
         "NAVLINK", "MOBILE-NAV", "BREADCRUMB", "NEXT-BUTTON", "FOOTER-COPYRIGHT",
-        "VERSIONS-PANEL", "SCRIPT-TEXT", "NOSCRIPT-TEXT", "color: red",
+        "VERSIONS-PANEL", "SCRIPT-TEXT", "NOSCRIPT-TEXT", "color: red", "LOCAL-TOC",
         "Permalink", "\xC2\xB6", NULL
     };
     for (size_t i = 0; gone[i]; i++)
@@ -265,6 +265,7 @@ static void test_simple_fixture(void **state)
     assert_non_null(b);
     assert_int_equal(b->depth, 3);
     assert_string_equal(b->anchor, "padding-example");
+    assert_string_equal(innermost(b), "Padding Example");   /* no "#" link */
     assert_string_equal(b->heading[1], "Bank Conflicts: Why & How");
 
     b = block_with(&doc, "Inside a div");
