@@ -140,6 +140,14 @@ static kb_rc run_mode(kb_store *store, kb_embedder *emb,
                 first_rc = qrc;
             continue;   /* scores stay 0 */
         }
+        if (res.mode != m->mode) {
+            /* e.g. hybrid on a KB without vectors is lexical: its numbers
+             * would be lexical's under another name */
+            kb_err_set(&m->err, KB_ERR_NOTFOUND, "the KB answered in %s mode "
+                       "instead (no vectors?)", kb_mode_name(res.mode));
+            kb_results_release(&res);
+            goto out;
+        }
         rc = kb_eval_score(q, res.items, res.n, o->k, &run->s);
         if (rc == KB_OK && o->verbose)
             rc = keep_top(q, &res, run);
