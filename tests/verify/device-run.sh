@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The GPU run behind BENCHMARKS.md's "GPU verification" numbers, for the
+# device machine: device info, every reference against the CPU float64
+# implementation, every optimised candidate (one-shot processes, then one
+# --serve process), and the adversarial set. Results go to $OUT (JSON lines).
+#   tests/verify/device-run.sh [OUTDIR]
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top"
+kv=${KB_VERIFY:-$top/build/kb-verify}
+out=${1:-${OUT:-/tmp/kb-verify-run}}
+mkdir -p "$out"
+export LD_LIBRARY_PATH="$top/.vrt:${CUDA_HOME:-/usr/local/cuda}/lib64:${LD_LIBRARY_PATH:-}"
+export KB_VERIFY_CACHE=/tmp/kb-verify-cache
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv >"$out/nvidia-smi.txt" 2>&1
+"$kv" --device-info --json >"$out/device.json" || { echo "skipped: no GPU"; exit 0; }
+cat "$out/device.json"; echo
+echo "== references vs CPU float64"
+for t in corpus/tasks/*/; do
+    r=$(timeout 300 "$kv" --reference --json "$t")
+    printf '%s\n' "$r" >>"$out/references.jsonl"
+    printf '%s\n' "$r" | python3 -c 'import json,sys; r=json.load(sys.stdin); print("%-12s %-10s %s" % (r["task"].split("/")[-2] if "/" in r["task"] else r["task"], r["verdict"], r["reason"][:110]))'
+done
+echo "== optimised candidates, one process each"
+for c in corpus/tasks/*/candidates/*.cu; do
+    t=${c%/candidates/*}
+    t0=$(date +%s%N)
+    r=$(timeout 120 "$kv" --json "$t" "$c")
+    t1=$(date +%s%N)
+    printf '%s\n' "$r" | python3 -c "import json,sys; r=json.load(sys.stdin); r['file']='$c'; r['process_ms']=$(( (t1 - t0) / 1000000 )); print(json.dumps(r))" >>"$out/candidates.jsonl"
+done
+python3 - "$out/candidates.jsonl" <<'P'
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    t = (r.get("timings") or [{}])[0]
+    c = t.get("candidate_ms", {}).get("median", 0); b = t.get("baseline_ms", {}).get("median", 0)
+    print("%-11s %-10s cand %8.4f ms  base %8.4f ms  floor %8.4f  x%6.2f  wall %6.0f ms  proc %5d ms  %s" % (
+        r["task"], r["verdict"], c, b, t.get("floor_ms", 0), r.get("speedup_geomean", 0),
+        r.get("wall_ms", 0), r.get("process_ms", 0), r["reason"][:80]))
+P
+echo "== the same candidates through one --serve process"
+for c in corpus/tasks/*/candidates/*.cu; do
+    printf '{"id":"%s","task":"%s","candidate":"%s"}\n' "$c" "${c%/candidates/*}" "$c"
+done >"$out/serve-requests.jsonl"
+t0=$(date +%s%N)
+timeout 300 "$kv" --serve <"$out/serve-requests.jsonl" >"$out/serve.jsonl"
+t1=$(date +%s%N)
+echo "serve: $(wc -l <"$out/serve.jsonl") results in $(( (t1 - t0) / 1000000 )) ms"
+python3 -c "
+import json,sys
+for l in open('$out/serve.jsonl'):
+    r=json.loads(l); print('%-11s %-10s x%6.2f wall %6.0f ms' % (r['task'], r['verdict'], r.get('speedup_geomean',0), r.get('wall_ms',0)))"
+echo "== adversarial set"
+tests/verify/run-adversarial.sh "$out/adversarial.jsonl"

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs every adversarial candidate (tests/verify/adversarial/*.cu) through
+# kb-verify and checks that each gets the verdict its first line expects:
+#   // expect: TASK VERDICT
+# Usage: tests/verify/run-adversarial.sh [RESULTS.jsonl]
+# Needs build/kb-verify and a GPU; prints "skipped: no GPU" without one.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+kv=${KB_VERIFY:-$top/build/kb-verify}
+log=${1:-/dev/null}
+[ -x "$kv" ] || { echo "skipped: no kb-verify (no CUDA toolkit)"; exit 0; }
+"$kv" --device-info --json >/dev/null 2>&1 || { echo "skipped: no GPU"; exit 0; }
+pass=0 fail=0
+for c in "$top"/tests/verify/adversarial/*.cu; do
+    read -r _ _ task want < <(grep -m1 '^// expect:' "$c")
+    t0=$(date +%s%N)
+    res=$(timeout 120 "$kv" --json --timeout-ms 2000 "$top/corpus/tasks/$task" "$c" 2>/dev/null)
+    rc=$?
+    t1=$(date +%s%N)
+    [ -n "$res" ] || res="{\"verdict\":\"$([ $rc -eq 124 ] && echo timeout || echo crash)\",\"reason\":\"no result (exit $rc)\"}"
+    got=$(printf '%s' "$res" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("verdict","?"))' 2>/dev/null || echo '?')
+    why=$(printf '%s' "$res" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("reason","")[:150])' 2>/dev/null)
+    printf '%s\n' "$res" | python3 -c "import json,sys; r=json.load(sys.stdin); r['file']='$(basename "$c")'; r['expected']='$want'; r['process_ms']=$(( (t1 - t0) / 1000000 )); print(json.dumps(r))" >>"$log" 2>/dev/null
+    if [ "$got" = "$want" ]; then
+        pass=$((pass + 1)); printf 'ok    %-24s %-14s %s\n' "$(basename "$c")" "$got" "$why"
+    else
+        fail=$((fail + 1)); printf 'FAIL  %-24s got %s, wanted %s: %s\n' "$(basename "$c")" "$got" "$want" "$why"
+    fi
+done
+echo "adversarial: $pass caught as expected, $fail not"
+[ "$fail" -eq 0 ]
