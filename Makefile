@@ -70,6 +70,11 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libkb.a
 
 -include $(LIB_OBJ:.o=.d) $(MAIN_OBJ:.o=.d)
 
+# benchmark programs (scripts/bench-*.sh)
+$(BUILD)/bench/%: tests/bench/%.c $(BUILD)/libkb.a
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libkb.a $(LIBS)
+
 # the encoder's always-inlined AVX helpers: no ABI is crossed
 $(BUILD)/obj/index/bert.o: ALL_CFLAGS += -Wno-psabi
 

@@ -6,20 +6,29 @@
  *
  * A batch is packed without padding: the dense layers run over all tokens
  * of the batch at once (one GEMM each), attention runs per sequence, so no
- * padded position is ever computed or masked. Matrix products go through
- * cblas_sgemm; the element-wise work (bias + GELU, softmax, LayerNorm) uses
- * 8-wide vector code, compiled for AVX2+FMA and for the baseline and
+ * padded position is ever computed or masked. With several threads, the
+ * sequences of a batch are split between workers, each running the whole
+ * forward pass over its share with single-threaded BLAS: no synchronisation,
+ * and no BLAS threading overhead on the small attention products (BLAS's
+ * own threads scale poorly here: see BENCHMARKS.md). Matrix products go
+ * through cblas_sgemm; the element-wise work (bias + GELU, softmax, LayerNorm) uses
+ * 8-wide vector code, compiled for x86-64-v3 (AVX2, FMA) and for the baseline and
  * picked at run time (target_clones).
  */
 #include "index/index_int.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #ifdef KB_BLAS_BLIS
+/* BLIS's cblas.h defines static inline helpers it does not use */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
 #include <cblas.h>
+#pragma GCC diagnostic pop
 void bli_thread_set_num_threads(int64_t n);
 #else
 #include <cblas.h>
@@ -43,9 +52,12 @@ struct kb_bert {
     const float *word, *pos, *type, *eln_w, *eln_b;
     size_t vocab;
     layer L[NLAYER];
-    float *ws;               /* work space */
-    size_t ws_tokens;        /* tokens it has room for */
-    size_t ws_maxlen;        /* longest sequence it has room for */
+    int nthreads;            /* workers for a batch */
+    struct work {
+        float *ws;           /* work space */
+        size_t tokens;       /* tokens it has room for */
+        size_t maxlen;       /* longest sequence it has room for */
+    } *work;                 /* [nthreads] */
 };
 
 /* ------------------------------------------------------------ vector math */
@@ -59,7 +71,7 @@ typedef int32_t i8 __attribute__((vector_size(32)));
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
     !defined(__SANITIZE_ADDRESS__)
-#define KB_CLONES __attribute__((target_clones("arch=haswell", "default")))
+#define KB_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define KB_CLONES
 #endif
@@ -151,8 +163,13 @@ KB_CLONES static void softmax_rows(float *s, size_t rows, size_t n)
 {
     size_t nv = n & ~(size_t)7;
     for (size_t r = 0; r < rows; r++, s += n) {
+        f8 mx = splat(-INFINITY);
+        for (size_t j = 0; j < nv; j += 8)
+            mx = vmax(mx, ld8(s + j));
         float m = -INFINITY;
-        for (size_t j = 0; j < n; j++)
+        for (int k = 0; k < 8; k++)
+            m = mx[k] > m ? mx[k] : m;
+        for (size_t j = nv; j < n; j++)
             m = s[j] > m ? s[j] : m;
         f8 acc = splat(0.0f), mv = splat(m);
         for (size_t j = 0; j < nv; j += 8) {
@@ -226,19 +243,27 @@ static const float *weight(const kb_safetensors *st, const char *name,
     return t->data;
 }
 
-static void set_threads(int threads)
+/* BLAS runs single-threaded: the parallelism is ours (workers). */
+static void blas_single_thread(void)
 {
 #ifdef KB_BLAS_BLIS
-    if (threads <= 0 && !getenv("BLIS_NUM_THREADS") && !getenv("OMP_NUM_THREADS")) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = n > 0 ? (int)n : 1;
-    }
-    if (threads > 0)
-        bli_thread_set_num_threads(threads);
+    bli_thread_set_num_threads(1);
 #else
-    if (threads > 0)
-        openblas_set_num_threads(threads);
+    openblas_set_num_threads(1);
 #endif
+}
+
+/* threads <= 0: $KB_THREADS, else the online CPUs (at most 16). */
+static int pick_threads(int threads)
+{
+    if (threads > 0)
+        return threads > 64 ? 64 : threads;
+    long n;
+    const char *env = getenv("KB_THREADS");
+    if (env && kb_parse_long(env, 1, 64, &n) == KB_OK)
+        return (int)n;
+    n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 16 ? 16 : (int)n;
 }
 
 kb_rc kb_bert_open(const kb_safetensors *st, int threads, kb_bert **out,
@@ -305,7 +330,13 @@ kb_rc kb_bert_open(const kb_safetensors *st, int threads, kb_bert **out,
             memcpy(L->qkv_b + k * H, qkv[2 * k + 1], H * sizeof(float));
         }
     }
-    set_threads(threads);
+    b->nthreads = pick_threads(threads);
+    b->work = calloc((size_t)b->nthreads, sizeof *b->work);
+    if (!b->work) {
+        kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    blas_single_thread();
     *out = b;
     return KB_OK;
 fail:
@@ -321,7 +352,10 @@ void kb_bert_free(kb_bert *b)
         free(b->L[l].qkv_w);
         free(b->L[l].qkv_b);
     }
-    free(b->ws);
+    if (b->work)
+        for (int i = 0; i < b->nthreads; i++)
+            free(b->work[i].ws);
+    free(b->work);
     free(b);
 }
 
@@ -335,47 +369,56 @@ static void linear(const float *x, const float *w, float *y, size_t rows,
                 (int)k, 1.0f, x, (int)k, w, (int)k, 0.0f, y, (int)n);
 }
 
-kb_rc kb_bert_encode(kb_bert *b, const int32_t *ids, const size_t *lens,
-                     size_t batch, float *out, kb_err *err)
+/* One worker's share: sequences [s0, s1) of the batch, their ids from
+ * ids, vectors into out. */
+typedef struct {
+    const kb_bert *b;
+    struct work *w;
+    const int32_t *ids;
+    const size_t *lens;
+    size_t nseq;
+    float *out;
+    int failed;
+} job;
+
+static void forward(job *jb)
 {
-    size_t T = 0, maxlen = 0;
+    const kb_bert *b = jb->b;
+    const size_t *lens = jb->lens;
+    size_t batch = jb->nseq, T = 0, maxlen = 0;
     for (size_t s = 0; s < batch; s++) {
-        if (lens[s] < 1 || lens[s] > MAXPOS)
-            return kb_err_set(err, KB_ERR_INTERNAL, "bad sequence length %zu", lens[s]);
         T += lens[s];
         maxlen = lens[s] > maxlen ? lens[s] : maxlen;
     }
-    for (size_t t = 0; t < T; t++)
-        if (ids[t] < 0 || (size_t)ids[t] >= b->vocab)
-            return kb_err_set(err, KB_ERR_INTERNAL, "token id %d out of range",
-                              (int)ids[t]);
-    if (T > b->ws_tokens || maxlen > b->ws_maxlen) {
-        size_t nt = T > b->ws_tokens ? T : b->ws_tokens;
-        size_t nl = maxlen > b->ws_maxlen ? maxlen : b->ws_maxlen;
-        free(b->ws);
-        b->ws = malloc((nt * (H + 3 * H + H + FF) + nl * nl) * sizeof(float));
-        if (!b->ws) {
-            b->ws_tokens = b->ws_maxlen = 0;
-            return kb_err_set(err, KB_ERR_NOMEM, "out of memory for %zu tokens", T);
+    struct work *w = jb->w;
+    if (T > w->tokens || maxlen > w->maxlen) {
+        size_t nt = T > w->tokens ? T : w->tokens;
+        size_t nl = maxlen > w->maxlen ? maxlen : w->maxlen;
+        free(w->ws);
+        w->ws = malloc((nt * (H + 3 * H + H + FF) + nl * nl) * sizeof(float));
+        if (!w->ws) {
+            w->tokens = w->maxlen = 0;
+            jb->failed = 1;
+            return;
         }
-        b->ws_tokens = nt;
-        b->ws_maxlen = nl;
+        w->tokens = nt;
+        w->maxlen = nl;
     }
-    float *x = b->ws;                       /* [T][H] hidden states */
-    float *qkv = x + b->ws_tokens * H;      /* [T][3H] */
-    float *ctx = qkv + b->ws_tokens * 3 * H;/* [T][H] attention output */
-    float *ff = ctx + b->ws_tokens * H;     /* [T][FF] */
-    float *sc = ff + b->ws_tokens * FF;     /* [maxlen][maxlen] scores */
-
+    const int32_t *ids = jb->ids;
+    float *x = w->ws;                       /* [T][H] hidden states */
+    float *qkv = x + w->tokens * H;         /* [T][3H] */
+    float *ctx = qkv + w->tokens * 3 * H;   /* [T][H] attention output */
+    float *ff = ctx + w->tokens * H;        /* [T][FF] */
+    float *sc = ff + w->tokens * FF;        /* [maxlen][maxlen] scores */
     /* embeddings: word + position + token type 0, LayerNorm */
     size_t t = 0;
     for (size_t s = 0; s < batch; s++)
         for (size_t p = 0; p < lens[s]; p++, t++) {
-            const float *w = b->word + (size_t)ids[t] * H;
+            const float *we = b->word + (size_t)ids[t] * H;
             const float *ps = b->pos + p * H;
             float *xt = x + t * H;
             for (size_t j = 0; j < H; j++)
-                xt[j] = w[j] + ps[j] + b->type[j];
+                xt[j] = we[j] + ps[j] + b->type[j];
         }
     layer_norm(x, NULL, NULL, b->eln_w, b->eln_b, T);
 
@@ -412,7 +455,7 @@ kb_rc kb_bert_encode(kb_bert *b, const int32_t *ids, const size_t *lens,
     /* mean pooling over each sequence, L2 normalisation */
     t = 0;
     for (size_t s = 0; s < batch; s++) {
-        float *o = out + s * H;
+        float *o = jb->out + s * H;
         double acc[H] = { 0 };
         for (size_t p = 0; p < lens[s]; p++, t++)
             for (size_t j = 0; j < H; j++)
@@ -428,5 +471,61 @@ kb_rc kb_bert_encode(kb_bert *b, const int32_t *ids, const size_t *lens,
         for (size_t j = 0; j < H; j++)
             o[j] = (float)(acc[j] / norm);
     }
-    return KB_OK;
+}
+
+static void *forward_thread(void *arg)
+{
+    forward(arg);
+    return NULL;
+}
+
+kb_rc kb_bert_encode(kb_bert *b, const int32_t *ids, const size_t *lens,
+                     size_t batch, float *out, kb_err *err)
+{
+    size_t T = 0;
+    for (size_t s = 0; s < batch; s++) {
+        if (lens[s] < 1 || lens[s] > MAXPOS)
+            return kb_err_set(err, KB_ERR_INTERNAL, "bad sequence length %zu", lens[s]);
+        T += lens[s];
+    }
+    for (size_t t = 0; t < T; t++)
+        if (ids[t] < 0 || (size_t)ids[t] >= b->vocab)
+            return kb_err_set(err, KB_ERR_INTERNAL, "token id %d out of range",
+                              (int)ids[t]);
+    /* split the sequences into nw runs of about T / nw tokens */
+    size_t nw = (size_t)b->nthreads < batch ? (size_t)b->nthreads : batch;
+    job jobs[64];
+    size_t s = 0, t = 0, done_tokens = 0;
+    for (size_t i = 0; i < nw; i++) {
+        size_t goal = T * (i + 1) / nw, s0 = s, t0 = t;
+        while (s < batch && (done_tokens < goal || s == s0) &&
+               batch - s > nw - i - 1) {
+            done_tokens += lens[s];
+            t += lens[s];
+            s++;
+        }
+        if (i == nw - 1)
+            while (s < batch) {
+                t += lens[s];
+                s++;
+            }
+        jobs[i] = (job){ b, &b->work[i], ids + t0, lens + s0, s - s0,
+                         out + s0 * H, 0 };
+    }
+    pthread_t tid[64];
+    int started[64] = { 0 };
+    for (size_t i = 1; i < nw; i++)
+        started[i] = pthread_create(&tid[i], NULL, forward_thread, &jobs[i]) == 0;
+    forward(&jobs[0]);
+    kb_rc rc = KB_OK;
+    for (size_t i = 1; i < nw; i++) {
+        if (started[i])
+            pthread_join(tid[i], NULL);
+        else
+            forward(&jobs[i]);   /* no thread: do it here */
+    }
+    for (size_t i = 0; i < nw; i++)
+        if (jobs[i].failed)
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory for %zu tokens", T);
+    return rc;
 }
