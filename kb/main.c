@@ -48,6 +48,16 @@ static const kb_command commands[] = {
       "  --k N             cut-off (default 10)\n"
       "  --json            print JSON\n"
       "  --verbose         per-query results\n" },
+    { "verify", cmd_verify,
+      "kb verify [options] TASK CANDIDATE.cu | --suite DIR --candidates DIR",
+      "verify a candidate kernel on the GPU (runs kb-verify), or a task suite",
+      "  --json            print the JSON result (see README)\n"
+      "  --suite DIR       every task under DIR (corpus/tasks); prints fast_p\n"
+      "  --candidates DIR  DIR/TASK.cu, DIR/TASK/*.cu, DIR/TASK/candidates/*.cu\n"
+      "  --results DIR     score kb-verify JSON results saved in DIR instead\n"
+      "  --serve           one kb-verify --serve process for all candidates\n"
+      "  --no-timing       correctness only\n"
+      "  --timeout S       wall-clock limit per candidate (default 120)\n" },
 };
 static const size_t ncommands = sizeof commands / sizeof commands[0];
 
