@@ -44,8 +44,14 @@ size_t kb_dtype_size(kb_dtype t)
 
 /* ------------------------------------------------------------------ expressions */
 
-/* A recursive-descent parser; values are doubles, integral where the
- * expression only uses integers. */
+/* A recursive-descent parser over values that know whether they are
+ * integers (from integer literals, dims and integer operations) or reals
+ * (a literal with '.' or an exponent, sqrt, a real operand). */
+typedef struct {
+    double v;
+    int real;
+} num;
+
 typedef struct {
     const char *s, *p;
     const char *const *names;
@@ -55,7 +61,7 @@ typedef struct {
     kb_rc rc;
 } expr_st;
 
-static double e_sum(expr_st *e);
+static num e_sum(expr_st *e);
 
 static void e_ws(expr_st *e)
 {
@@ -63,22 +69,17 @@ static void e_ws(expr_st *e)
         e->p++;
 }
 
-static double e_fail(expr_st *e, const char *what)
+static num e_fail(expr_st *e, const char *what)
 {
     if (e->rc == KB_OK)
         e->rc = kb_err_set(e->err, KB_ERR_PARSE, "bad expression '%s': %s",
                            e->s, what);
-    return 0;
+    return (num){ 0, 0 };
 }
 
-static int is_int(double v)
+static num e_call(expr_st *e, const char *name, size_t len)
 {
-    return v == floor(v) && fabs(v) < 9.0e15;
-}
-
-static double e_call(expr_st *e, const char *name, size_t len)
-{
-    double args[2] = { 0, 0 };
+    num args[2] = { { 0, 0 }, { 0, 0 } };
     int nargs = 0;
     e->p++; /* '(' */
     for (;;) {
@@ -87,7 +88,7 @@ static double e_call(expr_st *e, const char *name, size_t len)
             return e_fail(e, "too many arguments");
         args[nargs++] = e_sum(e);
         if (e->rc)
-            return 0;
+            return (num){ 0, 0 };
         e_ws(e);
         if (*e->p == ',') {
             e->p++;
@@ -99,33 +100,35 @@ static double e_call(expr_st *e, const char *name, size_t len)
         }
         return e_fail(e, "expected ',' or ')'");
     }
+    double a = args[0].v, b = args[1].v;
+    int real = args[0].real || (nargs == 2 && args[1].real);
 #define FN(s) (len == sizeof(s) - 1 && strncmp(name, s, len) == 0)
     if (FN("ceil_div") && nargs == 2) {
-        if (args[1] == 0)
+        if (b == 0)
             return e_fail(e, "division by zero");
-        return ceil(args[0] / args[1]);
+        return (num){ ceil(a / b), 0 };
     }
     if (FN("min") && nargs == 2)
-        return args[0] < args[1] ? args[0] : args[1];
+        return (num){ a < b ? a : b, real };
     if (FN("max") && nargs == 2)
-        return args[0] > args[1] ? args[0] : args[1];
+        return (num){ a > b ? a : b, real };
     if (FN("sqrt") && nargs == 1)
-        return sqrt(args[0]);
+        return (num){ sqrt(a), 1 };
     if (FN("floor") && nargs == 1)
-        return floor(args[0]);
+        return (num){ floor(a), 0 };
     if (FN("ceil") && nargs == 1)
-        return ceil(args[0]);
+        return (num){ ceil(a), 0 };
 #undef FN
     return e_fail(e, "unknown function or wrong number of arguments");
 }
 
-static double e_atom(expr_st *e)
+static num e_atom(expr_st *e)
 {
     e_ws(e);
     const char *p = e->p;
     if (*p == '(') {
         e->p++;
-        double v = e_sum(e);
+        num v = e_sum(e);
         e_ws(e);
         if (*e->p != ')')
             return e_fail(e, "expected ')'");
@@ -134,7 +137,9 @@ static double e_atom(expr_st *e)
     }
     if (*p == '-') {
         e->p++;
-        return -e_atom(e);
+        num v = e_atom(e);
+        v.v = -v.v;
+        return v;
     }
     if (*p == '+') {
         e->p++;
@@ -145,8 +150,12 @@ static double e_atom(expr_st *e)
         double v = strtod(p, &end);
         if (end == p)
             return e_fail(e, "bad number");
+        int real = 0;
+        for (const char *q = p; q < end; q++)
+            if (*q == '.' || *q == 'e' || *q == 'E')
+                real = 1;
         e->p = end;
-        return v;
+        return (num){ v, real };
     }
     if (isalpha((unsigned char)*p) || *p == '_') {
         const char *q = p;
@@ -159,57 +168,60 @@ static double e_atom(expr_st *e)
             return e_call(e, p, len);
         for (size_t i = 0; i < e->n; i++)
             if (strlen(e->names[i]) == len && strncmp(e->names[i], p, len) == 0)
-                return e->values[i];
+                return (num){ e->values[i], e->values[i] != floor(e->values[i]) };
         if (e->rc == KB_OK)
             e->rc = kb_err_set(e->err, KB_ERR_PARSE,
                                "bad expression '%s': unknown name '%.*s'",
                                e->s, (int)len, p);
-        return 0;
+        return (num){ 0, 0 };
     }
     return e_fail(e, *p ? "unexpected character" : "unexpected end");
 }
 
-static double e_prod(expr_st *e)
+static num e_prod(expr_st *e)
 {
-    double v = e_atom(e);
+    num v = e_atom(e);
     for (;;) {
         if (e->rc)
-            return 0;
+            return (num){ 0, 0 };
         e_ws(e);
         char op = *e->p;
         if (op != '*' && op != '/' && op != '%')
             return v;
         e->p++;
-        double r = e_atom(e);
+        num r = e_atom(e);
         if (e->rc)
-            return 0;
+            return (num){ 0, 0 };
+        int real = v.real || r.real;
         if (op == '*') {
-            v *= r;
-        } else if (r == 0) {
+            v.v *= r.v;
+        } else if (r.v == 0) {
             return e_fail(e, "division by zero");
         } else if (op == '/') {
-            v = is_int(v) && is_int(r) ? trunc(v / r) : v / r;
+            v.v = real ? v.v / r.v : trunc(v.v / r.v);
         } else {
-            if (!is_int(v) || !is_int(r))
+            if (real)
                 return e_fail(e, "'%' needs integers");
-            v = fmod(v, r);
+            v.v = fmod(v.v, r.v);
         }
+        v.real = real;
     }
 }
 
-static double e_sum(expr_st *e)
+static num e_sum(expr_st *e)
 {
-    double v = e_prod(e);
+    num v = e_prod(e);
     for (;;) {
         if (e->rc)
-            return 0;
+            return (num){ 0, 0 };
         e_ws(e);
         char op = *e->p;
         if (op != '+' && op != '-')
             return v;
         e->p++;
-        double r = e_prod(e);
-        v = op == '+' ? v + r : v - r;
+        num r = e_prod(e);
+        v.v = op == '+' ? v.v + r.v : v.v - r.v;
+        v.real = v.real || r.real;
     }
 }
 
@@ -219,14 +231,14 @@ kb_rc kb_expr_eval(const char *expr, const char *const *names,
     expr_st e = { expr, expr, names, values, n, err, KB_OK };
     if (!expr)
         return kb_err_set(err, KB_ERR_PARSE, "missing expression");
-    double v = e_sum(&e);
+    num v = e_sum(&e);
     if (e.rc)
         return e.rc;
     e_ws(&e);
     if (*e.p)
         return kb_err_set(err, KB_ERR_PARSE,
                           "bad expression '%s': unexpected '%s'", expr, e.p);
-    *out = v;
+    *out = v.v;
     return KB_OK;
 }
 

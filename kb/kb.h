@@ -528,7 +528,8 @@ kb_rc kb_task_eval(const kb_task *t, const kb_shape *s, const char *expr,
 
 /* Evaluates an arithmetic expression: numbers, names (from names/values),
  * + - * / % and parentheses, and the functions ceil_div(a,b), min, max,
- * sqrt, floor, ceil. '/' of two integers divides as integers (C's rule). */
+ * sqrt, floor, ceil. '/' of two integers divides as integers (C's rule); a
+ * literal with a point or an exponent, and sqrt, make a value real. */
 kb_rc kb_expr_eval(const char *expr, const char *const *names,
                    const double *values, size_t n, double *out, kb_err *err);
 

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# kb verify without a GPU: usage errors, the child process's wall-clock
+# limit, a child that crashes or prints nothing, and fast_p over saved
+# results (a fixture written from our own H200 run).
+. "$(dirname "$0")/lib.sh"
+cd "$KB_TOP"
+expect_rc 2 kb verify
+contains "$out" "need TASK and CANDIDATE.cu"
+expect_rc 2 kb verify --suite corpus/tasks
+contains "$out" "--candidates DIR or --results DIR"
+expect_rc 2 kb verify --frob
+expect_rc 1 kb verify no_such_task x.cu
+contains "$out" "no task 'no_such_task'"
+expect_rc 1 kb verify gelu /nonexistent.cu
+contains "$out" "cannot open '/nonexistent.cu'"
+expect_rc 0 kb verify --help
+contains "$out" "--suite DIR"
+
+# fake kb-verify children: one that hangs, one that crashes, one that answers
+cat >"$KB_TMP/hang" <<'S'
+#!/bin/sh
+sleep 30
+S
+cat >"$KB_TMP/segv" <<'S'
+#!/bin/sh
+kill -SEGV $$
+S
+cat >"$KB_TMP/good" <<'S'
+#!/bin/sh
+echo '{"kb_verify":1,"task":"gelu","candidate":"c.cu","verdict":"faster","reason":"ok","speedup_geomean":1.5,"wall_ms":3}'
+S
+chmod +x "$KB_TMP/hang" "$KB_TMP/segv" "$KB_TMP/good"
+c=corpus/tasks/gelu/candidates/vec4.cu
+start=$(date +%s)
+KB_VERIFY="$KB_TMP/hang" expect_rc 1 kb verify --timeout 1 --json gelu "$c"
+contains "$out" '"verdict":"timeout"'
+[ $(( $(date +%s) - start )) -lt 10 ] || fail "the wall-clock limit did not stop the child"
+KB_VERIFY="$KB_TMP/segv" expect_rc 1 kb verify --json gelu "$c"
+contains "$out" '"verdict":"crash"'
+contains "$out" "signal 11"
+KB_VERIFY="$KB_TMP/good" expect_rc 0 kb verify gelu "$c"
+contains "$out" "gelu: faster"
+KB_VERIFY=/nonexistent/kb-verify expect_rc 4 kb verify gelu "$c"
+contains "$out" "cannot run '/nonexistent/kb-verify'"
+
+# the suite against a fake child: every task gets its candidates run
+KB_VERIFY="$KB_TMP/good" expect_rc 0 kb verify --suite corpus/tasks --candidates corpus/tasks --json
+contains "$out" '"candidates":1'
+# fast_p from saved results (our H200 run, trimmed to the fields scored)
+expect_rc 0 kb verify --suite corpus/tasks --results tests/fixtures/verify --json
+contains "$out" '"fast_p":{"0":0.7,"1":0.5,"1.5":0.4,"2":0.3}'
+contains "$out" '"task":"scan","candidate":"corpus/tasks/scan/candidates/warp_scan.cu","verdict":"faster"'
+expect_rc 0 kb verify --suite corpus/tasks --results tests/fixtures/verify
+contains "$out" "fast_0 0.70  fast_1 0.50  fast_1.5 0.40  fast_2 0.30"
+echo ok

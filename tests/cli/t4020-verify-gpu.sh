@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# On a GPU: every reference matches its CPU float64 implementation, and
+# every committed optimised candidate verifies (faster than the reference;
+# correct against cuBLAS for the GEMMs). Prints "skipped: no GPU" elsewhere.
+. "$(dirname "$0")/lib.sh"
+kv="$KB_BUILD/kb-verify"
+[ -x "$kv" ] || { echo "skipped: no kb-verify (no CUDA toolkit)"; exit 0; }
+"$kv" --device-info --json >/dev/null 2>&1 || { echo "skipped: no GPU"; exit 0; }
+cd "$KB_TOP"
+for t in corpus/tasks/*/; do
+    out=$(timeout 300 "$kv" --reference "$t") || fail "reference of $t: $out"
+    contains "$out" "matches the CPU float64"
+done
+for c in corpus/tasks/*/candidates/*.cu; do
+    t=${c%/candidates/*}
+    out=$(timeout 120 "$kv" "$t" "$c")
+    case $t in
+        */gemm_*) contains "$out" ": correct" ;;
+        *) contains "$out" ": faster" ;;
+    esac
+done
+echo ok

@@ -1,0 +1,293 @@
+/* test_verify_task.c - the plain-C side of GPU verification (no GPU, no
+ * CUDA): size expressions, every committed task.json, malformed tasks,
+ * candidates' launch overrides, source refusal, fast_p. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kb/kb.h"
+
+static const char *top(void)
+{
+    const char *t = getenv("KB_TOP");
+    return t ? t : ".";
+}
+
+static double ev(const char *e, kb_rc want_rc)
+{
+    const char *names[] = { "N", "M", "K" };
+    double vals[] = { 1000003, 64, 7 };
+    double out = -1;
+    kb_err err;
+    kb_err_clear(&err);
+    kb_rc rc = kb_expr_eval(e, names, vals, 3, &out, &err);
+    assert_int_equal(rc, want_rc);
+    if (rc)
+        assert_true(strstr(err.msg, "bad expression") != NULL);
+    return out;
+}
+
+static void test_expressions(void **state)
+{
+    (void)state;
+    assert_true(ev("N", KB_OK) == 1000003);
+    assert_true(ev("M*K", KB_OK) == 448);
+    assert_true(ev("ceil_div(N,256)", KB_OK) == 3907);
+    assert_true(ev("ceil_div(N, 256) * 256 - N", KB_OK) == 189);
+    assert_true(ev("N/256", KB_OK) == 3906);          /* integer division */
+    assert_true(ev("7/2.0", KB_OK) == 3.5);
+    assert_true(ev("N%256", KB_OK) == 67);
+    assert_true(ev("min(M,K)+max(M,K)", KB_OK) == 71);
+    assert_true(ev("-(M-K)*2", KB_OK) == -114);
+    assert_true(ev("sqrt(M)", KB_OK) == 8);
+    assert_true(ev("1e-5*sqrt(M)", KB_OK) > 7.99e-5);
+    assert_true(ev("2*(M+K)", KB_OK) == 142);
+    ev("Q*2", KB_ERR_PARSE);            /* unknown name */
+    ev("N/0", KB_ERR_PARSE);
+    ev("ceil_div(N)", KB_ERR_PARSE);
+    ev("(N", KB_ERR_PARSE);
+    ev("N N", KB_ERR_PARSE);
+    ev("frob(1,2)", KB_ERR_PARSE);
+    ev("", KB_ERR_PARSE);
+}
+
+/* Every committed task loads, has >= 3 shapes (one timed, one that is no
+ * multiple of 32), inputs with >= 2 distributions, a reference.cu defining
+ * each kernel of its launch, and a roofline. */
+static void test_committed_tasks(void **state)
+{
+    (void)state;
+    char *dir = kb_path_join(top(), "corpus/tasks");
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char *td = kb_path_join(dir, e->d_name);
+        kb_task *t = NULL;
+        kb_err err;
+        kb_err_clear(&err);
+        kb_rc rc = kb_task_load(td, &t, &err);
+        if (rc)
+            fail_msg("%s: %s", td, err.msg);
+        assert_string_equal(t->name, e->d_name);
+        assert_true(t->nshapes >= 3);
+        assert_true(t->shapes[0].timed);
+        int odd = 0;
+        for (size_t s = 0; s < t->nshapes; s++)
+            for (size_t k = 0; k < t->ndims; k++)
+                if ((long)t->shapes[s].dims[k] % 32)
+                    odd = 1;
+        assert_true(odd);
+        int inputs = 0, outputs = 0;
+        for (size_t i = 0; i < t->nparams; i++) {
+            if (t->params[i].role == KB_ROLE_INPUT) {
+                inputs++;
+                assert_true(t->params[i].ndists >= 2);
+            }
+            outputs += t->params[i].role == KB_ROLE_OUTPUT;
+        }
+        assert_true(inputs >= 1 && outputs >= 1);
+        assert_non_null(t->roof_bytes);
+        double bytes = 0;
+        assert_int_equal(kb_task_eval(t, &t->shapes[0], t->roof_bytes, &bytes, NULL), KB_OK);
+        assert_true(bytes > 1e6);    /* the target shape fills the GPU */
+        char *rp = kb_path_join(td, "reference.cu");
+        kb_buf src;
+        kb_buf_init(&src, 0);
+        assert_int_equal(kb_read_file(rp, 1 << 20, &src, NULL), KB_OK);
+        for (size_t l = 0; l < t->nlaunches; l++) {
+            kb_buf want;
+            kb_buf_init(&want, 0);
+            kb_buf_printf(&want, "void %s(", t->launches[l].kernel);
+            if (!strstr(src.data, want.data))
+                fail_msg("%s: reference.cu lacks kernel %s", td, t->launches[l].kernel);
+            kb_buf_release(&want);
+        }
+        kb_buf refuse;
+        kb_buf_init(&refuse, 0);
+        assert_int_equal(kb_verify_refuse(src.data, &refuse), 0);
+        kb_buf_release(&refuse);
+        kb_buf_release(&src);
+        free(rp);
+        kb_task_free(t);
+        free(td);
+        n++;
+    }
+    closedir(d);
+    free(dir);
+    assert_true(n >= 10);
+}
+
+static void write_task(const char *dir, const char *json)
+{
+    mkdir(dir, 0755);
+    char *p = kb_path_join(dir, "task.json");
+    assert_int_equal(kb_write_file_atomic(p, json, strlen(json), NULL), KB_OK);
+    free(p);
+}
+
+static void test_bad_tasks(void **state)
+{
+    (void)state;
+    char tmpl[] = "/tmp/kbtaskXXXXXX";
+    assert_non_null(mkdtemp(tmpl));
+    char *d = kb_path_join(tmpl, "t");
+    static const struct { const char *json, *msg; } cases[] = {
+        { "[1,2]", "is not a JSON object" },
+        { "{\"name\":\"t\"}", "\"dtype\"" },
+        { "{\"name\":\"t\",\"dtype\":\"f32\",\"dims\":[\"N\"],\"params\":[{\"name\":\"x\","
+          "\"type\":\"f32\",\"role\":\"input\",\"size\":\"N\",\"dist\":[\"normal\"]}]}",
+          "at least 2 distributions" },
+        { "{\"name\":\"t\",\"dtype\":\"f32\",\"dims\":[\"N\"],\"params\":[{\"name\":\"x\","
+          "\"type\":\"f99\",\"role\":\"input\",\"size\":\"N\"}]}", "bad type" },
+        { "{\"name\":\"t\",\"dtype\":\"f32\",\"dims\":[\"N\"],\"params\":[{\"name\":\"y\","
+          "\"type\":\"f32\",\"role\":\"output\",\"size\":\"N*Q\"}],\"shapes\":[{\"name\":"
+          "\"a\",\"N\":4}],\"launch\":{\"grid\":1,\"block\":32}}", "unknown name 'Q'" },
+        { "{\"name\":\"t\",\"dtype\":\"f32\",\"dims\":[\"N\"],\"params\":[{\"name\":\"y\","
+          "\"type\":\"f32\",\"role\":\"output\",\"size\":\"N\"}],\"shapes\":[{\"name\":"
+          "\"a\"}],\"launch\":{\"grid\":1,\"block\":32}}", "needs a positive 'N'" },
+        { "{\"name\":\"t\",\"dtype\":\"f32\",\"dims\":[\"N\"],\"params\":[{\"name\":\"y\","
+          "\"type\":\"f32\",\"role\":\"output\",\"size\":\"N\"}],\"shapes\":[{\"name\":"
+          "\"a\",\"N\":4}]}", "missing \"launch\"" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        write_task(d, cases[i].json);
+        kb_task *t = (kb_task *)1;
+        kb_err err;
+        kb_err_clear(&err);
+        assert_int_equal(kb_task_load(d, &t, &err), KB_ERR_PARSE);
+        assert_null(t);
+        if (!strstr(err.msg, cases[i].msg))
+            fail_msg("case %zu: '%s' lacks '%s'", i, err.msg, cases[i].msg);
+    }
+    kb_task *t = NULL;
+    kb_err err;
+    kb_err_clear(&err);
+    assert_int_equal(kb_task_load("/nonexistent/task", &t, &err), KB_ERR_IO);
+    assert_true(strstr(err.msg, "cannot open '/nonexistent/task/task.json'") != NULL);
+    char *p = kb_path_join(d, "task.json");
+    unlink(p);
+    free(p);
+    rmdir(d);
+    rmdir(tmpl);
+    free(d);
+}
+
+static void test_launch_overrides(void **state)
+{
+    (void)state;
+    const char *src =
+        "// A candidate.\n"
+        "// kb-launch: kernel=zero grid=1 block=256\n"
+        "  // kb-launch: kernel=tile grid=ceil_div(N,32),ceil_div(M,32) block=32,8 shared=4*1024\n"
+        "// kb-verify: arch=sm_90a\n"
+        "extern \"C\" __global__ void zero() {}\n";
+    kb_launch *l = NULL;
+    size_t n = 0;
+    char *arch = NULL;
+    kb_err err;
+    kb_err_clear(&err);
+    assert_int_equal(kb_launch_parse_source(src, &l, &n, &arch, &err), KB_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(l[0].kernel, "zero");
+    assert_string_equal(l[0].grid[0], "1");
+    assert_null(l[0].grid[1]);
+    assert_string_equal(l[1].kernel, "tile");
+    assert_string_equal(l[1].grid[0], "ceil_div(N,32)");
+    assert_string_equal(l[1].grid[1], "ceil_div(M,32)");
+    assert_string_equal(l[1].block[1], "8");
+    assert_string_equal(l[1].shared, "4*1024");
+    assert_string_equal(arch, "sm_90a");
+    kb_launches_free(l, n);
+    free(arch);
+    /* none */
+    assert_int_equal(kb_launch_parse_source("__global__ void f() {}", &l, &n, NULL, &err), KB_OK);
+    assert_int_equal(n, 0);
+    assert_null(l);
+    /* malformed */
+    static const char *bad[] = {
+        "// kb-launch: kernel=f grid=1\n",
+        "// kb-launch: kernel=f grid=1 block=32 colour=red\n",
+        "// kb-launch: kernel=f grid=1,2,3,4 block=32\n",
+        "// kb-launch: kernel f\n",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        kb_err_clear(&err);
+        assert_int_equal(kb_launch_parse_source(bad[i], &l, &n, NULL, &err), KB_ERR_PARSE);
+        assert_int_equal(n, 0);
+        assert_true(strstr(err.msg, "kb-launch") != NULL);
+    }
+}
+
+static void refused(const char *src, const char *why)
+{
+    kb_buf b;
+    kb_buf_init(&b, 0);
+    int r = kb_verify_refuse(src, &b);
+    if (why) {
+        if (!r || !strstr(b.data, why))
+            fail_msg("'%s' not refused for '%s' (%s)", src, why, b.data ? b.data : "");
+    } else if (r) {
+        fail_msg("'%s' refused: %s", src, b.data);
+    }
+    kb_buf_release(&b);
+}
+
+static void test_refusal(void **state)
+{
+    (void)state;
+    refused("__global__ void f(){ asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t)); }",
+            "globaltimer");
+    refused("__managed__ float x[4];", "__managed__");
+    refused("__global__ void f(){ float *p = (float*)malloc(4); }", "allocates");
+    refused("__global__ void f(){ float *p = new float[4]; }", "allocates");
+    refused("__global__ void f(){ g<<<1,1>>>(); }", "launches kernels");
+    refused("__global__ void f(){ cudaDeviceSynchronize(); }", "runtime");
+    refused("#include <stdio.h>\n__global__ void f(){}", "includes '<stdio.h>'");
+    /* fine: comments and strings mentioning them, allowed headers, names */
+    refused("// no %globaltimer, no malloc(), no <<<>>> here\n__global__ void f(){}", NULL);
+    refused("/* __managed__ */ __global__ void f(float *newval, int mallocs){}", NULL);
+    refused("#include <cuda_bf16.h>\n#include <mma.h>\n__global__ void f(){}", NULL);
+    refused("__global__ void f(int *a){ if (a[0] << 3 < 2) a[1] = 0; }", NULL);
+}
+
+static void test_fast_p(void **state)
+{
+    (void)state;
+    const char *v[] = { "faster", "correct", "incorrect", "suspicious", "faster", "" };
+    double s[] = { 2.5, 0.9, 3.0, 100.0, 1.2, 0 };
+    double ps[] = { 0, 1, 1.5, 2 };
+    double out[4];
+    kb_verify_fast_p(v, s, 6, ps, 4, out);
+    assert_true(out[0] == 3.0 / 6);
+    assert_true(out[1] == 2.0 / 6);
+    assert_true(out[2] == 1.0 / 6);
+    assert_true(out[3] == 1.0 / 6);
+    kb_verify_fast_p(v, s, 0, ps, 1, out);
+    assert_true(out[0] == 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_expressions),
+        cmocka_unit_test(test_committed_tasks),
+        cmocka_unit_test(test_bad_tasks),
+        cmocka_unit_test(test_launch_overrides),
+        cmocka_unit_test(test_refusal),
+        cmocka_unit_test(test_fast_p),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
