@@ -53,3 +53,8 @@ for l in open('$out/serve.jsonl'):
     r=json.loads(l); print('%-11s %-10s x%6.2f wall %6.0f ms' % (r['task'], r['verdict'], r.get('speedup_geomean',0), r.get('wall_ms',0)))"
 echo "== adversarial set"
 tests/verify/run-adversarial.sh "$out/adversarial.jsonl"
+echo "== the GPU CLI tests"
+KB_BIN=/bin/true KB_BUILD="$top/build" KB_TOP="$top" bash tests/cli/t4020-verify-gpu.sh
+echo "t4020 rc=$?"
+echo "== PyTorch load_inline comparison"
+PYTHONUNBUFFERED=1 timeout 400 python3 tests/verify/torch_compare.py "$out/torch.jsonl" 2>&1 | grep -v Warning
