@@ -277,11 +277,17 @@ typedef struct kb_embedder kb_embedder;
 
 /* The local all-MiniLM-L6-v2 from model_dir (model.safetensors, vocab.txt);
  * model_dir NULL means $KB_MODEL_DIR, else ~/.cache/kb/models/all-MiniLM-L6-v2.
- * threads 0 means the BLAS default. *out is freed with kb_embedder_free. */
+ * threads: workers a batch is split across (BLAS itself runs single-threaded);
+ * 0 means $KB_THREADS, else one per online CPU. A missing, truncated or
+ * wrong-hash model is KB_ERR_MODEL naming 'make deps' / KB_MODEL_DIR. The
+ * weights' SHA-256 verdict is cached in model_dir/.kb-verified (keyed by
+ * size, mtime, inode). *out is freed with kb_embedder_free. */
 kb_rc kb_embedder_open_local(const char *model_dir, int threads,
                              kb_embedder **out, kb_err *err);
 /* An OpenAI-compatible /v1/embeddings endpoint (url is the full endpoint
- * URL; api_key may be NULL and is never logged). */
+ * URL; model is required; api_key may be NULL and is never logged). Makes
+ * one small request to learn the dimension, so a dead endpoint fails here.
+ * Timeout per request: $KB_EMBED_TIMEOUT_MS (default 60000). */
 kb_rc kb_embedder_open_remote(const char *url, const char *model,
                               const char *api_key, kb_embedder **out,
                               kb_err *err);
