@@ -1401,8 +1401,11 @@ static cJSON *verify(const vopts *o, const char *task_dir, const char *cand_path
     else
         default_arch(o, v.arch, arch, sizeof arch);
     nvrtc_compile(o, src.data, cand_path ? cand_path : "candidate.cu", arch, 0, &v.cc);
-    if (opening)
+    if (opening) {
         pthread_join(opener, NULL);
+        if (G.ok)   /* the context was made current in the opener thread */
+            cuCtxSetCurrent(G.ctx);
+    }
     if (!compile_only && !G.ok) {
         set_verdict(&v, "error", "%s", why.data);
         goto out;
