@@ -81,7 +81,7 @@ int cmd_ingest(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     int c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         switch (c) {
         case 'm': opts.manifest_path = optarg; break;
         case 'M': opts.mirror_dir = optarg; break;

@@ -18,7 +18,7 @@ int cmd_papers(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     int json = 0, c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         if (c == 's')
             section = optarg;
         else if (c == 'j')

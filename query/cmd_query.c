@@ -113,7 +113,7 @@ int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     long k = 10;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+k:", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "k:", longopts, NULL)) != -1) {
         switch (c) {
         case 'k':
             if (kb_parse_long(optarg, 1, 1000, &k) != KB_OK)

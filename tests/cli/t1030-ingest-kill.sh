@@ -11,7 +11,7 @@ no_chunks="SELECT count(*) FROM documents d WHERE NOT EXISTS (SELECT 1 FROM chun
 empty=$(sql "$no_chunks")
 
 # readers during a forced re-ingest
-kb ingest --no-embed -q --force --manifest "$MANIFEST" libcudacxx-ptx cutlass-docs &
+"$KB_BIN" ingest --no-embed -q --force --manifest "$MANIFEST" libcudacxx-ptx cutlass-docs &
 pid=$!
 reads=0
 while kill -0 "$pid" 2>/dev/null && [ $reads -lt 200 ]; do
@@ -23,10 +23,15 @@ wait "$pid" || fail "the ingest failed"
 [ "$reads" -ge 1 ] || fail "no reads happened during the ingest"
 
 # kill -9 half way through
-kb ingest --no-embed -q --force --manifest "$MANIFEST" libcudacxx-ptx cutlass-docs &
+maxid=$(sql "SELECT max(id) FROM documents")
+"$KB_BIN" ingest --no-embed -q --force --manifest "$MANIFEST" libcudacxx-ptx cutlass-docs &
 pid=$!
-sleep 0.7
-kill -9 "$pid" 2>/dev/null
+# kill it once it has replaced some documents, before it is done
+for _ in $(seq 500); do
+    [ "$(sql "SELECT count(*) FROM documents WHERE id > $maxid")" -ge 20 ] && break
+    sleep 0.01
+done
+kill -9 "$pid" 2>/dev/null || fail "the ingest finished before it could be killed"
 wait "$pid" 2>/dev/null
 [ "$(sql "PRAGMA integrity_check")" = ok ] || fail "integrity check"
 [ "$(sql "SELECT count(*) FROM documents")" -eq "$docs" ] || fail "documents lost by the kill"

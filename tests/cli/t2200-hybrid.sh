@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Semantic and hybrid retrieval with the real model: the FAISS index is
+# rebuilt when missing, stale or corrupt; another embedder is refused; an
+# interrupted embedding pass resumes.
+. "$(dirname "$0")/lib.sh"
+need_mirror
+expect_rc 0 kb ingest -q --manifest "$MANIFEST" cuda-best-practices
+chunks=$(sql "SELECT count(*) FROM chunks")
+[ "$(sql "SELECT count(*) FROM embeddings")" -eq "$chunks" ] || fail "not every chunk has a vector"
+[ "$(sql "SELECT count(*) FROM embeddings WHERE length(vec) <> 384 * 4")" -eq 0 ] || fail "vector size"
+[ "$(sql "SELECT value FROM meta WHERE key='embedder'")" = all-MiniLM-L6-v2 ] || fail "embedder not recorded"
+ls "$KB_DIR"/vectors.*.faiss >/dev/null || fail "no FAISS file"
+
+# meaning, not words: no query word names the section
+semantic="why is my kernel slow when each thread reads a column"
+expect_json 0 kb query --mode vector --json -k 5 "$semantic"
+json_get "$out" "' '.join(' / '.join(r['heading_path']) + r['text'] for r in j['results'])" | grep -iE "coalesc|strided" >/dev/null ||
+    fail "vector search missed coalescing: $out"
+[ "$(json_get "$out" "j['results'][0]['vector_rank']")" = 1 ] || fail "vector_rank"
+[ "$(json_get "$out" "j['results'][0]['lexical_rank']")" = None ] || fail "lexical_rank in vector mode"
+expect_json 0 kb query --json -k 10 "$semantic"
+[ "$(json_get "$out" "j['mode']")" = hybrid ] || fail "default mode is hybrid"
+json_get "$out" "[r for r in j['results'] if r['lexical_rank'] and r['vector_rank']][0]" >/dev/null ||
+    fail "no result from both lists"
+expect_rc 0 kb query --explain -k 3 "$semantic"
+contains "$out" "lexical #"
+contains "$out" "vector #"
+
+# filters apply before top-k in vector mode too
+expect_json 0 kb query --mode vector --json -k 5 --kind code "$semantic"
+[ "$(json_get "$out" "set(r['kind'] for r in j['results'])")" = "{'code'}" ] || fail "vector --kind"
+
+# a missing, a stale and a corrupt FAISS file are rebuilt from SQLite
+expect_json 0 kb query --mode vector --json -k 5 "pinned host memory"
+want=$(json_get "$out" "[r['chunk_id'] for r in j['results']]")
+rm -f "$KB_DIR"/vectors.*.faiss
+expect_json 0 kb query --mode vector --json -k 5 "pinned host memory"
+[ "$(json_get "$out" "[r['chunk_id'] for r in j['results']]")" = "$want" ] || fail "after removing the index"
+ls "$KB_DIR"/vectors.*.faiss >/dev/null || fail "index not rewritten"
+f=$(ls "$KB_DIR"/vectors.*.faiss)
+head -c 5000 /dev/urandom > "$f"
+expect_json 0 kb query --mode vector --json -k 5 "pinned host memory"
+[ "$(json_get "$out" "[r['chunk_id'] for r in j['results']]")" = "$want" ] || fail "after corrupting the index"
+# stale: the file of an older generation is never used
+gen=$(sql "SELECT value FROM meta WHERE key='vec_generation'")
+cp "$(ls "$KB_DIR"/vectors.*.faiss)" "$KB_TMP/old.faiss"
+printf '# Extra\n\nPage-locked host buffers speed up copies a lot.\n' > "$KB_TMP/extra.md"
+expect_rc 0 kb ingest -q "$KB_TMP/extra.md"
+[ "$(sql "SELECT value FROM meta WHERE key='vec_generation'")" -gt "$gen" ] || fail "generation did not move"
+rm -f "$KB_DIR"/vectors.*.faiss
+cp "$KB_TMP/old.faiss" "$KB_DIR/vectors.$gen.faiss"
+expect_json 0 kb query --mode vector --json -k 20 "page-locked host buffers speed up copies"
+[ "$(json_get "$out" "'local' in [r['source'] for r in j['results']]")" = True ] || fail "stale index used"
+
+# another embedder: a clear error, not wrong results
+sqlite3 "$KB_DIR/kb.sqlite" "UPDATE meta SET value='0000' WHERE key='embedder_hash'"
+expect_rc 1 kb query --mode vector "pinned memory"
+contains "$out" "--reembed"
+expect_rc 0 kb ingest -q --reembed --manifest "$MANIFEST" cuda-best-practices
+expect_rc 0 kb query --mode vector "pinned memory"
+
+# an interrupted embedding pass resumes where it stopped
+expect_rc 0 kb ingest -q --force --no-embed --manifest "$MANIFEST" cuda-best-practices
+missing=$(sql "SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.chunk_id=c.id)")
+[ "$missing" -gt 100 ] || fail "forced re-ingest should leave new chunks without vectors ($missing)"
+"$KB_BIN" ingest -q --manifest "$MANIFEST" cuda-best-practices & pid=$!
+# kill it once some batches are committed, well before the end
+for _ in $(seq 600); do
+    n=$(sql "SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.chunk_id=c.id)")
+    [ "$n" -lt "$missing" ] && break
+    sleep 0.1
+done
+kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+left=$(sql "SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.chunk_id=c.id)")
+[ "$left" -lt "$missing" ] || fail "the killed pass embedded nothing ($left of $missing left)"
+expect_json 0 kb ingest --json --manifest "$MANIFEST" cuda-best-practices
+[ "$(json_get "$out" "j['chunks_embedded']")" -eq "$left" ] || fail "resume embedded $(json_get "$out" "j['chunks_embedded']"), wanted $left"
+[ "$(sql "SELECT count(*) FROM embeddings")" -eq "$(sql "SELECT count(*) FROM chunks")" ] || fail "vectors after resume"
+
+# an ANN index by option
+expect_rc 0 kb ingest -q --index HNSW32 --manifest "$MANIFEST" cuda-best-practices
+[ "$(sql "SELECT value FROM meta WHERE key='vec_index'")" = HNSW32 ] || fail "index kind not recorded"
+expect_json 0 kb query --mode vector --json -k 5 "$semantic"
+[ "$(json_get "$out" "len(j['results'])")" -eq 5 ] || fail "HNSW search"
+
+# a lexical-only KB: vector mode is a clear error, hybrid answers lexically
+export KB_DIR="$KB_TMP/lexonly"
+expect_rc 0 kb ingest -q --no-embed --manifest "$MANIFEST" hopper-tuning-guide
+expect_rc 1 kb query --mode vector "thread block clusters"
+contains "$out" "no vectors"
+expect_json 0 kb query --json "thread block clusters"
+[ "$(json_get "$out" "j['mode']")" = lexical ] || fail "fallback mode"
+# a missing model: one clear error naming the fix
+expect_rc 1 env KB_MODEL_DIR="$KB_TMP/nomodel" "$KB_BIN" ingest -q --manifest "$MANIFEST" hopper-tuning-guide --force
+contains "$out" "make deps"
+echo ok
