@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# make demo: ingest the document mirror (or the sources' URLs when there is
+# no mirror) into a KB and answer a question from the shell.
+#   scripts/demo.sh BUILD
+# The KB is $KB_DIR, else build/demo-kb; a second run is incremental.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-build}
+kb="$top/$build/kb"
+export KB_DIR=${KB_DIR:-$top/$build/demo-kb}
+if [ -n "${KB_MIRROR:-}" ] && [ -d "$KB_MIRROR" ]; then
+    echo "demo: ingesting the mirror $KB_MIRROR into $KB_DIR" >&2
+else
+    unset KB_MIRROR
+    echo "demo: no mirror found (KB_MIRROR); fetching the sources' URLs into $KB_DIR" >&2
+fi
+"$kb" ingest --manifest "$top/corpus/sources.json" || [ $? -eq 3 ]   # 3: some sources failed
+echo
+"$kb" status
+echo
+echo '$ kb query -k 5 "why is my transpose slow"'
+"$kb" query -k 5 "why is my transpose slow"
