@@ -1153,7 +1153,7 @@ static int time_shape(vctx *v, const kb_shape *s, const rlaunch *cl, size_t ncl,
         r = compare(v, (size_t)ic, v->ps[ic].ref.ptr, v->ps[ic].gold.ptr, atol, rtol, &m);
         cJSON_AddBoolToObject(tj, "baseline_agrees", !r && m.nbad == 0);
     }
-    int runs = (int)(100.0 / (tc + tb + 0.2));   /* about 0.1 s of runs */
+    int runs = (int)(60.0 / (tc + tb + 0.2));   /* about 60 ms of runs */
     if (runs > v->o->runs_max)
         runs = v->o->runs_max;
     if (runs < 10)
@@ -1448,26 +1448,39 @@ static cJSON *verify(const vopts *o, const char *task_dir, const char *cand_path
         set_verdict(&v, "error", "cannot load the reference: %s", cu_name(r));
         goto out;
     }
-    /* per-kernel attributes from the driver */
-    {
-        cJSON *ks = cJSON_GetObjectItem(cJSON_GetObjectItem(v.res, "compile"), "kernels");
-        cJSON *k;
-        cJSON_ArrayForEach(k, ks) {
-            CUfunction f;
-            const char *nm = cJSON_GetStringValue(cJSON_GetObjectItem(k, "name"));
-            if (!nm || cuModuleGetFunction(&f, v.cmod, nm))
-                continue;
-            int a = 0;
-            cuFuncGetAttribute(&a, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
-            cJSON_ReplaceItemInObject(k, "registers", cJSON_CreateNumber(a));
-            cuFuncGetAttribute(&a, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f);
-            cJSON_AddNumberToObject(k, "local_bytes", a);
-            cuFuncGetAttribute(&a, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f);
-            cJSON_AddNumberToObject(k, "max_threads_per_block", a);
-        }
-    }
     const kb_launch *cseq = v.nover ? v.over : v.task->launches;
     size_t ncl = v.nover ? v.nover : v.task->nlaunches;
+    /* per-kernel resources from the driver, for every kernel launched
+     * (the ptxas report in the log is not always there) */
+    {
+        cJSON *ks = cJSON_GetObjectItem(cJSON_GetObjectItem(v.res, "compile"), "kernels");
+        for (size_t i = 0; ks && i < ncl; i++) {
+            CUfunction f;
+            if (cuModuleGetFunction(&f, v.cmod, cseq[i].kernel))
+                continue;
+            cJSON *k = NULL, *it;
+            cJSON_ArrayForEach(it, ks)
+                if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(it, "name")) ?: "", cseq[i].kernel))
+                    k = it;
+            if (!k) {
+                k = cJSON_CreateObject();
+                cJSON_AddStringToObject(k, "name", cseq[i].kernel);
+                cJSON_AddItemToArray(ks, k);
+            }
+            static const struct { const char *key; CUfunction_attribute a; } at[] = {
+                { "registers", CU_FUNC_ATTRIBUTE_NUM_REGS },
+                { "shared_static_bytes", CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES },
+                { "local_bytes", CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES },
+                { "max_threads_per_block", CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK },
+            };
+            for (size_t a = 0; a < sizeof at / sizeof at[0]; a++) {
+                int x = 0;
+                cuFuncGetAttribute(&x, at[a].a, f);
+                cJSON_DeleteItemFromObject(k, at[a].key);
+                cJSON_AddNumberToObject(k, at[a].key, x);
+            }
+        }
+    }
     cJSON *lj = cJSON_AddArrayToObject(v.res, "launches");
     for (size_t i = 0; i < ncl; i++) {
         cJSON *x = cJSON_CreateObject();
