@@ -1,0 +1,268 @@
+/* test_index.c - the chunker, the FTS5 query builder and identifier forms,
+ * the store's schema, and the FAISS C API link (faiss_index_factory). */
+#include "kb/kb_int.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <faiss/c_api/Index_c.h>
+#include <faiss/c_api/index_factory_c.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ chunker */
+
+static void repeat_words(kb_buf *b, const char *word, int n)
+{
+    for (int i = 0; i < n; i++) {
+        kb_buf_puts(b, i ? " " : "");
+        kb_buf_puts(b, word);
+    }
+}
+
+static void test_chunk_budget_and_code(void **state)
+{
+    (void)state;
+    kb_doc doc;
+    kb_doc_init(&doc);
+    kb_buf t;
+    kb_buf_init(&t, 0);
+    kb_doc_heading(&doc, 1, "Guide", "guide");
+    kb_doc_heading(&doc, 2, "Memory", "memory");
+    repeat_words(&t, "coalescing", 600);           /* must be split */
+    kb_doc_add(&doc, KB_KIND_TEXT, t.data, t.len);
+    kb_buf_reset(&t);
+    for (int i = 0; i < 8; i++)                     /* a large code block */
+        kb_buf_printf(&t, "    out[i + %d] = in[i * stride + %d] * scale;\n", i, i);
+    kb_doc_add(&doc, KB_KIND_CODE, t.data, t.len);
+    kb_doc_add(&doc, KB_KIND_CODE, "x = 1;", 6);   /* a small one */
+    kb_doc_add(&doc, KB_KIND_TEXT, "After the code.", 15);
+
+    kb_chunks c;
+    kb_err err;
+    kb_err_clear(&err);
+    assert_int_equal(kb_chunk_doc(&doc, NULL, 256, &c, &err), KB_OK);
+    assert_true(c.n >= 4);
+    int code_chunks = 0, whole_code = 0;
+    for (size_t i = 0; i < c.n; i++) {
+        assert_true(c.items[i].tokens <= 256);
+        assert_string_equal(c.items[i].heading_json, "[\"Guide\",\"Memory\"]");
+        assert_string_equal(c.items[i].anchor, "memory");
+        if (c.items[i].kind == KB_KIND_CODE) {
+            code_chunks++;
+            whole_code += strcmp(c.items[i].text, t.data) == 0;
+        }
+    }
+    /* the big code block is one chunk, intact; the small one joined text */
+    assert_int_equal(code_chunks, 1);
+    assert_int_equal(whole_code, 1);
+    assert_non_null(strstr(c.items[c.n - 1].text, "x = 1;"));
+    assert_non_null(strstr(c.items[c.n - 1].text, "After the code."));
+    kb_chunks_release(&c);
+    kb_doc_release(&doc);
+    kb_buf_release(&t);
+}
+
+static void test_chunk_tiny_section_and_papers(void **state)
+{
+    (void)state;
+    kb_doc doc;
+    kb_doc_init(&doc);
+    kb_doc_heading(&doc, 1, "Parent", "parent");
+    kb_doc_add(&doc, KB_KIND_TEXT, "Short intro.", 12);
+    kb_doc_heading(&doc, 2, "Child", "child");
+    kb_doc_add(&doc, KB_KIND_TEXT, "The child's own text, long enough to stand.", 43);
+    kb_doc_heading(&doc, 1, "Papers", "papers");
+    kb_link links[] = { { "paper", "https://arxiv.org/abs/1" }, { "code", "https://x/y" } };
+    kb_paper p = { "2025-06", "A Paper About Kernels", links, 2 };
+    kb_doc_add_paper(&doc, &p);
+    kb_paper q = { "2024-01", "Another One", links, 1 };
+    kb_doc_add_paper(&doc, &q);
+
+    kb_chunks c;
+    kb_err err;
+    kb_err_clear(&err);
+    assert_int_equal(kb_chunk_doc(&doc, NULL, 256, &c, &err), KB_OK);
+    assert_int_equal(c.n, 3);
+    /* the tiny intro went into its subsection's chunk */
+    assert_string_equal(c.items[0].heading_json, "[\"Parent\",\"Child\"]");
+    assert_non_null(strstr(c.items[0].text, "Short intro."));
+    assert_non_null(strstr(c.items[0].text, "child's own text"));
+    /* one chunk per paper, its title ending the heading path */
+    assert_int_equal(c.items[1].kind, KB_KIND_PAPER);
+    assert_string_equal(c.items[1].heading_json, "[\"Papers\",\"A Paper About Kernels\"]");
+    assert_non_null(c.items[1].paper);
+    assert_string_equal(c.items[1].paper->date, "2025-06");
+    assert_int_equal(c.items[2].kind, KB_KIND_PAPER);
+    kb_chunks_release(&c);
+    kb_doc_release(&doc);
+}
+
+/* ------------------------------------------------------------ FTS5 */
+
+static void test_fts_match_identifiers(void **state)
+{
+    (void)state;
+    kb_buf m;
+    kb_buf_init(&m, 0);
+    kb_fts_build_match("cp.async.bulk.tensor", &m);
+    assert_string_equal(m.data, "(\"cp async bulk tensor\" OR idents : \"cpasyncbulktensor\")");
+    kb_buf_reset(&m);
+    kb_fts_build_match("cudaFuncSetAttribute", &m);
+    assert_string_equal(m.data, "(\"cudafuncsetattribute\" OR idents : \"cudafuncsetattribute\""
+                                " OR idents : \"cuda func set attribute\")");
+    kb_buf_reset(&m);
+    kb_fts_build_match("why is __shfl_down_sync slow?", &m);
+    assert_string_equal(m.data, "(\"shfl down sync\" OR idents : \"shfldownsync\") OR \"slow\"");
+    kb_buf_reset(&m);
+    /* only stop words: they are kept rather than nothing */
+    kb_fts_build_match("what is it", &m);
+    assert_string_equal(m.data, "\"what\" OR \"is\" OR \"it\"");
+    kb_buf_reset(&m);
+    kb_fts_build_match("\"*():-^", &m);
+    assert_int_equal(m.len, 0);
+    kb_buf_release(&m);
+}
+
+static void test_fts_idents(void **state)
+{
+    (void)state;
+    kb_buf b;
+    kb_buf_init(&b, 0);
+    kb_fts_idents("Use cp.async.bulk.tensor.2d and cudaMemcpyAsync, not plain words.", &b);
+    assert_non_null(strstr(b.data, "cpasync "));
+    assert_non_null(strstr(b.data, "cpasyncbulktensor "));
+    assert_non_null(strstr(b.data, "cpasyncbulktensor2d "));
+    assert_non_null(strstr(b.data, "cudamemcpyasync "));
+    assert_non_null(strstr(b.data, "cuda memcpy async "));
+    assert_null(strstr(b.data, "plain"));
+    kb_buf_release(&b);
+}
+
+/* Every user text runs as a MATCH without an FTS5 syntax error. */
+static void test_fts_never_syntax_error(void **state)
+{
+    (void)state;
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "CREATE VIRTUAL TABLE f USING fts5(title, heading,"
+                                  " body, idents); INSERT INTO f VALUES('a','b','c d','e');",
+                                  NULL, NULL, NULL), SQLITE_OK);
+    static const char *const texts[] = {
+        "\"", "\"\"", "a\"b", "(", ")", "*", "a*", "NEAR(a b)", "AND", "OR NOT",
+        "col:umn", "idents:x", "-x", "^x", "a.b.c", "__x__", "x::y", "ü", "共享",
+        "{a}", "a+b", "'quoted'", "x -- y", "%s", "\\", "$(rm -rf)", "",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        kb_buf m;
+        kb_buf_init(&m, 0);
+        kb_fts_build_match(texts[i], &m);
+        if (m.len) {
+            sqlite3_stmt *st;
+            assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM f WHERE f MATCH ?",
+                                                -1, &st, NULL), SQLITE_OK);
+            sqlite3_bind_text(st, 1, m.data, -1, SQLITE_STATIC);
+            int rc = sqlite3_step(st);
+            if (rc != SQLITE_ROW)
+                fail_msg("'%s' -> '%s': %s", texts[i], m.data, sqlite3_errmsg(db));
+            sqlite3_finalize(st);
+        }
+        kb_buf_release(&m);
+    }
+    sqlite3_close(db);
+}
+
+/* ------------------------------------------------------------ store */
+
+static void test_store_schema(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/kb-test-store-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char *sub = kb_path_join(dir, "a/b/kb");
+    kb_store *s = NULL;
+    kb_err err;
+    kb_err_clear(&err);
+    /* read-only open of a missing KB is a clear error */
+    assert_int_equal(kb_store_open(sub, KB_STORE_READONLY, &s, &err), KB_ERR_NOTFOUND);
+    assert_non_null(strstr(err.msg, "run 'kb ingest' first"));
+    kb_err_clear(&err);
+    assert_int_equal(kb_store_open(sub, KB_STORE_CREATE, &s, &err), KB_OK);
+    sqlite3_stmt *st;
+    assert_int_equal(kb_store_prepare(s, "PRAGMA journal_mode", &st, &err), KB_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_string_equal((const char *)sqlite3_column_text(st, 0), "wal");
+    sqlite3_finalize(st);
+    assert_int_equal(kb_store_prepare(s, "PRAGMA foreign_keys", &st, &err), KB_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(st, 0), 1);
+    sqlite3_finalize(st);
+    assert_int_equal(kb_store_prepare(s, "PRAGMA user_version", &st, &err), KB_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_true(sqlite3_column_int(st, 0) >= 2);
+    sqlite3_finalize(st);
+    /* the cascade removes chunks, their FTS rows and vectors with a document */
+    assert_int_equal(kb_store_exec(s,
+        "INSERT INTO sources(id) VALUES('s');"
+        "INSERT INTO documents(id, source_id, key, content_hash) VALUES(1, 's', 'k', 'h');"
+        "INSERT INTO chunks(id, document_id, ord, kind, heading_path, text, tokens)"
+        " VALUES(7, 1, 0, 'text', '[\"A\"]', 'hello', 1);"
+        "INSERT INTO chunks_fts(rowid, title, heading, body, idents) VALUES(7, 'A', 'A', 'hello', '');"
+        "INSERT INTO embeddings(chunk_id, vec) VALUES(7, x'00000000');"
+        "DELETE FROM documents WHERE id = 1;", &err), KB_OK);
+    assert_int_equal(kb_store_prepare(s, "SELECT (SELECT count(*) FROM chunks) +"
+                     " (SELECT count(*) FROM chunks_fts) + (SELECT count(*) FROM embeddings)",
+                     &st, &err), KB_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(st, 0), 0);
+    sqlite3_finalize(st);
+    /* every change of the vectors moved the generation */
+    char *gen = kb_store_meta_get(s, "vec_generation");
+    assert_string_equal(gen, "2");
+    free(gen);
+    kb_store_close(s);
+    /* reopening an existing KB read-only works */
+    assert_int_equal(kb_store_open(sub, KB_STORE_READONLY, &s, &err), KB_OK);
+    kb_store_close(s);
+    free(sub);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* ------------------------------------------------------------ FAISS */
+
+static void test_faiss_links(void **state)
+{
+    (void)state;
+    FaissIndex *index = NULL;
+    assert_int_equal(faiss_index_factory(&index, 4, "IDMap2,Flat", METRIC_INNER_PRODUCT), 0);
+    float x[8] = { 1, 0, 0, 0, 0, 1, 0, 0 };
+    idx_t ids[2] = { 42, 7 };
+    assert_int_equal(faiss_Index_add_with_ids(index, 2, x, ids), 0);
+    float q[4] = { 0, 0.9f, 0.1f, 0 };
+    float d[2];
+    idx_t l[2];
+    assert_int_equal(faiss_Index_search(index, 1, q, 2, d, l), 0);
+    assert_int_equal(l[0], 7);
+    assert_int_equal(l[1], 42);
+    assert_float_equal(d[0], 0.9f, 1e-6);
+    faiss_Index_free(index);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_chunk_budget_and_code),
+        cmocka_unit_test(test_chunk_tiny_section_and_papers),
+        cmocka_unit_test(test_fts_match_identifiers),
+        cmocka_unit_test(test_fts_idents),
+        cmocka_unit_test(test_fts_never_syntax_error),
+        cmocka_unit_test(test_store_schema),
+        cmocka_unit_test(test_faiss_links),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
