@@ -112,6 +112,8 @@ bench: all
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 755 $(BUILD)/kb $(DESTDIR)$(PREFIX)/bin/kb
+	install -d $(DESTDIR)$(PREFIX)/share/kb
+	install -m 644 corpus/sources.json $(DESTDIR)$(PREFIX)/share/kb/sources.json
 	$(if $(wildcard $(BUILD)/kb-verify),install -m 755 $(BUILD)/kb-verify $(DESTDIR)$(PREFIX)/bin/kb-verify)
 
 clean:

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The command line itself: --help generated from the command table, usage
+# errors, an installed kb finds its manifest.
+. "$(dirname "$0")/lib.sh"
+expect_rc 0 kb --help
+contains "$out" "usage: kb"
+cmds=$(printf '%s\n' "$out" | sed -n 's/^  \([a-z]\+\)  .*/\1/p')
+[ "$(echo "$cmds" | wc -l)" -ge 7 ] || fail "too few commands in --help: $cmds"
+for c in $cmds; do
+    expect_rc 0 kb "$c" --help
+    contains "$out" "usage: kb $c"
+done
+expect_rc 2 kb
+expect_rc 2 kb frobnicate
+contains "$out" "'frobnicate' is not a kb command"
+expect_rc 2 kb query --bogus x
+contains "$out" "unknown option"
+expect_rc 2 kb --kb
+expect_rc 0 kb --version
+
+# make install: the binary and the manifest it reads when run elsewhere
+dest="$KB_TMP/dest"
+make -s -C "$KB_TOP" install PREFIX=/usr/local DESTDIR="$dest" BUILD="$(basename "$KB_BUILD")" >/dev/null ||
+    fail "make install"
+[ -x "$dest/usr/local/bin/kb" ] || fail "kb not installed"
+out=$(cd "$KB_TMP" && "$dest/usr/local/bin/kb" sources --json) || fail "installed kb sources"
+contains "$out" '"id":"ptx-isa"'
+echo ok
