@@ -1947,5 +1947,7 @@ int main(int argc, char **argv)
      * process (tens of ms saved), and a hung or broken context cannot be
      * torn down cleanly anyway */
     fflush(stdout);
+    if (!G.ok)
+        return rc;
     _exit(rc);
 }
