@@ -46,6 +46,29 @@ contains "$out" "cannot run '/nonexistent/kb-verify'"
 # the suite against a fake child: every task gets its candidates run
 KB_VERIFY="$KB_TMP/good" expect_rc 0 kb verify --suite corpus/tasks --candidates corpus/tasks --json
 contains "$out" '"candidates":1'
+# --serve: one process for many candidates, restarted after a sticky error
+mkdir -p "$KB_TMP/suite/a" "$KB_TMP/suite/b" "$KB_TMP/c/a"
+echo '{}' >"$KB_TMP/suite/a/task.json"
+echo '{}' >"$KB_TMP/suite/b/task.json"
+: >"$KB_TMP/c/a.cu"; : >"$KB_TMP/c/a/sticky.cu"; : >"$KB_TMP/c/b.cu"
+cat >"$KB_TMP/serve" <<S
+#!/bin/sh
+[ "\$1" = --serve ] || exit 9
+echo start >>"$KB_TMP/starts"
+while read -r line; do
+    case "\$line" in
+    *sticky*) echo '{"task":"a","verdict":"crash","reason":"boom","sticky_error":true}'; exit 3 ;;
+    *suite/b*) echo '{"task":"b","verdict":"faster","speedup_geomean":2.5,"reason":"ok"}' ;;
+    *) echo '{"task":"a","verdict":"correct","speedup_geomean":1.2,"reason":"ok"}' ;;
+    esac
+done
+S
+chmod +x "$KB_TMP/serve"
+KB_VERIFY="$KB_TMP/serve" expect_rc 0 kb verify --suite "$KB_TMP/suite" --candidates "$KB_TMP/c" --serve --json
+contains "$out" '"candidates":3'
+contains "$out" '"fast_p":{"0":1,"1":1,"1.5":0.5,"2":0.5}'
+[ "$(wc -l <"$KB_TMP/starts")" -eq 2 ] || fail "kb-verify --serve was not restarted once after the sticky error"
+
 # fast_p from saved results (our H200 run, trimmed to the fields scored)
 expect_rc 0 kb verify --suite corpus/tasks --results tests/fixtures/verify --json
 contains "$out" '"fast_p":{"0":1,"1":0.8,"1.5":0.7,"2":0.6}'
