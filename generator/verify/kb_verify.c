@@ -1163,10 +1163,17 @@ static int time_shape(vctx *v, const kb_shape *s, const rlaunch *cl, size_t ncl,
     for (int i = 0; i < runs * 4; i++)
         cuEventCreate(&ev[i], CU_EVENT_DEFAULT);
     unsigned flush_words = (unsigned)(G.flush_bytes / 4);
+    int has_inout = 0;
+    for (size_t i = 0; i < t->nparams; i++)
+        has_inout |= t->params[i].role == KB_ROLE_INOUT;
     for (int k = 0; k < runs && !r; k++)
         for (int side2 = 0; side2 < 2 && !r; side2++) {
             int cand = (k % 2) ? side2 : !side2;   /* alternate the order */
-            r = cuMemsetD32Async(G.flush, (unsigned)k, flush_words, G.stream);
+            /* in-place (inout) buffers start from the same input each run */
+            if (has_inout)
+                r = gen_inputs(v, seed, 0, NULL);
+            if (!r)
+                r = cuMemsetD32Async(G.flush, (unsigned)k, flush_words, G.stream);
             if (!r && cand)
                 r = poison_side(v, 1, POISON_NAN);
             CUevent *pe = &ev[(k * 2 + cand) * 2];
