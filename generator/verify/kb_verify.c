@@ -925,7 +925,7 @@ static int check_shape(vctx *v, const kb_shape *s, const rlaunch *cl,
             cJSON *c = cJSON_CreateObject();
             cJSON_AddItemToArray(v->checks, c);
             cJSON_AddStringToObject(c, "shape", s->name);
-            cJSON_AddNumberToObject(c, "seed", (double)(seed & 0xFFFFFFFFFFFFull));
+            cJSON_AddNumberToObject(c, "seed", (double)seed);
             cJSON *dj = cJSON_AddObjectToObject(c, "dist");
             cJSON_AddStringToObject(c, "poison", kind == POISON_NAN ? "nan" : "sentinel");
             int to = 0;
@@ -1499,7 +1499,9 @@ static cJSON *verify(const vopts *o, const char *task_dir, const char *cand_path
         v.seed_base = o->seed;
     else if (getrandom(&v.seed_base, sizeof v.seed_base, 0) != sizeof v.seed_base)
         v.seed_base = (uint64_t)time(NULL) * 2654435761u;
-    cJSON_AddNumberToObject(v.res, "seed", (double)(v.seed_base & 0xFFFFFFFFFFFFull));
+    /* 48 bits, so that the JSON number is exact and --seed repeats a run */
+    v.seed_base &= 0xFFFFFFFFFFFFull;
+    cJSON_AddNumberToObject(v.res, "seed", (double)v.seed_base);
     v.checks = cJSON_AddArrayToObject(v.res, "checks");
     v.timings = cJSON_AddArrayToObject(v.res, "timings");
     v.ps = calloc(v.task->nparams, sizeof *v.ps);
