@@ -88,6 +88,14 @@ kb_rc kb_fts_add(kb_store *store, int64_t chunk_id, const char *title,
  * filters (chunks c, documents d); kb_query_bind_filters binds them from
  * parameter index i on and returns the next index. */
 void kb_query_filter_sql(const kb_query_opts *opts, kb_buf *sql);
+/* The columns kb_result_from_row reads, in its order (chunks c,
+ * documents d). */
+#define KB_RESULT_COLUMNS \
+    "c.id, d.source_id, d.title, c.heading_path, d.url, c.anchor, d.path," \
+    " c.kind, c.text"
+/* A result (rank and scores unset) from a row that starts with
+ * KB_RESULT_COLUMNS; KB_ERR_NOMEM when out of memory. */
+kb_rc kb_result_from_row(sqlite3_stmt *st, kb_result *r);
 int kb_query_bind_filters(sqlite3_stmt *st, const kb_query_opts *opts, int i);
 
 /* ------------------------------------------------------------ index/vector.c */

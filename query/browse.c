@@ -1,7 +1,6 @@
 /* browse.c - looking around a KB: status, one chunk or section, papers. */
 #include "kb/kb_int.h"
 
-#include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,36 +102,11 @@ static kb_rc push_result(kb_results *out, size_t *cap, sqlite3_stmt *st,
         out->items = p;
     }
     kb_result *r = &out->items[out->n++];
-    memset(r, 0, sizeof *r);
+    if (kb_result_from_row(st, r) != KB_OK)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     r->rank = (int)out->n;
-    r->chunk_id = sqlite3_column_int64(st, 0);
-    r->source = col_dup(st, 1);
-    r->title = col_dup(st, 2);
-    const char *url = (const char *)sqlite3_column_text(st, 4);
-    const char *anchor = (const char *)sqlite3_column_text(st, 5);
-    kb_buf u;
-    kb_buf_init(&u, 0);
-    kb_buf_puts(&u, url ? url : "");
-    if (anchor && *anchor && url && *url)
-        kb_buf_printf(&u, "#%s", anchor);
-    r->url = kb_buf_detach(&u);
-    r->path = col_dup(st, 6);
-    kb_kind_parse((const char *)sqlite3_column_text(st, 7), &r->kind);
-    r->text = col_dup(st, 8);
-    cJSON *arr = cJSON_Parse((const char *)sqlite3_column_text(st, 3));
-    size_t n = cJSON_IsArray(arr) ? (size_t)cJSON_GetArraySize(arr) : 0;
-    r->heading_path = calloc(n ? n : 1, sizeof *r->heading_path);
-    const cJSON *h;
-    cJSON_ArrayForEach(h, arr)
-        if (cJSON_IsString(h) && r->heading_path)
-            r->heading_path[r->depth++] = kb_strdup(h->valuestring);
-    cJSON_Delete(arr);
     return KB_OK;
 }
-
-#define CHUNK_COLUMNS \
-    "c.id, d.source_id, d.title, c.heading_path, d.url, c.anchor, d.path," \
-    " c.kind, c.text"
 
 kb_rc kb_get_chunk(kb_store *store, int64_t chunk_id, int whole_section,
                    kb_results *out, kb_err *err)
@@ -140,10 +114,10 @@ kb_rc kb_get_chunk(kb_store *store, int64_t chunk_id, int whole_section,
     memset(out, 0, sizeof *out);
     sqlite3_stmt *st = NULL;
     const char *sql = whole_section
-        ? "SELECT " CHUNK_COLUMNS " FROM chunks c JOIN documents d ON d.id ="
+        ? "SELECT " KB_RESULT_COLUMNS " FROM chunks c JOIN documents d ON d.id ="
           " c.document_id JOIN chunks me ON me.id = ?1 WHERE c.document_id ="
           " me.document_id AND c.heading_path = me.heading_path ORDER BY c.ord"
-        : "SELECT " CHUNK_COLUMNS " FROM chunks c JOIN documents d ON d.id ="
+        : "SELECT " KB_RESULT_COLUMNS " FROM chunks c JOIN documents d ON d.id ="
           " c.document_id WHERE c.id = ?1";
     kb_rc rc = kb_store_prepare(store, sql, &st, err);
     if (rc != KB_OK)

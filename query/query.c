@@ -173,34 +173,25 @@ static char *make_snippet(const char *text, const char *query, size_t width)
     return kb_buf_detach(&s);
 }
 
-/* Fills r from the chunk's row. */
-static kb_rc hydrate(kb_store *store, sqlite3_stmt *st, int64_t id,
-                     const kb_query_opts *opts, kb_result *r, int64_t *doc_id,
-                     char **heading_key, kb_err *err)
+kb_rc kb_result_from_row(sqlite3_stmt *st, kb_result *r)
 {
-    sqlite3_reset(st);
-    sqlite3_bind_int64(st, 1, id);
-    if (sqlite3_step(st) != SQLITE_ROW)
-        return kb_store_db_error(store, err, "read a chunk");
-    const char *hp = (const char *)sqlite3_column_text(st, 2);
-    const char *url = (const char *)sqlite3_column_text(st, 3);
-    const char *anchor = (const char *)sqlite3_column_text(st, 4);
-    const char *text = (const char *)sqlite3_column_text(st, 7);
-    r->chunk_id = id;
-    r->source = kb_strdup((const char *)sqlite3_column_text(st, 0));
-    r->title = kb_strdup((const char *)sqlite3_column_text(st, 1));
-    r->path = kb_strdup((const char *)sqlite3_column_text(st, 5));
-    kb_kind_parse((const char *)sqlite3_column_text(st, 6), &r->kind);
-    *doc_id = sqlite3_column_int64(st, 8);
-    *heading_key = kb_strdup(hp);
+    const char *hp = (const char *)sqlite3_column_text(st, 3);
+    const char *url = (const char *)sqlite3_column_text(st, 4);
+    const char *anchor = (const char *)sqlite3_column_text(st, 5);
+    const char *text = (const char *)sqlite3_column_text(st, 8);
+    memset(r, 0, sizeof *r);
+    r->chunk_id = sqlite3_column_int64(st, 0);
+    r->source = kb_strdup((const char *)sqlite3_column_text(st, 1));
+    r->title = kb_strdup((const char *)sqlite3_column_text(st, 2));
+    r->path = kb_strdup((const char *)sqlite3_column_text(st, 6));
+    kb_kind_parse((const char *)sqlite3_column_text(st, 7), &r->kind);
+    r->text = kb_strdup(text ? text : "");
     kb_buf u;
     kb_buf_init(&u, 0);
     kb_buf_puts(&u, url ? url : "");
     if (anchor && *anchor && url && *url)
         kb_buf_printf(&u, "#%s", anchor);
     r->url = kb_buf_detach(&u);
-    r->text = opts->snippet ? make_snippet(text ? text : "", opts->text, 320)
-                            : kb_strdup(text ? text : "");
     cJSON *arr = cJSON_Parse(hp ? hp : "[]");
     size_t n = cJSON_IsArray(arr) ? (size_t)cJSON_GetArraySize(arr) : 0;
     r->heading_path = calloc(n ? n : 1, sizeof *r->heading_path);
@@ -210,7 +201,30 @@ static kb_rc hydrate(kb_store *store, sqlite3_stmt *st, int64_t id,
             r->heading_path[r->depth++] = kb_strdup(h->valuestring);
     cJSON_Delete(arr);
     if (!r->source || !r->title || !r->path || !r->url || !r->text ||
-        !r->heading_path || !*heading_key)
+        !r->heading_path)
+        return KB_ERR_NOMEM;
+    return KB_OK;
+}
+
+/* Fills r from the chunk's row; the section key is its heading path. */
+static kb_rc hydrate(kb_store *store, sqlite3_stmt *st, int64_t id,
+                     const kb_query_opts *opts, kb_result *r, int64_t *doc_id,
+                     char **heading_key, kb_err *err)
+{
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, id);
+    if (sqlite3_step(st) != SQLITE_ROW)
+        return kb_store_db_error(store, err, "read a chunk");
+    if (kb_result_from_row(st, r) != KB_OK)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    *doc_id = sqlite3_column_int64(st, 9);
+    *heading_key = kb_strdup((const char *)sqlite3_column_text(st, 3));
+    if (opts->snippet) {
+        char *snip = make_snippet(r->text, opts->text, 320);
+        free(r->text);
+        r->text = snip;
+    }
+    if (!r->text || !*heading_key)
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     return KB_OK;
 }
@@ -222,10 +236,9 @@ static kb_rc build_results(kb_store *store, const kb_query_opts *opts,
                            const kb_hits *vec, kb_results *out, kb_err *err)
 {
     sqlite3_stmt *st = NULL;
-    kb_rc rc = kb_store_prepare(store,
-        "SELECT d.source_id, d.title, c.heading_path, d.url, c.anchor, d.path,"
-        " c.kind, c.text, c.document_id FROM chunks c"
-        " JOIN documents d ON d.id = c.document_id WHERE c.id = ?", &st, err);
+    kb_rc rc = kb_store_prepare(store, "SELECT " KB_RESULT_COLUMNS ", c.document_id"
+        " FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id = ?",
+        &st, err);
     if (rc != KB_OK)
         return rc;
     size_t k = opts->k > 0 ? (size_t)opts->k : 10;
