@@ -93,30 +93,33 @@ static int has_camel(const char *w, size_t len)
     return 0;
 }
 
-/* Trims characters that end sentences or wrap words but never end an
- * identifier: "(__syncthreads)," -> "__syncthreads". */
-static void trim_word(const char **w, size_t *len)
+/* The next word of text from *p on (a run of letters, digits and the
+ * identifier punctuation "_.:"), with the dots and colons that end
+ * sentences or wrap words trimmed: "(__syncthreads)," -> "__syncthreads".
+ * Returns 0 at the end of text. */
+static int next_word(const char **p, const char **w, size_t *len)
 {
-    while (*len && strchr(".:_", (*w)[*len - 1]) && !((*w)[*len - 1] == '_'))
+    while (**p && !is_word_char((unsigned char)**p))
+        (*p)++;
+    if (!**p)
+        return 0;
+    *w = *p;
+    while (**p && is_word_char((unsigned char)**p))
+        (*p)++;
+    *len = (size_t)(*p - *w);
+    while (*len && strchr(".:", (*w)[*len - 1]))
         (*len)--;
     while (*len && strchr(".:", (*w)[0]))
         (*w)++, (*len)--;
+    return 1;
 }
 
 kb_rc kb_fts_idents(const char *text, kb_buf *out)
 {
-    const char *p = text;
+    const char *p = text, *w;
+    size_t len;
     char parts[MAX_PARTS][64];
-    while (*p) {
-        if (!is_word_char((unsigned char)*p)) {
-            p++;
-            continue;
-        }
-        const char *w = p;
-        while (*p && is_word_char((unsigned char)*p))
-            p++;
-        size_t len = (size_t)(p - w);
-        trim_word(&w, &len);
+    while (next_word(&p, &w, &len)) {
         if (len < 3 || len > 200 || !is_identifier(w, len))
             continue;
         size_t n = split_parts(w, len, 0, parts);
@@ -159,17 +162,9 @@ kb_rc kb_fts_build_match(const char *text, kb_buf *out)
     kb_buf plain;          /* stop words, used only if nothing else is left */
     kb_buf_init(&plain, 0);
     size_t clauses = 0;
-    const char *p = text;
-    while (*p) {
-        if (!is_word_char((unsigned char)*p)) {
-            p++;
-            continue;
-        }
-        const char *w = p;
-        while (*p && is_word_char((unsigned char)*p))
-            p++;
-        size_t len = (size_t)(p - w);
-        trim_word(&w, &len);
+    const char *p = text, *w;
+    size_t len;
+    while (next_word(&p, &w, &len)) {
         if (len == 0 || len > 200)
             continue;
         size_t n = split_parts(w, len, 0, parts);
