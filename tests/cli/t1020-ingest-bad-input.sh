@@ -68,6 +68,9 @@ if [ "$(id -u)" -ne 0 ]; then
     expect_rc 1 kb --kb "$KB_TMP/ro/kb" ingest --no-embed "$KB_TMP/keep.md"
     contains "$out" "cannot"
 fi
+# a place nobody may write, root included
+expect_rc 1 kb --kb /proc/kb-test ingest --no-embed "$KB_TMP/keep.md"
+contains "$out" "cannot create directory '/proc/kb-test'"
 printf 'not a directory' > "$KB_TMP/afile"
 expect_rc 1 kb --kb "$KB_TMP/afile/kb" ingest --no-embed "$KB_TMP/keep.md"
 contains "$out" "cannot create directory '$KB_TMP/afile/kb'"
