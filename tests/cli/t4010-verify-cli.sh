@@ -71,8 +71,8 @@ contains "$out" '"fast_p":{"0":1,"1":1,"1.5":0.5,"2":0.5}'
 
 # fast_p from saved results (our H200 run, trimmed to the fields scored)
 expect_rc 0 kb verify --suite corpus/tasks --results tests/fixtures/verify --json
-contains "$out" '"fast_p":{"0":1,"1":0.8,"1.5":0.7,"2":0.6}'
+contains "$out" '"fast_p":{"0":1,"1":0.9,"1.5":0.7,"2":0.6}'
 contains "$out" '"task":"scan","candidate":"corpus/tasks/scan/candidates/warp_scan.cu","verdict":"faster"'
 expect_rc 0 kb verify --suite corpus/tasks --results tests/fixtures/verify
-contains "$out" "fast_0 1.00  fast_1 0.80  fast_1.5 0.70  fast_2 0.60"
+contains "$out" "fast_0 1.00  fast_1 0.90  fast_1.5 0.70  fast_2 0.60"
 echo ok
