@@ -302,7 +302,9 @@ const char *kb_embedder_name(const kb_embedder *e);
 const char *kb_embedder_weights_hash(const kb_embedder *e);
 /* The embedder's tokenizer, NULL for a remote one. */
 const kb_tokenizer *kb_embedder_tokenizer(const kb_embedder *e);
-/* Embeds n texts into out[n * dim], each row L2-normalised. */
+/* Embeds n texts into out[n * dim], each row L2-normalised (texts longer
+ * than 256 tokens are truncated). One call at a time per embedder: it owns
+ * its work buffers (the tokenizer alone is safe to share). */
 kb_rc kb_embedder_embed(kb_embedder *e, const char *const *texts, size_t n,
                         float *out, kb_err *err);
 
@@ -445,6 +447,10 @@ typedef struct {
     size_t n;
     double took_ms;
     kb_mode mode;
+    /* where the time went (0 for a step that did not run): the lexical
+     * search, the query's embedding (in parallel with it), the vector
+     * search, fusion and reading the results */
+    double lexical_ms, embed_ms, vector_ms, results_ms;
 } kb_results;
 
 void kb_results_release(kb_results *r);
