@@ -91,8 +91,13 @@ static void print_human(const kb_cli *cli, const kb_query_opts *opts,
         }
         putchar('\n');
     }
-    printf("%s%zu results in %.1f ms (%s)%s\n", DIM(cli), r->n, r->took_ms,
-           kb_mode_name(r->mode), RESET(cli));
+    printf("%s%zu results in %.1f ms (%s)", DIM(cli), r->n, r->took_ms,
+           kb_mode_name(r->mode));
+    if (explain)
+        printf(": lexical %.1f ms, query embedding %.1f ms (in parallel), "
+               "vector search %.1f ms, fusion and results %.1f ms", r->lexical_ms,
+               r->embed_ms, r->vector_ms, r->results_ms);
+    printf("%s\n", RESET(cli));
 }
 
 int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command *self)

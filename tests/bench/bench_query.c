@@ -45,6 +45,7 @@ int main(int argc, char **argv)
     for (size_t m = 0; m < 3; m++) {
         size_t n = 0;
         int failed = 0;
+        double lex_ms = 0, emb_ms = 0, vec_ms = 0, res_ms = 0;
         for (long r = -1; r < rounds && !failed; r++) {   /* r = -1: warm-up */
             const cJSON *q;
             cJSON_ArrayForEach(q, queries) {
@@ -61,16 +62,24 @@ int main(int argc, char **argv)
                     break;
                 }
                 double dt = kb_now_ms() - t0;
-                kb_results_release(&res);
-                if (r >= 0)
+                if (r >= 0) {
                     times[n++] = dt;
+                    lex_ms += res.lexical_ms;
+                    emb_ms += res.embed_ms;
+                    vec_ms += res.vector_ms;
+                    res_ms += res.results_ms;
+                }
+                kb_results_release(&res);
             }
         }
         if (failed || n == 0)
             continue;
         qsort(times, n, sizeof *times, cmp_double);
-        printf("mode=%s n=%zu p50_ms=%.2f p99_ms=%.2f\n", kb_mode_name(modes[m]),
-               n, times[n / 2], times[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1]);
+        printf("mode=%s n=%zu p50_ms=%.2f p99_ms=%.2f mean_lexical_ms=%.2f "
+               "mean_embed_ms=%.2f mean_vector_ms=%.2f mean_results_ms=%.2f\n",
+               kb_mode_name(modes[m]), n, times[n / 2],
+               times[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1], lex_ms / (double)n,
+               emb_ms / (double)n, vec_ms / (double)n, res_ms / (double)n);
     }
     free(times);
     kb_store_close(store);
