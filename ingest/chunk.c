@@ -62,21 +62,21 @@ static int is_descendant(const kb_block *a, const kb_block *b)
     return 1;
 }
 
-static char *heading_json(const kb_block *b)
+static char *heading_json(const kb_block *b, size_t depth)
 {
     cJSON *arr = cJSON_CreateArray();
-    for (size_t i = 0; i < b->depth; i++)
+    for (size_t i = 0; i < depth; i++)
         cJSON_AddItemToArray(arr, cJSON_CreateString(b->heading[i]));
     char *s = cJSON_PrintUnformatted(arr);
     cJSON_Delete(arr);
     return s;
 }
 
-static char *heading_text(const kb_block *b)
+static char *heading_text(const kb_block *b, size_t depth)
 {
     kb_buf t;
     kb_buf_init(&t, 0);
-    for (size_t i = 0; i < b->depth; i++) {
+    for (size_t i = 0; i < depth; i++) {
         if (i)
             kb_buf_puts(&t, " > ");
         kb_buf_puts(&t, b->heading[i]);
@@ -93,13 +93,25 @@ typedef struct {
     size_t prefix;       /* of the heading prefix */
 } pending;
 
-static kb_rc emit(kb_chunks *out, pending *p)
+/* The chunker's state beyond the chunk being filled: a run of tiny
+ * sibling sections (a README's "Supported OSes: Linux, Windows", "Key
+ * Concepts: ...") waiting to become one chunk under their parent, since
+ * alone each would rank on its heading and say nothing. */
+typedef struct {
+    kb_chunks *out;
+    const kb_tokenizer *tok;
+    size_t max;
+    const kb_block *run_first;
+    size_t run_count;
+    kb_buf run;          /* "Title: text" per section, blank-line separated */
+    kb_buf run_single;   /* the first section's text, unlabelled */
+} chunker;
+
+/* Appends a chunk of text under b's first depth headings. */
+static kb_rc store_chunk(chunker *ch, kb_kind kind, const kb_block *b,
+                         size_t depth, const char *text, size_t len)
 {
-    if (!p->first || p->text.len == 0) {
-        kb_buf_reset(&p->text);
-        p->first = NULL;
-        return KB_OK;
-    }
+    kb_chunks *out = ch->out;
     if (out->n == out->cap) {
         size_t cap = out->cap ? out->cap * 2 : 64;
         kb_chunk *items = realloc(out->items, cap * sizeof *items);
@@ -108,23 +120,92 @@ static kb_rc emit(kb_chunks *out, pending *p)
         out->items = items;
         out->cap = cap;
     }
-    kb_chunk *c = &out->items[out->n];
+    kb_chunk *c = &out->items[out->n++];
     memset(c, 0, sizeof *c);
-    c->kind = p->kind;
-    c->heading_json = heading_json(p->first);
-    c->heading_text = heading_text(p->first);
-    c->anchor = kb_strdup(p->first->anchor ? p->first->anchor : "");
-    c->text = kb_strndup(p->text.data, p->text.len);
-    c->tokens = (int)(p->tokens + p->prefix);
-    c->paper = p->first->paper;
-    c->first = p->first;
-    out->n++;
+    c->kind = kind;
+    c->depth = depth;
+    c->heading_json = heading_json(b, depth);
+    c->heading_text = heading_text(b, depth);
+    c->anchor = kb_strdup(b->anchor ? b->anchor : "");
+    c->text = kb_strndup(text, len);
+    c->paper = b->paper;
+    c->first = b;
+    if (!c->heading_json || !c->heading_text || !c->anchor || !c->text)
+        return KB_ERR_NOMEM;
+    c->tokens = (int)(kb_chunk_count_tokens(ch->tok, c->heading_text) + 1 +
+                      kb_chunk_count_tokens(ch->tok, c->text));
+    return KB_OK;
+}
+
+static kb_rc flush_run(chunker *ch)
+{
+    kb_rc rc = KB_OK;
+    if (ch->run_count == 1)
+        rc = store_chunk(ch, KB_KIND_TEXT, ch->run_first, ch->run_first->depth,
+                         ch->run_single.data, ch->run_single.len);
+    else if (ch->run_count > 1)
+        rc = store_chunk(ch, KB_KIND_TEXT, ch->run_first, ch->run_first->depth - 1,
+                         ch->run.data, ch->run.len);
+    ch->run_count = 0;
+    ch->run_first = NULL;
+    kb_buf_reset(&ch->run);
+    kb_buf_reset(&ch->run_single);
+    return rc;
+}
+
+/* 1 if a and b are sections with the same parent. */
+static int siblings(const kb_block *a, const kb_block *b)
+{
+    if (a->depth != b->depth || a->depth < 2)
+        return 0;
+    for (size_t i = 0; i + 1 < a->depth; i++)
+        if (strcmp(a->heading[i], b->heading[i]) != 0)
+            return 0;
+    return 1;
+}
+
+/* Finishes the chunk being filled: a tiny text section joins the run of
+ * its tiny siblings; anything else ends the run and is stored. */
+static kb_rc emit(chunker *ch, pending *p)
+{
+    kb_rc rc = KB_OK;
+    if (!p->first || p->text.len == 0)
+        goto done;
+    const kb_block *b = p->first;
+    if (p->kind == KB_KIND_TEXT && p->tokens < TINY_SECTION_TOKENS && b->depth >= 2) {
+        const char *title = b->heading[b->depth - 1];
+        int joins = 0;
+        if (ch->run_count && siblings(ch->run_first, b)) {
+            /* exactly what the merged chunk would cost, parent path included */
+            kb_buf t;
+            kb_buf_init(&t, 0);
+            char *parent = heading_text(b, b->depth - 1);
+            kb_buf_printf(&t, "%s\n%s\n\n%s: %s", parent ? parent : "",
+                          ch->run.data, title, p->text.data);
+            joins = kb_chunk_count_tokens(ch->tok, t.data) <= ch->max;
+            free(parent);
+            kb_buf_release(&t);
+        }
+        if (joins) {
+            kb_buf_puts(&ch->run, "\n\n");
+        } else {
+            if ((rc = flush_run(ch)) != KB_OK)
+                goto done;
+            ch->run_first = b;
+            kb_buf_append(&ch->run_single, p->text.data, p->text.len);
+        }
+        kb_buf_printf(&ch->run, "%s: ", title);
+        kb_buf_append(&ch->run, p->text.data, p->text.len);
+        ch->run_count++;
+        goto done;
+    }
+    if ((rc = flush_run(ch)) == KB_OK)
+        rc = store_chunk(ch, p->kind, b, b->depth, p->text.data, p->text.len);
+done:
     kb_buf_reset(&p->text);
     p->first = NULL;
     p->tokens = 0;
-    if (!c->heading_json || !c->heading_text || !c->anchor || !c->text)
-        return KB_ERR_NOMEM;
-    return KB_OK;
+    return rc;
 }
 
 /* Length of the longest prefix of s[0..len) that fits budget tokens, cut at
@@ -177,15 +258,18 @@ kb_rc kb_chunk_doc(const kb_doc *doc, const kb_tokenizer *tok, int max_tokens,
     const kb_block *carry_from = NULL;
     kb_rc rc = KB_OK;
     size_t max = max_tokens > 0 ? (size_t)max_tokens : KB_CHUNK_MAX_TOKENS;
+    chunker ch = { .out = out, .tok = tok, .max = max };
+    kb_buf_init(&ch.run, 0);
+    kb_buf_init(&ch.run_single, 0);
 
     for (size_t i = 0; i < doc->nblocks && rc == KB_OK; i++) {
         const kb_block *b = &doc->blocks[i];
-        char *htext = heading_text(b);
+        char *htext = heading_text(b, b->depth);
         size_t prefix = htext ? kb_chunk_count_tokens(tok, htext) + 1 : 0;
         free(htext);
-        if (prefix > max / 2)
-            prefix = max / 2;   /* absurdly deep paths: keep room for text */
-        size_t budget = max - prefix;
+        /* the prefix counts against the budget; only an absurdly deep path
+         * (over max - 32 pieces) leaves the text less than its due */
+        size_t budget = prefix + 32 <= max ? max - prefix : 32;
         size_t btok = kb_chunk_count_tokens(tok, b->text);
         kb_kind kind = b->kind;
         if (kind == KB_KIND_CODE && btok <= SMALL_CODE_TOKENS)
@@ -203,7 +287,7 @@ kb_rc kb_chunk_doc(const kb_doc *doc, const kb_tokenizer *tok, int max_tokens,
                 kb_buf_reset(&p.text);
                 p.first = NULL;
                 p.tokens = 0;
-            } else if ((rc = emit(out, &p)) != KB_OK) {
+            } else if ((rc = emit(&ch, &p)) != KB_OK) {
                 break;
             }
         }
@@ -211,7 +295,7 @@ kb_rc kb_chunk_doc(const kb_doc *doc, const kb_tokenizer *tok, int max_tokens,
             /* the subsection never came: the intro stands alone after all */
             pending alone = { carry_from, KB_KIND_TEXT, carry, 0, 0 };
             alone.tokens = kb_chunk_count_tokens(tok, carry.data);
-            rc = emit(out, &alone);
+            rc = emit(&ch, &alone);
             carry = alone.text;
             kb_buf_reset(&carry);
             carry_from = NULL;
@@ -241,11 +325,11 @@ kb_rc kb_chunk_doc(const kb_doc *doc, const kb_tokenizer *tok, int max_tokens,
                 /* start a fresh chunk rather than split a block that would
                  * fit one on its own */
                 if (btok <= budget) {
-                    rc = emit(out, &p);
+                    rc = emit(&ch, &p);
                     continue;
                 }
                 if (room < 16) {
-                    rc = emit(out, &p);
+                    rc = emit(&ch, &p);
                     continue;
                 }
                 take = fit_prefix(tok, s, len, room);
@@ -263,23 +347,27 @@ kb_rc kb_chunk_doc(const kb_doc *doc, const kb_tokenizer *tok, int max_tokens,
                 len--;
             }
             if (len > 0) {
-                rc = emit(out, &p);
+                rc = emit(&ch, &p);
                 btok = kb_chunk_count_tokens(tok, s);
             }
         }
         if (rc == KB_OK && (kind == KB_KIND_PAPER || kind == KB_KIND_CODE))
-            rc = emit(out, &p);
+            rc = emit(&ch, &p);
     }
     if (rc == KB_OK)
-        rc = emit(out, &p);
+        rc = emit(&ch, &p);
     if (rc == KB_OK && carry.len && carry_from) {
         pending alone = { carry_from, KB_KIND_TEXT, carry, 0, 0 };
         alone.tokens = kb_chunk_count_tokens(tok, carry.data);
-        rc = emit(out, &alone);
+        rc = emit(&ch, &alone);
         carry = alone.text;
     }
+    if (rc == KB_OK)
+        rc = flush_run(&ch);
     kb_buf_release(&p.text);
     kb_buf_release(&carry);
+    kb_buf_release(&ch.run);
+    kb_buf_release(&ch.run_single);
     if (rc != KB_OK) {
         kb_chunks_release(out);
         return kb_err_set(err, rc, "out of memory while chunking");

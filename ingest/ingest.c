@@ -294,7 +294,7 @@ static kb_rc store_document(kb_store *store, const char *source,
         }
         sqlite3_int64 chunk_id = sqlite3_last_insert_rowid(store->db);
         const kb_block *b = c->first;
-        rc = kb_fts_add(store, chunk_id, b->depth ? b->heading[b->depth - 1] : "",
+        rc = kb_fts_add(store, chunk_id, c->depth ? b->heading[c->depth - 1] : "",
                         c->heading_text, c->text, err);
         if (rc == KB_OK && c->paper) {
             char *links = paper_links_json(c->paper);

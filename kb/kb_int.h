@@ -41,6 +41,8 @@ long long kb_store_disk_size(const kb_store *store);
 
 typedef struct {
     kb_kind kind;
+    size_t depth;          /* of the heading path (the first block's, or one
+                              less for tiny sibling sections merged) */
     char *heading_json;    /* JSON array of the heading path */
     char *heading_text;    /* "A > B > C", what the FTS heading column gets */
     char *anchor;
