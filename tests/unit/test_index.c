@@ -101,6 +101,45 @@ static void test_chunk_tiny_section_and_papers(void **state)
     kb_doc_release(&doc);
 }
 
+static void test_chunk_tiny_siblings_merge(void **state)
+{
+    (void)state;
+    kb_doc doc;
+    kb_doc_init(&doc);
+    kb_doc_heading(&doc, 1, "transpose - Matrix Transpose", "top");
+    kb_doc_heading(&doc, 2, "Key Concepts", "key-concepts");
+    kb_doc_add(&doc, KB_KIND_TEXT, "Performance Strategies", 22);
+    kb_doc_heading(&doc, 2, "Supported OSes", "supported-oses");
+    kb_doc_add(&doc, KB_KIND_TEXT, "Linux, Windows", 14);
+    kb_doc_heading(&doc, 2, "Description", "description");
+    static const char long_text[] =
+        "This sample shows several transpose kernels that improve step by step: "
+        "coalesced reads and writes through shared memory, padding against bank "
+        "conflicts, and a diagonal block order against partition camping.";
+    kb_doc_add(&doc, KB_KIND_TEXT, long_text, sizeof long_text - 1);
+    kb_doc_heading(&doc, 2, "References", "references");
+    kb_doc_add(&doc, KB_KIND_TEXT, "whitepaper", 10);
+
+    kb_chunks c;
+    kb_err err;
+    kb_err_clear(&err);
+    assert_int_equal(kb_chunk_doc(&doc, NULL, 256, &c, &err), KB_OK);
+    assert_int_equal(c.n, 3);
+    /* the two tiny siblings: one chunk under their parent, titles kept */
+    assert_string_equal(c.items[0].heading_json, "[\"transpose - Matrix Transpose\"]");
+    assert_int_equal(c.items[0].depth, 1);
+    assert_string_equal(c.items[0].text, "Key Concepts: Performance Strategies\n\n"
+                                         "Supported OSes: Linux, Windows");
+    assert_string_equal(c.items[1].heading_json,
+                        "[\"transpose - Matrix Transpose\",\"Description\"]");
+    /* a tiny section alone keeps its own heading and text */
+    assert_string_equal(c.items[2].heading_json,
+                        "[\"transpose - Matrix Transpose\",\"References\"]");
+    assert_string_equal(c.items[2].text, "whitepaper");
+    kb_chunks_release(&c);
+    kb_doc_release(&doc);
+}
+
 /* ------------------------------------------------------------ FTS5 */
 
 static void test_fts_match_identifiers(void **state)
@@ -258,6 +297,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chunk_budget_and_code),
         cmocka_unit_test(test_chunk_tiny_section_and_papers),
+        cmocka_unit_test(test_chunk_tiny_siblings_merge),
         cmocka_unit_test(test_fts_match_identifiers),
         cmocka_unit_test(test_fts_idents),
         cmocka_unit_test(test_fts_never_syntax_error),
