@@ -445,17 +445,11 @@ int cmd_eval(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     kb_eval_qrels qrels = { NULL, 0 };
     kb_store *store = NULL;
     kb_embedder *emb = NULL;
-    char *dir = NULL;
     int status = 0;
     kb_rc rc = kb_eval_qrels_load(o.qrels_path, &qrels, &err);
     if (rc != KB_OK)
         goto out;
-    dir = kb_store_default_dir(cli->kb_dir);
-    if (!dir) {
-        rc = kb_err_set(&err, KB_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    rc = kb_store_open(dir, KB_STORE_READONLY, &store, &err);
+    rc = kb_cli_open_store(cli, KB_STORE_READONLY, &store, &err);
     if (rc != KB_OK)
         goto out;
 
@@ -511,7 +505,6 @@ out:
         kb_embedder_free(emb);
     if (store)
         kb_store_close(store);
-    free(dir);
     kb_eval_qrels_release(&qrels);
     return status;
 }

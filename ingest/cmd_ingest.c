@@ -100,16 +100,14 @@ int cmd_ingest(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 
     kb_err err;
     kb_err_clear(&err);
-    char *dir = kb_store_default_dir(cli->kb_dir);
     kb_store *store = NULL;
     kb_ingest_stats stats;
     memset(&stats, 0, sizeof stats);
-    kb_rc rc = kb_store_open(dir, KB_STORE_CREATE, &store, &err);
+    kb_rc rc = kb_cli_open_store(cli, KB_STORE_CREATE, &store, &err);
     if (rc == KB_OK)
         rc = kb_ingest_run(store, &opts, argv + optind, (size_t)(argc - optind),
                            &stats, &err);
     kb_store_close(store);
-    free(dir);
 
     if (ps.json) {
         printf("{\"ok\":%s,\"sources\":%zu,\"sources_failed\":%zu,"

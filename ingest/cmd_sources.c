@@ -41,12 +41,10 @@ int cmd_sources(int argc, char **argv, const kb_cli *cli, const kb_command *self
     kb_store *store = NULL;
     kb_status st;
     memset(&st, 0, sizeof st);
-    char *dir = kb_store_default_dir(cli->kb_dir);
     kb_err serr;
     kb_err_clear(&serr);
-    if (kb_store_open(dir, KB_STORE_READONLY, &store, &serr) == KB_OK)
+    if (kb_cli_open_store(cli, KB_STORE_READONLY, &store, &serr) == KB_OK)
         kb_store_status(store, &st, &serr);
-    free(dir);
 
     cJSON *arr = json ? cJSON_CreateArray() : NULL;
     if (!json)

@@ -39,6 +39,10 @@ int kb_cli_fail(const kb_err *err);
 /* Prints a usage error ("kb CMD: MSG") and the usage line; returns 2. */
 int kb_cli_usage_error(const kb_command *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Opens the KB of the command line (--kb, $KB_DIR, the default) with
+ * kb_store_open's flags. */
+kb_rc kb_cli_open_store(const kb_cli *cli, int flags, kb_store **store,
+                        kb_err *err);
 /* 1 if argv holds -h or --help (before a "--"). */
 int kb_cli_wants_help(int argc, char **argv);
 

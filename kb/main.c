@@ -101,6 +101,17 @@ int kb_cli_usage_error(const kb_command *cmd, const char *fmt, ...)
     return 2;
 }
 
+kb_rc kb_cli_open_store(const kb_cli *cli, int flags, kb_store **store,
+                        kb_err *err)
+{
+    char *dir = kb_store_default_dir(cli->kb_dir);
+    if (!dir)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    kb_rc rc = kb_store_open(dir, flags, store, err);
+    free(dir);
+    return rc;
+}
+
 int kb_cli_wants_help(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {

@@ -32,8 +32,7 @@ int cmd_papers(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     kb_err_clear(&err);
     kb_store *store = NULL;
     kb_paper_list list = { 0 };
-    char *dir = kb_store_default_dir(cli->kb_dir);
-    kb_rc rc = kb_store_open(dir, KB_STORE_READONLY, &store, &err);
+    kb_rc rc = kb_cli_open_store(cli, KB_STORE_READONLY, &store, &err);
     if (rc == KB_OK)
         rc = kb_papers_list(store, section, &list, &err);
     if (rc == KB_OK && json) {
@@ -73,6 +72,5 @@ int cmd_papers(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     }
     kb_paper_list_release(&list);
     kb_store_close(store);
-    free(dir);
     return rc == KB_OK ? 0 : kb_cli_fail(&err);
 }

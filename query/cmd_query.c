@@ -169,8 +169,7 @@ int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     kb_store *store = NULL;
     kb_embedder *emb = NULL;
     kb_results res = { 0 };
-    char *dir = kb_store_default_dir(cli->kb_dir);
-    kb_rc rc = kb_store_open(dir, KB_STORE_READONLY, &store, &err);
+    kb_rc rc = kb_cli_open_store(cli, KB_STORE_READONLY, &store, &err);
     if (rc == KB_OK)
         rc = kb_query_run(store, emb, &opts, &res, &err);
     if (rc == KB_OK) {
@@ -186,7 +185,6 @@ int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     }
     kb_results_release(&res);
     kb_store_close(store);
-    free(dir);
     kb_buf_release(&text);
     return rc == KB_OK ? 0 : kb_cli_fail(&err);
 }

@@ -33,13 +33,12 @@ int cmd_status(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     kb_store *store = NULL;
     kb_status st;
     memset(&st, 0, sizeof st);
-    char *dir = kb_store_default_dir(cli->kb_dir);
-    kb_rc rc = kb_store_open(dir, KB_STORE_READONLY, &store, &err);
+    kb_rc rc = kb_cli_open_store(cli, KB_STORE_READONLY, &store, &err);
     if (rc == KB_OK)
         rc = kb_store_status(store, &st, &err);
     if (rc == KB_OK && json) {
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "kb", dir);
+        cJSON_AddStringToObject(o, "kb", kb_store_dir(store));
         cJSON_AddNumberToObject(o, "schema_version", st.schema_version);
         cJSON_AddNumberToObject(o, "documents", (double)st.documents);
         cJSON_AddNumberToObject(o, "chunks", (double)st.chunks);
@@ -70,7 +69,7 @@ int cmd_status(int argc, char **argv, const kb_cli *cli, const kb_command *self)
         cJSON_Delete(o);
     } else if (rc == KB_OK) {
         printf("KB %s: %zu sources, %zu documents, %zu chunks, %zu papers, "
-               "%.1f MB on disk\n", dir, st.n, st.documents, st.chunks, st.papers,
+               "%.1f MB on disk\n", kb_store_dir(store), st.n, st.documents, st.chunks, st.papers,
                (double)st.disk_bytes / 1e6);
         printf("embeddings: %zu%s%s\n\n", st.embeddings, *st.embedder ? " by " : "",
                st.embedder);
@@ -86,6 +85,5 @@ int cmd_status(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     }
     kb_status_release(&st);
     kb_store_close(store);
-    free(dir);
     return rc == KB_OK ? 0 : kb_cli_fail(&err);
 }
