@@ -12,7 +12,9 @@
 PREFIX  ?= /usr/local
 BUILD   ?= build
 CC      ?= cc
-BLAS    ?= openblas
+# BLIS: same throughput as OpenBLAS 0.3.21 here, 1.8x faster query embedding
+# (BENCHMARKS.md, Embeddings); BLAS=openblas builds with OpenBLAS
+BLAS    ?= blis
 KB_MIRROR ?= $(abspath ../shared/corpus)
 export KB_MIRROR
 
@@ -78,6 +80,11 @@ $(BUILD)/bench/%: tests/bench/%.c $(BUILD)/libkb.a
 # the encoder's always-inlined AVX helpers: no ABI is crossed; FMA in its
 # element-wise loops (ISO C mode turns contraction off)
 $(BUILD)/obj/index/bert.o: ALL_CFLAGS += -Wno-psabi -ffp-contract=fast
+# bert.o includes the chosen BLAS's cblas.h: rebuild it when BLAS changes
+$(BUILD)/obj/index/bert.o: $(BUILD)/blas.stamp
+$(BUILD)/blas.stamp: FORCE
+	@mkdir -p $(BUILD) && echo '$(BLAS)' | cmp -s - $@ || echo '$(BLAS)' > $@
+.PHONY: FORCE
 
 # ---- kb-verify (CUDA driver API + NVRTC), only where a toolkit is found ----
 -include generator/verify.mk

@@ -11,9 +11,10 @@ runs=${2:-3}
 chunks=${KB_BENCH_CHUNKS:-64}
 cd "$top"
 
-make -s --no-print-directory BUILD="$build" "$build/bench/bench_embed" >&2
-make -s --no-print-directory BUILD="$build-blis" BLAS=blis FAISS_CAPI="$build/faiss-capi" \
-  "$build-blis/bench/bench_embed" >&2
+for blas in openblas blis; do
+  make -s --no-print-directory BUILD="$build-$blas" BLAS=$blas FAISS_CAPI="$build/faiss-capi" \
+    "$build-$blas/bench/bench_embed" >&2
+done
 
 field() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p"; }
 
@@ -25,8 +26,7 @@ configs=("openblas 1" "openblas 2" "blis 1" "blis 2")
 for _ in $(seq "$runs"); do
   for cfg in "${configs[@]}"; do
     read -r blas th <<<"$cfg"
-    bin="$build/bench/bench_embed"
-    [ "$blas" = blis ] && bin="$build-blis/bench/bench_embed"
+    bin="$build-$blas/bench/bench_embed"
     line=$("$bin" "$th" "$chunks")
     c=$(field chunks_per_s <<<"$line"); q=$(field query_p50_ms <<<"$line"); q99=$(field query_p99_ms <<<"$line")
     k="$blas $th"
