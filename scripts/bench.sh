@@ -64,6 +64,13 @@ echo "|---|---|---|---|---|---|---|"
 "$top/$build/bench/bench_query" "$qkb" "$qrels" 5 |
     sed -n 's/mode=\([a-z]*\) n=[0-9]* p50_ms=\([0-9.]*\) p99_ms=\([0-9.]*\) mean_lexical_ms=\([0-9.]*\) mean_embed_ms=\([0-9.]*\) mean_vector_ms=\([0-9.]*\) mean_results_ms=\([0-9.]*\)/| \1 | \2 | \3 | \4 | \5 | \6 | \7 |/p'
 echo
+echo "The same for 20 short queries as typed at a shell (tests/bench/short-queries.json):"
+echo
+echo "| mode | p50 ms | p99 ms | mean: lexical search | query embedding (beside it) | vector search | fusion + results |"
+echo "|---|---|---|---|---|---|---|"
+"$top/$build/bench/bench_query" "$qkb" "$top/tests/bench/short-queries.json" 5 |
+    sed -n 's/mode=\([a-z]*\) n=[0-9]* p50_ms=\([0-9.]*\) p99_ms=\([0-9.]*\) mean_lexical_ms=\([0-9.]*\) mean_embed_ms=\([0-9.]*\) mean_vector_ms=\([0-9.]*\) mean_results_ms=\([0-9.]*\)/| \1 | \2 | \3 | \4 | \5 | \6 | \7 |/p'
+echo
 echo "As a fresh process (\`kb query\`, 20 runs each):"
 echo
 echo "| mode | p50 ms | p99 ms |"
