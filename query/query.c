@@ -457,6 +457,11 @@ kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
 
     if (!opts->text || !*opts->text)
         return kb_err_set(err, KB_ERR_USAGE, "empty query");
+    /* one read transaction: every statement below sees the same snapshot,
+     * so an ingest committing meanwhile cannot remove a chunk between the
+     * search and reading its row */
+    if ((rc = kb_store_exec(store, "SAVEPOINT query", err)) != KB_OK)
+        return rc;
     int want_vec = opts->mode != KB_MODE_LEXICAL;
     if (want_vec && !kb_vec_any(store)) {
         if (opts->mode == KB_MODE_VECTOR) {
@@ -516,6 +521,7 @@ kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
     }
     out->results_ms = kb_now_ms() - t1;
 out:
+    sqlite3_exec(store->db, "RELEASE query", NULL, NULL, NULL);
     free(job.q);
     kb_hits_release(&lex);
     kb_hits_release(&vec);
