@@ -507,6 +507,17 @@ static kb_rc run_job(kb_store *store, const kb_ingest_opts *opts,
     return result;
 }
 
+/* "file:///abs/path" for a local path (caller frees). */
+static char *file_url(const char *path)
+{
+    char *abs = realpath(path, NULL);
+    kb_buf url;
+    kb_buf_init(&url, 0);
+    kb_buf_printf(&url, "file://%s", abs ? abs : path);
+    free(abs);
+    return kb_buf_detach(&url);
+}
+
 static int is_url(const char *s)
 {
     return strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0;
@@ -586,21 +597,12 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
             job->id = adhoc ? adhoc : "local";
             job->format = "";
             rc = upsert_source(store, job->id, "Local files", "", "", "", err);
-            if (rc == KB_OK && S_ISDIR(st.st_mode)) {
-                char *abs = realpath(t, NULL);
-                char *url = abs ? kb_path_join("file://", abs) : kb_strdup("");
+            char *url = file_url(t);
+            if (rc == KB_OK && S_ISDIR(st.st_mode))
                 rc = walk_folder(t, t, "", url, "", &job->docs, err);
-                free(abs);
-                free(url);
-            } else if (rc == KB_OK) {
-                char *abs = realpath(t, NULL);
-                kb_buf url;
-                kb_buf_init(&url, 0);
-                kb_buf_printf(&url, "file://%s", abs ? abs : t);
-                rc = doc_list_add(&job->docs, t, t, t, url.data);
-                kb_buf_release(&url);
-                free(abs);
-            }
+            else if (rc == KB_OK)
+                rc = doc_list_add(&job->docs, t, t, t, url);
+            free(url);
         } else {
             rc = kb_err_set(err, KB_ERR_NOTFOUND,
                             "'%s' is neither a source in '%s', a file, nor a URL",

@@ -30,6 +30,15 @@ expect_json 0 kb query --mode lexical --json "bank conflicts"
 [ "$(json_get "$out" "len(j['results'])")" -eq 0 ] || fail "old text still found: $out"
 [ "$(sql "SELECT count(*) FROM chunks")" -eq "$(sql "SELECT count(*) FROM chunks_fts")" ] || fail "fts out of step"
 
+# ad-hoc folders: documents under source 'local', cited by file:// URL and path
+mkdir -p "$KB_TMP/notes/sub"
+printf '# Notes\n\nWarp level primitives need a full mask.\n' > "$KB_TMP/notes/sub/n.md"
+expect_rc 0 kb ingest -q --no-embed "$KB_TMP/notes"
+expect_json 0 kb query --mode lexical --json "warp level primitives full mask"
+[ "$(json_get "$out" "j['results'][0]['source']")" = local ] || fail "ad-hoc source: $out"
+[ "$(json_get "$out" "j['results'][0]['url']")" = "file://$(realpath "$KB_TMP")/notes/sub/n.md#notes" ] || fail "ad-hoc url: $out"
+[ "$(json_get "$out" "j['results'][0]['path']")" = "$KB_TMP/notes/sub/n.md" ] || fail "ad-hoc path: $out"
+
 # the whole corpus: a re-ingest of unchanged documents takes at most 5 s
 expect_rc 0 kb ingest --manifest "$MANIFEST" --no-embed -q
 start=$(date +%s.%N)
