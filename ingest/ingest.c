@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -358,6 +359,18 @@ out:
     return rc;
 }
 
+/* 1 if a fetched body is an HTML page (a repository's or folder's web
+ * page, say, where the manifest describes the files behind it). */
+static int looks_like_html(const char *data, size_t len)
+{
+    size_t i = 0;
+    while (i < len && i < 512 && (data[i] == ' ' || data[i] == '\n' ||
+                                  data[i] == '\r' || data[i] == '\t'))
+        i++;
+    return len - i >= 5 && (strncasecmp(data + i, "<!doc", 5) == 0 ||
+                            strncasecmp(data + i, "<html", 5) == 0);
+}
+
 /* Text before a document's first heading sits under the document's title
  * (or file name), so every chunk has a heading path to cite. */
 static void give_headings(kb_doc *doc, const char *name)
@@ -413,6 +426,8 @@ static kb_rc ingest_document(kb_store *store, const kb_ingest_opts *opts,
         goto out;
     const char *name = ref->file ? ref->file : ref->url;
     kb_parse_fn parse = kb_parser_for(name, format);
+    if (!ref->file && looks_like_html(raw.data ? raw.data : "", raw.len))
+        parse = kb_parse_html;   /* a web page, whatever the source's format */
     if (!parse) {
         rc = kb_err_set(err, KB_ERR_PARSE, "'%s' is not a format kb reads", name);
         goto out;

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Sources fetched over HTTP from a loopback server: parsed by what the body
+# is, cached under the KB with Last-Modified, re-fetched conditionally, and
+# kept when the server is gone.
+. "$(dirname "$0")/lib.sh"
+command -v python3 >/dev/null || { echo "skipped: no python3 for the test server"; exit 0; }
+site="$KB_TMP/site"
+mkdir -p "$site/repo"
+cat > "$site/page.html" <<'HTML'
+<!DOCTYPE html><html><head><title>Page</title></head><body>
+<nav>skip this navigation</nav>
+<section id="occupancy-tuning"><h1>Occupancy tuning</h1>
+<p>Raising occupancy hides latency when warps stall on memory.</p>
+<pre>__launch_bounds__(256, 2)</pre></section></body></html>
+HTML
+# a "repository" URL whose manifest format is CUDA source, served as a web page
+cat > "$site/repo/index.html" <<'HTML'
+<!DOCTYPE html><html><body><h1>Repo page</h1><p>Persistent kernels with work stealing.</p></body></html>
+HTML
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+python3 -m http.server "$port" --bind 127.0.0.1 --directory "$site" >"$KB_TMP/server.log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null; rm -rf "$KB_TMP"' EXIT
+for _ in $(seq 50); do curl -s "http://127.0.0.1:$port/" >/dev/null && break; sleep 0.1; done
+base="http://127.0.0.1:$port"
+cat > "$KB_TMP/m.json" <<JSON
+{"sources":[{"id":"page","title":"Page","url":"$base/page.html","format":"html"},
+            {"id":"repo","title":"Repo","url":"$base/repo/","format":"cuda-source"}]}
+JSON
+unset KB_MIRROR
+expect_json 0 kb ingest --no-embed --json --manifest "$KB_TMP/m.json"
+[ "$(json_get "$out" "j['documents_changed']")" -eq 2 ] || fail "first fetch: $out"
+expect_json 0 kb query --mode lexical --json "occupancy hides latency"
+[ "$(json_get "$out" "j['results'][0]['url']")" = "$base/page.html#occupancy-tuning" ] || fail "deep link: $out"
+[ "$(json_get "$out" "j['results'][0]['path']")" = "" ] || fail "fetched documents have no path"
+lacks "$(json_get "$out" "j['results'][0]['text']")" "navigation"
+expect_json 0 kb query --mode lexical --json "persistent kernels work stealing"
+[ "$(json_get "$out" "j['results'][0]['heading_path']")" = "['Repo page']" ] || fail "a web page is parsed as HTML: $out"
+ls "$KB_DIR"/cache/*.json >/dev/null || fail "no cache"
+[ -n "$(sql "SELECT last_modified FROM documents WHERE source_id='page'")" ] || fail "Last-Modified not recorded"
+
+# again: conditional requests (304), nothing re-parsed
+expect_json 0 kb ingest --no-embed --json --manifest "$KB_TMP/m.json"
+[ "$(json_get "$out" "j['documents_unchanged']")" -eq 2 ] || fail "second fetch: $out"
+grep -q '" 304 ' "$KB_TMP/server.log" || fail "no conditional request: $(cat "$KB_TMP/server.log")"
+
+# the server is gone: a clear error, exit status 3, the documents stay
+kill $server; wait $server 2>/dev/null
+expect_rc 3 kb ingest --no-embed --manifest "$KB_TMP/m.json"
+contains "$out" "cannot fetch '$base/page.html'"
+expect_json 0 kb query --mode lexical --json "occupancy hides latency"
+[ "$(json_get "$out" "len(j['results'])")" -ge 1 ] || fail "document lost when the server went away"
+echo ok
