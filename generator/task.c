@@ -525,6 +525,12 @@ kb_rc kb_task_load(const char *dir, kb_task **out, kb_err *err)
     t->roof_bytes = json_expr(cJSON_GetObjectItemCaseSensitive(roof, "bytes"));
     t->roof_flops = json_expr(cJSON_GetObjectItemCaseSensitive(roof, "flops"));
     t->roof_unit = kb_strdup((s = json_str(roof, "unit")) ? s : "fp32");
+    if (strcmp(t->roof_unit, "fp32") != 0 && strcmp(t->roof_unit, "fp32_tensor3") != 0 &&
+        strcmp(t->roof_unit, "bf16_tensor") != 0 && strcmp(t->roof_unit, "int") != 0) {
+        rc = kb_err_set(err, KB_ERR_PARSE, "'%s': unknown roofline unit '%s' (fp32, "
+                        "fp32_tensor3, bf16_tensor, int)", path, t->roof_unit);
+        goto out;
+    }
     /* every expression must evaluate on every shape */
     for (size_t i = 0; i < t->nshapes; i++) {
         const kb_shape *q = &t->shapes[i];

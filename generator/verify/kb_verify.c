@@ -1068,7 +1068,11 @@ static double roof_floor_ms(vctx *v, const kb_shape *s)
         kb_task_eval(t, s, t->roof_bytes, &bytes, NULL);
     if (t->roof_flops)
         kb_task_eval(t, s, t->roof_flops, &flops, NULL);
+    /* fp32_tensor3: fp32 accuracy from three TF32 tensor-core products
+     * (3xTF32), the fastest honest way to an fp32 GEMM; TF32 runs at half
+     * the bf16 rate */
     double rate = strcmp(t->roof_unit, "bf16_tensor") == 0 ? G.bf16_rate
+                : strcmp(t->roof_unit, "fp32_tensor3") == 0 ? G.bf16_rate / 6.0
                 : strcmp(t->roof_unit, "int") == 0 ? G.int_rate : G.fp32_rate;
     double a = bytes / G.peak_bw, b = flops / rate;
     return (a > b ? a : b) * 1e3;

@@ -161,6 +161,10 @@ static void test_bad_tasks(void **state)
         { "{\"name\":\"t\",\"dtype\":\"f32\",\"dims\":[\"N\"],\"params\":[{\"name\":\"y\","
           "\"type\":\"f32\",\"role\":\"output\",\"size\":\"N\"}],\"shapes\":[{\"name\":"
           "\"a\",\"N\":4}]}", "missing \"launch\"" },
+        { "{\"name\":\"t\",\"dtype\":\"f32\",\"dims\":[\"N\"],\"params\":[{\"name\":\"y\","
+          "\"type\":\"f32\",\"role\":\"output\",\"size\":\"N\"}],\"shapes\":[{\"name\":"
+          "\"a\",\"N\":4}],\"launch\":{\"grid\":1,\"block\":32},\"roofline\":{\"bytes\":"
+          "\"4*N\",\"unit\":\"fp64\"}}", "unknown roofline unit 'fp64'" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         write_task(d, cases[i].json);
