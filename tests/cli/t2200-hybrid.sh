@@ -25,6 +25,7 @@ json_get "$out" "[r for r in j['results'] if r['lexical_rank'] and r['vector_ran
 expect_rc 0 kb query --explain -k 3 "$semantic"
 contains "$out" "lexical #"
 contains "$out" "vector #"
+contains "$out" "query embedding"   # where the time went
 
 # filters apply before top-k in vector mode too
 expect_json 0 kb query --mode vector --json -k 5 --kind code "$semantic"
