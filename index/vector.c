@@ -3,6 +3,7 @@
  * SQLite holds so a stale or damaged file is rebuilt, never used. */
 #include "kb/kb_int.h"
 
+#include <cjson/cJSON.h>
 #include <faiss/c_api/AutoTune_c.h>
 #include <faiss/c_api/Index_c.h>
 #include <faiss/c_api/error_c.h>
@@ -131,33 +132,24 @@ kb_rc kb_vec_clear(kb_store *store, kb_err *err)
     return rc;
 }
 
-/* The text the embedder sees for a chunk: its heading path, then text. */
+/* The text the embedder sees for a chunk: its heading path joined with
+ * " > " (as the chunker counted it), then the text. Caller frees. */
 static char *embed_text(const char *heading_json, const char *text)
 {
     kb_buf t;
     kb_buf_init(&t, 0);
-    const char *p = heading_json;
-    /* heading_path is a JSON array of strings: join its items with " > " */
-    int first = 1;
-    while (p && (p = strchr(p, '"')) != NULL) {
-        p++;
-        if (!first)
+    cJSON *path = cJSON_Parse(heading_json ? heading_json : "[]");
+    const cJSON *h;
+    cJSON_ArrayForEach(h, path) {
+        if (!cJSON_IsString(h))
+            continue;
+        if (t.len)
             kb_buf_puts(&t, " > ");
-        first = 0;
-        while (*p && *p != '"') {
-            if (*p == '\\' && p[1]) {
-                p++;
-                kb_buf_putc(&t, *p == 'n' ? ' ' : *p);
-            } else {
-                kb_buf_putc(&t, *p);
-            }
-            p++;
-        }
-        if (*p)
-            p++;
+        kb_buf_puts(&t, h->valuestring);
     }
+    cJSON_Delete(path);
     kb_buf_putc(&t, '\n');
-    kb_buf_puts(&t, text);
+    kb_buf_puts(&t, text ? text : "");
     return kb_buf_detach(&t);
 }
 

@@ -43,6 +43,11 @@ int kb_cli_usage_error(const kb_command *cmd, const char *fmt, ...)
  * kb_store_open's flags. */
 kb_rc kb_cli_open_store(const kb_cli *cli, int flags, kb_store **store,
                         kb_err *err);
+/* Parses the options of a command that takes no arguments: --json and, if
+ * option is not NULL, --OPTION VALUE (into *value). Returns 0, or the exit
+ * status of a usage error it has reported. */
+int kb_cli_parse_plain(int argc, char **argv, const kb_command *self,
+                       const char *option, const char **value, int *json);
 /* 1 if argv holds -h or --help (before a "--"). */
 int kb_cli_wants_help(int argc, char **argv);
 

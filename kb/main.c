@@ -1,6 +1,7 @@
 /* main.c - kb's entry: global options, the command table, dispatch. */
 #include "kb/cli.h"
 
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,29 @@ kb_rc kb_cli_open_store(const kb_cli *cli, int flags, kb_store **store,
     kb_rc rc = kb_store_open(dir, flags, store, err);
     free(dir);
     return rc;
+}
+
+int kb_cli_parse_plain(int argc, char **argv, const kb_command *self,
+                       const char *option, const char **value, int *json)
+{
+    struct option longopts[3] = { { "json", no_argument, NULL, 'j' } };
+    if (option)
+        longopts[1] = (struct option){ option, required_argument, NULL, 'o' };
+    int c;
+    *json = 0;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        if (c == 'j')
+            *json = 1;
+        else if (c == 'o')
+            *value = optarg;
+        else
+            return kb_cli_usage_error(self, "unknown option '%s'", argv[optind - 1]);
+    }
+    if (optind < argc)
+        return kb_cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
+    return 0;
 }
 
 int kb_cli_wants_help(int argc, char **argv)

@@ -2,32 +2,17 @@
 #include "kb/cli.h"
 
 #include <cjson/cJSON.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 int cmd_papers(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
-    static const struct option longopts[] = {
-        { "section", required_argument, NULL, 's' },
-        { "json", no_argument, NULL, 'j' },
-        { NULL, 0, NULL, 0 },
-    };
     const char *section = NULL;
-    int json = 0, c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-        if (c == 's')
-            section = optarg;
-        else if (c == 'j')
-            json = 1;
-        else
-            return kb_cli_usage_error(self, "unknown option '%s'", argv[optind - 1]);
-    }
-    if (optind < argc)
-        return kb_cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
+    int json, status = kb_cli_parse_plain(argc, argv, self, "section", &section,
+                                          &json);
+    if (status)
+        return status;
     kb_err err;
     kb_err_clear(&err);
     kb_store *store = NULL;

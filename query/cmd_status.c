@@ -21,13 +21,9 @@ static void format_time(long long t, char *out, size_t n)
 
 int cmd_status(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
-    int json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
-            json = 1;
-        else
-            return kb_cli_usage_error(self, "unexpected argument '%s'", argv[i]);
-    }
+    int json, status = kb_cli_parse_plain(argc, argv, self, NULL, NULL, &json);
+    if (status)
+        return status;
     kb_err err;
     kb_err_clear(&err);
     kb_store *store = NULL;

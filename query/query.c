@@ -258,9 +258,11 @@ static kb_rc build_results(kb_store *store, const kb_query_opts *opts,
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
         goto out;
     }
-    /* two passes: the capped list, then (rarely) a backfill without cap */
-    for (int backfill = 0; backfill < 2 && out->n < k; backfill++)
-    for (size_t i = 0; i < fused->n && out->n < k; i++) {
+    /* two passes over the list: the first keeps the per-document cap, the
+     * second (rarely reached) fills up what the cap left short */
+    for (size_t step = 0; step < 2 * fused->n && out->n < k; step++) {
+        int backfill = step >= fused->n;
+        size_t i = step % fused->n;
         kb_result r = { 0 };
         int64_t doc_id = 0;
         char *key = NULL;
