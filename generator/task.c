@@ -710,8 +710,9 @@ int kb_verify_refuse(const char *src, kb_buf *why)
     return refused;
 }
 
-/* Splits s at top-level commas into up to 3 expressions. */
-static kb_rc split_dim3(const char *s, size_t len, char *out[3], kb_err *err)
+/* Splits s at top-level commas into up to max expressions. */
+static kb_rc split_list(const char *s, size_t len, char **out, int max,
+                        const char *what, kb_err *err)
 {
     int depth = 0, k = 0;
     size_t start = 0;
@@ -722,9 +723,9 @@ static kb_rc split_dim3(const char *s, size_t len, char *out[3], kb_err *err)
         else if (c == ')')
             depth--;
         else if (c == ',' && depth == 0) {
-            if (k == 3 || i == start)
-                return kb_err_set(err, KB_ERR_PARSE,
-                                  "bad kb-launch dimensions '%.*s'", (int)len, s);
+            if (k == max || i == start)
+                return kb_err_set(err, KB_ERR_PARSE, "bad %s list '%.*s'",
+                                  what, (int)len, s);
             out[k++] = kb_strndup(s + start, i - start);
             start = i + 1;
         }
@@ -732,102 +733,173 @@ static kb_rc split_dim3(const char *s, size_t len, char *out[3], kb_err *err)
     return KB_OK;
 }
 
-kb_rc kb_launch_parse_source(const char *src, kb_launch **out, size_t *n,
-                             char **arch, kb_err *err)
+void kb_cand_header_release(kb_cand_header *h)
 {
-    kb_launch *l = NULL;
-    size_t nl = 0;
+    kb_launches_free(h->launches, h->nlaunches);
+    for (size_t i = 0; i < h->nmaps; i++) {
+        free(h->maps[i].buffer);
+        for (int d = 0; d < KB_TMAP_MAX_RANK; d++) {
+            free(h->maps[i].dims[d]);
+            free(h->maps[i].box[d]);
+        }
+    }
+    free(h->maps);
+    free(h->arch);
+    memset(h, 0, sizeof *h);
+}
+
+/* Calls item(key, value) for each key=value of a header line's rest. */
+typedef kb_rc (*header_item_fn)(void *obj, const char *k, size_t kl,
+                                const char *v, size_t vl, kb_err *err);
+
+static kb_rc header_items(const char *q, const char *stop, const char *tag,
+                          header_item_fn item, void *obj, kb_err *err)
+{
+    while (q < stop) {
+        while (q < stop && isspace((unsigned char)*q))
+            q++;
+        const char *ks = q;
+        while (q < stop && !isspace((unsigned char)*q))
+            q++;
+        if (q == ks)
+            break;
+        const char *eq = memchr(ks, '=', (size_t)(q - ks));
+        if (!eq)
+            return kb_err_set(err, KB_ERR_PARSE, "bad %s item '%.*s' (want key=value)",
+                              tag, (int)(q - ks), ks);
+        kb_rc rc = item(obj, ks, (size_t)(eq - ks), eq + 1, (size_t)(q - eq - 1), err);
+        if (rc != KB_OK)
+            return rc;
+    }
+    return KB_OK;
+}
+
+static int key_is(const char *k, size_t kl, const char *want)
+{
+    return kl == strlen(want) && strncmp(k, want, kl) == 0;
+}
+
+static kb_rc launch_item(void *obj, const char *k, size_t kl, const char *v,
+                         size_t vl, kb_err *err)
+{
+    kb_launch *x = obj;
+    if (key_is(k, kl, "kernel"))
+        x->kernel = kb_strndup(v, vl);
+    else if (key_is(k, kl, "grid"))
+        return split_list(v, vl, x->grid, 3, "kb-launch dimension", err);
+    else if (key_is(k, kl, "block"))
+        return split_list(v, vl, x->block, 3, "kb-launch dimension", err);
+    else if (key_is(k, kl, "shared"))
+        x->shared = kb_strndup(v, vl);
+    else
+        return kb_err_set(err, KB_ERR_PARSE, "unknown kb-launch key '%.*s'",
+                          (int)kl, k);
+    return KB_OK;
+}
+
+static kb_rc tensormap_item(void *obj, const char *k, size_t kl, const char *v,
+                            size_t vl, kb_err *err)
+{
+    kb_tensormap *m = obj;
+    if (key_is(k, kl, "buffer"))
+        m->buffer = kb_strndup(v, vl);
+    else if (key_is(k, kl, "dims"))
+        return split_list(v, vl, m->dims, KB_TMAP_MAX_RANK, "kb-tensormap dims", err);
+    else if (key_is(k, kl, "box"))
+        return split_list(v, vl, m->box, KB_TMAP_MAX_RANK, "kb-tensormap box", err);
+    else if (key_is(k, kl, "swizzle")) {
+        static const int sizes[] = { 0, 32, 64, 128 };
+        m->swizzle = -1;
+        for (int i = 0; i < 4; i++) {
+            char want[8];
+            snprintf(want, sizeof want, "%d", sizes[i]);
+            if (key_is(v, vl, want))
+                m->swizzle = sizes[i];
+        }
+        if (m->swizzle < 0)
+            return kb_err_set(err, KB_ERR_PARSE, "kb-tensormap swizzle must be "
+                              "0, 32, 64 or 128 (bytes), not '%.*s'", (int)vl, v);
+    } else {
+        return kb_err_set(err, KB_ERR_PARSE, "unknown kb-tensormap key '%.*s'",
+                          (int)kl, k);
+    }
+    return KB_OK;
+}
+
+static int list_len(char *const *l, int max)
+{
+    int n = 0;
+    while (n < max && l[n])
+        n++;
+    return n;
+}
+
+kb_rc kb_cand_header_parse(const char *src, kb_cand_header *out, kb_err *err)
+{
+    kb_cand_header h;
+    memset(&h, 0, sizeof h);
+    memset(out, 0, sizeof *out);
     kb_rc rc = KB_OK;
-    *out = NULL;
-    *n = 0;
-    if (arch)
-        *arch = NULL;
-    for (const char *line = src; line && *line;) {
+    for (const char *line = src; line && *line && rc == KB_OK;) {
         const char *end = strchr(line, '\n');
         size_t len = end ? (size_t)(end - line) : strlen(line);
-        const char *p = line;
-        while (p < line + len && isspace((unsigned char)*p))
+        const char *p = line, *stop = line + len;
+        while (p < stop && isspace((unsigned char)*p))
             p++;
-        const char *tag = NULL;
         if (strncmp(p, "//", 2) == 0) {
             p += 2;
             while (*p == ' ' || *p == '\t')
                 p++;
-            if (strncmp(p, "kb-launch:", 10) == 0)
-                tag = "launch", p += 10;
-            else if (strncmp(p, "kb-verify:", 10) == 0)
-                tag = "verify", p += 10;
+        } else {
+            p = stop;
         }
-        if (tag && strcmp(tag, "launch") == 0) {
-            kb_launch *nlp = realloc(l, (nl + 1) * sizeof *l);
-            if (!nlp) {
+        if (strncmp(p, "kb-launch:", 10) == 0) {
+            kb_launch *nl = realloc(h.launches, (h.nlaunches + 1) * sizeof *nl);
+            if (!nl) {
                 rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-                goto out;
+                break;
             }
-            l = nlp;
-            kb_launch *x = &l[nl++];
+            h.launches = nl;
+            kb_launch *x = &h.launches[h.nlaunches++];
             memset(x, 0, sizeof *x);
-            const char *q = p, *stop = line + len;
-            while (q < stop) {
-                while (q < stop && isspace((unsigned char)*q))
-                    q++;
-                const char *ks = q;
-                while (q < stop && !isspace((unsigned char)*q))
-                    q++;
-                if (q == ks)
-                    break;
-                const char *eq = memchr(ks, '=', (size_t)(q - ks));
-                if (!eq) {
-                    rc = kb_err_set(err, KB_ERR_PARSE,
-                                    "bad kb-launch item '%.*s' (want key=value)",
-                                    (int)(q - ks), ks);
-                    goto out;
-                }
-                size_t kl = (size_t)(eq - ks), vl = (size_t)(q - eq - 1);
-                const char *vs = eq + 1;
-                if (kl == 6 && strncmp(ks, "kernel", 6) == 0)
-                    x->kernel = kb_strndup(vs, vl);
-                else if (kl == 4 && strncmp(ks, "grid", 4) == 0)
-                    rc = split_dim3(vs, vl, x->grid, err);
-                else if (kl == 5 && strncmp(ks, "block", 5) == 0)
-                    rc = split_dim3(vs, vl, x->block, err);
-                else if (kl == 6 && strncmp(ks, "shared", 6) == 0)
-                    x->shared = kb_strndup(vs, vl);
-                else
-                    rc = kb_err_set(err, KB_ERR_PARSE, "unknown kb-launch key '%.*s'",
-                                    (int)kl, ks);
-                if (rc)
-                    goto out;
-            }
-            if (!x->kernel || !x->grid[0] || !x->block[0]) {
+            rc = header_items(p + 10, stop, "kb-launch", launch_item, x, err);
+            if (rc == KB_OK && (!x->kernel || !x->grid[0] || !x->block[0]))
                 rc = kb_err_set(err, KB_ERR_PARSE,
                                 "kb-launch needs kernel=, grid= and block=");
-                goto out;
+        } else if (strncmp(p, "kb-tensormap:", 13) == 0) {
+            kb_tensormap *nm = realloc(h.maps, (h.nmaps + 1) * sizeof *nm);
+            if (!nm) {
+                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+                break;
             }
-        } else if (tag && arch) {
+            h.maps = nm;
+            kb_tensormap *m = &h.maps[h.nmaps++];
+            memset(m, 0, sizeof *m);
+            rc = header_items(p + 13, stop, "kb-tensormap", tensormap_item, m, err);
+            m->rank = list_len(m->dims, KB_TMAP_MAX_RANK);
+            if (rc == KB_OK && (!m->buffer || !m->rank ||
+                                list_len(m->box, KB_TMAP_MAX_RANK) != m->rank))
+                rc = kb_err_set(err, KB_ERR_PARSE,
+                                "kb-tensormap needs buffer=, dims= and box= "
+                                "with as many entries as dims");
+        } else if (strncmp(p, "kb-verify:", 10) == 0) {
             const char *a = strstr(p, "arch=");
-            if (a && a < line + len) {
+            if (a && a < stop) {
                 a += 5;
                 const char *e = a;
-                while (e < line + len && !isspace((unsigned char)*e))
+                while (e < stop && !isspace((unsigned char)*e))
                     e++;
-                free(*arch);
-                *arch = kb_strndup(a, (size_t)(e - a));
+                free(h.arch);
+                h.arch = kb_strndup(a, (size_t)(e - a));
             }
         }
         line = end ? end + 1 : NULL;
     }
-out:
     if (rc != KB_OK) {
-        kb_launches_free(l, nl);
-        if (arch) {
-            free(*arch);
-            *arch = NULL;
-        }
+        kb_cand_header_release(&h);
         return rc;
     }
-    *out = l;
-    *n = nl;
+    *out = h;
     return KB_OK;
 }
 

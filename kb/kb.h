@@ -549,13 +549,37 @@ kb_rc kb_task_eval(const kb_task *t, const kb_shape *s, const char *expr,
 kb_rc kb_expr_eval(const char *expr, const char *const *names,
                    const double *values, size_t n, double *out, kb_err *err);
 
-/* A candidate's own launch sequence, from header lines of the form
+/* A TMA tensor map that kb-verify makes on the host for a candidate, over
+ * one of the task's buffers seen as a packed array (Hopper's bulk tensor
+ * copies take a map that only the host can encode):
+ *   // kb-tensormap: buffer=A dims=K,M box=64,128 swizzle=128
+ * dims and box innermost first (expressions, no spaces); swizzle in bytes
+ * (0, 32, 64, 128); out-of-bounds elements read as zero. */
+#define KB_TMAP_MAX_RANK 5
+typedef struct {
+    char *buffer;
+    char *dims[KB_TMAP_MAX_RANK];
+    char *box[KB_TMAP_MAX_RANK];
+    int rank;
+    int swizzle;
+} kb_tensormap;
+
+/* What a candidate's header comments ask for:
  *   // kb-launch: kernel=NAME grid=E[,E[,E]] block=E[,E[,E]] shared=E
- * (one line per launch, run in order; expressions hold no spaces).
- * *n = 0 when there are none. *out is freed with kb_launches_free. Also
- * reads "// kb-verify: arch=sm_90a" into *arch (caller frees; may be NULL). */
-kb_rc kb_launch_parse_source(const char *src, kb_launch **out, size_t *n,
-                             char **arch, kb_err *err);
+ * (one line per launch, run in order; expressions hold no spaces),
+ *   // kb-tensormap: ... (above; passed after the task's parameters, in
+ *   order, each a 128-byte `const __grid_constant__ CUtensorMap`),
+ *   // kb-verify: arch=sm_90a */
+typedef struct {
+    kb_launch *launches;       /* none: the task's launch */
+    size_t nlaunches;
+    kb_tensormap *maps;
+    size_t nmaps;
+    char *arch;                /* NULL: the device's own */
+} kb_cand_header;
+
+kb_rc kb_cand_header_parse(const char *src, kb_cand_header *out, kb_err *err);
+void kb_cand_header_release(kb_cand_header *h);
 void kb_launches_free(kb_launch *l, size_t n);
 
 /* Returns 1 and appends the reason to why if candidate source must be

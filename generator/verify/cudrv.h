@@ -41,7 +41,8 @@
     X(cuModuleLoadData) \
     X(cuModuleUnload) \
     X(cuStreamCreate) \
-    X(cuStreamQuery)
+    X(cuStreamQuery) \
+    X(cuTensorMapEncodeTiled)
 
 /* the pointers, typed from cuda.h's own declarations (the versioned
  * names, cuMemAlloc_v2 and the like, come from cuda.h's macros) */
@@ -133,5 +134,7 @@ static int kbv_cu_load(const char **why)
 #define cuStreamCreate (*kbv_cuStreamCreate)
 #undef cuStreamQuery
 #define cuStreamQuery (*kbv_cuStreamQuery)
+#undef cuTensorMapEncodeTiled
+#define cuTensorMapEncodeTiled (*kbv_cuTensorMapEncodeTiled)
 
 #endif

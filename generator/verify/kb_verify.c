@@ -461,9 +461,8 @@ typedef struct {
     kb_task *task;
     char *src;                 /* candidate source */
     const char *cand_path;
-    char *arch;
-    kb_launch *over;           /* the candidate's launch override */
-    size_t nover;
+    kb_cand_header hdr;        /* the candidate's launches, maps, arch */
+    CUtensorMap *maps;         /* hdr.maps encoded for the current shape */
     compiled cc, rc;
     CUmodule cmod, rmod;
     cJSON *res, *checks, *timings;
@@ -602,8 +601,8 @@ bad:
 
 static CUresult run_seq(vctx *v, const rlaunch *l, size_t nl, int cand)
 {
-    size_t np = v->task->nparams;
-    void **args = calloc(np, sizeof *args);
+    size_t np = v->task->nparams, nmaps = cand ? v->hdr.nmaps : 0;
+    void **args = calloc(np + nmaps, sizeof *args);
     if (!args)
         return CUDA_ERROR_OUT_OF_MEMORY;
     for (size_t i = 0; i < np; i++) {
@@ -613,6 +612,8 @@ static CUresult run_seq(vctx *v, const rlaunch *l, size_t nl, int cand)
         else
             args[i] = &p->scalar;
     }
+    for (size_t i = 0; i < nmaps; i++)   /* after the task's parameters */
+        args[np + i] = &v->maps[i];
     CUresult r = CUDA_SUCCESS;
     for (size_t i = 0; i < nl && !r; i++)
         r = cuLaunchKernel(l[i].f, l[i].g[0], l[i].g[1], l[i].g[2], l[i].b[0],
@@ -881,6 +882,79 @@ static void shape_free(vctx *v)
         dbuf_free(&st->gold);
         dbuf_free(&st->chk);
     }
+}
+
+/* Encodes the candidate's tensor maps over its buffers of this shape. A map
+ * reaches no further than its buffer (its dims may not hold more elements).
+ * One the driver refuses (TMA wants 16-byte aligned strides: a row of 999
+ * bf16 cannot be mapped) is passed as zeros and reported: the candidate
+ * must not use it on that shape. Returns 0, or -1 with the verdict set. */
+static int encode_maps(vctx *v, const kb_shape *s, cJSON *out)
+{
+    static const CUtensorMapDataType types[] = {
+        [KB_DT_F32] = CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+        [KB_DT_BF16] = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        [KB_DT_F16] = CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        [KB_DT_I32] = CU_TENSOR_MAP_DATA_TYPE_INT32,
+        [KB_DT_U32] = CU_TENSOR_MAP_DATA_TYPE_UINT32,
+        [KB_DT_F64] = CU_TENSOR_MAP_DATA_TYPE_FLOAT64,
+    };
+    static const CUtensorMapSwizzle swizzles[] = {
+        CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_SWIZZLE_32B,
+        CU_TENSOR_MAP_SWIZZLE_64B, CU_TENSOR_MAP_SWIZZLE_128B,
+    };
+    kb_err err;
+    kb_err_clear(&err);
+    for (size_t i = 0; i < v->hdr.nmaps; i++) {
+        const kb_tensormap *m = &v->hdr.maps[i];
+        int p = pidx(v->task, m->buffer);
+        const pstate *st = &v->ps[p];
+        kb_dtype t = v->task->params[p].dtype;
+        size_t esize = kb_dtype_size(t);
+        cuuint64_t dims[KB_TMAP_MAX_RANK], strides[KB_TMAP_MAX_RANK];
+        cuuint32_t box[KB_TMAP_MAX_RANK], estr[KB_TMAP_MAX_RANK];
+        double elems = 1;
+        cJSON *mo = cJSON_CreateObject();
+        cJSON_AddItemToArray(out, mo);
+        cJSON_AddStringToObject(mo, "shape", s->name);
+        cJSON_AddStringToObject(mo, "buffer", m->buffer);
+        cJSON *dj = cJSON_AddArrayToObject(mo, "dims");
+        cJSON *bj = cJSON_AddArrayToObject(mo, "box");
+        for (int d = 0; d < m->rank; d++) {
+            double x, b;
+            if (kb_task_eval(v->task, s, m->dims[d], &x, &err) ||
+                kb_task_eval(v->task, s, m->box[d], &b, &err)) {
+                set_verdict(v, "refused", "kb-tensormap over '%s': %s", m->buffer,
+                            err.msg);
+                return -1;
+            }
+            dims[d] = x < 1 ? 0 : (cuuint64_t)x;
+            box[d] = b < 1 ? 0 : b > 1024 ? 1024 : (cuuint32_t)b;
+            estr[d] = 1;
+            elems *= (double)dims[d];
+            strides[d] = (cuuint64_t)(elems * (double)esize);  /* of d + 1 */
+            cJSON_AddItemToArray(dj, cJSON_CreateNumber((double)dims[d]));
+            cJSON_AddItemToArray(bj, cJSON_CreateNumber(box[d]));
+        }
+        if (elems > (double)st->elems) {
+            set_verdict(v, "refused", "kb-tensormap over '%s' on shape '%s' "
+                        "spans %.0f elements; the buffer holds %zu", m->buffer,
+                        s->name, elems, st->elems);
+            return -1;
+        }
+        memset(&v->maps[i], 0, sizeof v->maps[i]);
+        CUresult r = cuTensorMapEncodeTiled(
+            &v->maps[i], types[t], (cuuint32_t)m->rank, (void *)st->cand_arg,
+            dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+            swizzles[m->swizzle == 128 ? 3 : m->swizzle / 32],
+            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        cJSON_AddBoolToObject(mo, "encoded", r == CUDA_SUCCESS);
+        if (r) {
+            memset(&v->maps[i], 0, sizeof v->maps[i]);
+            cJSON_AddStringToObject(mo, "error", cu_name(r));
+        }
+    }
+    return 0;
 }
 
 /* poison the candidate's outputs and scratch; the reference's too */
@@ -1396,9 +1470,17 @@ static cJSON *verify(const vopts *o, const char *task_dir, const char *cand_path
         set_verdict(&v, "refused", "%s", why.data);
         goto out;
     }
-    if (kb_launch_parse_source(src.data, &v.over, &v.nover, &v.arch, &err)) {
+    if (kb_cand_header_parse(src.data, &v.hdr, &err)) {
         set_verdict(&v, "refused", "%s", err.msg);
         goto out;
+    }
+    for (size_t i = 0; i < v.hdr.nmaps; i++) {
+        int p = pidx(v.task, v.hdr.maps[i].buffer);
+        if (p < 0 || !is_buffer(&v.task->params[p])) {
+            set_verdict(&v, "refused", "kb-tensormap: the task has no buffer '%s'",
+                        v.hdr.maps[i].buffer);
+            goto out;
+        }
     }
     /* the GPU starts (cuInit, context: ~0.1 s) while NVRTC compiles for
      * the architecture expected; a different device means a recompile */
@@ -1408,9 +1490,9 @@ static cJSON *verify(const vopts *o, const char *task_dir, const char *cand_path
     if (!compile_only && !G.ok && !opening)
         gpu_open(&why);
     if (opening)   /* G is the opener's until the join */
-        snprintf(arch, sizeof arch, "%s", o->arch ? o->arch : v.arch ? v.arch : "sm_90");
+        snprintf(arch, sizeof arch, "%s", o->arch ? o->arch : v.hdr.arch ? v.hdr.arch : "sm_90");
     else
-        default_arch(o, v.arch, arch, sizeof arch);
+        default_arch(o, v.hdr.arch, arch, sizeof arch);
     nvrtc_compile(o, src.data, cand_path ? cand_path : "candidate.cu", arch, 0, &v.cc);
     if (opening) {
         pthread_join(opener, NULL);
@@ -1424,7 +1506,7 @@ static cJSON *verify(const vopts *o, const char *task_dir, const char *cand_path
     if (G.ok) {
         cJSON_AddItemToObject(v.res, "device", device_json(0));
         char want[32];
-        default_arch(o, v.arch, want, sizeof want);
+        default_arch(o, v.hdr.arch, want, sizeof want);
         if (strcmp(want, arch) != 0) {
             compiled_release(&v.cc);
             snprintf(arch, sizeof arch, "%s", want);
@@ -1459,8 +1541,8 @@ static cJSON *verify(const vopts *o, const char *task_dir, const char *cand_path
         set_verdict(&v, "error", "cannot load the reference: %s", cu_name(r));
         goto out;
     }
-    const kb_launch *cseq = v.nover ? v.over : v.task->launches;
-    size_t ncl = v.nover ? v.nover : v.task->nlaunches;
+    const kb_launch *cseq = v.hdr.nlaunches ? v.hdr.launches : v.task->launches;
+    size_t ncl = v.hdr.nlaunches ? v.hdr.nlaunches : v.task->nlaunches;
     /* per-kernel resources from the driver, for every kernel launched
      * (the ptxas report in the log is not always there) */
     {
@@ -1496,7 +1578,7 @@ static cJSON *verify(const vopts *o, const char *task_dir, const char *cand_path
     for (size_t i = 0; i < ncl; i++) {
         cJSON *x = cJSON_CreateObject();
         cJSON_AddStringToObject(x, "kernel", cseq[i].kernel);
-        cJSON_AddStringToObject(x, "from", v.nover ? "candidate" : "task");
+        cJSON_AddStringToObject(x, "from", v.hdr.nlaunches ? "candidate" : "task");
         cJSON_AddItemToArray(lj, x);
     }
     if (o->seed_set)
@@ -1509,12 +1591,15 @@ static cJSON *verify(const vopts *o, const char *task_dir, const char *cand_path
     v.checks = cJSON_AddArrayToObject(v.res, "checks");
     v.timings = cJSON_AddArrayToObject(v.res, "timings");
     v.ps = calloc(v.task->nparams, sizeof *v.ps);
+    v.maps = calloc(v.hdr.nmaps + 1, sizeof *v.maps);
+    cJSON *mj = v.hdr.nmaps ? cJSON_AddArrayToObject(v.res, "tensormaps") : NULL;
     cl = calloc(ncl, sizeof *cl);
     rl = calloc(v.task->nlaunches, sizeof *rl);
     for (size_t si = 0; si < v.task->nshapes && !v.verdict; si++) {
         const kb_shape *s = &v.task->shapes[si];
         int timed = s->timed && !o->no_timing;
         if (shape_alloc(&v, s, timed) == 0 &&
+            encode_maps(&v, s, mj) == 0 &&
             resolve(&v, s, v.cmod, cseq, ncl, cl, 1) == 0 &&
             resolve(&v, s, v.rmod, v.task->launches, v.task->nlaunches, rl, 0) == 0 &&
             check_shape(&v, s, cl, ncl, rl, v.task->nlaunches) == 0 && timed)
@@ -1561,8 +1646,8 @@ out:
     free(v.ps);
     compiled_release(&v.cc);
     compiled_release(&v.rc);
-    kb_launches_free(v.over, v.nover);
-    free(v.arch);
+    kb_cand_header_release(&v.hdr);
+    free(v.maps);
     kb_task_free(v.task);
     kb_buf_release(&src);
     kb_buf_release(&rsrc);

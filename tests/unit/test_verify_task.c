@@ -198,13 +198,12 @@ static void test_launch_overrides(void **state)
         "  // kb-launch: kernel=tile grid=ceil_div(N,32),ceil_div(M,32) block=32,8 shared=4*1024\n"
         "// kb-verify: arch=sm_90a\n"
         "extern \"C\" __global__ void zero() {}\n";
-    kb_launch *l = NULL;
-    size_t n = 0;
-    char *arch = NULL;
+    kb_cand_header h;
     kb_err err;
     kb_err_clear(&err);
-    assert_int_equal(kb_launch_parse_source(src, &l, &n, &arch, &err), KB_OK);
-    assert_int_equal(n, 2);
+    assert_int_equal(kb_cand_header_parse(src, &h, &err), KB_OK);
+    assert_int_equal(h.nlaunches, 2);
+    kb_launch *l = h.launches;
     assert_string_equal(l[0].kernel, "zero");
     assert_string_equal(l[0].grid[0], "1");
     assert_null(l[0].grid[1]);
@@ -213,13 +212,14 @@ static void test_launch_overrides(void **state)
     assert_string_equal(l[1].grid[1], "ceil_div(M,32)");
     assert_string_equal(l[1].block[1], "8");
     assert_string_equal(l[1].shared, "4*1024");
-    assert_string_equal(arch, "sm_90a");
-    kb_launches_free(l, n);
-    free(arch);
+    assert_string_equal(h.arch, "sm_90a");
+    assert_int_equal(h.nmaps, 0);
+    kb_cand_header_release(&h);
     /* none */
-    assert_int_equal(kb_launch_parse_source("__global__ void f() {}", &l, &n, NULL, &err), KB_OK);
-    assert_int_equal(n, 0);
-    assert_null(l);
+    assert_int_equal(kb_cand_header_parse("__global__ void f() {}", &h, &err), KB_OK);
+    assert_int_equal(h.nlaunches, 0);
+    assert_null(h.launches);
+    assert_null(h.arch);
     /* malformed */
     static const char *bad[] = {
         "// kb-launch: kernel=f grid=1\n",
@@ -229,9 +229,45 @@ static void test_launch_overrides(void **state)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         kb_err_clear(&err);
-        assert_int_equal(kb_launch_parse_source(bad[i], &l, &n, NULL, &err), KB_ERR_PARSE);
-        assert_int_equal(n, 0);
+        assert_int_equal(kb_cand_header_parse(bad[i], &h, &err), KB_ERR_PARSE);
+        assert_int_equal(h.nlaunches, 0);
         assert_true(strstr(err.msg, "kb-launch") != NULL);
+    }
+}
+
+static void test_tensormap_headers(void **state)
+{
+    (void)state;
+    const char *src =
+        "// kb-tensormap: buffer=A dims=K,M box=64,128 swizzle=128\n"
+        "// kb-tensormap: buffer=B dims=N,K box=min(64,N),64\n"
+        "extern \"C\" __global__ void g() {}\n";
+    kb_cand_header h;
+    kb_err err;
+    kb_err_clear(&err);
+    assert_int_equal(kb_cand_header_parse(src, &h, &err), KB_OK);
+    assert_int_equal(h.nmaps, 2);
+    assert_string_equal(h.maps[0].buffer, "A");
+    assert_int_equal(h.maps[0].rank, 2);
+    assert_string_equal(h.maps[0].dims[0], "K");
+    assert_string_equal(h.maps[0].box[1], "128");
+    assert_int_equal(h.maps[0].swizzle, 128);
+    assert_string_equal(h.maps[1].box[0], "min(64,N)");
+    assert_int_equal(h.maps[1].swizzle, 0);
+    kb_cand_header_release(&h);
+    static const char *bad[] = {
+        "// kb-tensormap: buffer=A dims=K,M\n",                      /* no box */
+        "// kb-tensormap: buffer=A dims=K,M box=64\n",               /* rank */
+        "// kb-tensormap: dims=K box=64\n",                          /* no buffer */
+        "// kb-tensormap: buffer=A dims=K box=64 swizzle=16\n",
+        "// kb-tensormap: buffer=A dims=1,2,3,4,5,6 box=1,1,1,1,1,1\n",
+        "// kb-tensormap: buffer=A dims=K box=64 stride=2\n",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        kb_err_clear(&err);
+        assert_int_equal(kb_cand_header_parse(bad[i], &h, &err), KB_ERR_PARSE);
+        assert_int_equal(h.nmaps, 0);
+        assert_true(strstr(err.msg, "kb-tensormap") != NULL);
     }
 }
 
@@ -290,6 +326,7 @@ int main(void)
         cmocka_unit_test(test_committed_tasks),
         cmocka_unit_test(test_bad_tasks),
         cmocka_unit_test(test_launch_overrides),
+        cmocka_unit_test(test_tensormap_headers),
         cmocka_unit_test(test_refusal),
         cmocka_unit_test(test_fast_p),
     };
