@@ -884,6 +884,45 @@ static void shape_free(vctx *v)
     }
 }
 
+/* Refuses tensor maps over no buffer of the task, or reaching past their
+ * buffer on some shape (a map is a window onto memory: one larger than its
+ * buffer would read whatever lies next to it). Returns 0 or -1. */
+static int check_maps(vctx *v)
+{
+    kb_err err;
+    kb_err_clear(&err);
+    for (size_t i = 0; i < v->hdr.nmaps; i++) {
+        const kb_tensormap *m = &v->hdr.maps[i];
+        int p = pidx(v->task, m->buffer);
+        if (p < 0 || !is_buffer(&v->task->params[p])) {
+            set_verdict(v, "refused", "kb-tensormap: the task has no buffer '%s'",
+                        m->buffer);
+            return -1;
+        }
+        for (size_t si = 0; si < v->task->nshapes; si++) {
+            const kb_shape *s = &v->task->shapes[si];
+            double elems = 1, x, box, have;
+            for (int d = 0; d < m->rank; d++) {
+                if (kb_task_eval(v->task, s, m->dims[d], &x, &err) ||
+                    kb_task_eval(v->task, s, m->box[d], &box, &err)) {
+                    set_verdict(v, "refused", "kb-tensormap over '%s': %s", m->buffer,
+                                err.msg);
+                    return -1;
+                }
+                elems *= x < 1 ? 0 : floor(x);
+            }
+            if (kb_task_eval(v->task, s, v->task->params[p].size, &have, &err) == KB_OK &&
+                elems > have) {
+                set_verdict(v, "refused", "kb-tensormap over '%s' spans %.0f elements "
+                            "on shape '%s'; the buffer holds %.0f", m->buffer, elems,
+                            s->name, have);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
 /* Encodes the candidate's tensor maps over its buffers of this shape. A map
  * reaches no further than its buffer (its dims may not hold more elements).
  * One the driver refuses (TMA wants 16-byte aligned strides: a row of 999
@@ -913,7 +952,7 @@ static int encode_maps(vctx *v, const kb_shape *s, cJSON *out)
         size_t esize = kb_dtype_size(t);
         cuuint64_t dims[KB_TMAP_MAX_RANK], strides[KB_TMAP_MAX_RANK];
         cuuint32_t box[KB_TMAP_MAX_RANK], estr[KB_TMAP_MAX_RANK];
-        double elems = 1;
+        double elems = 1;   /* check_maps saw that they fit the buffer */
         cJSON *mo = cJSON_CreateObject();
         cJSON_AddItemToArray(out, mo);
         cJSON_AddStringToObject(mo, "shape", s->name);
@@ -935,12 +974,6 @@ static int encode_maps(vctx *v, const kb_shape *s, cJSON *out)
             strides[d] = (cuuint64_t)(elems * (double)esize);  /* of d + 1 */
             cJSON_AddItemToArray(dj, cJSON_CreateNumber((double)dims[d]));
             cJSON_AddItemToArray(bj, cJSON_CreateNumber(box[d]));
-        }
-        if (elems > (double)st->elems) {
-            set_verdict(v, "refused", "kb-tensormap over '%s' on shape '%s' "
-                        "spans %.0f elements; the buffer holds %zu", m->buffer,
-                        s->name, elems, st->elems);
-            return -1;
         }
         memset(&v->maps[i], 0, sizeof v->maps[i]);
         CUresult r = cuTensorMapEncodeTiled(
@@ -1474,14 +1507,8 @@ static cJSON *verify(const vopts *o, const char *task_dir, const char *cand_path
         set_verdict(&v, "refused", "%s", err.msg);
         goto out;
     }
-    for (size_t i = 0; i < v.hdr.nmaps; i++) {
-        int p = pidx(v.task, v.hdr.maps[i].buffer);
-        if (p < 0 || !is_buffer(&v.task->params[p])) {
-            set_verdict(&v, "refused", "kb-tensormap: the task has no buffer '%s'",
-                        v.hdr.maps[i].buffer);
-            goto out;
-        }
-    }
+    if (check_maps(&v) != 0)
+        goto out;
     /* the GPU starts (cuInit, context: ~0.1 s) while NVRTC compiles for
      * the architecture expected; a different device means a recompile */
     pthread_t opener;

@@ -35,6 +35,14 @@ contains "$out" '"log":"'
 out=$("$kv" --compile-only corpus/tasks/gelu tests/verify/adversarial/globaltimer.cu)
 contains "$out" "refused"
 contains "$out" "globaltimer"
+# a tensor map must name one of the task's buffers
+printf '// kb-tensormap: buffer=Q dims=K box=64\nextern "C" __global__ void gemm_bf16() {}\n' >"$KB_TMP/map.cu"
+out=$("$kv" --compile-only --json corpus/tasks/gemm_bf16 "$KB_TMP/map.cu")
+contains "$out" '"verdict":"refused"'
+contains "$out" "kb-tensormap: the task has no buffer 'Q'"
+printf '// kb-tensormap: buffer=A dims=K box=64 swizzle=7\n' >"$KB_TMP/map.cu"
+out=$("$kv" --compile-only --json corpus/tasks/gemm_bf16 "$KB_TMP/map.cu")
+contains "$out" "swizzle must be"
 # bad arguments and tasks
 expect_rc 2 "$kv"
 expect_rc 2 "$kv" --frob
