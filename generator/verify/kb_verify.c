@@ -1509,6 +1509,25 @@ static cJSON *verify(const vopts *o, const char *task_dir, const char *cand_path
     }
     if (check_maps(&v) != 0)
         goto out;
+    const kb_launch *cseq = v.hdr.nlaunches ? v.hdr.launches : v.task->launches;
+    size_t ncl = v.hdr.nlaunches ? v.hdr.nlaunches : v.task->nlaunches;
+    cJSON *lj = cJSON_AddArrayToObject(v.res, "launches");
+    for (size_t i = 0; i < ncl; i++) {
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "kernel", cseq[i].kernel);
+        cJSON_AddStringToObject(x, "from", v.hdr.nlaunches ? "candidate" : "task");
+        /* the launch as written: grid, block, dynamic shared memory */
+        cJSON *gj = cJSON_AddArrayToObject(x, "grid"), *bj = cJSON_AddArrayToObject(x, "block");
+        for (int d = 0; d < 3; d++) {
+            if (cseq[i].grid[d])
+                cJSON_AddItemToArray(gj, cJSON_CreateString(cseq[i].grid[d]));
+            if (cseq[i].block[d])
+                cJSON_AddItemToArray(bj, cJSON_CreateString(cseq[i].block[d]));
+        }
+        cJSON_AddStringToObject(x, "shared_dynamic", cseq[i].shared ? cseq[i].shared : "0");
+        cJSON_AddItemToArray(lj, x);
+    }
+
     /* the GPU starts (cuInit, context: ~0.1 s) while NVRTC compiles for
      * the architecture expected; a different device means a recompile */
     pthread_t opener;
@@ -1568,8 +1587,6 @@ static cJSON *verify(const vopts *o, const char *task_dir, const char *cand_path
         set_verdict(&v, "error", "cannot load the reference: %s", cu_name(r));
         goto out;
     }
-    const kb_launch *cseq = v.hdr.nlaunches ? v.hdr.launches : v.task->launches;
-    size_t ncl = v.hdr.nlaunches ? v.hdr.nlaunches : v.task->nlaunches;
     /* per-kernel resources from the driver, for every kernel launched
      * (the ptxas report in the log is not always there) */
     {
@@ -1600,13 +1617,6 @@ static cJSON *verify(const vopts *o, const char *task_dir, const char *cand_path
                 cJSON_AddNumberToObject(k, at[a].key, x);
             }
         }
-    }
-    cJSON *lj = cJSON_AddArrayToObject(v.res, "launches");
-    for (size_t i = 0; i < ncl; i++) {
-        cJSON *x = cJSON_CreateObject();
-        cJSON_AddStringToObject(x, "kernel", cseq[i].kernel);
-        cJSON_AddStringToObject(x, "from", v.hdr.nlaunches ? "candidate" : "task");
-        cJSON_AddItemToArray(lj, x);
     }
     if (o->seed_set)
         v.seed_base = o->seed;

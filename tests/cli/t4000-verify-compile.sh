@@ -35,6 +35,9 @@ contains "$out" '"log":"'
 out=$("$kv" --compile-only corpus/tasks/gelu tests/verify/adversarial/globaltimer.cu)
 contains "$out" "refused"
 contains "$out" "globaltimer"
+# the launch is reported as written, dynamic shared memory included
+out=$("$kv" --compile-only --json corpus/tasks/gemm_bf16 corpus/tasks/gemm_bf16/candidates/tma_persistent.cu)
+contains "$out" '"launches":[{"kernel":"gemm_tma","from":"candidate","grid":["min(132,ceil_div(M,128)*ceil_div(N,256))"],"block":["384"],"shared_dynamic":"230400"}]'
 # a tensor map must name one of the task's buffers
 printf '// kb-tensormap: buffer=Q dims=K box=64\nextern "C" __global__ void gemm_bf16() {}\n' >"$KB_TMP/map.cu"
 out=$("$kv" --compile-only --json corpus/tasks/gemm_bf16 "$KB_TMP/map.cu")
