@@ -239,10 +239,12 @@ static kb_rc hydrate(kb_store *store, sqlite3_stmt *st, int64_t id,
 }
 
 /* Turns a fused, ordered candidate list into results: hydrated, with
- * chunks of a section already shown merged into the first, cut at k. */
+ * chunks of a section already shown merged into the first, cut at k.
+ * *backfilled says whether the per-document cap left the list short. */
 static kb_rc build_results(kb_store *store, const kb_query_opts *opts,
                            const kb_hits *fused, const kb_hits *lex,
-                           const kb_hits *vec, kb_results *out, kb_err *err)
+                           const kb_hits *vec, kb_results *out, int *backfilled,
+                           kb_err *err)
 {
     sqlite3_stmt *st = NULL;
     kb_rc rc = kb_store_prepare(store, "SELECT " KB_RESULT_COLUMNS ", c.document_id"
@@ -285,6 +287,7 @@ static kb_rc build_results(kb_store *store, const kb_query_opts *opts,
             free(key);
             continue;
         }
+        *backfilled |= backfill;
         r.rank = (int)out->n + 1;
         r.score = fused->items[i].score;
         for (size_t j = 0; lex && j < lex->n; j++)
@@ -491,37 +494,58 @@ kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
         if (!threaded)
             embed_query(&job);
     }
-    double t1 = kb_now_ms();
-    if (opts->mode != KB_MODE_VECTOR)
-        rc = lexical_candidates(store, opts, depth, &lex, err);
-    out->lexical_ms = opts->mode != KB_MODE_VECTOR ? kb_now_ms() - t1 : 0;
-    if (threaded)
-        pthread_join(thread, NULL);
-    out->embed_ms = job.ms;
-    if (rc != KB_OK)
-        goto out;
-    if (want_vec) {
-        if ((rc = job.rc) != KB_OK) {
-            kb_err_set(err, rc, "%s", job.err.msg);
-            goto out;
+    /* Usually one pass. When the per-document cap leaves the results short
+     * of k (one long document fills the candidate lists) and the lists
+     * were cut at their depth, a second pass looks four times deeper, so
+     * that other documents' sections fill the places the cap frees. */
+    for (int pass = 0;; pass++) {
+        double t1 = kb_now_ms();
+        if (opts->mode != KB_MODE_VECTOR)
+            rc = lexical_candidates(store, opts, depth, &lex, err);
+        out->lexical_ms += opts->mode != KB_MODE_VECTOR ? kb_now_ms() - t1 : 0;
+        if (threaded) {
+            pthread_join(thread, NULL);
+            threaded = 0;
         }
-        t1 = kb_now_ms();
-        rc = kb_vec_search(store, job.q, kb_embedder_dim(emb), depth, opts, &vec, err);
-        out->vector_ms = kb_now_ms() - t1;
+        out->embed_ms = job.ms;
         if (rc != KB_OK)
             goto out;
+        if (want_vec) {
+            if ((rc = job.rc) != KB_OK) {
+                kb_err_set(err, rc, "%s", job.err.msg);
+                goto out;
+            }
+            t1 = kb_now_ms();
+            rc = kb_vec_search(store, job.q, kb_embedder_dim(emb), depth, opts, &vec, err);
+            out->vector_ms += kb_now_ms() - t1;
+            if (rc != KB_OK)
+                goto out;
+        }
+        t1 = kb_now_ms();
+        int backfilled = 0;
+        if (out->mode == KB_MODE_HYBRID) {
+            if ((rc = fuse_rrf(store, &lex, &vec, &fused, err)) != KB_OK)
+                goto out;
+            rc = build_results(store, opts, &fused, &lex, &vec, out, &backfilled, err);
+        } else if (out->mode == KB_MODE_VECTOR) {
+            rc = build_results(store, opts, &vec, NULL, &vec, out, &backfilled, err);
+        } else {
+            rc = build_results(store, opts, &lex, &lex, NULL, out, &backfilled, err);
+        }
+        out->results_ms += kb_now_ms() - t1;
+        if (rc != KB_OK || !backfilled || pass == 1 ||
+            (lex.n < depth && vec.n < depth))
+            break;
+        for (size_t i = 0; i < out->n; i++)
+            result_release(&out->items[i]);
+        free(out->items);
+        out->items = NULL;
+        out->n = 0;
+        kb_hits_release(&lex);
+        kb_hits_release(&vec);
+        kb_hits_release(&fused);
+        depth *= 4;
     }
-    t1 = kb_now_ms();
-    if (out->mode == KB_MODE_HYBRID) {
-        if ((rc = fuse_rrf(store, &lex, &vec, &fused, err)) != KB_OK)
-            goto out;
-        rc = build_results(store, opts, &fused, &lex, &vec, out, err);
-    } else if (out->mode == KB_MODE_VECTOR) {
-        rc = build_results(store, opts, &vec, NULL, &vec, out, err);
-    } else {
-        rc = build_results(store, opts, &lex, &lex, NULL, out, err);
-    }
-    out->results_ms = kb_now_ms() - t1;
 out:
     sqlite3_exec(store->db, "RELEASE query", NULL, NULL, NULL);
     free(job.q);

@@ -9,6 +9,12 @@ q() { expect_json 0 kb query --mode lexical --json "$@"; }
 # top-N headings/paths/texts of the last query, one per line
 hits() { json_get "$out" "'\n'.join(' / '.join(r['heading_path']) + ' | ' + r['path'] + ' | ' + r['text'][:2000] for r in j['results'][:$1])"; }
 
+# one document (the PTX ISA) floods this query's candidates: still at most
+# 5 results a document, the other places filled from deeper in the lists
+q -k 10 "wgmma shared-memory matrix descriptor: leading/stride byte offsets and swizzle layout for A and B"
+per_doc=$(json_get "$out" "max(__import__('collections').Counter(r['path'] for r in j['results']).values())")
+[ "$per_doc" -le 5 ] || fail "$per_doc results from one document"
+[ "$(json_get "$out" "len(j['results'])")" = 10 ] || fail "fewer than 10 results"
 # identifiers, whole
 q -k 5 "cp.async.bulk.tensor"
 contains "$(hits 5)" "cp.async.bulk.tensor"
