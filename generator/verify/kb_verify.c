@@ -923,9 +923,8 @@ static int check_maps(vctx *v)
     return 0;
 }
 
-/* Encodes the candidate's tensor maps over its buffers of this shape. A map
- * reaches no further than its buffer (its dims may not hold more elements).
- * One the driver refuses (TMA wants 16-byte aligned strides: a row of 999
+/* Encodes the candidate's tensor maps over its buffers of this shape (none
+ * reaches past its buffer: check_maps saw to that). One the driver refuses (TMA wants 16-byte aligned strides: a row of 999
  * bf16 cannot be mapped) is passed as zeros and reported: the candidate
  * must not use it on that shape. Returns 0, or -1 with the verdict set. */
 static int encode_maps(vctx *v, const kb_shape *s, cJSON *out)
@@ -952,7 +951,7 @@ static int encode_maps(vctx *v, const kb_shape *s, cJSON *out)
         size_t esize = kb_dtype_size(t);
         cuuint64_t dims[KB_TMAP_MAX_RANK], strides[KB_TMAP_MAX_RANK];
         cuuint32_t box[KB_TMAP_MAX_RANK], estr[KB_TMAP_MAX_RANK];
-        double elems = 1;   /* check_maps saw that they fit the buffer */
+        double elems = 1;
         cJSON *mo = cJSON_CreateObject();
         cJSON_AddItemToArray(out, mo);
         cJSON_AddStringToObject(mo, "shape", s->name);
@@ -968,6 +967,8 @@ static int encode_maps(vctx *v, const kb_shape *s, cJSON *out)
                 return -1;
             }
             dims[d] = x < 1 ? 0 : (cuuint64_t)x;
+            /* the driver refuses boxes over 256: clamp only so that the
+             * conversion cannot overflow */
             box[d] = b < 1 ? 0 : b > 1024 ? 1024 : (cuuint32_t)b;
             estr[d] = 1;
             elems *= (double)dims[d];
