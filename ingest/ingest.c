@@ -133,7 +133,8 @@ static kb_rc list_source_docs(const kb_source *src, const char *mirror,
                                 "'%s': %s", m, mirror, strerror(errno));
             } else if (m[ml - 1] == '/' || S_ISDIR(st.st_mode)) {
                 char *rel = kb_strndup(m, m[ml - 1] == '/' ? ml - 1 : ml);
-                rc = walk_folder(full, rel, src->format, src->url, "", out, err);
+                rc = walk_folder(full, rel, src->format,
+                                 *src->files_url ? src->files_url : src->url, "", out, err);
                 free(rel);
             } else {
                 rc = doc_list_add(out, m, full, m, src->url);
@@ -204,6 +205,26 @@ static char *stored_hash(kb_store *store, const char *source, const char *key)
         hash = kb_strdup((const char *)sqlite3_column_text(st, 0));
     sqlite3_finalize(st);
     return hash;
+}
+
+/* Points an unchanged document at its URL from the manifest, where that
+ * moved (a source's files_url set or corrected). */
+static kb_rc update_url(kb_store *store, const char *source, const char *key,
+                        const char *url, kb_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    kb_rc rc = kb_store_prepare(store, "UPDATE documents SET url = ?1 WHERE"
+                                " source_id = ?2 AND key = ?3 AND url IS NOT ?1",
+                                &st, err);
+    if (rc != KB_OK)
+        return rc;
+    sqlite3_bind_text(st, 1, url, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, source, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, key, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        rc = kb_store_db_error(store, err, "update a document's URL");
+    sqlite3_finalize(st);
+    return rc;
 }
 
 static char *paper_links_json(const kb_paper *p)
@@ -422,8 +443,11 @@ static kb_rc ingest_document(kb_store *store, const kb_ingest_opts *opts,
     char hash[65];
     kb_sha256_hex(raw.data ? raw.data : "", raw.len, hash);
     old = stored_hash(store, source, ref->key);
-    if (old && strcmp(old, hash) == 0 && !opts->force)
+    if (old && strcmp(old, hash) == 0 && !opts->force) {
+        /* unchanged; but the manifest may cite it somewhere new now */
+        rc = update_url(store, source, ref->key, ref->url, err);
         goto out;
+    }
     const char *name = ref->file ? ref->file : ref->url;
     kb_parse_fn parse = kb_parser_for(name, format);
     if (!ref->file && looks_like_html(raw.data ? raw.data : "", raw.len))
@@ -504,7 +528,10 @@ static kb_rc run_job(kb_store *store, const kb_ingest_opts *opts,
         if (opts->progress)
             opts->progress(pr, opts->progress_ctx);
     }
-    if (job->prune && result != KB_ERR_DB && result != KB_ERR_NOMEM) {
+    /* Only a source read in full says which documents are gone: after a
+     * failure (a fetch that did not answer, where the KB holds the same
+     * source read from a mirror under other keys) nothing is removed. */
+    if (job->prune && result == KB_OK) {
         qsort(seen, nseen, sizeof *seen, cmp_str);
         kb_err err;
         kb_err_clear(&err);

@@ -337,6 +337,7 @@ typedef struct {
     char *id;
     char *title;
     char *url;
+    char *files_url;   /* a folder's files hang under this URL ("": url) */
     char *format;
     char *version;
     char **mirror;     /* paths relative to the mirror root; "x/" = folder */
@@ -350,7 +351,10 @@ typedef struct {
 } kb_manifest;
 
 /* Loads a sources manifest ({"sources":[{"id","title","url","mirror",
- * "format","version"}]}). kb_manifest_release frees it. */
+ * "format","version"}]}, and optionally "files_url": for a folder source,
+ * the URL its files' relative paths are appended to, when that is not
+ * "url" - a repository's page is not where its files are served).
+ * kb_manifest_release frees it. */
 kb_rc kb_manifest_load(const char *path, kb_manifest *m, kb_err *err);
 void kb_manifest_release(kb_manifest *m);
 const kb_source *kb_manifest_find(const kb_manifest *m, const char *id);

@@ -35,6 +35,9 @@ papers=$(sql "SELECT count(*) FROM papers")
 [ "$(sql "SELECT count(*) FROM chunks")" -eq "$(sql "SELECT count(*) FROM chunks_fts")" ] || fail "fts rows differ from chunks"
 # mirror paths are reported relative to the mirror root
 [ "$(sql "SELECT count(*) FROM documents WHERE path='cuda-samples/6_Performance/transpose/transpose.cu'")" -eq 1 ] || fail "mirror-relative path"
+# ... and cited where the repository serves them (the manifest's files_url)
+[ "$(sql "SELECT url FROM documents WHERE path='cuda-samples/6_Performance/transpose/transpose.cu'")" = \
+  "https://github.com/NVIDIA/cuda-samples/blob/v11.8/Samples/6_Performance/transpose/transpose.cu" ] || fail "cuda-samples url"
 
 # status and sources describe it
 expect_json 0 kb status --json

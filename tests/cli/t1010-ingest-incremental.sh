@@ -18,6 +18,16 @@ expect_json 0 kb ingest --manifest "$KB_TMP/m.json" --mirror "$mirror" --no-embe
 [ "$(json_get "$out" "j['documents_unchanged']")" -eq 2 ] || fail "re-ingest should skip: $out"
 [ "$(json_get "$out" "j['documents_changed']")" -eq 0 ] || fail "re-ingest changed: $out"
 
+# a folder's files cited under files_url once the manifest gives one; the
+# unchanged documents are re-pointed, not re-read
+[ "$(sql "SELECT url FROM documents WHERE key LIKE '%b.md'")" = "https://example.org/docs/b.md" ] || fail "url before files_url"
+cat > "$KB_TMP/m2.json" <<JSON
+{"sources":[{"id":"docs","title":"Docs","url":"https://example.org/docs","files_url":"https://example.org/blob/v1/docs/","mirror":["docs/"],"format":"markdown","version":"1"}]}
+JSON
+expect_json 0 kb ingest --manifest "$KB_TMP/m2.json" --mirror "$mirror" --no-embed --json
+[ "$(json_get "$out" "j['documents_unchanged']")" -eq 2 ] || fail "files_url re-read documents: $out"
+[ "$(sql "SELECT url FROM documents WHERE key LIKE '%b.md'")" = "https://example.org/blob/v1/docs/b.md" ] || fail "url after files_url: $(sql "SELECT url FROM documents")"
+
 # change one, remove the other
 printf '# Gamma\n\nNow about tensor memory accelerators instead.\n' > "$mirror/docs/b.md"
 rm "$mirror/docs/a.md"

@@ -43,6 +43,17 @@ contains "$out" "nowhere/x.md"
 expect_json 0 kb query --mode lexical --json "warp specialization producer"
 [ "$(json_get "$out" "j['results'][0]['source']")" = here ] || fail "the good source was not ingested"
 
+# the same source, read from its mirror, then from its URL that does not
+# answer: the failed pass removes nothing
+cat > "$KB_TMP/mirrored.json" <<JSON
+{"sources":[{"id":"mirrored","title":"Mirrored","url":"http://127.0.0.1:9/here.md","mirror":["here.md"],"format":"markdown"}]}
+JSON
+expect_rc 0 kb ingest --no-embed --manifest "$KB_TMP/mirrored.json" --mirror "$KB_TMP/m"
+[ "$(sql "SELECT count(*) FROM documents WHERE source_id = 'mirrored'")" = 1 ] || fail "mirrored source not ingested"
+KB_MIRROR= expect_rc 3 kb ingest --no-embed --manifest "$KB_TMP/mirrored.json"
+contains "$out" "cannot fetch 'http://127.0.0.1:9/here.md'"
+[ "$(sql "SELECT count(*) FROM documents WHERE source_id = 'mirrored'")" = 1 ] || fail "a failed fetch removed the mirrored document"
+
 # binary data named .html
 head -c 4096 /dev/urandom > "$KB_TMP/binary.html"
 expect_rc 3 kb ingest --no-embed "$KB_TMP/binary.html"
