@@ -14,6 +14,11 @@
 /* Documents larger than this are refused with a clear error. */
 #define KB_MAX_DOC_BYTES (32u << 20)
 
+/* Bump whenever parsing or chunking changes what a document becomes. The
+ * stored hash covers it, so a KB ingested by an older kb has each document
+ * read again once, instead of keeping its old chunks as "unchanged". */
+#define KB_INGEST_VERSION 1
+
 /* One document to look at: where its bytes are and how results cite it. */
 typedef struct {
     char *key;        /* unique within the source */
@@ -440,8 +445,10 @@ static kb_rc ingest_document(kb_store *store, const kb_ingest_opts *opts,
     }
     if (rc != KB_OK)
         goto out;
-    char hash[65];
-    kb_sha256_hex(raw.data ? raw.data : "", raw.len, hash);
+    char raw_hash[65], keyed[80], hash[65];
+    kb_sha256_hex(raw.data ? raw.data : "", raw.len, raw_hash);
+    snprintf(keyed, sizeof keyed, "kb-ingest %d %s", KB_INGEST_VERSION, raw_hash);
+    kb_sha256_hex(keyed, strlen(keyed), hash);
     old = stored_hash(store, source, ref->key);
     if (old && strcmp(old, hash) == 0 && !opts->force) {
         /* unchanged; but the manifest may cite it somewhere new now */

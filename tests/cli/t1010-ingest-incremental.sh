@@ -18,6 +18,14 @@ expect_json 0 kb ingest --manifest "$KB_TMP/m.json" --mirror "$mirror" --no-embe
 [ "$(json_get "$out" "j['documents_unchanged']")" -eq 2 ] || fail "re-ingest should skip: $out"
 [ "$(json_get "$out" "j['documents_changed']")" -eq 0 ] || fail "re-ingest changed: $out"
 
+# documents stored by an older kb (whose hash did not cover the ingest
+# version) are read again once, then skipped again
+sqlite3 "$KB_DIR/kb.sqlite" "UPDATE documents SET content_hash = 'from-an-older-kb'"
+expect_json 0 kb ingest --manifest "$KB_TMP/m.json" --mirror "$mirror" --no-embed --json
+[ "$(json_get "$out" "j['documents_changed']")" -eq 2 ] || fail "old-version documents not re-read: $out"
+expect_json 0 kb ingest --manifest "$KB_TMP/m.json" --mirror "$mirror" --no-embed --json
+[ "$(json_get "$out" "j['documents_unchanged']")" -eq 2 ] || fail "second pass re-read: $out"
+
 # a folder's files cited under files_url once the manifest gives one; the
 # unchanged documents are re-pointed, not re-read
 [ "$(sql "SELECT url FROM documents WHERE key LIKE '%b.md'")" = "https://example.org/docs/b.md" ] || fail "url before files_url"
