@@ -153,6 +153,15 @@ static kb_rc list_source_docs(const kb_source *src, const char *mirror,
     if (!*src->url)
         return kb_err_set(err, KB_ERR_USAGE, "source '%s' has no URL and no "
                           "mirror was given (--mirror DIR or KB_MIRROR)", src->id);
+    /* a folder's URL is a repository's web page, not its files: ingesting
+     * that page would fill the KB with the site's navigation */
+    for (size_t i = 0; i < src->nmirror; i++) {
+        size_t ml = strlen(src->mirror[i]);
+        if (ml && src->mirror[i][ml - 1] == '/')
+            return kb_err_set(err, KB_ERR_USAGE, "source '%s' is a folder ('%s'): "
+                              "it is read from a mirror (--mirror DIR or "
+                              "KB_MIRROR), not fetched", src->id, src->mirror[i]);
+    }
     return doc_list_add(out, src->url, NULL, "", src->url);
 }
 

@@ -54,6 +54,13 @@ KB_MIRROR= expect_rc 3 kb ingest --no-embed --manifest "$KB_TMP/mirrored.json"
 contains "$out" "cannot fetch 'http://127.0.0.1:9/here.md'"
 [ "$(sql "SELECT count(*) FROM documents WHERE source_id = 'mirrored'")" = 1 ] || fail "a failed fetch removed the mirrored document"
 
+# a folder source without a mirror is not fetched: its URL is a web page
+cat > "$KB_TMP/folder.json" <<JSON
+{"sources":[{"id":"tree","title":"Tree","url":"http://127.0.0.1:9/tree/docs","mirror":["docs/"],"format":"markdown"}]}
+JSON
+KB_MIRROR= expect_rc 3 kb ingest --no-embed --manifest "$KB_TMP/folder.json"
+contains "$out" "source 'tree' is a folder ('docs/'): it is read from a mirror"
+
 # binary data named .html
 head -c 4096 /dev/urandom > "$KB_TMP/binary.html"
 expect_rc 3 kb ingest --no-embed "$KB_TMP/binary.html"
