@@ -25,6 +25,7 @@ typedef struct {
     char *file;       /* local file to read, or NULL to fetch url */
     char *path;       /* reported 'path' ("" for fetched documents) */
     char *url;        /* citation URL (no anchor) */
+    char *fetch;      /* where to fetch it, when not url (NULL: url) */
 } doc_ref;
 
 typedef struct {
@@ -39,6 +40,7 @@ static void doc_list_release(doc_list *l)
         free(l->items[i].file);
         free(l->items[i].path);
         free(l->items[i].url);
+        free(l->items[i].fetch);
     }
     free(l->items);
     memset(l, 0, sizeof *l);
@@ -60,6 +62,7 @@ static kb_rc doc_list_add(doc_list *l, const char *key, const char *file,
     d->file = kb_strdup(file);
     d->path = kb_strdup(path ? path : "");
     d->url = kb_strdup(url ? url : "");
+    d->fetch = NULL;
     return KB_OK;
 }
 
@@ -162,7 +165,10 @@ static kb_rc list_source_docs(const kb_source *src, const char *mirror,
                               "it is read from a mirror (--mirror DIR or "
                               "KB_MIRROR), not fetched", src->id, src->mirror[i]);
     }
-    return doc_list_add(out, src->url, NULL, "", src->url);
+    kb_rc rc = doc_list_add(out, src->url, NULL, "", src->url);
+    if (rc == KB_OK && *src->fetch_url)
+        out->items[out->n - 1].fetch = kb_strdup(src->fetch_url);
+    return rc;
 }
 
 static kb_rc upsert_source(kb_store *store, const char *id, const char *title,
@@ -447,7 +453,8 @@ static kb_rc ingest_document(kb_store *store, const kb_ingest_opts *opts,
         fo.max_bytes = KB_MAX_DOC_BYTES;
         rc = kb_mkdirs(cache, err);
         if (rc == KB_OK)
-            rc = kb_fetch_url(ref->url, cache, &fo, &fetched, err);
+            rc = kb_fetch_url(ref->fetch ? ref->fetch : ref->url, cache, &fo,
+                              &fetched, err);
         free(cache);
         if (rc == KB_OK)
             rc = kb_buf_append(&raw, fetched.body.data, fetched.body.len);
@@ -464,7 +471,7 @@ static kb_rc ingest_document(kb_store *store, const kb_ingest_opts *opts,
         rc = update_url(store, source, ref->key, ref->url, err);
         goto out;
     }
-    const char *name = ref->file ? ref->file : ref->url;
+    const char *name = ref->file ? ref->file : ref->fetch ? ref->fetch : ref->url;
     kb_parse_fn parse = kb_parser_for(name, format);
     if (!ref->file && looks_like_html(raw.data ? raw.data : "", raw.len))
         parse = kb_parse_html;   /* a web page, whatever the source's format */

@@ -67,6 +67,7 @@ kb_rc kb_manifest_load(const char *path, kb_manifest *m, kb_err *err)
         src->title = json_string(s, "title");
         src->url = json_string(s, "url");
         src->files_url = json_string(s, "files_url");
+        src->fetch_url = json_string(s, "fetch_url");
         src->format = json_string(s, "format");
         src->version = json_string(s, "version");
         if (!valid_id(src->id)) {
@@ -123,6 +124,7 @@ void kb_manifest_release(kb_manifest *m)
         free(s->title);
         free(s->url);
         free(s->files_url);
+        free(s->fetch_url);
         free(s->format);
         free(s->version);
         for (size_t j = 0; j < s->nmirror; j++)

@@ -338,6 +338,7 @@ typedef struct {
     char *title;
     char *url;
     char *files_url;   /* a folder's files hang under this URL ("": url) */
+    char *fetch_url;   /* where a page's bytes are fetched ("": url) */
     char *format;
     char *version;
     char **mirror;     /* paths relative to the mirror root; "x/" = folder */
@@ -353,7 +354,9 @@ typedef struct {
 /* Loads a sources manifest ({"sources":[{"id","title","url","mirror",
  * "format","version"}]}, and optionally "files_url": for a folder source,
  * the URL its files' relative paths are appended to, when that is not
- * "url" - a repository's page is not where its files are served).
+ * "url" - a repository's page is not where its files are served - and
+ * "fetch_url": for a page source, where its raw bytes are fetched, when
+ * that is not the page cited, such as a GitHub README's raw file).
  * kb_manifest_release frees it. */
 kb_rc kb_manifest_load(const char *path, kb_manifest *m, kb_err *err);
 void kb_manifest_release(kb_manifest *m);

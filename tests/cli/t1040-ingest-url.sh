@@ -13,6 +13,8 @@ cat > "$site/page.html" <<'HTML'
 <p>Raising occupancy hides latency when warps stall on memory.</p>
 <pre>__launch_bounds__(256, 2)</pre></section></body></html>
 HTML
+# a repository page cited, its raw README fetched (fetch_url)
+printf '# Survey\n\n## Tiling\n\nSplit-K with stream scheduling for skinny GEMMs.\n' > "$site/raw-readme.md"
 # a "repository" URL whose manifest format is CUDA source, served as a web page
 cat > "$site/repo/index.html" <<'HTML'
 <!DOCTYPE html><html><body><h1>Repo page</h1><p>Persistent kernels with work stealing.</p></body></html>
@@ -25,23 +27,27 @@ for _ in $(seq 50); do curl -s "http://127.0.0.1:$port/" >/dev/null && break; sl
 base="http://127.0.0.1:$port"
 cat > "$KB_TMP/m.json" <<JSON
 {"sources":[{"id":"page","title":"Page","url":"$base/page.html","format":"html"},
-            {"id":"repo","title":"Repo","url":"$base/repo/","format":"cuda-source"}]}
+            {"id":"repo","title":"Repo","url":"$base/repo/","format":"cuda-source"},
+            {"id":"readme","title":"Readme","url":"$base/repo/","fetch_url":"$base/raw-readme.md","format":"markdown"}]}
 JSON
 unset KB_MIRROR
 expect_json 0 kb ingest --no-embed --json --manifest "$KB_TMP/m.json"
-[ "$(json_get "$out" "j['documents_changed']")" -eq 2 ] || fail "first fetch: $out"
+[ "$(json_get "$out" "j['documents_changed']")" -eq 3 ] || fail "first fetch: $out"
 expect_json 0 kb query --mode lexical --json "occupancy hides latency"
 [ "$(json_get "$out" "j['results'][0]['url']")" = "$base/page.html#occupancy-tuning" ] || fail "deep link: $out"
 [ "$(json_get "$out" "j['results'][0]['path']")" = "" ] || fail "fetched documents have no path"
 lacks "$(json_get "$out" "j['results'][0]['text']")" "navigation"
 expect_json 0 kb query --mode lexical --json "persistent kernels work stealing"
 [ "$(json_get "$out" "j['results'][0]['heading_path']")" = "['Repo page']" ] || fail "a web page is parsed as HTML: $out"
+expect_json 0 kb query --mode lexical --json "split-K stream scheduling skinny"
+[ "$(json_get "$out" "j['results'][0]['source']")" = readme ] || fail "fetch_url source: $out"
+[ "$(json_get "$out" "j['results'][0]['url']")" = "$base/repo/#tiling" ] || fail "fetch_url cites url: $out"
 ls "$KB_DIR"/cache/*.json >/dev/null || fail "no cache"
 [ -n "$(sql "SELECT last_modified FROM documents WHERE source_id='page'")" ] || fail "Last-Modified not recorded"
 
 # again: conditional requests (304), nothing re-parsed
 expect_json 0 kb ingest --no-embed --json --manifest "$KB_TMP/m.json"
-[ "$(json_get "$out" "j['documents_unchanged']")" -eq 2 ] || fail "second fetch: $out"
+[ "$(json_get "$out" "j['documents_unchanged']")" -eq 3 ] || fail "second fetch: $out"
 grep -q '" 304 ' "$KB_TMP/server.log" || fail "no conditional request: $(cat "$KB_TMP/server.log")"
 
 # the server is gone: a clear error, exit status 3, the documents stay
