@@ -3,8 +3,9 @@
  * Output: a level-1 heading with the file name; the file's leading comment
  * as a text block (a licence header dropped); then, in file order, one code
  * block per function definition (kernels, device and host functions,
- * templates) with the comment right above it, under a level-2 heading and
- * anchor that are the function's name, and the top-level code between
+ * templates) with the comment right above it, under a level-2 heading that
+ * is the function's name and an anchor that is its first line ("L42"), and
+ * the top-level code between
  * functions (includes, macros, globals, structs) as code blocks under the
  * file heading.
  *
@@ -16,6 +17,7 @@
 #include "kb/kb.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -588,6 +590,8 @@ typedef struct {
     const char *file;
     int in_func;       /* the doc's current section is a function's */
     kb_rc rc;
+    size_t line_pos;   /* lines counted up to here (functions come in order) */
+    int line;          /* 1-based line of line_pos */
 } emitter;
 
 /* Adds the code [a, b) trimmed of blank lines at both ends. */
@@ -631,11 +635,26 @@ static void emit_toplevel(emitter *em, size_t a, size_t b)
     emit_code(em, a, b);
 }
 
+/* The 1-based line of the first non-blank character at or after a. */
+static int line_at(emitter *em, size_t a)
+{
+    const src *x = em->x;
+    while (a < x->n && isspace((unsigned char)x->s[a]))
+        a++;
+    for (; em->line_pos < a; em->line_pos++)
+        em->line += x->s[em->line_pos] == '\n';
+    return em->line;
+}
+
+/* A function's section: its name as heading, its first line as anchor
+ * ("L42": what a repository's file view jumps to). */
 static void emit_function(emitter *em, const char *name, size_t a, size_t b)
 {
     if (em->rc != KB_OK)
         return;
-    em->rc = kb_doc_heading(em->doc, 2, name, name);
+    char anchor[24];
+    snprintf(anchor, sizeof anchor, "L%d", line_at(em, a));
+    em->rc = kb_doc_heading(em->doc, 2, name, anchor);
     em->in_func = 1;
     emit_code(em, a, b);
 }
@@ -723,7 +742,7 @@ kb_rc kb_parse_cuda(const char *data, size_t len, const char *path,
                           "'%s' does not look like source code (binary data)", path);
     src x = { data, len };
     const char *base = kb_ingest_basename(path);
-    emitter em = { &x, doc, *base ? base : "source", 0, KB_OK };
+    emitter em = { &x, doc, *base ? base : "source", 0, KB_OK, 0, 1 };
     em.rc = kb_doc_heading(doc, 1, em.file, NULL);
 
     size_t i = 0;

@@ -38,6 +38,10 @@ papers=$(sql "SELECT count(*) FROM papers")
 # ... and cited where the repository serves them (the manifest's files_url)
 [ "$(sql "SELECT url FROM documents WHERE path='cuda-samples/6_Performance/transpose/transpose.cu'")" = \
   "https://github.com/NVIDIA/cuda-samples/blob/v11.8/Samples/6_Performance/transpose/transpose.cu" ] || fail "cuda-samples url"
+# a function's chunks are anchored at its first line, as GitHub links lines
+[ "$(sql "SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.document_id
+         WHERE d.path = 'cuda-samples/6_Performance/transpose/transpose.cu'
+           AND c.anchor GLOB 'L[0-9]*'")" -ge 8 ] || fail "cuda function anchors"
 
 # status and sources describe it
 expect_json 0 kb status --json
