@@ -64,11 +64,19 @@ static void result_release(kb_result *r)
     free(r->text);
 }
 
-void kb_results_release(kb_results *r)
+/* Frees the results themselves; the mode and the timings stay. */
+static void results_clear(kb_results *r)
 {
     for (size_t i = 0; i < r->n; i++)
         result_release(&r->items[i]);
     free(r->items);
+    r->items = NULL;
+    r->n = 0;
+}
+
+void kb_results_release(kb_results *r)
+{
+    results_clear(r);
     memset(r, 0, sizeof *r);
 }
 
@@ -495,26 +503,28 @@ kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
             embed_query(&job);
     }
     /* Usually one pass. When the per-document cap leaves the results short
-     * of k (one long document fills the candidate lists) and the lists
-     * were cut at their depth, a second pass looks four times deeper, so
-     * that other documents' sections fill the places the cap frees. */
+     * of k (one long document fills the candidate lists), a second pass
+     * searches the lists that were cut at their depth four times deeper,
+     * so that other documents' sections fill the places the cap frees. */
+    int search_lex = opts->mode != KB_MODE_VECTOR, search_vec = want_vec;
     for (int pass = 0;; pass++) {
         double t1 = kb_now_ms();
-        if (opts->mode != KB_MODE_VECTOR)
+        if (search_lex) {
             rc = lexical_candidates(store, opts, depth, &lex, err);
-        out->lexical_ms += opts->mode != KB_MODE_VECTOR ? kb_now_ms() - t1 : 0;
+            out->lexical_ms += kb_now_ms() - t1;
+        }
         if (threaded) {
             pthread_join(thread, NULL);
             threaded = 0;
         }
-        out->embed_ms = job.ms;
+        if (pass == 0) {   /* the query's embedding, made beside the search */
+            out->embed_ms = job.ms;
+            if (rc == KB_OK && want_vec && (rc = job.rc) != KB_OK)
+                kb_err_set(err, rc, "%s", job.err.msg);
+        }
         if (rc != KB_OK)
             goto out;
-        if (want_vec) {
-            if ((rc = job.rc) != KB_OK) {
-                kb_err_set(err, rc, "%s", job.err.msg);
-                goto out;
-            }
+        if (search_vec) {
             t1 = kb_now_ms();
             rc = kb_vec_search(store, job.q, kb_embedder_dim(emb), depth, opts, &vec, err);
             out->vector_ms += kb_now_ms() - t1;
@@ -523,6 +533,7 @@ kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
         }
         t1 = kb_now_ms();
         int backfilled = 0;
+        kb_hits_release(&fused);
         if (out->mode == KB_MODE_HYBRID) {
             if ((rc = fuse_rrf(store, &lex, &vec, &fused, err)) != KB_OK)
                 goto out;
@@ -533,17 +544,15 @@ kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
             rc = build_results(store, opts, &lex, &lex, NULL, out, &backfilled, err);
         }
         out->results_ms += kb_now_ms() - t1;
-        if (rc != KB_OK || !backfilled || pass == 1 ||
-            (lex.n < depth && vec.n < depth))
+        search_lex = search_lex && lex.n >= depth;   /* cut: there is more */
+        search_vec = search_vec && vec.n >= depth;
+        if (rc != KB_OK || !backfilled || pass == 1 || (!search_lex && !search_vec))
             break;
-        for (size_t i = 0; i < out->n; i++)
-            result_release(&out->items[i]);
-        free(out->items);
-        out->items = NULL;
-        out->n = 0;
-        kb_hits_release(&lex);
-        kb_hits_release(&vec);
-        kb_hits_release(&fused);
+        results_clear(out);
+        if (search_lex)
+            kb_hits_release(&lex);
+        if (search_vec)
+            kb_hits_release(&vec);
         depth *= 4;
     }
 out:
