@@ -884,6 +884,25 @@ static void shape_free(vctx *v)
     }
 }
 
+/* A map's dims and box on shape s (box clamped only so that the
+ * conversion cannot overflow: the driver refuses sides over 256). Returns
+ * the elements the map spans, or -1 with err set. */
+static double map_extent(const vctx *v, const kb_tensormap *m, const kb_shape *s,
+                         cuuint64_t dims[], cuuint32_t box[], kb_err *err)
+{
+    double elems = 1;
+    for (int d = 0; d < m->rank; d++) {
+        double x, b;
+        if (kb_task_eval(v->task, s, m->dims[d], &x, err) ||
+            kb_task_eval(v->task, s, m->box[d], &b, err))
+            return -1;
+        dims[d] = x < 1 ? 0 : (cuuint64_t)x;
+        box[d] = b < 1 ? 0 : b > 1024 ? 1024 : (cuuint32_t)b;
+        elems *= (double)dims[d];
+    }
+    return elems;
+}
+
 /* Refuses tensor maps over no buffer of the task, or reaching past their
  * buffer on some shape (a map is a window onto memory: one larger than its
  * buffer would read whatever lies next to it). Returns 0 or -1. */
@@ -901,15 +920,13 @@ static int check_maps(vctx *v)
         }
         for (size_t si = 0; si < v->task->nshapes; si++) {
             const kb_shape *s = &v->task->shapes[si];
-            double elems = 1, x, box, have;
-            for (int d = 0; d < m->rank; d++) {
-                if (kb_task_eval(v->task, s, m->dims[d], &x, &err) ||
-                    kb_task_eval(v->task, s, m->box[d], &box, &err)) {
-                    set_verdict(v, "refused", "kb-tensormap over '%s': %s", m->buffer,
-                                err.msg);
-                    return -1;
-                }
-                elems *= x < 1 ? 0 : floor(x);
+            cuuint64_t dims[KB_TMAP_MAX_RANK];
+            cuuint32_t box[KB_TMAP_MAX_RANK];
+            double have, elems = map_extent(v, m, s, dims, box, &err);
+            if (elems < 0) {
+                set_verdict(v, "refused", "kb-tensormap over '%s': %s", m->buffer,
+                            err.msg);
+                return -1;
             }
             if (kb_task_eval(v->task, s, v->task->params[p].size, &have, &err) == KB_OK &&
                 elems > have) {
@@ -924,10 +941,11 @@ static int check_maps(vctx *v)
 }
 
 /* Encodes the candidate's tensor maps over its buffers of this shape (none
- * reaches past its buffer: check_maps saw to that). One the driver refuses (TMA wants 16-byte aligned strides: a row of 999
- * bf16 cannot be mapped) is passed as zeros and reported: the candidate
- * must not use it on that shape. Returns 0, or -1 with the verdict set. */
-static int encode_maps(vctx *v, const kb_shape *s, cJSON *out)
+ * reaches past its buffer: check_maps saw to that). One the driver refuses
+ * (TMA wants 16-byte aligned strides: a row of 999 bf16 cannot be mapped)
+ * is passed as zeros and reported: the candidate must not use it on that
+ * shape. */
+static void encode_maps(vctx *v, const kb_shape *s, cJSON *out)
 {
     static const CUtensorMapDataType types[] = {
         [KB_DT_F32] = CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
@@ -941,44 +959,30 @@ static int encode_maps(vctx *v, const kb_shape *s, cJSON *out)
         CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_SWIZZLE_32B,
         CU_TENSOR_MAP_SWIZZLE_64B, CU_TENSOR_MAP_SWIZZLE_128B,
     };
-    kb_err err;
-    kb_err_clear(&err);
     for (size_t i = 0; i < v->hdr.nmaps; i++) {
         const kb_tensormap *m = &v->hdr.maps[i];
         int p = pidx(v->task, m->buffer);
-        const pstate *st = &v->ps[p];
         kb_dtype t = v->task->params[p].dtype;
-        size_t esize = kb_dtype_size(t);
         cuuint64_t dims[KB_TMAP_MAX_RANK], strides[KB_TMAP_MAX_RANK];
         cuuint32_t box[KB_TMAP_MAX_RANK], estr[KB_TMAP_MAX_RANK];
-        double elems = 1;
+        map_extent(v, m, s, dims, box, NULL);   /* check_maps evaluated it */
         cJSON *mo = cJSON_CreateObject();
         cJSON_AddItemToArray(out, mo);
         cJSON_AddStringToObject(mo, "shape", s->name);
         cJSON_AddStringToObject(mo, "buffer", m->buffer);
         cJSON *dj = cJSON_AddArrayToObject(mo, "dims");
         cJSON *bj = cJSON_AddArrayToObject(mo, "box");
+        size_t stride = kb_dtype_size(t);
         for (int d = 0; d < m->rank; d++) {
-            double x, b;
-            if (kb_task_eval(v->task, s, m->dims[d], &x, &err) ||
-                kb_task_eval(v->task, s, m->box[d], &b, &err)) {
-                set_verdict(v, "refused", "kb-tensormap over '%s': %s", m->buffer,
-                            err.msg);
-                return -1;
-            }
-            dims[d] = x < 1 ? 0 : (cuuint64_t)x;
-            /* the driver refuses boxes over 256: clamp only so that the
-             * conversion cannot overflow */
-            box[d] = b < 1 ? 0 : b > 1024 ? 1024 : (cuuint32_t)b;
             estr[d] = 1;
-            elems *= (double)dims[d];
-            strides[d] = (cuuint64_t)(elems * (double)esize);  /* of d + 1 */
+            stride *= dims[d];
+            strides[d] = stride;   /* of dimension d + 1: the buffer is packed */
             cJSON_AddItemToArray(dj, cJSON_CreateNumber((double)dims[d]));
             cJSON_AddItemToArray(bj, cJSON_CreateNumber(box[d]));
         }
         memset(&v->maps[i], 0, sizeof v->maps[i]);
         CUresult r = cuTensorMapEncodeTiled(
-            &v->maps[i], types[t], (cuuint32_t)m->rank, (void *)st->cand_arg,
+            &v->maps[i], types[t], (cuuint32_t)m->rank, (void *)v->ps[p].cand_arg,
             dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
             swizzles[m->swizzle == 128 ? 3 : m->swizzle / 32],
             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
@@ -988,7 +992,6 @@ static int encode_maps(vctx *v, const kb_shape *s, cJSON *out)
             cJSON_AddStringToObject(mo, "error", cu_name(r));
         }
     }
-    return 0;
 }
 
 /* poison the candidate's outputs and scratch; the reference's too */
@@ -1636,8 +1639,9 @@ static cJSON *verify(const vopts *o, const char *task_dir, const char *cand_path
     for (size_t si = 0; si < v.task->nshapes && !v.verdict; si++) {
         const kb_shape *s = &v.task->shapes[si];
         int timed = s->timed && !o->no_timing;
-        if (shape_alloc(&v, s, timed) == 0 &&
-            encode_maps(&v, s, mj) == 0 &&
+        if (shape_alloc(&v, s, timed) == 0)
+            encode_maps(&v, s, mj);
+        if (!v.verdict &&
             resolve(&v, s, v.cmod, cseq, ncl, cl, 1) == 0 &&
             resolve(&v, s, v.rmod, v.task->launches, v.task->nlaunches, rl, 0) == 0 &&
             check_shape(&v, s, cl, ncl, rl, v.task->nlaunches) == 0 && timed)
