@@ -36,9 +36,7 @@ kb_rc kb_hits_push(kb_hits *h, int64_t id, double score)
         h->items = p;
         h->cap = cap;
     }
-    h->items[h->n].id = id;
-    h->items[h->n].score = score;
-    h->n++;
+    h->items[h->n++] = (kb_hit){ .id = id, .score = score };
     return KB_OK;
 }
 

@@ -102,10 +102,14 @@ int kb_query_bind_filters(sqlite3_stmt *st, const kb_query_opts *opts, int i);
 
 /* ------------------------------------------------------------ index/vector.c */
 
-/* A hit of one retriever: a chunk and its score (higher is better). */
+/* A hit of one retriever: a chunk and its score (higher is better), and
+ * its place in each candidate list with that list's score (0: not in the
+ * list; for a fused hit, the place of its section, as fusion counted it). */
 typedef struct {
     int64_t id;
     double score;
+    int lex_rank, vec_rank;
+    double lex_score, vec_score;
 } kb_hit;
 
 typedef struct {

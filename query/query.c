@@ -136,10 +136,13 @@ static kb_rc lexical_candidates(kb_store *store, const kb_query_opts *opts,
     int i = kb_query_bind_filters(st, opts, 2);
     sqlite3_bind_int64(st, i, (sqlite3_int64)depth);
     int step;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW)
-        if ((rc = kb_hits_push(out, sqlite3_column_int64(st, 0),
-                            -sqlite3_column_double(st, 1))) != KB_OK)
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        double s = -sqlite3_column_double(st, 1);
+        if ((rc = kb_hits_push(out, sqlite3_column_int64(st, 0), s)) != KB_OK)
             goto out;
+        out->items[out->n - 1].lex_rank = (int)out->n;
+        out->items[out->n - 1].lex_score = s;
+    }
     if (step != SQLITE_DONE)
         rc = kb_store_db_error(store, err, "search the lexical index");
 out:
@@ -250,8 +253,7 @@ static kb_rc hydrate(kb_store *store, sqlite3_stmt *st, int64_t id,
  * chunks of a section already shown merged into the first, cut at k.
  * *backfilled says whether the per-document cap left the list short. */
 static kb_rc build_results(kb_store *store, const kb_query_opts *opts,
-                           const kb_hits *fused, const kb_hits *lex,
-                           const kb_hits *vec, kb_results *out, int *backfilled,
+                           const kb_hits *fused, kb_results *out, int *backfilled,
                            kb_err *err)
 {
     sqlite3_stmt *st = NULL;
@@ -296,20 +298,13 @@ static kb_rc build_results(kb_store *store, const kb_query_opts *opts,
             continue;
         }
         *backfilled |= backfill;
+        const kb_hit *h = &fused->items[i];
         r.rank = (int)out->n + 1;
-        r.score = fused->items[i].score;
-        for (size_t j = 0; lex && j < lex->n; j++)
-            if (lex->items[j].id == r.chunk_id) {
-                r.lexical_rank = (int)j + 1;
-                r.lexical_score = lex->items[j].score;
-                break;
-            }
-        for (size_t j = 0; vec && j < vec->n; j++)
-            if (vec->items[j].id == r.chunk_id) {
-                r.vector_rank = (int)j + 1;
-                r.vector_score = vec->items[j].score;
-                break;
-            }
+        r.score = h->score;
+        r.lexical_rank = h->lex_rank;
+        r.lexical_score = h->lex_score;
+        r.vector_rank = h->vec_rank;
+        r.vector_score = h->vec_score;
         docs[out->n] = doc_id;
         keys[out->n] = key;
         out->items[out->n++] = r;
@@ -367,36 +362,39 @@ static kb_rc fuse_rrf(kb_store *store, const kb_hits *a, const kb_hits *b,
     int *sa = calloc(a->n + 1, sizeof *sa), *sb = calloc(b->n + 1, sizeof *sb);
     char **keys = NULL;
     size_t nkeys = 0;
-    double *score = NULL;
-    int64_t *best = NULL;
+    kb_hit *sec = NULL;   /* per section: best chunk, fused score, places */
     kb_rc rc = !sa || !sb ? kb_err_set(err, KB_ERR_NOMEM, "out of memory") : KB_OK;
     if (rc == KB_OK)
         rc = section_ids(store, a, sa, &keys, &nkeys, err);
     if (rc == KB_OK)
         rc = section_ids(store, b, sb, &keys, &nkeys, err);
-    score = calloc(nkeys + 1, sizeof *score);
-    best = calloc(nkeys + 1, sizeof *best);
-    if (rc == KB_OK && (!score || !best))
+    sec = calloc(nkeys + 1, sizeof *sec);
+    if (rc == KB_OK && !sec)
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     for (int l = 0; rc == KB_OK && l < 2; l++) {
         const kb_hits *list = l ? b : a;
-        const int *sec = l ? sb : sa;
+        const int *ids = l ? sb : sa;
         int rank = 0;
         for (size_t i = 0; i < list->n; i++) {
-            int first = 1;   /* is this the section's best chunk in the list? */
-            for (size_t j = 0; j < i && first; j++)
-                first = sec[j] != sec[i];
-            if (!first)
+            kb_hit *h = &sec[ids[i]];
+            int *place = l ? &h->vec_rank : &h->lex_rank;
+            if (*place)   /* the section's best chunk in this list came first */
                 continue;
-            rank++;
-            score[sec[i]] += (l ? RRF_VECTOR_WEIGHT : 1.0) / (RRF_K + rank);
-            if (!best[sec[i]])
-                best[sec[i]] = list->items[i].id;
+            *place = ++rank;
+            *(l ? &h->vec_score : &h->lex_score) = list->items[i].score;
+            h->score += (l ? RRF_VECTOR_WEIGHT : 1.0) / (RRF_K + rank);
+            if (!h->id)
+                h->id = list->items[i].id;
         }
     }
-    for (size_t k = 0; rc == KB_OK && k < nkeys; k++)
-        if (best[k] && kb_hits_push(out, best[k], score[k]) != KB_OK)
+    for (size_t k = 0; rc == KB_OK && k < nkeys; k++) {
+        if (!sec[k].id)
+            continue;
+        if (kb_hits_push(out, sec[k].id, sec[k].score) != KB_OK)
             rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        else
+            out->items[out->n - 1] = sec[k];
+    }
     /* insertion sort: the lists are short */
     for (size_t i = 1; rc == KB_OK && i < out->n; i++) {
         kb_hit h = out->items[i];
@@ -410,8 +408,7 @@ static kb_rc fuse_rrf(kb_store *store, const kb_hits *a, const kb_hits *b,
     for (size_t k = 0; k < nkeys; k++)
         free(keys[k]);
     free(keys);
-    free(score);
-    free(best);
+    free(sec);
     free(sa);
     free(sb);
     return rc;
@@ -530,6 +527,10 @@ kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
             out->vector_ms += kb_now_ms() - t1;
             if (rc != KB_OK)
                 goto out;
+            for (size_t i = 0; i < vec.n; i++) {
+                vec.items[i].vec_rank = (int)i + 1;
+                vec.items[i].vec_score = vec.items[i].score;
+            }
         }
         t1 = kb_now_ms();
         int backfilled = 0;
@@ -537,11 +538,11 @@ kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
         if (out->mode == KB_MODE_HYBRID) {
             if ((rc = fuse_rrf(store, &lex, &vec, &fused, err)) != KB_OK)
                 goto out;
-            rc = build_results(store, opts, &fused, &lex, &vec, out, &backfilled, err);
+            rc = build_results(store, opts, &fused, out, &backfilled, err);
         } else if (out->mode == KB_MODE_VECTOR) {
-            rc = build_results(store, opts, &vec, NULL, &vec, out, &backfilled, err);
+            rc = build_results(store, opts, &vec, out, &backfilled, err);
         } else {
-            rc = build_results(store, opts, &lex, &lex, NULL, out, &backfilled, err);
+            rc = build_results(store, opts, &lex, out, &backfilled, err);
         }
         out->results_ms += kb_now_ms() - t1;
         search_lex = search_lex && lex.n >= depth;   /* cut: there is more */

@@ -22,6 +22,22 @@ expect_json 0 kb query --json -k 10 "$semantic"
 [ "$(json_get "$out" "j['mode']")" = hybrid ] || fail "default mode is hybrid"
 json_get "$out" "[r for r in j['results'] if r['lexical_rank'] and r['vector_rank']][0]" >/dev/null ||
     fail "no result from both lists"
+# each list's rank is the place of the result's section in that list, as
+# fusion counted it (the section may come first there through another chunk)
+hybrid=$out
+expect_json 0 kb query --mode vector --json -k 10 "$semantic"
+python3 - "$hybrid" "$out" <<'PY' || fail "hybrid vector_rank is not the section's place in the vector list"
+import json, sys
+hyb, vec = (json.loads(a) for a in sys.argv[1:3])
+key = lambda r: (r['path'], tuple(r['heading_path']))
+place = {key(r): i + 1 for i, r in enumerate(vec['results'])}
+checked = 0
+for r in hyb['results']:
+    if key(r) in place:
+        assert r['vector_rank'] == place[key(r)], (r['chunk_id'], r['vector_rank'], place[key(r)])
+        checked += 1
+assert checked >= 3, checked
+PY
 expect_rc 0 kb query --explain -k 3 "$semantic"
 contains "$out" "lexical #"
 contains "$out" "vector #"
