@@ -102,7 +102,7 @@ unit: all $(UNIT_BIN)
 cli: all
 	$(Q)tests/run.sh $(BUILD) cli
 
-check:
+check: deps
 	$(Q)$(MAKE) --no-print-directory BUILD=build-asan \
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
 	  LDFLAGS="-fsanitize=address,undefined" FAISS_CAPI=build/faiss-capi all \
@@ -110,7 +110,9 @@ check:
 	$(Q)ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  tests/run.sh build-asan
 
-demo: deps all
+# deps first, then the build: under make -j the two would race
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all
 	$(Q)scripts/demo.sh $(BUILD)
 
 bench: all

@@ -14,7 +14,14 @@ else
     unset KB_MIRROR
     echo "demo: no mirror found (KB_MIRROR); fetching the sources' URLs into $KB_DIR" >&2
 fi
-"$kb" ingest --manifest "$top/corpus/sources.json" || [ $? -eq 3 ]   # 3: some sources failed
+rc=0
+"$kb" ingest --manifest "$top/corpus/sources.json" || rc=$?
+docs=$("$kb" status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["documents"])')
+if [ "$docs" -eq 0 ]; then
+    echo "demo: nothing was ingested; set KB_MIRROR to the document mirror (a clone next to shared/ finds ../shared/corpus) or give this machine network access" >&2
+    exit 1
+fi
+[ "$rc" -eq 0 ] || [ "$rc" -eq 3 ] || { echo "demo: kb ingest failed (exit $rc)" >&2; exit "$rc"; }   # 3: some sources failed
 echo
 "$kb" status
 echo

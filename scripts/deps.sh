@@ -15,8 +15,9 @@ sudo_cmd=""
 packages=(
   build-essential pkg-config dpkg-dev
   libsqlite3-dev libcurl4-openssl-dev libcjson-dev libxml2-dev libmd4c-dev
-  libyaml-dev libutf8proc-dev libopenblas-dev libblis-dev libmicrohttpd-dev
-  libfaiss-dev libssl-dev libcmocka-dev bats sqlite3 python3 python3-pip unzip curl time
+  libyaml-dev libutf8proc-dev libopenblas-dev libblis-openmp-dev liblapack-dev
+  libmicrohttpd-dev libfaiss-dev libssl-dev libcmocka-dev sqlite3 python3 python3-pip
+  unzip curl time
 )
 
 missing=()
@@ -32,6 +33,7 @@ fi
 # --- FAISS C API -------------------------------------------------------------
 # libfaiss-dev ships libfaiss.a and the c_api headers but not the C API objects.
 capi="$build/faiss-capi"
+# the library is the last thing written: its presence means a finished build
 if [ ! -f "$capi/libfaiss_c.a" ]; then
   srclist=/etc/apt/sources.list.d/kb-debian-src.sources
   if [ ! -f "$srclist" ]; then
@@ -48,25 +50,21 @@ SRC
   mkdir -p "$capi/src" "$capi/obj"
   if ! ls -d "$capi"/src/faiss-*/c_api >/dev/null 2>&1; then
     say "fetching the faiss source package"
-    (cd "$capi/src" && apt-get source -qq faiss >/dev/null 2>&1)
+    (cd "$capi/src" && apt-get source -qq faiss >/dev/null) ||
+      { say "cannot fetch the faiss source package (deb-src bookworm)"; exit 1; }
   fi
   srcdir=$(ls -d "$capi"/src/faiss-*/ | head -n1)
   say "building the FAISS C API from $srcdir"
-  mkdir -p "$capi/include/faiss/c_api"
-  objs=()
-  for f in "$srcdir"c_api/*.cpp "$srcdir"c_api/impl/*.cpp "$srcdir"c_api/utils/*.cpp; do
-    [ -f "$f" ] || continue
-    case "$f" in *gpu*) continue ;; esac
-    rel=${f#"$srcdir"c_api/}
-    o="$capi/obj/${rel//\//_}.o"
-    g++ -O2 -fPIC -std=c++17 -I"$srcdir" -c "$f" -o "$o" &
-    objs+=("$o")
-  done
-  wait
-  ar rcs "$capi/libfaiss_c.a.tmp" "${objs[@]}"
-  mv "$capi/libfaiss_c.a.tmp" "$capi/libfaiss_c.a"
   # the C API headers, laid out as <faiss/c_api/...>
+  mkdir -p "$capi/include/faiss/c_api"
   (cd "$srcdir/c_api" && find . -name '*.h' ! -path '*gpu*' -exec cp --parents {} "$capi/include/faiss/c_api/" \;)
+  # one compiler per CPU; xargs fails if any compile does
+  sources=$(cd "$srcdir/c_api" && find . -name '*.cpp' ! -path '*gpu*' | sort)
+  printf '%s\n' $sources | xargs -P "$(nproc)" -I{} sh -c \
+    'o="$1/obj/$(echo "$2" | sed "s|^\./||; s|/|_|g").o"; g++ -O2 -fPIC -std=c++17 -I"$0" -c "$0c_api/$2" -o "$o"' \
+    "$srcdir" "$capi" {}
+  ar rcs "$capi/libfaiss_c.a.tmp" "$capi"/obj/*.o
+  mv "$capi/libfaiss_c.a.tmp" "$capi/libfaiss_c.a"
 fi
 
 # --- model weights -----------------------------------------------------------
