@@ -509,7 +509,7 @@ typedef struct {
 static kb_rc run_job(kb_store *store, const kb_ingest_opts *opts,
                      ingest_job *job, kb_ingest_progress *pr,
                      const kb_tokenizer *tok, kb_ingest_stats *stats,
-                     kb_err *first_err)
+                     kb_err *err)
 {
     double t0 = kb_now_ms();
     char **seen = calloc(job->docs.n + 1, sizeof *seen);
@@ -518,12 +518,12 @@ static kb_rc run_job(kb_store *store, const kb_ingest_opts *opts,
     pr->docs_total = job->docs.n;
     for (size_t i = 0; i < job->docs.n; i++) {
         const doc_ref *ref = &job->docs.items[i];
-        kb_err err;
-        kb_err_clear(&err);
+        kb_err derr;
+        kb_err_clear(&derr);
         int changed = 0;
         size_t nchunks = 0;
         kb_rc rc = ingest_document(store, opts, job->id, job->format, ref, tok,
-                                   &changed, &nchunks, &err);
+                                   &changed, &nchunks, &derr);
         if (rc == KB_OK) {
             seen[nseen++] = ref->key;
             if (changed) {
@@ -536,8 +536,8 @@ static kb_rc run_job(kb_store *store, const kb_ingest_opts *opts,
             /* nothing lost: the document keeps its previous version */
             seen[nseen++] = ref->key;
             pr->failed++;
-            kb_log_warn("%s: %s", job->id, err.msg);
-            kb_err_set(first_err, rc, "%s", err.msg);
+            kb_log_warn("%s: %s", job->id, derr.msg);
+            kb_err_set(err, rc, "%s", derr.msg);
             result = KB_ERR_PARTIAL;
             if (rc == KB_ERR_DB || rc == KB_ERR_NOMEM) {
                 /* the store itself is failing: stop this source */
@@ -556,10 +556,10 @@ static kb_rc run_job(kb_store *store, const kb_ingest_opts *opts,
      * source read from a mirror under other keys) nothing is removed. */
     if (job->prune && result == KB_OK) {
         qsort(seen, nseen, sizeof *seen, cmp_str);
-        kb_err err;
-        kb_err_clear(&err);
-        if (remove_gone(store, job->id, seen, nseen, &pr->removed, &err) != KB_OK) {
-            kb_err_set(first_err, err.rc, "%s", err.msg);
+        kb_err rerr;
+        kb_err_clear(&rerr);
+        if (remove_gone(store, job->id, seen, nseen, &pr->removed, &rerr) != KB_OK) {
+            kb_err_set(err, rerr.rc, "%s", rerr.msg);
             result = KB_ERR_PARTIAL;
         }
     }
@@ -599,6 +599,8 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
     size_t njobs = 0;
     kb_tokenizer *tok = NULL;
     kb_rc rc = KB_OK;
+    kb_err first;       /* the first source's failure, for KB_ERR_PARTIAL */
+    kb_err_clear(&first);
     char *manifest_path = opts->manifest_path ? kb_strdup(opts->manifest_path)
                                               : kb_manifest_default_path();
     const char *mirror = opts->mirror_dir;
@@ -642,7 +644,7 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
                 job->format = NULL;
                 kb_log_warn("%s: %s", src->id, lerr.msg);
                 finish_source(store, src->id, lerr.msg);
-                kb_err_set(err, lerr.rc, "%s", lerr.msg);
+                kb_err_set(&first, lerr.rc, "%s", lerr.msg);
                 stats->sources_failed++;
                 if (opts->progress) {
                     kb_ingest_progress pr = { .source = src->id,
@@ -700,16 +702,22 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
         stats->sources++;
         kb_ingest_progress pr = { .source = job->id, .source_index = j,
                                   .nsources = njobs };
-        kb_rc jrc = run_job(store, opts, job, &pr, tok, stats, err);
-        if (jrc != KB_OK)
+        /* each source records its own first failure; the run reports the
+         * first of all */
+        kb_err jerr;
+        kb_err_clear(&jerr);
+        kb_rc jrc = run_job(store, opts, job, &pr, tok, stats, &jerr);
+        if (jrc != KB_OK) {
             stats->sources_failed++;
-        finish_source(store, job->id, jrc == KB_OK ? NULL : err->msg);
+            kb_err_set(&first, jerr.rc != KB_OK ? jerr.rc : jrc, "%s", jerr.msg);
+        }
+        finish_source(store, job->id, jrc == KB_OK ? NULL : jerr.msg);
         pr.finished = 1;
-        pr.error = jrc == KB_OK ? NULL : err->msg;
+        pr.error = jrc == KB_OK ? NULL : jerr.msg;
         if (opts->progress)
             opts->progress(&pr, opts->progress_ctx);
         if (jrc == KB_ERR_DB || jrc == KB_ERR_NOMEM) {
-            rc = jrc;
+            rc = kb_err_set(err, jrc, "%s", jerr.msg);
             goto out;
         }
     }
@@ -741,8 +749,10 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
             goto out;
         }
     }
-    if (stats->sources_failed || stats->docs_failed)
+    if (stats->sources_failed || stats->docs_failed) {
         rc = KB_ERR_PARTIAL;
+        kb_err_set(err, first.rc, "%s", first.msg);
+    }
 out:
     stats->took_ms = kb_now_ms() - t0;
     for (size_t j = 0; j < njobs; j++)

@@ -42,6 +42,19 @@ contains "$out" "gone"
 contains "$out" "nowhere/x.md"
 expect_json 0 kb query --mode lexical --json "warp specialization producer"
 [ "$(json_get "$out" "j['results'][0]['source']")" = here ] || fail "the good source was not ingested"
+# failing sources each record their own error, not the first one's: a
+# missing mirror file, and two documents that do not parse
+printf 'bin\0one' > "$KB_TMP/m/bin1.md"; printf 'bin\0two' > "$KB_TMP/m/bin2.md"
+cat > "$KB_TMP/threebad.json" <<JSON
+{"sources":[{"id":"lost","title":"Lost","url":"https://example.org/l","mirror":["nowhere/lost.md"],"format":"markdown"},
+            {"id":"bin1","title":"Bin 1","url":"https://example.org/b1","mirror":["bin1.md"],"format":"markdown"},
+            {"id":"bin2","title":"Bin 2","url":"https://example.org/b2","mirror":["bin2.md"],"format":"markdown"}]}
+JSON
+expect_rc 3 kb ingest --no-embed --manifest "$KB_TMP/threebad.json" --mirror "$KB_TMP/m"
+contains "$out" "first: cannot find 'nowhere/lost.md'"
+e=$(sql "SELECT last_error FROM sources WHERE id = 'lost'"); contains "$e" "cannot find 'nowhere/lost.md'"
+e=$(sql "SELECT last_error FROM sources WHERE id = 'bin1'"); contains "$e" "bin1.md"; lacks "$e" "lost.md"
+e=$(sql "SELECT last_error FROM sources WHERE id = 'bin2'"); contains "$e" "bin2.md"; lacks "$e" "bin1.md"
 
 # the same source, read from its mirror, then from its URL that does not
 # answer: the failed pass removes nothing
