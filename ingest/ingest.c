@@ -47,22 +47,24 @@ static void doc_list_release(doc_list *l)
 }
 
 static kb_rc doc_list_add(doc_list *l, const char *key, const char *file,
-                          const char *path, const char *url)
+                          const char *path, const char *url, kb_err *err)
 {
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 16;
         doc_ref *p = realloc(l->items, cap * sizeof *p);
         if (!p)
-            return KB_ERR_NOMEM;
+            return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
         l->items = p;
         l->cap = cap;
     }
     doc_ref *d = &l->items[l->n++];
     d->key = kb_strdup(key);
-    d->file = kb_strdup(file);
+    d->file = file ? kb_strdup(file) : NULL;
     d->path = kb_strdup(path ? path : "");
     d->url = kb_strdup(url ? url : "");
     d->fetch = NULL;
+    if (!d->key || (file && !d->file) || !d->path || !d->url)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory"); /* released with the list */
     return KB_OK;
 }
 
@@ -95,9 +97,18 @@ static kb_rc walk_folder(const char *dir, const char *rel, const char *format,
                 break;
             names = p;
         }
-        names[n++] = kb_strdup(e->d_name);
+        if ((names[n] = kb_strdup(e->d_name)) == NULL)
+            break;
+        n++;
     }
     closedir(d);
+    if (e) {
+        /* a short listing would let the prune remove documents */
+        for (size_t i = 0; i < n; i++)
+            free(names[i]);
+        free(names);
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory listing '%s'", dir);
+    }
     qsort(names, n, sizeof *names, cmp_str);
     kb_rc rc = KB_OK;
     for (size_t i = 0; i < n; i++) {
@@ -105,14 +116,19 @@ static kb_rc walk_folder(const char *dir, const char *rel, const char *format,
         char *r = kb_path_join(rel, names[i]);
         char *ur = *url_rel ? kb_path_join(url_rel, names[i]) : kb_strdup(names[i]);
         struct stat st;
-        if (stat(full, &st) == 0 && S_ISDIR(st.st_mode)) {
+        if (!full || !r || !ur) {
+            if (rc == KB_OK)
+                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        } else if (stat(full, &st) == 0 && S_ISDIR(st.st_mode)) {
             if (rc == KB_OK)
                 rc = walk_folder(full, r, format, folder_url, ur, out, err);
         } else if (stat(full, &st) == 0 && S_ISREG(st.st_mode) &&
                    kb_parser_for(full, format)) {
             char *url = *folder_url ? kb_path_join(folder_url, ur) : kb_strdup("");
+            if (rc == KB_OK && !url)
+                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
             if (rc == KB_OK)
-                rc = doc_list_add(out, r, full, r, url);
+                rc = doc_list_add(out, r, full, r, url, err);
             free(url);
         }
         free(full);
@@ -145,7 +161,7 @@ static kb_rc list_source_docs(const kb_source *src, const char *mirror,
                                  *src->files_url ? src->files_url : src->url, "", out, err);
                 free(rel);
             } else {
-                rc = doc_list_add(out, m, full, m, src->url);
+                rc = doc_list_add(out, m, full, m, src->url, err);
             }
             free(full);
             if (rc != KB_OK)
@@ -165,9 +181,10 @@ static kb_rc list_source_docs(const kb_source *src, const char *mirror,
                               "it is read from a mirror (--mirror DIR or "
                               "KB_MIRROR), not fetched", src->id, src->mirror[i]);
     }
-    kb_rc rc = doc_list_add(out, src->url, NULL, "", src->url);
-    if (rc == KB_OK && *src->fetch_url)
-        out->items[out->n - 1].fetch = kb_strdup(src->fetch_url);
+    kb_rc rc = doc_list_add(out, src->url, NULL, "", src->url, err);
+    if (rc == KB_OK && *src->fetch_url &&
+        (out->items[out->n - 1].fetch = kb_strdup(src->fetch_url)) == NULL)
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     return rc;
 }
 
@@ -513,6 +530,8 @@ static kb_rc run_job(kb_store *store, const kb_ingest_opts *opts,
 {
     double t0 = kb_now_ms();
     char **seen = calloc(job->docs.n + 1, sizeof *seen);
+    if (!seen)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     size_t nseen = 0;
     kb_rc result = KB_OK;
     pr->docs_total = job->docs.n;
@@ -659,7 +678,7 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
             job->format = "";
             rc = upsert_source(store, job->id, "Ad-hoc URLs", "", "", "", err);
             if (rc == KB_OK)
-                rc = doc_list_add(&job->docs, t, NULL, "", t);
+                rc = doc_list_add(&job->docs, t, NULL, "", t, err);
         } else if (stat(t, &st) == 0) {
             job->id = adhoc ? adhoc : "local";
             job->format = "";
@@ -668,7 +687,7 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
             if (rc == KB_OK && S_ISDIR(st.st_mode))
                 rc = walk_folder(t, t, "", url, "", &job->docs, err);
             else if (rc == KB_OK)
-                rc = doc_list_add(&job->docs, t, t, t, url);
+                rc = doc_list_add(&job->docs, t, t, t, url, err);
             free(url);
         } else {
             rc = kb_err_set(err, KB_ERR_NOTFOUND,
