@@ -637,6 +637,17 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
     }
     if (need_manifest && (rc = kb_manifest_load(manifest_path, &manifest, err)) != KB_OK)
         goto out;
+    for (size_t i = 0; i < ntargets; i++) {
+        const char *t = targets[i];
+        struct stat st;
+        if (!(need_manifest && kb_manifest_find(&manifest, t)) && !is_url(t) &&
+            stat(t, &st) != 0) {
+            rc = kb_err_set(err, KB_ERR_NOTFOUND,
+                            "'%s' is neither a source in '%s', a file, nor a URL",
+                            t, manifest_path);
+            goto out;
+        }
+    }
     jobs = calloc(ntargets ? ntargets : manifest.n ? manifest.n : 1, sizeof *jobs);
     if (!jobs) {
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
@@ -689,10 +700,9 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
             else if (rc == KB_OK)
                 rc = doc_list_add(&job->docs, t, t, t, url, err);
             free(url);
-        } else {
-            rc = kb_err_set(err, KB_ERR_NOTFOUND,
-                            "'%s' is neither a source in '%s', a file, nor a URL",
-                            t, manifest_path);
+        } else {    /* gone since it was checked above */
+            rc = kb_err_set(err, KB_ERR_IO, "cannot read '%s': %s", t,
+                            strerror(errno));
             goto out;
         }
         if (rc != KB_OK)

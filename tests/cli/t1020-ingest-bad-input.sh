@@ -24,6 +24,13 @@ contains "$out" "invalid \"id\""
 # an unknown source id
 expect_rc 1 kb ingest --no-embed --manifest "$MANIFEST" no-such-source
 contains "$out" "'no-such-source' is neither a source"
+# a valid id before an unknown one: nothing is written for either
+expect_rc 1 kb --kb "$KB_TMP/fresh" ingest --no-embed --manifest "$MANIFEST" ptx-isa no-such-source
+contains "$out" "'no-such-source' is neither a source"
+if [ -f "$KB_TMP/fresh/kb.sqlite" ]; then
+    [ "$(sqlite3 -readonly "$KB_TMP/fresh/kb.sqlite" "SELECT count(*) FROM sources WHERE id = 'ptx-isa'")" = 0 ] ||
+        fail "ptx-isa was recorded though a later target was unknown"
+fi
 survives "bad manifests"
 
 # an unreachable URL: a clear error, exit status 3 (some failed)
