@@ -210,38 +210,50 @@ static kb_rc upsert_source(kb_store *store, const char *id, const char *title,
     return rc;
 }
 
-static void finish_source(kb_store *store, const char *id, const char *error)
+/* Records a source's pass: when it ran, and its first error (NULL: none). */
+static kb_rc finish_source(kb_store *store, const char *id, const char *error,
+                           kb_err *err)
 {
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(store->db,
-            "UPDATE sources SET last_ingest = ?, last_error = ? WHERE id = ?",
-            -1, &st, NULL) != SQLITE_OK)
-        return;
+    kb_rc rc = kb_store_prepare(store, "UPDATE sources SET last_ingest = ?,"
+                                " last_error = ? WHERE id = ?", &st, err);
+    if (rc != KB_OK)
+        return rc;
     sqlite3_bind_int64(st, 1, (sqlite3_int64)time(NULL));
     if (error)
         sqlite3_bind_text(st, 2, error, -1, SQLITE_STATIC);
     else
         sqlite3_bind_null(st, 2);
     sqlite3_bind_text(st, 3, id, -1, SQLITE_STATIC);
-    sqlite3_step(st);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        rc = kb_store_db_error(store, err, "record a source's pass");
     sqlite3_finalize(st);
+    return rc;
 }
 
-/* The stored hash of a document, or NULL if it is not in the KB. */
-static char *stored_hash(kb_store *store, const char *source, const char *key)
+/* The stored hash of a document into *hash (caller frees), NULL if it is
+ * not in the KB. */
+static kb_rc stored_hash(kb_store *store, const char *source, const char *key,
+                         char **hash, kb_err *err)
 {
     sqlite3_stmt *st = NULL;
-    char *hash = NULL;
-    if (sqlite3_prepare_v2(store->db, "SELECT content_hash FROM documents "
-                           "WHERE source_id = ? AND key = ?", -1, &st,
-                           NULL) != SQLITE_OK)
-        return NULL;
+    *hash = NULL;
+    kb_rc rc = kb_store_prepare(store, "SELECT content_hash FROM documents "
+                                "WHERE source_id = ? AND key = ?", &st, err);
+    if (rc != KB_OK)
+        return rc;
     sqlite3_bind_text(st, 1, source, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        hash = kb_strdup((const char *)sqlite3_column_text(st, 0));
+    int step = sqlite3_step(st);
+    if (step == SQLITE_ROW) {
+        const char *h = (const char *)sqlite3_column_text(st, 0);
+        if (h && (*hash = kb_strdup(h)) == NULL)
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    } else if (step != SQLITE_DONE) {
+        rc = kb_store_db_error(store, err, "read a document's hash");
+    }
     sqlite3_finalize(st);
-    return hash;
+    return rc;
 }
 
 /* Points an unchanged document at its URL from the manifest, where that
@@ -482,7 +494,8 @@ static kb_rc ingest_document(kb_store *store, const kb_ingest_opts *opts,
     kb_sha256_hex(raw.data ? raw.data : "", raw.len, raw_hash);
     snprintf(keyed, sizeof keyed, "kb-ingest %d %s", KB_INGEST_VERSION, raw_hash);
     kb_sha256_hex(keyed, strlen(keyed), hash);
-    old = stored_hash(store, source, ref->key);
+    if ((rc = stored_hash(store, source, ref->key, &old, err)) != KB_OK)
+        goto out;
     if (old && strcmp(old, hash) == 0 && !opts->force) {
         /* unchanged; but the manifest may cite it somewhere new now */
         rc = update_url(store, source, ref->key, ref->url, err);
@@ -673,7 +686,8 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
                 /* the source fails as a whole; the others proceed */
                 job->format = NULL;
                 kb_log_warn("%s: %s", src->id, lerr.msg);
-                finish_source(store, src->id, lerr.msg);
+                if ((rc = finish_source(store, src->id, lerr.msg, err)) != KB_OK)
+                    goto out;
                 kb_err_set(&first, lerr.rc, "%s", lerr.msg);
                 stats->sources_failed++;
                 if (opts->progress) {
@@ -740,7 +754,9 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
             stats->sources_failed++;
             kb_err_set(&first, jerr.rc != KB_OK ? jerr.rc : jrc, "%s", jerr.msg);
         }
-        finish_source(store, job->id, jrc == KB_OK ? NULL : jerr.msg);
+        if ((rc = finish_source(store, job->id, jrc == KB_OK ? NULL : jerr.msg,
+                                err)) != KB_OK)
+            goto out;
         pr.finished = 1;
         pr.error = jrc == KB_OK ? NULL : jerr.msg;
         if (opts->progress)
