@@ -7,6 +7,7 @@
 #include <strings.h>
 #include <utf8proc.h>
 
+#include "ingest/parse_int.h"
 #include "ingest/parsers_int.h"
 
 /* github-slugger: lower-case; drop every character that is not a letter, a
@@ -170,14 +171,6 @@ static char *read_head(const char *path, size_t *n)
     return buf;
 }
 
-static int looks_binary(const char *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (p[i] == '\0')
-            return 1;
-    return 0;
-}
-
 static kb_parse_fn sniff(const char *p, size_t n)
 {
     size_t i = 0;
@@ -225,7 +218,7 @@ kb_parse_fn kb_parser_for(const char *path, const char *format_hint)
     char *head = read_head(path, &n);
     if (!head)
         return NULL;
-    if (!looks_binary(head, n))
+    if (!kb_ingest_looks_binary(head, n))
         fn = sniff(head, n);
     free(head);
     return fn;
