@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "ingest/parse_int.h"
+
 /* Documents larger than this are refused with a clear error. */
 #define KB_MAX_DOC_BYTES (32u << 20)
 
@@ -445,8 +447,7 @@ static int looks_like_html(const char *data, size_t len)
  * (or file name), so every chunk has a heading path to cite. */
 static void give_headings(kb_doc *doc, const char *name)
 {
-    const char *base = strrchr(name, '/');
-    base = base && base[1] ? base + 1 : name;
+    const char *base = kb_ingest_basename(name);
     const char *title = doc->title && *doc->title ? doc->title : base;
     for (size_t i = 0; i < doc->nblocks; i++) {
         kb_block *b = &doc->blocks[i];

@@ -93,12 +93,6 @@ static const char *extension(const char *path, char *ext, size_t size)
     return ext;
 }
 
-static const char *basename_of(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return slash ? slash + 1 : path;
-}
-
 static int ext_in(const char *ext, const char *const *list)
 {
     for (size_t i = 0; list[i]; i++)
@@ -206,7 +200,7 @@ kb_parse_fn kb_parser_for(const char *path, const char *format_hint)
         return NULL;
     /* LICENSE, COPYING, copyright and the like: plain text whatever the
      * source's format says */
-    const char *base = basename_of(path);
+    const char *base = kb_ingest_basename(path);
     if (strncasecmp(base, "LICENSE", 7) == 0 || strncasecmp(base, "LICENCE", 7) == 0 ||
         strncasecmp(base, "COPYING", 7) == 0 || strcasecmp(base, "NOTICE") == 0 ||
         strcasecmp(base, "COPYRIGHT") == 0 || strcasecmp(base, "AUTHORS") == 0)
