@@ -84,7 +84,7 @@ contains "$out" "source 'tree' is a folder ('docs/'): it is read from a mirror"
 # binary data named .html
 head -c 4096 /dev/urandom > "$KB_TMP/binary.html"
 expect_rc 3 kb ingest --no-embed "$KB_TMP/binary.html"
-contains "$out" "binary.html"
+contains "$out" "'$KB_TMP/binary.html' does not look like HTML (binary data)"
 survives "binary HTML"
 # truncated HTML: recovered, what is there is searchable
 printf '<html><body><section id="s1"><h1>Truncated page</h1><p>Cooperative groups grid sync explained' > "$KB_TMP/trunc.html"
@@ -94,6 +94,8 @@ expect_json 0 kb query --mode lexical --json "cooperative groups grid sync"
 # an empty Markdown file: no chunks, no error
 : > "$KB_TMP/empty.md"
 expect_rc 0 kb ingest --no-embed "$KB_TMP/empty.md"
+[ "$(sql "SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.document_id
+          WHERE d.key = '$KB_TMP/empty.md'")" = 0 ] || fail "the empty Markdown file stored chunks"
 # a 50 MB file: refused clearly, nothing else touched
 head -c 52428800 /dev/zero | tr '\0' 'a' > "$KB_TMP/huge.txt"
 expect_rc 3 kb ingest --no-embed "$KB_TMP/huge.txt"
@@ -104,7 +106,7 @@ survives "50 MB file"
 if [ "$(id -u)" -ne 0 ]; then
     mkdir -p "$KB_TMP/ro"; chmod 555 "$KB_TMP/ro"
     expect_rc 1 kb --kb "$KB_TMP/ro/kb" ingest --no-embed "$KB_TMP/keep.md"
-    contains "$out" "cannot"
+    contains "$out" "cannot create directory '$KB_TMP/ro/kb': Permission denied"
 fi
 # a place nobody may write, root included
 expect_rc 1 kb --kb /proc/kb-test ingest --no-embed "$KB_TMP/keep.md"
