@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "ingest/parse_int.h"
+
 /* Documents larger than this are refused with a clear error. */
 #define KB_MAX_DOC_BYTES (32u << 20)
 
@@ -47,22 +49,24 @@ static void doc_list_release(doc_list *l)
 }
 
 static kb_rc doc_list_add(doc_list *l, const char *key, const char *file,
-                          const char *path, const char *url)
+                          const char *path, const char *url, kb_err *err)
 {
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 16;
         doc_ref *p = realloc(l->items, cap * sizeof *p);
         if (!p)
-            return KB_ERR_NOMEM;
+            return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
         l->items = p;
         l->cap = cap;
     }
     doc_ref *d = &l->items[l->n++];
     d->key = kb_strdup(key);
-    d->file = kb_strdup(file);
+    d->file = file ? kb_strdup(file) : NULL;
     d->path = kb_strdup(path ? path : "");
     d->url = kb_strdup(url ? url : "");
     d->fetch = NULL;
+    if (!d->key || (file && !d->file) || !d->path || !d->url)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory"); /* released with the list */
     return KB_OK;
 }
 
@@ -95,9 +99,18 @@ static kb_rc walk_folder(const char *dir, const char *rel, const char *format,
                 break;
             names = p;
         }
-        names[n++] = kb_strdup(e->d_name);
+        if ((names[n] = kb_strdup(e->d_name)) == NULL)
+            break;
+        n++;
     }
     closedir(d);
+    if (e) {
+        /* a short listing would let the prune remove documents */
+        for (size_t i = 0; i < n; i++)
+            free(names[i]);
+        free(names);
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory listing '%s'", dir);
+    }
     qsort(names, n, sizeof *names, cmp_str);
     kb_rc rc = KB_OK;
     for (size_t i = 0; i < n; i++) {
@@ -105,14 +118,19 @@ static kb_rc walk_folder(const char *dir, const char *rel, const char *format,
         char *r = kb_path_join(rel, names[i]);
         char *ur = *url_rel ? kb_path_join(url_rel, names[i]) : kb_strdup(names[i]);
         struct stat st;
-        if (stat(full, &st) == 0 && S_ISDIR(st.st_mode)) {
+        if (!full || !r || !ur) {
+            if (rc == KB_OK)
+                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        } else if (stat(full, &st) == 0 && S_ISDIR(st.st_mode)) {
             if (rc == KB_OK)
                 rc = walk_folder(full, r, format, folder_url, ur, out, err);
         } else if (stat(full, &st) == 0 && S_ISREG(st.st_mode) &&
                    kb_parser_for(full, format)) {
             char *url = *folder_url ? kb_path_join(folder_url, ur) : kb_strdup("");
+            if (rc == KB_OK && !url)
+                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
             if (rc == KB_OK)
-                rc = doc_list_add(out, r, full, r, url);
+                rc = doc_list_add(out, r, full, r, url, err);
             free(url);
         }
         free(full);
@@ -145,7 +163,7 @@ static kb_rc list_source_docs(const kb_source *src, const char *mirror,
                                  *src->files_url ? src->files_url : src->url, "", out, err);
                 free(rel);
             } else {
-                rc = doc_list_add(out, m, full, m, src->url);
+                rc = doc_list_add(out, m, full, m, src->url, err);
             }
             free(full);
             if (rc != KB_OK)
@@ -165,9 +183,10 @@ static kb_rc list_source_docs(const kb_source *src, const char *mirror,
                               "it is read from a mirror (--mirror DIR or "
                               "KB_MIRROR), not fetched", src->id, src->mirror[i]);
     }
-    kb_rc rc = doc_list_add(out, src->url, NULL, "", src->url);
-    if (rc == KB_OK && *src->fetch_url)
-        out->items[out->n - 1].fetch = kb_strdup(src->fetch_url);
+    kb_rc rc = doc_list_add(out, src->url, NULL, "", src->url, err);
+    if (rc == KB_OK && *src->fetch_url &&
+        (out->items[out->n - 1].fetch = kb_strdup(src->fetch_url)) == NULL)
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     return rc;
 }
 
@@ -193,38 +212,50 @@ static kb_rc upsert_source(kb_store *store, const char *id, const char *title,
     return rc;
 }
 
-static void finish_source(kb_store *store, const char *id, const char *error)
+/* Records a source's pass: when it ran, and its first error (NULL: none). */
+static kb_rc finish_source(kb_store *store, const char *id, const char *error,
+                           kb_err *err)
 {
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(store->db,
-            "UPDATE sources SET last_ingest = ?, last_error = ? WHERE id = ?",
-            -1, &st, NULL) != SQLITE_OK)
-        return;
+    kb_rc rc = kb_store_prepare(store, "UPDATE sources SET last_ingest = ?,"
+                                " last_error = ? WHERE id = ?", &st, err);
+    if (rc != KB_OK)
+        return rc;
     sqlite3_bind_int64(st, 1, (sqlite3_int64)time(NULL));
     if (error)
         sqlite3_bind_text(st, 2, error, -1, SQLITE_STATIC);
     else
         sqlite3_bind_null(st, 2);
     sqlite3_bind_text(st, 3, id, -1, SQLITE_STATIC);
-    sqlite3_step(st);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        rc = kb_store_db_error(store, err, "record a source's pass");
     sqlite3_finalize(st);
+    return rc;
 }
 
-/* The stored hash of a document, or NULL if it is not in the KB. */
-static char *stored_hash(kb_store *store, const char *source, const char *key)
+/* The stored hash of a document into *hash (caller frees), NULL if it is
+ * not in the KB. */
+static kb_rc stored_hash(kb_store *store, const char *source, const char *key,
+                         char **hash, kb_err *err)
 {
     sqlite3_stmt *st = NULL;
-    char *hash = NULL;
-    if (sqlite3_prepare_v2(store->db, "SELECT content_hash FROM documents "
-                           "WHERE source_id = ? AND key = ?", -1, &st,
-                           NULL) != SQLITE_OK)
-        return NULL;
+    *hash = NULL;
+    kb_rc rc = kb_store_prepare(store, "SELECT content_hash FROM documents "
+                                "WHERE source_id = ? AND key = ?", &st, err);
+    if (rc != KB_OK)
+        return rc;
     sqlite3_bind_text(st, 1, source, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        hash = kb_strdup((const char *)sqlite3_column_text(st, 0));
+    int step = sqlite3_step(st);
+    if (step == SQLITE_ROW) {
+        const char *h = (const char *)sqlite3_column_text(st, 0);
+        if (h && (*hash = kb_strdup(h)) == NULL)
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    } else if (step != SQLITE_DONE) {
+        rc = kb_store_db_error(store, err, "read a document's hash");
+    }
     sqlite3_finalize(st);
-    return hash;
+    return rc;
 }
 
 /* Points an unchanged document at its URL from the manifest, where that
@@ -416,8 +447,7 @@ static int looks_like_html(const char *data, size_t len)
  * (or file name), so every chunk has a heading path to cite. */
 static void give_headings(kb_doc *doc, const char *name)
 {
-    const char *base = strrchr(name, '/');
-    base = base && base[1] ? base + 1 : name;
+    const char *base = kb_ingest_basename(name);
     const char *title = doc->title && *doc->title ? doc->title : base;
     for (size_t i = 0; i < doc->nblocks; i++) {
         kb_block *b = &doc->blocks[i];
@@ -465,7 +495,8 @@ static kb_rc ingest_document(kb_store *store, const kb_ingest_opts *opts,
     kb_sha256_hex(raw.data ? raw.data : "", raw.len, raw_hash);
     snprintf(keyed, sizeof keyed, "kb-ingest %d %s", KB_INGEST_VERSION, raw_hash);
     kb_sha256_hex(keyed, strlen(keyed), hash);
-    old = stored_hash(store, source, ref->key);
+    if ((rc = stored_hash(store, source, ref->key, &old, err)) != KB_OK)
+        goto out;
     if (old && strcmp(old, hash) == 0 && !opts->force) {
         /* unchanged; but the manifest may cite it somewhere new now */
         rc = update_url(store, source, ref->key, ref->url, err);
@@ -509,21 +540,23 @@ typedef struct {
 static kb_rc run_job(kb_store *store, const kb_ingest_opts *opts,
                      ingest_job *job, kb_ingest_progress *pr,
                      const kb_tokenizer *tok, kb_ingest_stats *stats,
-                     kb_err *first_err)
+                     kb_err *err)
 {
     double t0 = kb_now_ms();
     char **seen = calloc(job->docs.n + 1, sizeof *seen);
+    if (!seen)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     size_t nseen = 0;
     kb_rc result = KB_OK;
     pr->docs_total = job->docs.n;
     for (size_t i = 0; i < job->docs.n; i++) {
         const doc_ref *ref = &job->docs.items[i];
-        kb_err err;
-        kb_err_clear(&err);
+        kb_err derr;
+        kb_err_clear(&derr);
         int changed = 0;
         size_t nchunks = 0;
         kb_rc rc = ingest_document(store, opts, job->id, job->format, ref, tok,
-                                   &changed, &nchunks, &err);
+                                   &changed, &nchunks, &derr);
         if (rc == KB_OK) {
             seen[nseen++] = ref->key;
             if (changed) {
@@ -536,8 +569,8 @@ static kb_rc run_job(kb_store *store, const kb_ingest_opts *opts,
             /* nothing lost: the document keeps its previous version */
             seen[nseen++] = ref->key;
             pr->failed++;
-            kb_log_warn("%s: %s", job->id, err.msg);
-            kb_err_set(first_err, rc, "%s", err.msg);
+            kb_log_warn("%s: %s", job->id, derr.msg);
+            kb_err_set(err, rc, "%s", derr.msg);
             result = KB_ERR_PARTIAL;
             if (rc == KB_ERR_DB || rc == KB_ERR_NOMEM) {
                 /* the store itself is failing: stop this source */
@@ -556,10 +589,10 @@ static kb_rc run_job(kb_store *store, const kb_ingest_opts *opts,
      * source read from a mirror under other keys) nothing is removed. */
     if (job->prune && result == KB_OK) {
         qsort(seen, nseen, sizeof *seen, cmp_str);
-        kb_err err;
-        kb_err_clear(&err);
-        if (remove_gone(store, job->id, seen, nseen, &pr->removed, &err) != KB_OK) {
-            kb_err_set(first_err, err.rc, "%s", err.msg);
+        kb_err rerr;
+        kb_err_clear(&rerr);
+        if (remove_gone(store, job->id, seen, nseen, &pr->removed, &rerr) != KB_OK) {
+            kb_err_set(err, rerr.rc, "%s", rerr.msg);
             result = KB_ERR_PARTIAL;
         }
     }
@@ -599,6 +632,8 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
     size_t njobs = 0;
     kb_tokenizer *tok = NULL;
     kb_rc rc = KB_OK;
+    kb_err first;       /* the first source's failure, for KB_ERR_PARTIAL */
+    kb_err_clear(&first);
     char *manifest_path = opts->manifest_path ? kb_strdup(opts->manifest_path)
                                               : kb_manifest_default_path();
     const char *mirror = opts->mirror_dir;
@@ -616,6 +651,17 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
     }
     if (need_manifest && (rc = kb_manifest_load(manifest_path, &manifest, err)) != KB_OK)
         goto out;
+    for (size_t i = 0; i < ntargets; i++) {
+        const char *t = targets[i];
+        struct stat st;
+        if (!(need_manifest && kb_manifest_find(&manifest, t)) && !is_url(t) &&
+            stat(t, &st) != 0) {
+            rc = kb_err_set(err, KB_ERR_NOTFOUND,
+                            "'%s' is neither a source in '%s', a file, nor a URL",
+                            t, manifest_path);
+            goto out;
+        }
+    }
     jobs = calloc(ntargets ? ntargets : manifest.n ? manifest.n : 1, sizeof *jobs);
     if (!jobs) {
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
@@ -641,8 +687,9 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
                 /* the source fails as a whole; the others proceed */
                 job->format = NULL;
                 kb_log_warn("%s: %s", src->id, lerr.msg);
-                finish_source(store, src->id, lerr.msg);
-                kb_err_set(err, lerr.rc, "%s", lerr.msg);
+                if ((rc = finish_source(store, src->id, lerr.msg, err)) != KB_OK)
+                    goto out;
+                kb_err_set(&first, lerr.rc, "%s", lerr.msg);
                 stats->sources_failed++;
                 if (opts->progress) {
                     kb_ingest_progress pr = { .source = src->id,
@@ -657,7 +704,7 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
             job->format = "";
             rc = upsert_source(store, job->id, "Ad-hoc URLs", "", "", "", err);
             if (rc == KB_OK)
-                rc = doc_list_add(&job->docs, t, NULL, "", t);
+                rc = doc_list_add(&job->docs, t, NULL, "", t, err);
         } else if (stat(t, &st) == 0) {
             job->id = adhoc ? adhoc : "local";
             job->format = "";
@@ -666,12 +713,11 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
             if (rc == KB_OK && S_ISDIR(st.st_mode))
                 rc = walk_folder(t, t, "", url, "", &job->docs, err);
             else if (rc == KB_OK)
-                rc = doc_list_add(&job->docs, t, t, t, url);
+                rc = doc_list_add(&job->docs, t, t, t, url, err);
             free(url);
-        } else {
-            rc = kb_err_set(err, KB_ERR_NOTFOUND,
-                            "'%s' is neither a source in '%s', a file, nor a URL",
-                            t, manifest_path);
+        } else {    /* gone since it was checked above */
+            rc = kb_err_set(err, KB_ERR_IO, "cannot read '%s': %s", t,
+                            strerror(errno));
             goto out;
         }
         if (rc != KB_OK)
@@ -700,16 +746,24 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
         stats->sources++;
         kb_ingest_progress pr = { .source = job->id, .source_index = j,
                                   .nsources = njobs };
-        kb_rc jrc = run_job(store, opts, job, &pr, tok, stats, err);
-        if (jrc != KB_OK)
+        /* each source records its own first failure; the run reports the
+         * first of all */
+        kb_err jerr;
+        kb_err_clear(&jerr);
+        kb_rc jrc = run_job(store, opts, job, &pr, tok, stats, &jerr);
+        if (jrc != KB_OK) {
             stats->sources_failed++;
-        finish_source(store, job->id, jrc == KB_OK ? NULL : err->msg);
+            kb_err_set(&first, jerr.rc != KB_OK ? jerr.rc : jrc, "%s", jerr.msg);
+        }
+        if ((rc = finish_source(store, job->id, jrc == KB_OK ? NULL : jerr.msg,
+                                err)) != KB_OK)
+            goto out;
         pr.finished = 1;
-        pr.error = jrc == KB_OK ? NULL : err->msg;
+        pr.error = jrc == KB_OK ? NULL : jerr.msg;
         if (opts->progress)
             opts->progress(&pr, opts->progress_ctx);
         if (jrc == KB_ERR_DB || jrc == KB_ERR_NOMEM) {
-            rc = jrc;
+            rc = kb_err_set(err, jrc, "%s", jerr.msg);
             goto out;
         }
     }
@@ -741,8 +795,10 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
             goto out;
         }
     }
-    if (stats->sources_failed || stats->docs_failed)
+    if (stats->sources_failed || stats->docs_failed) {
         rc = KB_ERR_PARTIAL;
+        kb_err_set(err, first.rc, "%s", first.msg);
+    }
 out:
     stats->took_ms = kb_now_ms() - t0;
     for (size_t j = 0; j < njobs; j++)

@@ -737,9 +737,9 @@ kb_rc kb_parse_cuda(const char *data, size_t len, const char *path,
 {
     if (!path)
         path = "";
-    if (kb_ingest_looks_binary(data, len))
-        return kb_err_set(err, KB_ERR_PARSE,
-                          "'%s' does not look like source code (binary data)", path);
+    kb_rc crc = kb_ingest_check_text(data, len, path, "source code", err);
+    if (crc != KB_OK)
+        return crc;
     src x = { data, len };
     const char *base = kb_ingest_basename(path);
     emitter em = { &x, doc, *base ? base : "source", 0, KB_OK, 0, 1 };

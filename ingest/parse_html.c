@@ -780,9 +780,9 @@ kb_rc kb_parse_html(const char *data, size_t len, const char *path,
 {
     if (!path)
         path = "";
-    if (kb_ingest_looks_binary(data, len))
-        return kb_err_set(err, KB_ERR_PARSE,
-                          "'%s' does not look like HTML (binary data)", path);
+    kb_rc crc = kb_ingest_check_text(data, len, path, "HTML", err);
+    if (crc != KB_OK)
+        return crc;
     if (len > INT_MAX)
         return kb_err_set(err, KB_ERR_PARSE, "'%s' is too large to parse as HTML",
                           path);

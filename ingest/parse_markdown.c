@@ -1,6 +1,7 @@
 /* parse_markdown.c - CommonMark + tables (md4c) into a kb_doc, with the
  * survey's literature list read as paper records. */
 #include "kb/kb.h"
+#include "ingest/parse_int.h"
 #include "ingest/parsers_int.h"
 
 #include <ctype.h>
@@ -971,9 +972,9 @@ static int converted_from_sphinx(const char *data, size_t len)
 kb_rc kb_parse_markdown(const char *data, size_t len, const char *path,
                         kb_doc *doc, kb_err *err)
 {
-    if (memchr(data, '\0', len))
-        return kb_err_set(err, KB_ERR_PARSE, "'%s' is not Markdown (binary data)",
-                          path ? path : "");
+    kb_rc crc = kb_ingest_check_text(data, len, path, "Markdown", err);
+    if (crc != KB_OK)
+        return crc;
     md_state st;
     memset(&st, 0, sizeof st);
     st.doc = doc;

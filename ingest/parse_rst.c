@@ -3,6 +3,7 @@
  * code-block bodies as code, list-tables and grid/simple tables as rows,
  * other directives as text, comments and includes dropped. */
 #include "kb/kb.h"
+#include "ingest/parse_int.h"
 #include "ingest/parsers_int.h"
 
 #include <ctype.h>
@@ -843,10 +844,9 @@ static void parse_lines(rst_state *st, const rst_line *L, size_t n, int nested)
 kb_rc kb_parse_rst(const char *data, size_t len, const char *path,
                    kb_doc *doc, kb_err *err)
 {
-    if (memchr(data, '\0', len))
-        return kb_err_set(err, KB_ERR_PARSE,
-                          "'%s' is not reStructuredText (binary data)",
-                          path ? path : "");
+    kb_rc crc = kb_ingest_check_text(data, len, path, "reStructuredText", err);
+    if (crc != KB_OK)
+        return crc;
     rst_state st;
     memset(&st, 0, sizeof st);
     st.doc = doc;

@@ -25,6 +25,16 @@ int kb_ingest_looks_binary(const char *data, size_t len)
     return n > 0 && ctrl * 10 > n;
 }
 
+kb_rc kb_ingest_check_text(const char *data, size_t len, const char *path,
+                           const char *what, kb_err *err)
+{
+    if (kb_ingest_looks_binary(data, len) || (len && memchr(data, '\0', len)))
+        return kb_err_set(err, KB_ERR_PARSE,
+                          "'%s' does not look like %s (binary data)",
+                          path ? path : "", what);
+    return KB_OK;
+}
+
 const char *kb_ingest_basename(const char *path)
 {
     if (!path)
@@ -53,11 +63,11 @@ kb_rc kb_parse_text(const char *data, size_t len, const char *path,
 {
     if (!path)
         path = "";
-    if (kb_ingest_looks_binary(data, len))
-        return kb_err_set(err, KB_ERR_PARSE,
-                          "'%s' does not look like text (binary data)", path);
+    kb_rc rc = kb_ingest_check_text(data, len, path, "text", err);
+    if (rc != KB_OK)
+        return rc;
     const char *base = kb_ingest_basename(path);
-    kb_rc rc = kb_doc_heading(doc, 1, *base ? base : "text", NULL);
+    rc = kb_doc_heading(doc, 1, *base ? base : "text", NULL);
     if (rc != KB_OK)
         return kb_err_set(err, rc, "out of memory");
     const char *p = data, *end = data + len;

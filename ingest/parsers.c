@@ -7,6 +7,7 @@
 #include <strings.h>
 #include <utf8proc.h>
 
+#include "ingest/parse_int.h"
 #include "ingest/parsers_int.h"
 
 /* github-slugger: lower-case; drop every character that is not a letter, a
@@ -92,12 +93,6 @@ static const char *extension(const char *path, char *ext, size_t size)
     return ext;
 }
 
-static const char *basename_of(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return slash ? slash + 1 : path;
-}
-
 static int ext_in(const char *ext, const char *const *list)
 {
     for (size_t i = 0; list[i]; i++)
@@ -170,14 +165,6 @@ static char *read_head(const char *path, size_t *n)
     return buf;
 }
 
-static int looks_binary(const char *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (p[i] == '\0')
-            return 1;
-    return 0;
-}
-
 static kb_parse_fn sniff(const char *p, size_t n)
 {
     size_t i = 0;
@@ -213,7 +200,7 @@ kb_parse_fn kb_parser_for(const char *path, const char *format_hint)
         return NULL;
     /* LICENSE, COPYING, copyright and the like: plain text whatever the
      * source's format says */
-    const char *base = basename_of(path);
+    const char *base = kb_ingest_basename(path);
     if (strncasecmp(base, "LICENSE", 7) == 0 || strncasecmp(base, "LICENCE", 7) == 0 ||
         strncasecmp(base, "COPYING", 7) == 0 || strcasecmp(base, "NOTICE") == 0 ||
         strcasecmp(base, "COPYRIGHT") == 0 || strcasecmp(base, "AUTHORS") == 0)
@@ -225,7 +212,7 @@ kb_parse_fn kb_parser_for(const char *path, const char *format_hint)
     char *head = read_head(path, &n);
     if (!head)
         return NULL;
-    if (!looks_binary(head, n))
+    if (!kb_ingest_looks_binary(head, n))
         fn = sniff(head, n);
     free(head);
     return fn;

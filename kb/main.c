@@ -13,7 +13,8 @@ static const kb_command commands[] = {
       "ingest the manifest's sources, some of them, or files and URLs",
       "  --manifest FILE   sources manifest (default corpus/sources.json)\n"
       "  --mirror DIR      read sources from a local mirror ($KB_MIRROR)\n"
-      "  --source ID       source id for ad-hoc paths (default 'local')\n"
+      "  --source ID       source id for ad-hoc paths and URLs (default 'local'\n"
+      "                    for paths, 'web' for URLs)\n"
       "  --force           re-parse documents even if unchanged\n"
       "  --no-embed        skip embeddings (lexical search only)\n"
       "  --reembed         drop every vector and embed again (new model)\n"

@@ -24,6 +24,13 @@ contains "$out" "invalid \"id\""
 # an unknown source id
 expect_rc 1 kb ingest --no-embed --manifest "$MANIFEST" no-such-source
 contains "$out" "'no-such-source' is neither a source"
+# a valid id before an unknown one: nothing is written for either
+expect_rc 1 kb --kb "$KB_TMP/fresh" ingest --no-embed --manifest "$MANIFEST" ptx-isa no-such-source
+contains "$out" "'no-such-source' is neither a source"
+if [ -f "$KB_TMP/fresh/kb.sqlite" ]; then
+    [ "$(sqlite3 -readonly "$KB_TMP/fresh/kb.sqlite" "SELECT count(*) FROM sources WHERE id = 'ptx-isa'")" = 0 ] ||
+        fail "ptx-isa was recorded though a later target was unknown"
+fi
 survives "bad manifests"
 
 # an unreachable URL: a clear error, exit status 3 (some failed)
@@ -42,6 +49,19 @@ contains "$out" "gone"
 contains "$out" "nowhere/x.md"
 expect_json 0 kb query --mode lexical --json "warp specialization producer"
 [ "$(json_get "$out" "j['results'][0]['source']")" = here ] || fail "the good source was not ingested"
+# failing sources each record their own error, not the first one's: a
+# missing mirror file, and two documents that do not parse
+printf 'bin\0one' > "$KB_TMP/m/bin1.md"; printf 'bin\0two' > "$KB_TMP/m/bin2.md"
+cat > "$KB_TMP/threebad.json" <<JSON
+{"sources":[{"id":"lost","title":"Lost","url":"https://example.org/l","mirror":["nowhere/lost.md"],"format":"markdown"},
+            {"id":"bin1","title":"Bin 1","url":"https://example.org/b1","mirror":["bin1.md"],"format":"markdown"},
+            {"id":"bin2","title":"Bin 2","url":"https://example.org/b2","mirror":["bin2.md"],"format":"markdown"}]}
+JSON
+expect_rc 3 kb ingest --no-embed --manifest "$KB_TMP/threebad.json" --mirror "$KB_TMP/m"
+contains "$out" "first: cannot find 'nowhere/lost.md'"
+e=$(sql "SELECT last_error FROM sources WHERE id = 'lost'"); contains "$e" "cannot find 'nowhere/lost.md'"
+e=$(sql "SELECT last_error FROM sources WHERE id = 'bin1'"); contains "$e" "bin1.md"; lacks "$e" "lost.md"
+e=$(sql "SELECT last_error FROM sources WHERE id = 'bin2'"); contains "$e" "bin2.md"; lacks "$e" "bin1.md"
 
 # the same source, read from its mirror, then from its URL that does not
 # answer: the failed pass removes nothing
@@ -64,7 +84,7 @@ contains "$out" "source 'tree' is a folder ('docs/'): it is read from a mirror"
 # binary data named .html
 head -c 4096 /dev/urandom > "$KB_TMP/binary.html"
 expect_rc 3 kb ingest --no-embed "$KB_TMP/binary.html"
-contains "$out" "binary.html"
+contains "$out" "'$KB_TMP/binary.html' does not look like HTML (binary data)"
 survives "binary HTML"
 # truncated HTML: recovered, what is there is searchable
 printf '<html><body><section id="s1"><h1>Truncated page</h1><p>Cooperative groups grid sync explained' > "$KB_TMP/trunc.html"
@@ -74,6 +94,8 @@ expect_json 0 kb query --mode lexical --json "cooperative groups grid sync"
 # an empty Markdown file: no chunks, no error
 : > "$KB_TMP/empty.md"
 expect_rc 0 kb ingest --no-embed "$KB_TMP/empty.md"
+[ "$(sql "SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.document_id
+          WHERE d.key = '$KB_TMP/empty.md'")" = 0 ] || fail "the empty Markdown file stored chunks"
 # a 50 MB file: refused clearly, nothing else touched
 head -c 52428800 /dev/zero | tr '\0' 'a' > "$KB_TMP/huge.txt"
 expect_rc 3 kb ingest --no-embed "$KB_TMP/huge.txt"
@@ -84,7 +106,7 @@ survives "50 MB file"
 if [ "$(id -u)" -ne 0 ]; then
     mkdir -p "$KB_TMP/ro"; chmod 555 "$KB_TMP/ro"
     expect_rc 1 kb --kb "$KB_TMP/ro/kb" ingest --no-embed "$KB_TMP/keep.md"
-    contains "$out" "cannot"
+    contains "$out" "cannot create directory '$KB_TMP/ro/kb': Permission denied"
 fi
 # a place nobody may write, root included
 expect_rc 1 kb --kb /proc/kb-test ingest --no-embed "$KB_TMP/keep.md"

@@ -155,7 +155,34 @@ static void test_binary_is_an_error(void **state)
     kb_err_clear(&err);
     assert_int_equal(kb_parse_markdown(bin, sizeof bin - 1, "img.md", &doc, &err),
                      KB_ERR_PARSE);
-    assert_non_null(strstr(err.msg, "'img.md'"));
+    assert_string_equal(err.msg, "'img.md' does not look like Markdown (binary data)");
+    kb_doc_release(&doc);
+
+    /* control bytes without a NUL are refused as they are for .txt */
+    static const char ctrl[] = "\x01\x02\x03\x04\x05\x06\x07\x08\x0e\x0f"
+                               "\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19";
+    kb_doc_init(&doc);
+    kb_err_clear(&err);
+    assert_int_equal(kb_parse_markdown(ctrl, sizeof ctrl - 1, "ctrl.md", &doc, &err),
+                     KB_ERR_PARSE);
+    assert_string_equal(err.msg, "'ctrl.md' does not look like Markdown (binary data)");
+    assert_int_equal(doc.nblocks, 0);
+    kb_doc_release(&doc);
+    kb_doc_init(&doc);
+    kb_err_clear(&err);
+    assert_int_equal(kb_parse_text(ctrl, sizeof ctrl - 1, "ctrl.txt", &doc, &err),
+                     KB_ERR_PARSE);
+    assert_string_equal(err.msg, "'ctrl.txt' does not look like text (binary data)");
+    kb_doc_release(&doc);
+
+    /* a NUL past the first 8 KiB still makes it binary */
+    static char late[9000];
+    memset(late, 'a', sizeof late);
+    late[8500] = '\0';
+    kb_doc_init(&doc);
+    kb_err_clear(&err);
+    assert_int_equal(kb_parse_markdown(late, sizeof late, "late.md", &doc, &err),
+                     KB_ERR_PARSE);
     kb_doc_release(&doc);
 }
 

@@ -65,6 +65,20 @@ static void test_empty(void **state)
     kb_doc_release(&doc);
 }
 
+static void test_binary(void **state)
+{
+    (void)state;
+    static const char ctrl[] = "\x01\x02\x03\x04\x05\x06\x07\x08\x0e\x0f";
+    kb_doc doc;
+    kb_doc_init(&doc);
+    kb_err err;
+    kb_err_clear(&err);
+    assert_int_equal(kb_parse_rst(ctrl, sizeof ctrl - 1, "ctrl.rst", &doc, &err),
+                     KB_ERR_PARSE);
+    assert_string_equal(err.msg, "'ctrl.rst' does not look like reStructuredText (binary data)");
+    kb_doc_release(&doc);
+}
+
 static void test_sections(void **state)
 {
     (void)state;
@@ -248,6 +262,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_empty),
+        cmocka_unit_test(test_binary),
         cmocka_unit_test(test_sections),
         cmocka_unit_test(test_code_and_tables),
         cmocka_unit_test(test_mirror),
