@@ -740,6 +740,23 @@ static CUresult checksum_inputs(vctx *v, unsigned long long *sums)
     return r;
 }
 
+/* One element of type t at p, as a double (f16 and bf16 decoded exactly). */
+static double to_double(const unsigned char *p, kb_dtype t)
+{
+    switch (t) {
+    case KB_DT_F32: { float f; memcpy(&f, p, 4); return f; }
+    case KB_DT_I32: { int32_t x; memcpy(&x, p, 4); return x; }
+    case KB_DT_U32: { uint32_t x; memcpy(&x, p, 4); return x; }
+    case KB_DT_F64: { double x; memcpy(&x, p, 8); return x; }
+    case KB_DT_BF16: { uint32_t u = 0; memcpy((char *)&u + 2, p, 2); float f; memcpy(&f, &u, 4); return f; }
+    default: { /* f16 */
+        uint16_t h; memcpy(&h, p, 2);
+        int e = (h >> 10) & 31, m = h & 1023;
+        double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+        return h & 0x8000 ? -v : v;
+    } }
+}
+
 static CUresult compare(vctx *v, size_t i, CUdeviceptr cand, CUdeviceptr ref,
                         double atol, double rtol, cmp_t *out)
 {
@@ -766,17 +783,8 @@ static CUresult compare(vctx *v, size_t i, CUdeviceptr cand, CUdeviceptr ref,
         r = cuMemcpyDtoH(cb, cand + out->first_bad * es, es);
         if (!r)
             r = cuMemcpyDtoH(rb, ref + out->first_bad * es, es);
-        double c = 0, rr = 0;
-        switch (p->dtype) {
-        case KB_DT_F32: { float f, g; memcpy(&f, cb, 4); memcpy(&g, rb, 4); c = f; rr = g; break; }
-        case KB_DT_I32: { int32_t f, g; memcpy(&f, cb, 4); memcpy(&g, rb, 4); c = f; rr = g; break; }
-        case KB_DT_U32: { uint32_t f, g; memcpy(&f, cb, 4); memcpy(&g, rb, 4); c = f; rr = g; break; }
-        case KB_DT_F64: { memcpy(&c, cb, 8); memcpy(&rr, rb, 8); break; }
-        default: { uint32_t f = 0, g = 0; memcpy((char *)&f + 2, cb, 2); memcpy((char *)&g + 2, rb, 2);
-                   float ff, gg; memcpy(&ff, &f, 4); memcpy(&gg, &g, 4); c = ff; rr = gg; break; }
-        }
-        out->cand_at_first = c;
-        out->ref_at_first = rr;
+        out->cand_at_first = to_double(cb, p->dtype);
+        out->ref_at_first = to_double(rb, p->dtype);
     }
     return r;
 }
@@ -1266,7 +1274,18 @@ static int time_shape(vctx *v, const kb_shape *s, const rlaunch *cl, size_t ncl,
         int ic = pidx(t, "C");
         cmp_t m;
         r = compare(v, (size_t)ic, v->ps[ic].ref.ptr, v->ps[ic].gold.ptr, atol, rtol, &m);
-        cJSON_AddBoolToObject(tj, "baseline_agrees", !r && m.nbad == 0);
+        if (r) {
+            cuda_failed(v, r, "checking the library baseline");
+            return -1;
+        }
+        cJSON_AddBoolToObject(tj, "baseline_agrees", m.nbad == 0);
+        if (m.nbad) {
+            /* a speedup over a wrong baseline would mean nothing */
+            set_verdict(v, "error", "the library baseline (%s) differs from "
+                        "the reference on shape '%s' (%llu mismatches)",
+                        t->baseline, s->name, m.nbad);
+            return -1;
+        }
     }
     int runs = (int)(60.0 / (tc + tb + 0.2));   /* about 60 ms of runs */
     if (runs > v->o->runs_max)
@@ -1351,7 +1370,11 @@ static int time_shape(vctx *v, const kb_shape *s, const rlaunch *cl, size_t ncl,
         r = compare(v, i, v->ps[i].cand.ptr, v->ps[i].gold.ptr, atol, rtol, &m1);
         if (!r)
             r = compare(v, i, v->ps[i].chk.ptr, v->ps[i].gold.ptr, atol, rtol, &m2);
-        if (r || m1.nbad || m2.nbad) {
+        if (r) {
+            cuda_failed(v, r, "re-checking the timed outputs");
+            return -1;
+        }
+        if (m1.nbad || m2.nbad) {
             ok = 0;
             set_verdict(v, "incorrect", "the output of timed run %d differs "
                         "from the reference (%llu mismatches): right only when "
@@ -1699,22 +1722,6 @@ out:
 }
 
 /* ------------------------------------------------------------------ --reference */
-
-static double to_double(const unsigned char *p, kb_dtype t)
-{
-    switch (t) {
-    case KB_DT_F32: { float f; memcpy(&f, p, 4); return f; }
-    case KB_DT_I32: { int32_t x; memcpy(&x, p, 4); return x; }
-    case KB_DT_U32: { uint32_t x; memcpy(&x, p, 4); return x; }
-    case KB_DT_F64: { double x; memcpy(&x, p, 8); return x; }
-    case KB_DT_BF16: { uint32_t u = 0; memcpy((char *)&u + 2, p, 2); float f; memcpy(&f, &u, 4); return f; }
-    default: { /* f16 */
-        uint16_t h; memcpy(&h, p, 2);
-        int e = (h >> 10) & 31, m = h & 1023;
-        double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
-        return h & 0x8000 ? -v : v;
-    } }
-}
 
 /* The reference on the shapes cheap enough for the CPU (float64) against
  * the CPU implementation, one seed per distribution. */
