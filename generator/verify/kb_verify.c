@@ -1482,6 +1482,28 @@ static void default_arch(const vopts *o, const char *asked, char *arch, size_t n
         snprintf(arch, n, "sm_90");
 }
 
+/* Loads the task in dir into v->task and its reference.cu into rsrc, and
+ * names the result's "task" by the task's name (it holds dir until then).
+ * On failure sets the "error" verdict and returns -1. */
+static int load_task(vctx *v, const char *dir, kb_buf *rsrc)
+{
+    kb_err err;
+    kb_err_clear(&err);
+    if (kb_task_load(dir, &v->task, &err)) {
+        set_verdict(v, "error", "%s", err.msg);
+        return -1;
+    }
+    cJSON_ReplaceItemInObject(v->res, "task", cJSON_CreateString(v->task->name));
+    char *rpath = kb_path_join(dir, "reference.cu");
+    kb_rc rc = kb_read_file(rpath, 8u << 20, rsrc, &err);
+    free(rpath);
+    if (rc) {
+        set_verdict(v, "error", "%s", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
 /* Verifies one candidate (path, or inline source when src is given).
  * mode: 0 verify, 1 compile only. Returns the result (caller frees). */
 static cJSON *verify(const vopts *o, const char *task_dir, const char *cand_path,
@@ -1504,18 +1526,8 @@ static cJSON *verify(const vopts *o, const char *task_dir, const char *cand_path
     kb_buf_init(&rsrc, 8u << 20);
     char arch[32];
     rlaunch *cl = NULL, *rl = NULL;
-    if (kb_task_load(task_dir, &v.task, &err)) {
-        set_verdict(&v, "error", "%s", err.msg);
+    if (load_task(&v, task_dir, &rsrc))
         goto out;
-    }
-    cJSON_ReplaceItemInObject(v.res, "task", cJSON_CreateString(v.task->name));
-    char *rpath = kb_path_join(task_dir, "reference.cu");
-    kb_rc rrc = kb_read_file(rpath, 8u << 20, &rsrc, &err);
-    free(rpath);
-    if (rrc) {
-        set_verdict(&v, "error", "%s", err.msg);
-        goto out;
-    }
     if (src_inline) {
         kb_buf_puts(&src, src_inline);
     } else if (cand_path) {
@@ -1733,25 +1745,14 @@ static cJSON *check_reference(const vopts *o, const char *task_dir)
     kb_buf_init(&v.reason, 0);
     v.res = cJSON_CreateObject();
     cJSON_AddStringToObject(v.res, "task", task_dir);
-    kb_err err;
-    kb_err_clear(&err);
     kb_buf rsrc, why;
     kb_buf_init(&rsrc, 8u << 20);
     kb_buf_init(&why, 0);
     rlaunch *rl = NULL;
     char arch[32];
     double t0 = kb_now_ms();
-    if (kb_task_load(task_dir, &v.task, &err)) {
-        set_verdict(&v, "error", "%s", err.msg);
+    if (load_task(&v, task_dir, &rsrc))
         goto out;
-    }
-    char *rpath = kb_path_join(task_dir, "reference.cu");
-    kb_rc rrc = kb_read_file(rpath, 8u << 20, &rsrc, &err);
-    free(rpath);
-    if (rrc) {
-        set_verdict(&v, "error", "%s", err.msg);
-        goto out;
-    }
     if (gpu_open(&why)) {
         set_verdict(&v, "error", "%s", why.data);
         goto out;
