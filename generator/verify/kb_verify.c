@@ -660,20 +660,13 @@ static int blas_open(kb_buf *why)
     return 0;
 }
 
-static int pidx(const kb_task *t, const char *name)
-{
-    for (size_t i = 0; i < t->nparams; i++)
-        if (strcmp(t->params[i].name, name) == 0)
-            return (int)i;
-    return -1;
-}
-
 /* Runs the library baseline into the reference side's output. */
 static CUresult run_blas(vctx *v)
 {
     const kb_task *t = v->task;
-    int ia = pidx(t, "A"), ib = pidx(t, "B"), ic = pidx(t, "C");
-    int im = pidx(t, "m"), in = pidx(t, "n"), ik = pidx(t, "k");
+    int ia = kbv_param_index(t, "A"), ib = kbv_param_index(t, "B");
+    int ic = kbv_param_index(t, "C"), im = kbv_param_index(t, "m");
+    int in = kbv_param_index(t, "n"), ik = kbv_param_index(t, "k");
     if (ia < 0 || ib < 0 || ic < 0 || im < 0 || in < 0 || ik < 0)
         return CUDA_ERROR_INVALID_VALUE;
     int M = (int)v->ps[im].val, N = (int)v->ps[in].val, K = (int)v->ps[ik].val;
@@ -920,7 +913,7 @@ static int check_maps(vctx *v)
     kb_err_clear(&err);
     for (size_t i = 0; i < v->hdr.nmaps; i++) {
         const kb_tensormap *m = &v->hdr.maps[i];
-        int p = pidx(v->task, m->buffer);
+        int p = kbv_param_index(v->task, m->buffer);
         if (p < 0 || !is_buffer(&v->task->params[p])) {
             set_verdict(v, "refused", "kb-tensormap: the task has no buffer '%s'",
                         m->buffer);
@@ -969,7 +962,7 @@ static void encode_maps(vctx *v, const kb_shape *s, cJSON *out)
     };
     for (size_t i = 0; i < v->hdr.nmaps; i++) {
         const kb_tensormap *m = &v->hdr.maps[i];
-        int p = pidx(v->task, m->buffer);
+        int p = kbv_param_index(v->task, m->buffer);
         kb_dtype t = v->task->params[p].dtype;
         cuuint64_t dims[KB_TMAP_MAX_RANK], strides[KB_TMAP_MAX_RANK];
         cuuint32_t box[KB_TMAP_MAX_RANK], estr[KB_TMAP_MAX_RANK];
@@ -1271,7 +1264,7 @@ static int time_shape(vctx *v, const kb_shape *s, const rlaunch *cl, size_t ncl,
     cJSON_AddStringToObject(tj, "baseline", t->baseline);
     if (use_blas) {
         /* the library baseline must itself agree with the reference */
-        int ic = pidx(t, "C");
+        int ic = kbv_param_index(t, "C");
         cmp_t m;
         r = compare(v, (size_t)ic, v->ps[ic].ref.ptr, v->ps[ic].gold.ptr, atol, rtol, &m);
         if (r) {
