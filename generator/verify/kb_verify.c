@@ -155,8 +155,8 @@ static int gpu_open(kb_buf *why)
         G.peak_bw = 4.8e12;
     if (clock <= 0)
         clock = 1980000;
-    /* per SM and clock: 128 fp32 FMAs, 4096 dense bf16 tensor FLOPs (sm_90),
-     * 64 integer ops */
+    /* per SM and clock: 128 fp32 FMAs (256 FLOPs), 4096 dense bf16 tensor
+     * FLOPs (sm_90), 128 integer ops */
     G.fp32_rate = (double)G.sms * 256.0 * clock * 1e3;
     G.bf16_rate = (double)G.sms * 4096.0 * clock * 1e3;
     G.int_rate = (double)G.sms * 128.0 * clock * 1e3;
