@@ -101,17 +101,32 @@ static int child_start(child *c, char *const argv[], int want_stdin)
     return 0;
 }
 
-/* Kills (if still running) and reaps the child; returns its wait status. */
+/* How long a child that has answered (or whose stdin was closed) gets to
+ * exit by itself before it is killed. */
+#define CHILD_GRACE_MS 10000
+
+/* Reaps the child, killing it at once when kill_it, else once it has not
+ * exited within CHILD_GRACE_MS; returns its wait status. */
 static int child_end(child *c, int kill_it)
 {
     int status = 0;
     if (c->in >= 0)
         close(c->in);
     if (c->pid > 0) {
-        if (kill_it)
+        double deadline = kb_now_ms() + CHILD_GRACE_MS;
+        pid_t w = 0;
+        while (!kill_it && kb_now_ms() < deadline) {
+            w = waitpid(c->pid, &status, WNOHANG);
+            if (w != 0 && !(w < 0 && errno == EINTR))
+                break;
+            w = 0;
+            usleep(10000);
+        }
+        if (w == 0) {   /* asked to, or past the grace */
             kill(-c->pid, SIGKILL);
-        while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR)
-            ;
+            while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        }
     }
     if (c->out >= 0)
         close(c->out);
@@ -174,6 +189,35 @@ static cJSON *synth_result(const char *task, const char *cand,
     return r;
 }
 
+/* The result for a child that gave none: got is child_read_line's answer
+ * (-1: it was killed at the deadline), st the child's wait status, serve
+ * whether it was the --serve process. Caller frees. */
+static cJSON *no_result(const char *kv, int serve, double timeout_s, int got,
+                        int st, const char *task, const char *cand)
+{
+    kb_buf msg;
+    kb_buf_init(&msg, 0);
+    const char *verdict;
+    if (got == -1) {
+        verdict = "timeout";
+        kb_buf_printf(&msg, "no result within %.0f s: kb-verify was killed",
+                      timeout_s);
+    } else if (WIFEXITED(st) && WEXITSTATUS(st) == 127) {
+        verdict = "error";
+        kb_buf_printf(&msg, "cannot run '%s' (build it where a CUDA toolkit "
+                      "is found, or set KB_VERIFY)", kv);
+    } else {
+        verdict = WIFSIGNALED(st) || serve ? "crash" : "error";
+        kb_buf_printf(&msg, "kb-verify%s ended without a result (%s %d)",
+                      serve ? " --serve" : "",
+                      WIFSIGNALED(st) ? "signal" : "exit",
+                      WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+    }
+    cJSON *r = synth_result(task, cand, verdict, msg.data ? msg.data : "");
+    kb_buf_release(&msg);
+    return r;
+}
+
 typedef struct {
     const char *kv;
     double timeout_s;
@@ -187,7 +231,6 @@ static cJSON *run_one(runner *R, const char *task_dir, const char *task_name,
                       const char *cand)
 {
     double t0 = kb_now_ms(), deadline = t0 + R->timeout_s * 1000;
-    char msg[256];
     if (R->serve) {
         if (R->srv.pid <= 0) {
             char *argv[] = { (char *)R->kv, "--serve", NULL };
@@ -203,24 +246,23 @@ static cJSON *run_one(runner *R, const char *task_dir, const char *task_name,
         cJSON_Delete(req);
         size_t len = strlen(s);
         s[len] = '\0';
+        /* a child that could not start (or died) must not kill kb with
+         * SIGPIPE: the failed write shows as no result, reported below */
+        struct sigaction ign, old;
+        memset(&ign, 0, sizeof ign);
+        ign.sa_handler = SIG_IGN;
+        sigaction(SIGPIPE, &ign, &old);
         int ok = write(R->srv.in, s, len) == (ssize_t)len && write(R->srv.in, "\n", 1) == 1;
+        sigaction(SIGPIPE, &old, NULL);
         free(s);
         char *line = NULL;
         int got = ok ? child_read_line(&R->srv, deadline, &line) : 0;
         cJSON *res = got == 1 ? cJSON_Parse(line) : NULL;
         free(line);
-        if (got == -1) {
-            child_end(&R->srv, 1);
-            snprintf(msg, sizeof msg, "no result within %.0f s: kb-verify was killed",
-                     R->timeout_s);
-            return synth_result(task_name, cand, "timeout", msg);
-        }
         if (!res) {
-            int st = child_end(&R->srv, 1);
-            snprintf(msg, sizeof msg, "kb-verify --serve ended without a result (%s %d)",
-                     WIFSIGNALED(st) ? "signal" : "exit",
-                     WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
-            return synth_result(task_name, cand, "crash", msg);
+            /* at the deadline it is killed; having hung up, it is reaped */
+            int st = child_end(&R->srv, got != 0);
+            return no_result(R->kv, 1, R->timeout_s, got, st, task_name, cand);
         }
         if (cJSON_IsTrue(cJSON_GetObjectItem(res, "sticky_error")))
             child_end(&R->srv, 0);   /* it exits by itself; restart next time */
@@ -245,23 +287,8 @@ static cJSON *run_one(runner *R, const char *task_dir, const char *task_name,
     int st = child_end(&c, got == -1);
     cJSON *res = got == 1 ? cJSON_Parse(line) : NULL;
     free(line);
-    if (got == -1) {
-        cJSON_Delete(res);
-        snprintf(msg, sizeof msg, "no result within %.0f s: kb-verify was killed",
-                 R->timeout_s);
-        return synth_result(task_name, cand, "timeout", msg);
-    }
-    if (!res) {
-        if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
-            snprintf(msg, sizeof msg, "cannot run '%s' (build it where a CUDA "
-                     "toolkit is found, or set KB_VERIFY)", R->kv);
-        else
-            snprintf(msg, sizeof msg, "kb-verify ended without a result (%s %d)",
-                     WIFSIGNALED(st) ? "signal" : "exit",
-                     WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
-        return synth_result(task_name, cand,
-                            WIFSIGNALED(st) ? "crash" : "error", msg);
-    }
+    if (!res)
+        return no_result(R->kv, 0, R->timeout_s, got, st, task_name, cand);
     return res;
 }
 

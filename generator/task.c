@@ -569,9 +569,10 @@ out:
 
 /* ------------------------------------------------------------------ candidate source */
 
-/* Copies src with comments and string/char literals blanked out (newlines
- * kept). Caller frees. */
-static char *strip_comments(const char *src)
+/* Copies src with comments blanked out (newlines kept), and the insides of
+ * string/char literals blanked too unless keep_strings. The copy has src's
+ * length, so an offset in it is the same offset in src. Caller frees. */
+static char *strip_comments(const char *src, int keep_strings)
 {
     size_t n = strlen(src);
     char *o = malloc(n + 1);
@@ -595,9 +596,12 @@ static char *strip_comments(const char *src)
             char q = src[i];
             o[i++] = q;
             while (i < n && src[i] != q && src[i] != '\n') {
-                if (src[i] == '\\' && i + 1 < n)
-                    o[i++] = ' ';
-                o[i++] = ' ';
+                if (src[i] == '\\' && i + 1 < n) {
+                    o[i] = keep_strings ? src[i] : ' ';
+                    i++;
+                }
+                o[i] = keep_strings ? src[i] : ' ';
+                i++;
             }
             if (i < n)
                 o[i] = src[i], i++;
@@ -630,37 +634,77 @@ static int has_word(const char *s, const char *word, int call)
     return 0;
 }
 
+/* Copies code (comments already blanked, strings kept) with adjacent string
+ * literals joined, as the compiler joins them: "%%global" "timer" becomes
+ * "%%globaltimer". Caller frees. */
+static char *join_strings(const char *code)
+{
+    size_t n = strlen(code);
+    char *o = malloc(n + 1);
+    if (!o)
+        return NULL;
+    size_t i = 0, k = 0;
+    while (i < n) {
+        char c = code[i];
+        if (c == '\'') {
+            o[k++] = code[i++];
+            while (i < n && code[i] != '\'' && code[i] != '\n') {
+                if (code[i] == '\\' && i + 1 < n)
+                    o[k++] = code[i++];
+                o[k++] = code[i++];
+            }
+            if (i < n)
+                o[k++] = code[i++];
+        } else if (c == '"') {
+            o[k++] = code[i++];
+            for (;;) {
+                while (i < n && code[i] != '"' && code[i] != '\n') {
+                    if (code[i] == '\\' && i + 1 < n)
+                        o[k++] = code[i++];
+                    o[k++] = code[i++];
+                }
+                if (i >= n || code[i] != '"')
+                    break;
+                /* closing quote: another literal after blanks continues it */
+                size_t j = i + 1;
+                while (j < n && isspace((unsigned char)code[j]))
+                    j++;
+                if (j < n && code[j] == '"') {
+                    i = j + 1;
+                    continue;
+                }
+                o[k++] = code[i++];
+                break;
+            }
+        } else {
+            o[k++] = code[i++];
+        }
+    }
+    o[k] = '\0';
+    return o;
+}
+
 int kb_verify_refuse(const char *src, kb_buf *why)
 {
     /* %globaltimer sits in asm strings, so it is looked for in the source
-     * without comments but with its string literals. */
-    char *code = strip_comments(src);
+     * without comments but with its string literals, joined as the compiler
+     * joins them; everything else in the source without either. */
+    char *code = strip_comments(src, 0);
+    char *withstr = strip_comments(src, 1);
+    char *joined = withstr ? join_strings(withstr) : NULL;
     int refused = 0;
 #define REFUSE(...) do { if (!refused) kb_buf_printf(why, __VA_ARGS__); refused = 1; } while (0)
-    if (!code) {
+    if (!code || !joined) {
+        free(code);
+        free(withstr);
+        free(joined);
         REFUSE("out of memory");
         return 1;
     }
-    {
-        /* look at the source without comments but with strings */
-        kb_buf nc;
-        kb_buf_init(&nc, 0);
-        size_t n = strlen(src);
-        for (size_t i = 0; i < n; i++) {
-            if (src[i] == '/' && src[i + 1] == '/') {
-                while (i < n && src[i] != '\n')
-                    i++;
-            } else if (src[i] == '/' && src[i + 1] == '*') {
-                const char *e = strstr(src + i + 2, "*/");
-                i = e ? (size_t)(e - src) + 1 : n;
-            } else {
-                kb_buf_putc(&nc, src[i]);
-            }
-        }
-        if (nc.data && strstr(nc.data, "globaltimer"))
-            REFUSE("reads %%globaltimer: kb-verify owns timing");
-        kb_buf_release(&nc);
-    }
+    if (strstr(joined, "globaltimer"))
+        REFUSE("reads %%globaltimer: kb-verify owns timing");
+    free(withstr);
+    free(joined);
     if (has_word(code, "__managed__", 0))
         REFUSE("declares __managed__ memory: kb-verify owns allocation");
     if (has_word(code, "malloc", 1) || has_word(code, "free", 1) ||
@@ -700,9 +744,16 @@ int kb_verify_refuse(const char *src, kb_buf *why)
             if (strncmp(q, ok[i], strlen(ok[i])) == 0)
                 good = 1;
         if (!good) {
-            const char *e = strchr(q, '\n');
+            /* code has the name's quotes blanked: print it from src, which
+             * has the same offsets, up to the line's end in code (where a
+             * trailing comment is already blank) */
+            const char *e = q;
+            while (*e && *e != '\n')
+                e++;
+            while (e > q && isspace((unsigned char)e[-1]))
+                e--;
             REFUSE("includes '%.*s': a candidate is self-contained device code",
-                   (int)(e ? e - q : (long)strlen(q)), q);
+                   (int)(e - q), src + (q - code));
         }
     }
 #undef REFUSE
@@ -729,7 +780,13 @@ static kb_rc split_list(const char *s, size_t len, char **out, int max,
             out[k++] = kb_strndup(s + start, i - start);
             start = i + 1;
         }
+        if (depth < 0)
+            return kb_err_set(err, KB_ERR_PARSE, "unbalanced ')' in %s list '%.*s'",
+                              what, (int)len, s);
     }
+    if (depth != 0)
+        return kb_err_set(err, KB_ERR_PARSE, "unbalanced '(' in %s list '%.*s'",
+                          what, (int)len, s);
     return KB_OK;
 }
 

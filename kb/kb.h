@@ -538,7 +538,7 @@ typedef struct {
     char *baseline;            /* "reference", "cublas_sgemm", "cublas_bf16" */
     char *cpu_ref;             /* CPU float64 implementation's name */
     char *roof_bytes, *roof_flops;  /* expressions */
-    char *roof_unit;           /* "fp32", "bf16_tensor", "int" */
+    char *roof_unit;           /* "fp32", "fp32_tensor3", "bf16_tensor", "int" */
     double max_speedup;        /* over the baseline before "suspicious" */
 } kb_task;
 
@@ -591,8 +591,9 @@ void kb_launches_free(kb_launch *l, size_t n);
 
 /* Returns 1 and appends the reason to why if candidate source must be
  * refused (%globaltimer, __managed__, device malloc/free/new, device-side
- * launches, host APIs, #include of other files), else 0. Comments and
- * string literals are not looked at. */
+ * launches, host APIs, #include of other files), else 0. Comments are not
+ * looked at, nor are string literals, except for %globaltimer, which lives
+ * in asm strings: it is looked for in them, adjacent literals joined. */
 int kb_verify_refuse(const char *src, kb_buf *why);
 
 /* The fast_p scores of a suite: for p in ps, the share of ntasks whose

@@ -5,8 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-/* index of the parameter called name, or -1 */
-static int P(const kb_task *t, const char *name)
+int kbv_param_index(const kb_task *t, const char *name)
 {
     for (size_t i = 0; i < t->nparams; i++)
         if (strcmp(t->params[i].name, name) == 0)
@@ -14,8 +13,10 @@ static int P(const kb_task *t, const char *name)
     return -1;
 }
 
-#define BUF(name) (P(t, name) >= 0 ? bufs[P(t, name)] : NULL)
-#define VAL(name) (P(t, name) >= 0 ? vals[P(t, name)] : 0)
+#define BUF(name) \
+    (kbv_param_index(t, name) >= 0 ? bufs[kbv_param_index(t, name)] : NULL)
+#define VAL(name) \
+    (kbv_param_index(t, name) >= 0 ? vals[kbv_param_index(t, name)] : 0)
 
 static void gelu(const kb_task *t, double **bufs, const double *vals)
 {

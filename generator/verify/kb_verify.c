@@ -155,8 +155,8 @@ static int gpu_open(kb_buf *why)
         G.peak_bw = 4.8e12;
     if (clock <= 0)
         clock = 1980000;
-    /* per SM and clock: 128 fp32 FMAs, 4096 dense bf16 tensor FLOPs (sm_90),
-     * 64 integer ops */
+    /* per SM and clock: 128 fp32 FMAs (256 FLOPs), 4096 dense bf16 tensor
+     * FLOPs (sm_90), 128 integer ops */
     G.fp32_rate = (double)G.sms * 256.0 * clock * 1e3;
     G.bf16_rate = (double)G.sms * 4096.0 * clock * 1e3;
     G.int_rate = (double)G.sms * 128.0 * clock * 1e3;
@@ -660,20 +660,13 @@ static int blas_open(kb_buf *why)
     return 0;
 }
 
-static int pidx(const kb_task *t, const char *name)
-{
-    for (size_t i = 0; i < t->nparams; i++)
-        if (strcmp(t->params[i].name, name) == 0)
-            return (int)i;
-    return -1;
-}
-
 /* Runs the library baseline into the reference side's output. */
 static CUresult run_blas(vctx *v)
 {
     const kb_task *t = v->task;
-    int ia = pidx(t, "A"), ib = pidx(t, "B"), ic = pidx(t, "C");
-    int im = pidx(t, "m"), in = pidx(t, "n"), ik = pidx(t, "k");
+    int ia = kbv_param_index(t, "A"), ib = kbv_param_index(t, "B");
+    int ic = kbv_param_index(t, "C"), im = kbv_param_index(t, "m");
+    int in = kbv_param_index(t, "n"), ik = kbv_param_index(t, "k");
     if (ia < 0 || ib < 0 || ic < 0 || im < 0 || in < 0 || ik < 0)
         return CUDA_ERROR_INVALID_VALUE;
     int M = (int)v->ps[im].val, N = (int)v->ps[in].val, K = (int)v->ps[ik].val;
@@ -740,6 +733,23 @@ static CUresult checksum_inputs(vctx *v, unsigned long long *sums)
     return r;
 }
 
+/* One element of type t at p, as a double (f16 and bf16 decoded exactly). */
+static double to_double(const unsigned char *p, kb_dtype t)
+{
+    switch (t) {
+    case KB_DT_F32: { float f; memcpy(&f, p, 4); return f; }
+    case KB_DT_I32: { int32_t x; memcpy(&x, p, 4); return x; }
+    case KB_DT_U32: { uint32_t x; memcpy(&x, p, 4); return x; }
+    case KB_DT_F64: { double x; memcpy(&x, p, 8); return x; }
+    case KB_DT_BF16: { uint32_t u = 0; memcpy((char *)&u + 2, p, 2); float f; memcpy(&f, &u, 4); return f; }
+    default: { /* f16 */
+        uint16_t h; memcpy(&h, p, 2);
+        int e = (h >> 10) & 31, m = h & 1023;
+        double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+        return h & 0x8000 ? -v : v;
+    } }
+}
+
 static CUresult compare(vctx *v, size_t i, CUdeviceptr cand, CUdeviceptr ref,
                         double atol, double rtol, cmp_t *out)
 {
@@ -766,17 +776,8 @@ static CUresult compare(vctx *v, size_t i, CUdeviceptr cand, CUdeviceptr ref,
         r = cuMemcpyDtoH(cb, cand + out->first_bad * es, es);
         if (!r)
             r = cuMemcpyDtoH(rb, ref + out->first_bad * es, es);
-        double c = 0, rr = 0;
-        switch (p->dtype) {
-        case KB_DT_F32: { float f, g; memcpy(&f, cb, 4); memcpy(&g, rb, 4); c = f; rr = g; break; }
-        case KB_DT_I32: { int32_t f, g; memcpy(&f, cb, 4); memcpy(&g, rb, 4); c = f; rr = g; break; }
-        case KB_DT_U32: { uint32_t f, g; memcpy(&f, cb, 4); memcpy(&g, rb, 4); c = f; rr = g; break; }
-        case KB_DT_F64: { memcpy(&c, cb, 8); memcpy(&rr, rb, 8); break; }
-        default: { uint32_t f = 0, g = 0; memcpy((char *)&f + 2, cb, 2); memcpy((char *)&g + 2, rb, 2);
-                   float ff, gg; memcpy(&ff, &f, 4); memcpy(&gg, &g, 4); c = ff; rr = gg; break; }
-        }
-        out->cand_at_first = c;
-        out->ref_at_first = rr;
+        out->cand_at_first = to_double(cb, p->dtype);
+        out->ref_at_first = to_double(rb, p->dtype);
     }
     return r;
 }
@@ -912,7 +913,7 @@ static int check_maps(vctx *v)
     kb_err_clear(&err);
     for (size_t i = 0; i < v->hdr.nmaps; i++) {
         const kb_tensormap *m = &v->hdr.maps[i];
-        int p = pidx(v->task, m->buffer);
+        int p = kbv_param_index(v->task, m->buffer);
         if (p < 0 || !is_buffer(&v->task->params[p])) {
             set_verdict(v, "refused", "kb-tensormap: the task has no buffer '%s'",
                         m->buffer);
@@ -961,7 +962,7 @@ static void encode_maps(vctx *v, const kb_shape *s, cJSON *out)
     };
     for (size_t i = 0; i < v->hdr.nmaps; i++) {
         const kb_tensormap *m = &v->hdr.maps[i];
-        int p = pidx(v->task, m->buffer);
+        int p = kbv_param_index(v->task, m->buffer);
         kb_dtype t = v->task->params[p].dtype;
         cuuint64_t dims[KB_TMAP_MAX_RANK], strides[KB_TMAP_MAX_RANK];
         cuuint32_t box[KB_TMAP_MAX_RANK], estr[KB_TMAP_MAX_RANK];
@@ -1263,10 +1264,21 @@ static int time_shape(vctx *v, const kb_shape *s, const rlaunch *cl, size_t ncl,
     cJSON_AddStringToObject(tj, "baseline", t->baseline);
     if (use_blas) {
         /* the library baseline must itself agree with the reference */
-        int ic = pidx(t, "C");
+        int ic = kbv_param_index(t, "C");
         cmp_t m;
         r = compare(v, (size_t)ic, v->ps[ic].ref.ptr, v->ps[ic].gold.ptr, atol, rtol, &m);
-        cJSON_AddBoolToObject(tj, "baseline_agrees", !r && m.nbad == 0);
+        if (r) {
+            cuda_failed(v, r, "checking the library baseline");
+            return -1;
+        }
+        cJSON_AddBoolToObject(tj, "baseline_agrees", m.nbad == 0);
+        if (m.nbad) {
+            /* a speedup over a wrong baseline would mean nothing */
+            set_verdict(v, "error", "the library baseline (%s) differs from "
+                        "the reference on shape '%s' (%llu mismatches)",
+                        t->baseline, s->name, m.nbad);
+            return -1;
+        }
     }
     int runs = (int)(60.0 / (tc + tb + 0.2));   /* about 60 ms of runs */
     if (runs > v->o->runs_max)
@@ -1351,7 +1363,11 @@ static int time_shape(vctx *v, const kb_shape *s, const rlaunch *cl, size_t ncl,
         r = compare(v, i, v->ps[i].cand.ptr, v->ps[i].gold.ptr, atol, rtol, &m1);
         if (!r)
             r = compare(v, i, v->ps[i].chk.ptr, v->ps[i].gold.ptr, atol, rtol, &m2);
-        if (r || m1.nbad || m2.nbad) {
+        if (r) {
+            cuda_failed(v, r, "re-checking the timed outputs");
+            return -1;
+        }
+        if (m1.nbad || m2.nbad) {
             ok = 0;
             set_verdict(v, "incorrect", "the output of timed run %d differs "
                         "from the reference (%llu mismatches): right only when "
@@ -1459,6 +1475,28 @@ static void default_arch(const vopts *o, const char *asked, char *arch, size_t n
         snprintf(arch, n, "sm_90");
 }
 
+/* Loads the task in dir into v->task and its reference.cu into rsrc, and
+ * names the result's "task" by the task's name (it holds dir until then).
+ * On failure sets the "error" verdict and returns -1. */
+static int load_task(vctx *v, const char *dir, kb_buf *rsrc)
+{
+    kb_err err;
+    kb_err_clear(&err);
+    if (kb_task_load(dir, &v->task, &err)) {
+        set_verdict(v, "error", "%s", err.msg);
+        return -1;
+    }
+    cJSON_ReplaceItemInObject(v->res, "task", cJSON_CreateString(v->task->name));
+    char *rpath = kb_path_join(dir, "reference.cu");
+    kb_rc rc = kb_read_file(rpath, 8u << 20, rsrc, &err);
+    free(rpath);
+    if (rc) {
+        set_verdict(v, "error", "%s", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
 /* Verifies one candidate (path, or inline source when src is given).
  * mode: 0 verify, 1 compile only. Returns the result (caller frees). */
 static cJSON *verify(const vopts *o, const char *task_dir, const char *cand_path,
@@ -1481,18 +1519,8 @@ static cJSON *verify(const vopts *o, const char *task_dir, const char *cand_path
     kb_buf_init(&rsrc, 8u << 20);
     char arch[32];
     rlaunch *cl = NULL, *rl = NULL;
-    if (kb_task_load(task_dir, &v.task, &err)) {
-        set_verdict(&v, "error", "%s", err.msg);
+    if (load_task(&v, task_dir, &rsrc))
         goto out;
-    }
-    cJSON_ReplaceItemInObject(v.res, "task", cJSON_CreateString(v.task->name));
-    char *rpath = kb_path_join(task_dir, "reference.cu");
-    kb_rc rrc = kb_read_file(rpath, 8u << 20, &rsrc, &err);
-    free(rpath);
-    if (rrc) {
-        set_verdict(&v, "error", "%s", err.msg);
-        goto out;
-    }
     if (src_inline) {
         kb_buf_puts(&src, src_inline);
     } else if (cand_path) {
@@ -1700,22 +1728,6 @@ out:
 
 /* ------------------------------------------------------------------ --reference */
 
-static double to_double(const unsigned char *p, kb_dtype t)
-{
-    switch (t) {
-    case KB_DT_F32: { float f; memcpy(&f, p, 4); return f; }
-    case KB_DT_I32: { int32_t x; memcpy(&x, p, 4); return x; }
-    case KB_DT_U32: { uint32_t x; memcpy(&x, p, 4); return x; }
-    case KB_DT_F64: { double x; memcpy(&x, p, 8); return x; }
-    case KB_DT_BF16: { uint32_t u = 0; memcpy((char *)&u + 2, p, 2); float f; memcpy(&f, &u, 4); return f; }
-    default: { /* f16 */
-        uint16_t h; memcpy(&h, p, 2);
-        int e = (h >> 10) & 31, m = h & 1023;
-        double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
-        return h & 0x8000 ? -v : v;
-    } }
-}
-
 /* The reference on the shapes cheap enough for the CPU (float64) against
  * the CPU implementation, one seed per distribution. */
 static cJSON *check_reference(const vopts *o, const char *task_dir)
@@ -1726,25 +1738,14 @@ static cJSON *check_reference(const vopts *o, const char *task_dir)
     kb_buf_init(&v.reason, 0);
     v.res = cJSON_CreateObject();
     cJSON_AddStringToObject(v.res, "task", task_dir);
-    kb_err err;
-    kb_err_clear(&err);
     kb_buf rsrc, why;
     kb_buf_init(&rsrc, 8u << 20);
     kb_buf_init(&why, 0);
     rlaunch *rl = NULL;
     char arch[32];
     double t0 = kb_now_ms();
-    if (kb_task_load(task_dir, &v.task, &err)) {
-        set_verdict(&v, "error", "%s", err.msg);
+    if (load_task(&v, task_dir, &rsrc))
         goto out;
-    }
-    char *rpath = kb_path_join(task_dir, "reference.cu");
-    kb_rc rrc = kb_read_file(rpath, 8u << 20, &rsrc, &err);
-    free(rpath);
-    if (rrc) {
-        set_verdict(&v, "error", "%s", err.msg);
-        goto out;
-    }
     if (gpu_open(&why)) {
         set_verdict(&v, "error", "%s", why.data);
         goto out;

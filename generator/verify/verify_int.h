@@ -4,6 +4,9 @@
 
 #include "kb/kb.h"
 
+/* The index of t's parameter called name, or -1 (cpuref.c). */
+int kbv_param_index(const kb_task *t, const char *name);
+
 /* The CPU float64 implementation of a task, by kb_task.cpu_ref. bufs[i]
  * holds parameter i's elements as doubles (NULL for dims and scalars),
  * vals[i] the value of dims and scalars. Outputs are written into their

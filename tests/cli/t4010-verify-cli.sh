@@ -42,10 +42,15 @@ KB_VERIFY="$KB_TMP/good" expect_rc 0 kb verify gelu "$c"
 contains "$out" "gelu: faster"
 KB_VERIFY=/nonexistent/kb-verify expect_rc 4 kb verify gelu "$c"
 contains "$out" "cannot run '/nonexistent/kb-verify'"
+# a --serve child that cannot start: the same message, and kb is not
+# killed by the write to it
+KB_VERIFY=/nonexistent/kb-verify expect_rc 4 kb verify --serve gelu "$c"
+contains "$out" "cannot run '/nonexistent/kb-verify'"
 
 # the suite against a fake child: every task gets its candidates run
 KB_VERIFY="$KB_TMP/good" expect_rc 0 kb verify --suite corpus/tasks --candidates corpus/tasks --json
-contains "$out" '"candidates":1'
+ncand=$(ls corpus/tasks/*/candidates/*.cu | wc -l)
+contains "$out" "\"candidates\":$ncand,"
 # --serve: one process for many candidates, restarted after a sticky error
 mkdir -p "$KB_TMP/suite/a" "$KB_TMP/suite/b" "$KB_TMP/c/a"
 echo '{}' >"$KB_TMP/suite/a/task.json"
@@ -65,7 +70,7 @@ done
 S
 chmod +x "$KB_TMP/serve"
 KB_VERIFY="$KB_TMP/serve" expect_rc 0 kb verify --suite "$KB_TMP/suite" --candidates "$KB_TMP/c" --serve --json
-contains "$out" '"candidates":3'
+contains "$out" '"candidates":3,'
 contains "$out" '"fast_p":{"0":1,"1":1,"1.5":0.5,"2":0.5}'
 [ "$(wc -l <"$KB_TMP/starts")" -eq 2 ] || fail "kb-verify --serve was not restarted once after the sticky error"
 

@@ -233,6 +233,13 @@ static void test_launch_overrides(void **state)
         assert_int_equal(h.nlaunches, 0);
         assert_true(strstr(err.msg, "kb-launch") != NULL);
     }
+    /* an unbalanced parenthesis is named, not taken for a missing grid= */
+    kb_err_clear(&err);
+    assert_int_equal(kb_cand_header_parse("// kb-launch: kernel=f grid=(N+1 block=32\n",
+                                          &h, &err), KB_ERR_PARSE);
+    assert_int_equal(h.nlaunches, 0);
+    assert_true(strstr(err.msg, "unbalanced '('") != NULL);
+    assert_true(strstr(err.msg, "(N+1") != NULL);
 }
 
 static void test_tensormap_headers(void **state)
@@ -296,6 +303,15 @@ static void test_refusal(void **state)
     refused("__global__ void f(){ g<<<1,1>>>(); }", "launches kernels");
     refused("__global__ void f(){ cudaDeviceSynchronize(); }", "runtime");
     refused("#include <stdio.h>\n__global__ void f(){}", "includes '<stdio.h>'");
+    refused("#include \"helper.h\" // mine\n__global__ void f(){}",
+            "includes '\"helper.h\"':");
+    /* a string with // before the asm on the same line hides nothing */
+    refused("__global__ void f(){ const char *u = \"http://x\"; "
+            "asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t)); }",
+            "globaltimer");
+    /* nor does splitting the name over adjacent literals */
+    refused("__global__ void f(){ asm volatile(\"mov.u64 %0, %%global\" \"timer;\"\n"
+            "  : \"=l\"(t)); }", "globaltimer");
     /* fine: comments and strings mentioning them, allowed headers, names */
     refused("// no %globaltimer, no malloc(), no <<<>>> here\n__global__ void f(){}", NULL);
     refused("/* __managed__ */ __global__ void f(float *newval, int mallocs){}", NULL);

@@ -19,7 +19,7 @@ echo "== references vs CPU float64"
 for t in corpus/tasks/*/; do
     r=$(timeout 300 "$kv" --reference --json "$t")
     printf '%s\n' "$r" >>"$out/references.jsonl"
-    printf '%s\n' "$r" | python3 -c 'import json,sys; r=json.load(sys.stdin); print("%-12s %-10s %s" % (r["task"].split("/")[-2] if "/" in r["task"] else r["task"], r["verdict"], r["reason"][:110]))'
+    printf '%s\n' "$r" | python3 -c 'import json,sys; r=json.load(sys.stdin); print("%-12s %-10s %s" % (r["task"], r["verdict"], r["reason"][:110]))'
 done
 echo "== optimised candidates, one process each"
 for c in corpus/tasks/*/candidates/*.cu; do
