@@ -128,9 +128,9 @@ kb_rc kb_vec_embed_pending(kb_store *store, kb_embedder *emb,
                            size_t *embedded, kb_err *err);
 /* Drops every vector (for a re-embedding with another model). */
 kb_rc kb_vec_clear(kb_store *store, kb_err *err);
-/* Number of chunks that have a vector (a table scan), and whether any
- * has one (cheap). */
-size_t kb_vec_count(kb_store *store);
+/* Sets *count to the number of chunks that have a vector (a table scan);
+ * fails on a database error. kb_vec_any says whether any has one (cheap). */
+kb_rc kb_vec_count(kb_store *store, size_t *count, kb_err *err);
 int kb_vec_any(kb_store *store);
 /* The k nearest chunks to the L2-normalised q (inner product), restricted
  * to the chunks allowed by opts' filters. Loads (or rebuilds) the index on
