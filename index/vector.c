@@ -137,23 +137,32 @@ kb_rc kb_vec_clear(kb_store *store, kb_err *err)
 }
 
 /* The text the embedder sees for a chunk: its heading path joined with
- * " > " (as the chunker counted it), then the text. Caller frees. */
+ * " > " (as the chunker counted it), then the text. Caller frees; NULL
+ * when out of memory (never a cut text). */
 static char *embed_text(const char *heading_json, const char *text)
 {
     kb_buf t;
     kb_buf_init(&t, 0);
+    kb_rc rc = KB_OK;
     cJSON *path = cJSON_Parse(heading_json ? heading_json : "[]");
     const cJSON *h;
     cJSON_ArrayForEach(h, path) {
         if (!cJSON_IsString(h))
             continue;
-        if (t.len)
-            kb_buf_puts(&t, " > ");
-        kb_buf_puts(&t, h->valuestring);
+        if (t.len && rc == KB_OK)
+            rc = kb_buf_puts(&t, " > ");
+        if (rc == KB_OK)
+            rc = kb_buf_puts(&t, h->valuestring);
     }
     cJSON_Delete(path);
-    kb_buf_putc(&t, '\n');
-    kb_buf_puts(&t, text ? text : "");
+    if (rc == KB_OK)
+        rc = kb_buf_putc(&t, '\n');
+    if (rc == KB_OK)
+        rc = kb_buf_puts(&t, text ? text : "");
+    if (rc != KB_OK) {
+        kb_buf_release(&t);
+        return NULL;
+    }
     return kb_buf_detach(&t);
 }
 
@@ -201,19 +210,21 @@ kb_rc kb_vec_embed_pending(kb_store *store, kb_embedder *emb,
             ids[n] = sqlite3_column_int64(sel, 0);
             texts[n] = embed_text((const char *)sqlite3_column_text(sel, 1),
                                   (const char *)sqlite3_column_text(sel, 2));
-            n++;
+            if (!texts[n++]) {
+                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+                break;
+            }
         }
-        if (step != SQLITE_ROW && step != SQLITE_DONE)
+        if (rc == KB_OK && step != SQLITE_ROW && step != SQLITE_DONE)
             rc = kb_store_db_error(store, err, "read the chunks to embed");
         sqlite3_reset(sel);
-        if (rc != KB_OK || n == 0)
-            break;
-        rc = kb_embedder_embed(emb, (const char *const *)texts, n, vecs, err);
+        if (rc == KB_OK && n > 0)
+            rc = kb_embedder_embed(emb, (const char *const *)texts, n, vecs, err);
         for (size_t i = 0; i < n; i++) {
             free(texts[i]);
             texts[i] = NULL;
         }
-        if (rc != KB_OK)
+        if (rc != KB_OK || n == 0)
             break;
         if ((rc = kb_store_begin(store, err)) != KB_OK)
             break;
@@ -475,19 +486,31 @@ static kb_rc allowed_ids(kb_store *store, const kb_query_opts *opts,
     size_t cap = 1024;
     *n = 0;
     *ids = malloc(cap * sizeof **ids);
-    while (*ids && sqlite3_step(st) == SQLITE_ROW) {
+    int step = SQLITE_DONE;
+    while (*ids && (step = sqlite3_step(st)) == SQLITE_ROW) {
         if (*n == cap) {
             cap *= 2;
             int64_t *p = realloc(*ids, cap * sizeof *p);
-            if (!p)
+            if (!p) {   /* never a cut list: it would drop allowed chunks */
+                free(*ids);
+                *ids = NULL;
                 break;
+            }
             *ids = p;
         }
         (*ids)[(*n)++] = sqlite3_column_int64(st, 0);
     }
-    sqlite3_finalize(st);
     if (!*ids)
-        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    else if (step != SQLITE_DONE)
+        rc = kb_store_db_error(store, err, "read the chunks the filters allow");
+    sqlite3_finalize(st);
+    if (rc != KB_OK) {
+        free(*ids);
+        *ids = NULL;
+        *n = 0;
+        return rc;
+    }
     qsort(*ids, *n, sizeof **ids, cmp_i64);
     return KB_OK;
 }
