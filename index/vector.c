@@ -11,6 +11,7 @@
 #include <faiss/c_api/index_io_c.h>
 #include <faiss/c_api/utils/distances_c.h>
 #include <dirent.h>
+#include <errno.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -385,7 +386,8 @@ kb_rc kb_vec_rebuild(kb_store *store, kb_err *err)
         rc = faiss_error(err, "write the vector index");
         unlink(tmp.data);
     } else if (rename(tmp.data, path) != 0) {
-        rc = kb_err_set(err, KB_ERR_IO, "cannot write '%s'", path);
+        rc = kb_err_set(err, KB_ERR_IO, "cannot write '%s': %s", path,
+                        strerror(errno));
         unlink(tmp.data);
     } else {
         remove_stale_files(store, gen);
@@ -442,9 +444,16 @@ static kb_rc vec_load(kb_store *store, int dim, kb_err *err)
              * refresh it */
             kb_err werr;
             kb_err_clear(&werr);
-            if (kb_vec_rebuild(store, &werr) == KB_OK && store->vec)
+            kb_rc wrc = kb_vec_rebuild(store, &werr);
+            if (store->vec) {
+                /* built but not written: serve it from memory, say why the
+                 * next process will have to build it again */
+                if (wrc != KB_OK)
+                    kb_log_warn("%s", werr.msg);
                 return KB_OK;
-            kb_vec_release(store);
+            }
+            if (wrc != KB_OK)   /* the build itself failed: so would another */
+                return kb_err_set(err, wrc, "%s", werr.msg);
         }
         kb_rc rc = build_index(store, dim, &index, err);
         if (rc != KB_OK)

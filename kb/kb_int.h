@@ -137,7 +137,9 @@ int kb_vec_any(kb_store *store);
  * first use and keeps it with the store. */
 kb_rc kb_vec_search(kb_store *store, const float *q, int dim, size_t k,
                     const kb_query_opts *opts, kb_hits *out, kb_err *err);
-/* Builds the FAISS index from SQLite and writes it (atomically). */
+/* Builds the FAISS index from SQLite and writes it (atomically). When only
+ * the write fails, the built index stays loaded with the store and the
+ * write's error is returned. */
 kb_rc kb_vec_rebuild(kb_store *store, kb_err *err);
 void kb_vec_release(kb_store *store);
 
