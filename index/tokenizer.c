@@ -100,12 +100,13 @@ kb_rc kb_tokenizer_open(const char *vocab_path, kb_tokenizer **out,
     kb_buf b;
     kb_buf_init(&b, 0);
     kb_tokenizer *t = NULL;
-    kb_rc rc = kb_read_file(vocab_path, 16u << 20, &b, err);
+    kb_err rerr;   /* the caller's err may already hold an earlier error */
+    kb_err_clear(&rerr);
+    kb_rc rc = kb_read_file(vocab_path, 16u << 20, &b, &rerr);
     if (rc != KB_OK) {
-        kb_err_clear(err);
+        kb_buf_release(&b);
         return kb_err_set(err, KB_ERR_MODEL,
-                          "cannot read vocabulary '%s': %s; run 'make deps' or set KB_MODEL_DIR",
-                          vocab_path, errno ? strerror(errno) : "unreadable");
+                          "%s; run 'make deps' or set KB_MODEL_DIR", rerr.msg);
     }
     t = calloc(1, sizeof *t);
     if (!t) {

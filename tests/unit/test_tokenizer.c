@@ -146,6 +146,8 @@ static void test_missing_vocab(void **state)
     assert_int_equal(kb_tokenizer_open("/nonexistent/vocab.txt", &t, &err),
                      KB_ERR_MODEL);
     assert_null(t);
+    assert_non_null(strstr(err.msg, "'/nonexistent/vocab.txt'"));
+    assert_non_null(strstr(err.msg, "No such file or directory"));
     assert_non_null(strstr(err.msg, "make deps"));
 }
 
