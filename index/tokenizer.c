@@ -36,7 +36,7 @@ struct kb_tokenizer {
     vocab_slot *slots;       /* open addressing, empty: s == NULL */
     size_t mask;
     size_t maxlen;           /* longest entry in bytes, "##" not counted */
-    int32_t unk, cls, sep, pad, mask_id;
+    int32_t unk, cls, sep;
 };
 
 /* ------------------------------------------------------------ vocab table */
@@ -147,9 +147,8 @@ kb_rc kb_tokenizer_open(const char *vocab_path, kb_tokenizer **out,
     t->unk = vocab_find(t, 0, "[UNK]", 5);
     t->cls = vocab_find(t, 0, "[CLS]", 5);
     t->sep = vocab_find(t, 0, "[SEP]", 5);
-    t->pad = vocab_find(t, 0, "[PAD]", 5);
-    t->mask_id = vocab_find(t, 0, "[MASK]", 6);
-    if (t->unk < 0 || t->cls < 0 || t->sep < 0 || t->pad < 0) {
+    if (t->unk < 0 || t->cls < 0 || t->sep < 0 ||
+        vocab_find(t, 0, "[PAD]", 5) < 0) {
         rc = kb_err_set(err, KB_ERR_MODEL,
                         "vocabulary '%s' lacks [UNK]/[CLS]/[SEP]/[PAD]; run 'make deps' or set KB_MODEL_DIR",
                         vocab_path);
@@ -170,11 +169,6 @@ void kb_tokenizer_free(kb_tokenizer *tok)
     free(tok->blob);
     free(tok->slots);
     free(tok);
-}
-
-int32_t kb_tokenizer_pad_id(const kb_tokenizer *tok)
-{
-    return tok->pad;
 }
 
 /* ------------------------------------------------------------ pieces */
