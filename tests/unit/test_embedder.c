@@ -24,12 +24,9 @@ static char tmpdir[] = "/tmp/kb-test-embedder-XXXXXX";
 
 static int setup(void **state)
 {
-    const char *env = getenv("KB_MODEL_DIR");
-    if (env)
-        model_dir = kb_strdup(env);
-    else
-        model_dir = kb_path_join(getenv("HOME") ? getenv("HOME") : "/",
-                                 ".cache/kb/models/all-MiniLM-L6-v2");
+    model_dir = kb_model_dir();   /* the one rule the CLI follows */
+    if (!model_dir)
+        return -1;
     kb_err err;
     kb_err_clear(&err);
     if (kb_embedder_open_local(model_dir, 0, &emb, &err) != KB_OK) {
