@@ -270,6 +270,9 @@ kb_rc kb_bert_open(const kb_safetensors *st, int threads, kb_bert **out,
                    kb_err *err)
 {
     *out = NULL;
+    /* failure is decided from the weights found, never from err->rc: err
+     * may hold an earlier error of the caller's */
+    kb_rc rc = KB_ERR_MODEL;
     kb_bert *b = calloc(1, sizeof *b);
     if (!b)
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
@@ -311,8 +314,6 @@ kb_rc kb_bert_open(const kb_safetensors *st, int threads, kb_bert **out,
         W(ln2_w, "output.LayerNorm.weight", H, 0);
         W(ln2_b, "output.LayerNorm.bias", H, 0);
 #undef W
-        if (err && err->rc != KB_OK)
-            goto fail;
         for (int k = 0; k < 6; k++)
             if (!qkv[k])
                 goto fail;
@@ -322,7 +323,7 @@ kb_rc kb_bert_open(const kb_safetensors *st, int threads, kb_bert **out,
         L->qkv_w = malloc(3 * H * H * sizeof(float));
         L->qkv_b = malloc(3 * H * sizeof(float));
         if (!L->qkv_w || !L->qkv_b) {
-            kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
             goto fail;
         }
         for (int k = 0; k < 3; k++) {
@@ -333,7 +334,7 @@ kb_rc kb_bert_open(const kb_safetensors *st, int threads, kb_bert **out,
     b->nthreads = pick_threads(threads);
     b->work = calloc((size_t)b->nthreads, sizeof *b->work);
     if (!b->work) {
-        kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
         goto fail;
     }
     blas_single_thread();
@@ -341,7 +342,7 @@ kb_rc kb_bert_open(const kb_safetensors *st, int threads, kb_bert **out,
     return KB_OK;
 fail:
     kb_bert_free(b);
-    return err && err->rc != KB_OK ? err->rc : KB_ERR_MODEL;
+    return rc;
 }
 
 void kb_bert_free(kb_bert *b)

@@ -5,6 +5,7 @@
 #include "index/eval.h"
 
 #include <cjson/cJSON.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -378,67 +379,61 @@ out:
 int cmd_eval(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
     eval_opts o = { .qrels_path = NULL, .k = 10 };
+    /* the order of the table and of the JSON object */
     mode_run modes[] = {
-        { .name = "lexical", .mode = KB_MODE_LEXICAL },
-        { .name = "vector", .mode = KB_MODE_VECTOR },
-        { .name = "hybrid", .mode = KB_MODE_HYBRID },
+        { .mode = KB_MODE_LEXICAL },
+        { .mode = KB_MODE_VECTOR },
+        { .mode = KB_MODE_HYBRID },
     };
     const size_t nmodes = sizeof modes / sizeof modes[0];
-    const char *mode_arg = "all";
-    int only_args = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *val = NULL;
-        if (!only_args && strcmp(a, "--") == 0) {
-            only_args = 1;
-        } else if (!only_args && (strcmp(a, "--mode") == 0 ||
-                                  strncmp(a, "--mode=", 7) == 0)) {
-            if (a[6] == '=')
-                val = a + 7;
-            else if (i + 1 < argc)
-                val = argv[++i];
-            else
-                return kb_cli_usage_error(self, "option '--mode' needs a value");
-            mode_arg = val;
-        } else if (!only_args && (strcmp(a, "--k") == 0 || strcmp(a, "-k") == 0 ||
-                                  strncmp(a, "--k=", 4) == 0)) {
-            if (a[3] == '=')
-                val = a + 4;
-            else if (i + 1 < argc)
-                val = argv[++i];
-            else
-                return kb_cli_usage_error(self, "option '%s' needs a number", a);
-            long k;
-            if (kb_parse_long(val, 1, 1000, &k) != KB_OK)
+    static const struct option longopts[] = {
+        { "mode", required_argument, NULL, 'm' },
+        { "k", required_argument, NULL, 'k' },
+        { "json", no_argument, NULL, 'j' },
+        { "verbose", no_argument, NULL, 'v' },
+        { NULL, 0, NULL, 0 },
+    };
+    int all = 1, c;
+    kb_mode only = KB_MODE_HYBRID;
+    long k;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":k:v", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'm':
+            all = strcmp(optarg, "all") == 0;   /* the one name not a kb_mode */
+            if (!all && kb_mode_parse(optarg, &only) != 0)
+                return kb_cli_usage_error(self, "'%s' is no mode (lexical, "
+                                          "vector, hybrid or all)", optarg);
+            break;
+        case 'k':
+            if (kb_parse_long(optarg, 1, 1000, &k) != KB_OK)
                 return kb_cli_usage_error(self, "'%s' is not a cut-off "
-                                          "(a number from 1 to 1000)", val);
+                                          "(a number from 1 to 1000)", optarg);
             o.k = (int)k;
-        } else if (!only_args && strcmp(a, "--json") == 0) {
-            o.json = 1;
-        } else if (!only_args && (strcmp(a, "--verbose") == 0 ||
-                                  strcmp(a, "-v") == 0)) {
-            o.verbose = 1;
-        } else if (!only_args && a[0] == '-' && a[1]) {
-            return kb_cli_usage_error(self, "unknown option '%s'", a);
-        } else if (!o.qrels_path) {
-            o.qrels_path = a;
-        } else {
-            return kb_cli_usage_error(self, "one qrels file only ('%s' is extra)", a);
+            break;
+        case 'j': o.json = 1; break;
+        case 'v': o.verbose = 1; break;
+        case ':':
+            return kb_cli_usage_error(self, "option '%s' needs a value",
+                                      argv[optind - 1]);
+        default:
+            return kb_cli_usage_error(self, "unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (!o.qrels_path)
+    if (optind >= argc)
         return kb_cli_usage_error(self, "no qrels file given");
-    int want_vectors = 0, nwanted = 0;
+    if (optind + 1 < argc)
+        return kb_cli_usage_error(self, "one qrels file only ('%s' is extra)",
+                                  argv[optind + 1]);
+    o.qrels_path = argv[optind];
+    int want_vectors = 0;
     for (size_t i = 0; i < nmodes; i++) {
-        modes[i].wanted = strcmp(mode_arg, "all") == 0 ||
-                          strcmp(mode_arg, modes[i].name) == 0;
-        nwanted += modes[i].wanted;
+        modes[i].name = kb_mode_name(modes[i].mode);
+        modes[i].wanted = all || modes[i].mode == only;
         want_vectors |= modes[i].wanted && modes[i].mode != KB_MODE_LEXICAL;
         kb_err_clear(&modes[i].err);
     }
-    if (!nwanted)
-        return kb_cli_usage_error(self, "'%s' is no mode (lexical, vector, "
-                                  "hybrid or all)", mode_arg);
 
     kb_err err;
     kb_err_clear(&err);

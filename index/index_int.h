@@ -47,8 +47,6 @@ kb_rc kb_model_corrupt(kb_err *err, const char *path);
 
 #define KB_TOK_MAX_LEN 256   /* the model's max_seq_length, with specials */
 
-int32_t kb_tokenizer_pad_id(const kb_tokenizer *tok);
-
 /* ------------------------------------------------------------ bert.c */
 
 #define KB_BERT_DIM 384

@@ -36,7 +36,7 @@ struct kb_tokenizer {
     vocab_slot *slots;       /* open addressing, empty: s == NULL */
     size_t mask;
     size_t maxlen;           /* longest entry in bytes, "##" not counted */
-    int32_t unk, cls, sep, pad, mask_id;
+    int32_t unk, cls, sep;
 };
 
 /* ------------------------------------------------------------ vocab table */
@@ -100,12 +100,13 @@ kb_rc kb_tokenizer_open(const char *vocab_path, kb_tokenizer **out,
     kb_buf b;
     kb_buf_init(&b, 0);
     kb_tokenizer *t = NULL;
-    kb_rc rc = kb_read_file(vocab_path, 16u << 20, &b, err);
+    kb_err rerr;   /* the caller's err may already hold an earlier error */
+    kb_err_clear(&rerr);
+    kb_rc rc = kb_read_file(vocab_path, 16u << 20, &b, &rerr);
     if (rc != KB_OK) {
-        kb_err_clear(err);
+        kb_buf_release(&b);
         return kb_err_set(err, KB_ERR_MODEL,
-                          "cannot read vocabulary '%s': %s; run 'make deps' or set KB_MODEL_DIR",
-                          vocab_path, errno ? strerror(errno) : "unreadable");
+                          "%s; run 'make deps' or set KB_MODEL_DIR", rerr.msg);
     }
     t = calloc(1, sizeof *t);
     if (!t) {
@@ -146,9 +147,8 @@ kb_rc kb_tokenizer_open(const char *vocab_path, kb_tokenizer **out,
     t->unk = vocab_find(t, 0, "[UNK]", 5);
     t->cls = vocab_find(t, 0, "[CLS]", 5);
     t->sep = vocab_find(t, 0, "[SEP]", 5);
-    t->pad = vocab_find(t, 0, "[PAD]", 5);
-    t->mask_id = vocab_find(t, 0, "[MASK]", 6);
-    if (t->unk < 0 || t->cls < 0 || t->sep < 0 || t->pad < 0) {
+    if (t->unk < 0 || t->cls < 0 || t->sep < 0 ||
+        vocab_find(t, 0, "[PAD]", 5) < 0) {
         rc = kb_err_set(err, KB_ERR_MODEL,
                         "vocabulary '%s' lacks [UNK]/[CLS]/[SEP]/[PAD]; run 'make deps' or set KB_MODEL_DIR",
                         vocab_path);
@@ -169,11 +169,6 @@ void kb_tokenizer_free(kb_tokenizer *tok)
     free(tok->blob);
     free(tok->slots);
     free(tok);
-}
-
-int32_t kb_tokenizer_pad_id(const kb_tokenizer *tok)
-{
-    return tok->pad;
 }
 
 /* ------------------------------------------------------------ pieces */

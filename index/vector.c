@@ -11,6 +11,7 @@
 #include <faiss/c_api/index_io_c.h>
 #include <faiss/c_api/utils/distances_c.h>
 #include <dirent.h>
+#include <errno.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,15 +62,19 @@ static long long meta_ll(kb_store *store, const char *key)
     return n;
 }
 
-size_t kb_vec_count(kb_store *store)
+kb_rc kb_vec_count(kb_store *store, size_t *count, kb_err *err)
 {
     sqlite3_stmt *st = NULL;
-    size_t n = 0;
-    if (sqlite3_prepare_v2(store->db, "SELECT count(*) FROM embeddings", -1, &st,
-                           NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        n = (size_t)sqlite3_column_int64(st, 0);
+    *count = 0;
+    kb_rc rc = kb_store_prepare(store, "SELECT count(*) FROM embeddings", &st, err);
+    if (rc == KB_OK) {
+        if (sqlite3_step(st) == SQLITE_ROW)
+            *count = (size_t)sqlite3_column_int64(st, 0);
+        else
+            rc = kb_store_db_error(store, err, "count the stored vectors");
+    }
     sqlite3_finalize(st);
-    return n;
+    return rc;
 }
 
 int kb_vec_any(kb_store *store)
@@ -131,23 +136,32 @@ kb_rc kb_vec_clear(kb_store *store, kb_err *err)
 }
 
 /* The text the embedder sees for a chunk: its heading path joined with
- * " > " (as the chunker counted it), then the text. Caller frees. */
+ * " > " (as the chunker counted it), then the text. Caller frees; NULL
+ * when out of memory (never a cut text). */
 static char *embed_text(const char *heading_json, const char *text)
 {
     kb_buf t;
     kb_buf_init(&t, 0);
+    kb_rc rc = KB_OK;
     cJSON *path = cJSON_Parse(heading_json ? heading_json : "[]");
     const cJSON *h;
     cJSON_ArrayForEach(h, path) {
         if (!cJSON_IsString(h))
             continue;
-        if (t.len)
-            kb_buf_puts(&t, " > ");
-        kb_buf_puts(&t, h->valuestring);
+        if (t.len && rc == KB_OK)
+            rc = kb_buf_puts(&t, " > ");
+        if (rc == KB_OK)
+            rc = kb_buf_puts(&t, h->valuestring);
     }
     cJSON_Delete(path);
-    kb_buf_putc(&t, '\n');
-    kb_buf_puts(&t, text ? text : "");
+    if (rc == KB_OK)
+        rc = kb_buf_putc(&t, '\n');
+    if (rc == KB_OK)
+        rc = kb_buf_puts(&t, text ? text : "");
+    if (rc != KB_OK) {
+        kb_buf_release(&t);
+        return NULL;
+    }
     return kb_buf_detach(&t);
 }
 
@@ -172,8 +186,11 @@ kb_rc kb_vec_embed_pending(kb_store *store, kb_embedder *emb,
                                "EXISTS (SELECT 1 FROM embeddings e WHERE "
                                "e.chunk_id = c.id)", &cnt, err)) != KB_OK)
         goto out;
-    if (sqlite3_step(cnt) == SQLITE_ROW)
-        total = (size_t)sqlite3_column_int64(cnt, 0);
+    if (sqlite3_step(cnt) != SQLITE_ROW) {
+        rc = kb_store_db_error(store, err, "count the chunks to embed");
+        goto out;
+    }
+    total = (size_t)sqlite3_column_int64(cnt, 0);
     if ((rc = kb_store_prepare(store,
             "SELECT c.id, c.heading_path, c.text FROM chunks c WHERE NOT EXISTS"
             " (SELECT 1 FROM embeddings e WHERE e.chunk_id = c.id)"
@@ -185,23 +202,28 @@ kb_rc kb_vec_embed_pending(kb_store *store, kb_embedder *emb,
                               .docs_total = total };
     while (rc == KB_OK) {
         size_t n = 0;
+        int step = SQLITE_ROW;
         sqlite3_reset(sel);
         sqlite3_bind_int(sel, 1, EMBED_BATCH);
-        while (n < EMBED_BATCH && sqlite3_step(sel) == SQLITE_ROW) {
+        while (n < EMBED_BATCH && (step = sqlite3_step(sel)) == SQLITE_ROW) {
             ids[n] = sqlite3_column_int64(sel, 0);
             texts[n] = embed_text((const char *)sqlite3_column_text(sel, 1),
                                   (const char *)sqlite3_column_text(sel, 2));
-            n++;
+            if (!texts[n++]) {
+                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+                break;
+            }
         }
+        if (rc == KB_OK && step != SQLITE_ROW && step != SQLITE_DONE)
+            rc = kb_store_db_error(store, err, "read the chunks to embed");
         sqlite3_reset(sel);
-        if (n == 0)
-            break;
-        rc = kb_embedder_embed(emb, (const char *const *)texts, n, vecs, err);
+        if (rc == KB_OK && n > 0)
+            rc = kb_embedder_embed(emb, (const char *const *)texts, n, vecs, err);
         for (size_t i = 0; i < n; i++) {
             free(texts[i]);
             texts[i] = NULL;
         }
-        if (rc != KB_OK)
+        if (rc != KB_OK || n == 0)
             break;
         if ((rc = kb_store_begin(store, err)) != KB_OK)
             break;
@@ -283,7 +305,9 @@ static kb_rc build_index(kb_store *store, int dim, FaissIndex **out, kb_err *err
         rc = faiss_error(err, "create the vector index");
         goto out;
     }
-    size_t total = kb_vec_count(store);
+    size_t total = 0;
+    if ((rc = kb_vec_count(store, &total, err)) != KB_OK)
+        goto out;
     batch = malloc((total ? total : 1) * (size_t)dim * sizeof *batch);
     ids = malloc((total ? total : 1) * sizeof *ids);
     if (!batch || !ids) {
@@ -294,7 +318,10 @@ static kb_rc build_index(kb_store *store, int dim, FaissIndex **out, kb_err *err
                                &st, err)) != KB_OK)
         goto out;
     size_t n = 0;
-    while (n < total && sqlite3_step(st) == SQLITE_ROW) {
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (n == total)
+            break;   /* more rows than counted: caught below */
         const void *blob = sqlite3_column_blob(st, 1);
         size_t bytes = (size_t)sqlite3_column_bytes(st, 1);
         if (bytes != (size_t)dim * sizeof(float)) {
@@ -305,6 +332,17 @@ static kb_rc build_index(kb_store *store, int dim, FaissIndex **out, kb_err *err
         }
         memcpy(batch + n * (size_t)dim, blob, bytes);
         ids[n++] = (idx_t)sqlite3_column_int64(st, 0);
+    }
+    if (step != SQLITE_ROW && step != SQLITE_DONE) {
+        rc = kb_store_db_error(store, err, "read the stored vectors");
+        goto out;
+    }
+    if (step == SQLITE_ROW || n != total) {
+        /* never install an index that lacks vectors as current */
+        rc = kb_err_set(err, KB_ERR_DB, "the stored vectors changed while the "
+                        "index was built (%zu counted, %s%zu read); run the "
+                        "command again", total, step == SQLITE_ROW ? "over " : "", n);
+        goto out;
     }
     if (faiss_Index_is_trained(index) == 0 &&
         faiss_Index_train(index, (idx_t)n, batch) != 0) {
@@ -346,7 +384,8 @@ kb_rc kb_vec_rebuild(kb_store *store, kb_err *err)
         rc = faiss_error(err, "write the vector index");
         unlink(tmp.data);
     } else if (rename(tmp.data, path) != 0) {
-        rc = kb_err_set(err, KB_ERR_IO, "cannot write '%s'", path);
+        rc = kb_err_set(err, KB_ERR_IO, "cannot write '%s': %s", path,
+                        strerror(errno));
         unlink(tmp.data);
     } else {
         remove_stale_files(store, gen);
@@ -382,7 +421,10 @@ static kb_rc vec_load(kb_store *store, int dim, kb_err *err)
     if (store->vec && store->vec->generation == gen)
         return KB_OK;
     kb_vec_release(store);
-    size_t count = kb_vec_count(store);   /* once per load, not per query */
+    size_t count = 0;   /* once per load, not per query */
+    kb_rc crc = kb_vec_count(store, &count, err);
+    if (crc != KB_OK)
+        return crc;
     char *path = index_path(store, gen);
     FaissIndex *index = NULL;
     if (access(path, R_OK) == 0 &&
@@ -400,9 +442,16 @@ static kb_rc vec_load(kb_store *store, int dim, kb_err *err)
              * refresh it */
             kb_err werr;
             kb_err_clear(&werr);
-            if (kb_vec_rebuild(store, &werr) == KB_OK && store->vec)
+            kb_rc wrc = kb_vec_rebuild(store, &werr);
+            if (store->vec) {
+                /* built but not written: serve it from memory, say why the
+                 * next process will have to build it again */
+                if (wrc != KB_OK)
+                    kb_log_warn("%s", werr.msg);
                 return KB_OK;
-            kb_vec_release(store);
+            }
+            if (wrc != KB_OK)   /* the build itself failed: so would another */
+                return kb_err_set(err, wrc, "%s", werr.msg);
         }
         kb_rc rc = build_index(store, dim, &index, err);
         if (rc != KB_OK)
@@ -444,19 +493,31 @@ static kb_rc allowed_ids(kb_store *store, const kb_query_opts *opts,
     size_t cap = 1024;
     *n = 0;
     *ids = malloc(cap * sizeof **ids);
-    while (*ids && sqlite3_step(st) == SQLITE_ROW) {
+    int step = SQLITE_DONE;
+    while (*ids && (step = sqlite3_step(st)) == SQLITE_ROW) {
         if (*n == cap) {
             cap *= 2;
             int64_t *p = realloc(*ids, cap * sizeof *p);
-            if (!p)
+            if (!p) {   /* never a cut list: it would drop allowed chunks */
+                free(*ids);
+                *ids = NULL;
                 break;
+            }
             *ids = p;
         }
         (*ids)[(*n)++] = sqlite3_column_int64(st, 0);
     }
-    sqlite3_finalize(st);
     if (!*ids)
-        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    else if (step != SQLITE_DONE)
+        rc = kb_store_db_error(store, err, "read the chunks the filters allow");
+    sqlite3_finalize(st);
+    if (rc != KB_OK) {
+        free(*ids);
+        *ids = NULL;
+        *n = 0;
+        return rc;
+    }
     qsort(*ids, *n, sizeof **ids, cmp_i64);
     return KB_OK;
 }

@@ -132,16 +132,18 @@ kb_rc kb_vec_embed_pending(kb_store *store, kb_embedder *emb,
                            size_t *embedded, kb_err *err);
 /* Drops every vector (for a re-embedding with another model). */
 kb_rc kb_vec_clear(kb_store *store, kb_err *err);
-/* Number of chunks that have a vector (a table scan), and whether any
- * has one (cheap). */
-size_t kb_vec_count(kb_store *store);
+/* Sets *count to the number of chunks that have a vector (a table scan);
+ * fails on a database error. kb_vec_any says whether any has one (cheap). */
+kb_rc kb_vec_count(kb_store *store, size_t *count, kb_err *err);
 int kb_vec_any(kb_store *store);
 /* The k nearest chunks to the L2-normalised q (inner product), restricted
  * to the chunks allowed by opts' filters. Loads (or rebuilds) the index on
  * first use and keeps it with the store. */
 kb_rc kb_vec_search(kb_store *store, const float *q, int dim, size_t k,
                     const kb_query_opts *opts, kb_hits *out, kb_err *err);
-/* Builds the FAISS index from SQLite and writes it (atomically). */
+/* Builds the FAISS index from SQLite and writes it (atomically). When only
+ * the write fails, the built index stays loaded with the store and the
+ * write's error is returned. */
 kb_rc kb_vec_rebuild(kb_store *store, kb_err *err);
 void kb_vec_release(kb_store *store);
 

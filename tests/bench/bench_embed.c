@@ -1,6 +1,7 @@
 /* bench_embed.c - embedding throughput (chunks of 256 tokens per second)
  * and query-embedding latency of the local all-MiniLM-L6-v2.
- *   bench_embed [threads] [chunks]     (threads 0: the BLAS default)
+ *   bench_embed [threads] [chunks]     (threads 0: $KB_THREADS, else one
+ *   per online CPU, at most 16; BLAS itself always runs single-threaded)
  * Prints one line: key=value pairs (machine-readable, for scripts/bench-embed.sh). */
 #include <stdio.h>
 #include <stdlib.h>

@@ -13,6 +13,13 @@ contains "$out" "no qrels file given"
 expect_rc 2 kb eval --mode nonsense x.json
 contains "$out" "'nonsense' is no mode"
 expect_rc 2 kb eval --k 0 x.json
+contains "$out" "'0' is not a cut-off (a number from 1 to 1000)"
+expect_rc 2 kb eval x.json --mode
+contains "$out" "option '--mode' needs a value"
+expect_rc 2 kb eval a.json b.json
+contains "$out" "one qrels file only ('b.json' is extra)"
+expect_rc 2 kb eval --bogus x.json
+contains "$out" "unknown option '--bogus'"
 expect_rc 0 kb eval --help
 contains "$out" "--mode M"
 
@@ -37,6 +44,7 @@ EOF
 
 # no KB yet: a clear error, not a crash
 expect_rc 1 kb eval --mode lexical "$q"
+contains "$out" "no KB in '$KB_DIR'; run 'kb ingest' first"
 
 expect_rc 0 kb -q ingest --no-embed --manifest "$manifest" cuda-best-practices
 
@@ -98,4 +106,9 @@ contains "$out" "* cuda-best-practices: "
 
 expect_rc 0 kb eval --mode lexical --k 3 "$q"
 contains "$out" "nDCG@3"
+# the options' other spellings: --opt=value, -k, -v, a file after "--"
+expect_rc 0 kb eval --mode=lexical -k 3 -v -- "$q"
+contains "$out" "nDCG@3"
+contains "$out" "t1 "
+lacks "$out" "vector   unavailable"
 exit 0

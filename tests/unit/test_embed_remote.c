@@ -250,11 +250,19 @@ static void test_no_key(void **state)
     assert_string_equal(kb_embedder_name(e), "remote:test-model");
     kb_embedder_free(e);
     unsetenv("KB_EMBED_URL");
+    unsetenv("KB_EMBED_MODEL");
+    unsetenv("KB_EMBED_API_KEY");
     /* no model */
     assert_int_equal(kb_embedder_open_remote_opts(url, NULL, NULL, &o, &e, &err), KB_ERR_USAGE);
     fprintf(stderr, "no model: %s\n", err.msg);
+    assert_null(e);
+    assert_non_null(strstr(err.msg, "no embedding model given for '"));
+    assert_non_null(strstr(err.msg, url));
+    assert_non_null(strstr(err.msg, "set KB_EMBED_MODEL"));
     kb_err_clear(&err);
     assert_int_equal(kb_embedder_open_remote_opts("ftp://x/y", "m", NULL, &o, &e, &err), KB_ERR_USAGE);
+    assert_null(e);
+    assert_string_equal(err.msg, "embedding endpoint 'ftp://x/y' is not an http(s) URL");
 }
 
 static void expect_fail(int m, kb_rc want, const char *needle)

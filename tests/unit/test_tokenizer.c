@@ -28,12 +28,9 @@ static char *fixture(const char *name)
 
 static int setup(void **state)
 {
-    const char *env = getenv("KB_MODEL_DIR");
-    if (env)
-        model_dir = kb_strdup(env);
-    else
-        model_dir = kb_path_join(getenv("HOME") ? getenv("HOME") : "/",
-                                 ".cache/kb/models/all-MiniLM-L6-v2");
+    model_dir = kb_model_dir();   /* the one rule the CLI follows */
+    if (!model_dir)
+        return -1;
     if (!*model_dir)
         return 0;
     char *vocab = kb_path_join(model_dir, "vocab.txt");
@@ -146,6 +143,8 @@ static void test_missing_vocab(void **state)
     assert_int_equal(kb_tokenizer_open("/nonexistent/vocab.txt", &t, &err),
                      KB_ERR_MODEL);
     assert_null(t);
+    assert_non_null(strstr(err.msg, "'/nonexistent/vocab.txt'"));
+    assert_non_null(strstr(err.msg, "No such file or directory"));
     assert_non_null(strstr(err.msg, "make deps"));
 }
 
