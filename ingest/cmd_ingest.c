@@ -125,6 +125,12 @@ int cmd_ingest(int argc, char **argv, const kb_cli *cli, const kb_command *self)
                 stats.docs_unchanged, stats.docs_removed, stats.docs_failed,
                 stats.chunks_written);
     }
+    /* exit 3 says some items failed and the rest succeeded: when nothing
+     * could be read at all, the run failed */
+    if (rc == KB_ERR_PARTIAL && stats.docs_changed + stats.docs_unchanged == 0) {
+        fprintf(stderr, "kb: nothing could be ingested; first failure: %s\n", err.msg);
+        return 1;
+    }
     if (rc == KB_ERR_PARTIAL) {
         fprintf(stderr, "kb: some sources or documents failed; first: %s\n", err.msg);
         return kb_rc_exit_status(rc);

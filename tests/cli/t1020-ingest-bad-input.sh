@@ -33,8 +33,9 @@ if [ -f "$KB_TMP/fresh/kb.sqlite" ]; then
 fi
 survives "bad manifests"
 
-# an unreachable URL: a clear error, exit status 3 (some failed)
-expect_rc 3 kb ingest --no-embed http://127.0.0.1:9/missing.html
+# an unreachable URL: a clear error; nothing was ingested, so exit status 1
+expect_rc 1 kb ingest --no-embed http://127.0.0.1:9/missing.html
+contains "$out" "nothing could be ingested"
 contains "$out" "cannot fetch 'http://127.0.0.1:9/missing.html'"
 survives "unreachable URL"
 
@@ -57,8 +58,8 @@ cat > "$KB_TMP/threebad.json" <<JSON
             {"id":"bin1","title":"Bin 1","url":"https://example.org/b1","mirror":["bin1.md"],"format":"markdown"},
             {"id":"bin2","title":"Bin 2","url":"https://example.org/b2","mirror":["bin2.md"],"format":"markdown"}]}
 JSON
-expect_rc 3 kb ingest --no-embed --manifest "$KB_TMP/threebad.json" --mirror "$KB_TMP/m"
-contains "$out" "first: cannot find 'nowhere/lost.md'"
+expect_rc 1 kb ingest --no-embed --manifest "$KB_TMP/threebad.json" --mirror "$KB_TMP/m"
+contains "$out" "first failure: cannot find 'nowhere/lost.md'"
 e=$(sql "SELECT last_error FROM sources WHERE id = 'lost'"); contains "$e" "cannot find 'nowhere/lost.md'"
 e=$(sql "SELECT last_error FROM sources WHERE id = 'bin1'"); contains "$e" "bin1.md"; lacks "$e" "lost.md"
 e=$(sql "SELECT last_error FROM sources WHERE id = 'bin2'"); contains "$e" "bin2.md"; lacks "$e" "bin1.md"
@@ -70,7 +71,7 @@ cat > "$KB_TMP/mirrored.json" <<JSON
 JSON
 expect_rc 0 kb ingest --no-embed --manifest "$KB_TMP/mirrored.json" --mirror "$KB_TMP/m"
 [ "$(sql "SELECT count(*) FROM documents WHERE source_id = 'mirrored'")" = 1 ] || fail "mirrored source not ingested"
-KB_MIRROR= expect_rc 3 kb ingest --no-embed --manifest "$KB_TMP/mirrored.json"
+KB_MIRROR= expect_rc 1 kb ingest --no-embed --manifest "$KB_TMP/mirrored.json"
 contains "$out" "cannot fetch 'http://127.0.0.1:9/here.md'"
 [ "$(sql "SELECT count(*) FROM documents WHERE source_id = 'mirrored'")" = 1 ] || fail "a failed fetch removed the mirrored document"
 
@@ -78,12 +79,12 @@ contains "$out" "cannot fetch 'http://127.0.0.1:9/here.md'"
 cat > "$KB_TMP/folder.json" <<JSON
 {"sources":[{"id":"tree","title":"Tree","url":"http://127.0.0.1:9/tree/docs","mirror":["docs/"],"format":"markdown"}]}
 JSON
-KB_MIRROR= expect_rc 3 kb ingest --no-embed --manifest "$KB_TMP/folder.json"
+KB_MIRROR= expect_rc 1 kb ingest --no-embed --manifest "$KB_TMP/folder.json"
 contains "$out" "source 'tree' is a folder ('docs/'): it is read from a mirror"
 
 # binary data named .html
 head -c 4096 /dev/urandom > "$KB_TMP/binary.html"
-expect_rc 3 kb ingest --no-embed "$KB_TMP/binary.html"
+expect_rc 1 kb ingest --no-embed "$KB_TMP/binary.html"
 contains "$out" "'$KB_TMP/binary.html' does not look like HTML (binary data)"
 survives "binary HTML"
 # truncated HTML: recovered, what is there is searchable
@@ -98,7 +99,7 @@ expect_rc 0 kb ingest --no-embed "$KB_TMP/empty.md"
           WHERE d.key = '$KB_TMP/empty.md'")" = 0 ] || fail "the empty Markdown file stored chunks"
 # a 50 MB file: refused clearly, nothing else touched
 head -c 52428800 /dev/zero | tr '\0' 'a' > "$KB_TMP/huge.txt"
-expect_rc 3 kb ingest --no-embed "$KB_TMP/huge.txt"
+expect_rc 1 kb ingest --no-embed "$KB_TMP/huge.txt"
 contains "$out" "too large"
 survives "50 MB file"
 

@@ -50,9 +50,10 @@ expect_json 0 kb ingest --no-embed --json --manifest "$KB_TMP/m.json"
 [ "$(json_get "$out" "j['documents_unchanged']")" -eq 3 ] || fail "second fetch: $out"
 grep -q '" 304 ' "$KB_TMP/server.log" || fail "no conditional request: $(cat "$KB_TMP/server.log")"
 
-# the server is gone: a clear error, exit status 3, the documents stay
+# the server is gone: a clear error, exit status 1 (nothing could be read),
+# the documents stay
 kill $server; wait $server 2>/dev/null
-expect_rc 3 kb ingest --no-embed --manifest "$KB_TMP/m.json"
+expect_rc 1 kb ingest --no-embed --manifest "$KB_TMP/m.json"
 contains "$out" "cannot fetch '$base/page.html'"
 expect_json 0 kb query --mode lexical --json "occupancy hides latency"
 [ "$(json_get "$out" "len(j['results'])")" -ge 1 ] || fail "document lost when the server went away"
