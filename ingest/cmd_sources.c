@@ -66,13 +66,10 @@ int cmd_sources(int argc, char **argv, const kb_cli *cli, const kb_command *self
     if (json) {
         cJSON *root = cJSON_CreateObject();
         cJSON_AddItemToObject(root, "sources", arr);
-        char *out = cJSON_PrintUnformatted(root);
-        puts(out ? out : "{}");
-        free(out);
-        cJSON_Delete(root);
+        rc = kb_cli_print_json(root, &err);
     }
     kb_status_release(&st);
     kb_store_close(store);
     kb_manifest_release(&m);
-    return 0;
+    return rc == KB_OK ? 0 : kb_cli_fail(&err);
 }

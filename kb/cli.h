@@ -8,6 +8,8 @@
 
 #include "kb/kb.h"
 
+#include <cjson/cJSON.h>
+
 /* Options that every command accepts, parsed by main.c from anywhere on
  * the command line. */
 typedef struct {
@@ -48,6 +50,9 @@ kb_rc kb_cli_open_store(const kb_cli *cli, int flags, kb_store **store,
  * status of a usage error it has reported. */
 int kb_cli_parse_plain(int argc, char **argv, const kb_command *self,
                        const char *option, const char **value, int *json);
+/* Prints root as one line of JSON on stdout and frees it (root may be
+ * NULL: out of memory). Returns KB_OK, or KB_ERR_NOMEM with err set. */
+kb_rc kb_cli_print_json(cJSON *root, kb_err *err);
 /* 1 if argv holds -h or --help (before a "--"). */
 int kb_cli_wants_help(int argc, char **argv);
 

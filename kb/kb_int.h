@@ -36,6 +36,8 @@ kb_rc kb_store_meta_set(kb_store *store, const char *key, const char *value,
                         kb_err *err);
 /* Total size in bytes of the files in the KB directory. */
 long long kb_store_disk_size(const kb_store *store);
+/* The schema version, or -1 when the file is not a database; 0 when new. */
+int kb_store_schema_version(kb_store *store);
 
 /* ------------------------------------------------------------ ingest/chunk.c */
 

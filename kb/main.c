@@ -86,6 +86,17 @@ void kb_cli_usage(const kb_command *cmd, int to_stderr)
         fprintf(f, "\noptions:\n%s", cmd->help);
 }
 
+kb_rc kb_cli_print_json(cJSON *root, kb_err *err)
+{
+    char *s = root ? cJSON_PrintUnformatted(root) : NULL;
+    cJSON_Delete(root);
+    if (!s)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory printing JSON");
+    puts(s);
+    free(s);
+    return KB_OK;
+}
+
 int kb_cli_fail(const kb_err *err)
 {
     fprintf(stderr, "kb: %s\n", err->msg[0] ? err->msg : kb_rc_name(err->rc));

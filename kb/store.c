@@ -156,8 +156,7 @@ kb_rc kb_store_meta_set(kb_store *store, const char *key, const char *value,
     return rc;
 }
 
-/* The schema version, or -1 when the file is not a database; 0 when new. */
-static int read_version(kb_store *store)
+int kb_store_schema_version(kb_store *store)
 {
     sqlite3_stmt *st = NULL;
     int version = -1;
@@ -227,7 +226,7 @@ kb_rc kb_store_open(const char *dir, int flags, kb_store **out, kb_err *err)
         goto out;
     }
     sqlite3_busy_timeout(store->db, 10000);
-    int version = read_version(store);
+    int version = kb_store_schema_version(store);
     if (version < 0) {
         rc = kb_store_db_error(store, err, "read the schema");
         goto out;

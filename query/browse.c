@@ -10,17 +10,6 @@ static char *col_dup(sqlite3_stmt *st, int i)
     return kb_strdup(s ? (const char *)s : "");
 }
 
-static size_t count_rows(kb_store *store, const char *sql)
-{
-    sqlite3_stmt *st = NULL;
-    size_t n = 0;
-    if (sqlite3_prepare_v2(store->db, sql, -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        n = (size_t)sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return n;
-}
-
 kb_rc kb_store_status(kb_store *store, kb_status *out, kb_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -64,10 +53,9 @@ kb_rc kb_store_status(kb_store *store, kb_status *out, kb_err *err)
         rc = kb_store_db_error(store, err, "read the sources");
         goto out;
     }
-    out->embeddings = count_rows(store, "SELECT count(*) FROM sqlite_master WHERE "
-                                 "name = 'embeddings'")
-                          ? count_rows(store, "SELECT count(*) FROM embeddings") : 0;
-    out->schema_version = (int)count_rows(store, "PRAGMA user_version");
+    if ((rc = kb_vec_count(store, &out->embeddings, err)) != KB_OK)
+        goto out;
+    out->schema_version = kb_store_schema_version(store);
     out->disk_bytes = kb_store_disk_size(store);
     char *e = kb_store_meta_get(store, "embedder");
     out->embedder = e ? e : kb_strdup("");
@@ -124,9 +112,11 @@ kb_rc kb_get_chunk(kb_store *store, int64_t chunk_id, int whole_section,
         return rc;
     sqlite3_bind_int64(st, 1, chunk_id);
     size_t cap = 0;
-    int step;
+    int step = SQLITE_DONE;
     while (rc == KB_OK && (step = sqlite3_step(st)) == SQLITE_ROW)
         rc = push_result(out, &cap, st, err);
+    if (rc == KB_OK && step != SQLITE_DONE)
+        rc = kb_store_db_error(store, err, "read the chunk");
     sqlite3_finalize(st);
     if (rc == KB_OK && out->n == 0)
         rc = kb_err_set(err, KB_ERR_NOTFOUND, "no chunk %lld in this KB",
@@ -151,7 +141,8 @@ kb_rc kb_papers_list(kb_store *store, const char *section, kb_paper_list *out,
     if (section)
         sqlite3_bind_text(st, 1, section, -1, SQLITE_STATIC);
     size_t cap = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         if (out->n == cap) {
             cap = cap ? cap * 2 : 64;
             kb_paper_row *p = realloc(out->items, cap * sizeof *p);
@@ -168,6 +159,8 @@ kb_rc kb_papers_list(kb_store *store, const char *section, kb_paper_list *out,
         r->section = col_dup(st, 3);
         r->links_json = col_dup(st, 4);
     }
+    if (rc == KB_OK && step != SQLITE_DONE)
+        rc = kb_store_db_error(store, err, "read the papers");
     sqlite3_finalize(st);
     if (rc != KB_OK)
         kb_paper_list_release(out);

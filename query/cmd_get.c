@@ -40,8 +40,10 @@ int cmd_get(int argc, char **argv, const kb_cli *cli, const kb_command *self)
         opts.text = id_arg;
         kb_buf out;
         kb_buf_init(&out, 0);
-        kb_results_to_json(&opts, &res, &out);
-        puts(out.data);
+        if ((rc = kb_results_to_json(&opts, &res, &out)) == KB_OK)
+            puts(out.data);
+        else
+            kb_err_set(&err, rc, "out of memory printing JSON");
         kb_buf_release(&out);
     } else if (rc == KB_OK) {
         const kb_result *first = &res.items[0];

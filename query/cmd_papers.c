@@ -34,10 +34,7 @@ int cmd_papers(int argc, char **argv, const kb_cli *cli, const kb_command *self)
             cJSON_AddItemToObject(o, "links", links ? links : cJSON_CreateObject());
             cJSON_AddItemToArray(arr, o);
         }
-        char *s = cJSON_PrintUnformatted(root);
-        puts(s ? s : "{}");
-        free(s);
-        cJSON_Delete(root);
+        rc = kb_cli_print_json(root, &err);
     } else if (rc == KB_OK) {
         const char *last = "";
         for (size_t i = 0; i < list.n; i++) {

@@ -157,11 +157,13 @@ int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command *self)
         opts.snippet = 0;
     kb_buf text;
     kb_buf_init(&text, 1 << 16);
-    for (int i = optind; i < argc; i++) {
-        if (i > optind)
-            kb_buf_putc(&text, ' ');
-        kb_buf_puts(&text, argv[i]);
-    }
+    for (int i = optind; i < argc; i++)
+        if ((i > optind && kb_buf_putc(&text, ' ') != KB_OK) ||
+            kb_buf_puts(&text, argv[i]) != KB_OK) {
+            kb_buf_release(&text);
+            return kb_cli_usage_error(self, "the query text is longer than %d bytes",
+                                      1 << 16);
+        }
     opts.text = text.data;
 
     kb_err err;
@@ -176,8 +178,10 @@ int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command *self)
         if (json) {
             kb_buf out;
             kb_buf_init(&out, 0);
-            kb_results_to_json(&opts, &res, &out);
-            puts(out.data ? out.data : "{}");
+            if ((rc = kb_results_to_json(&opts, &res, &out)) == KB_OK)
+                puts(out.data);
+            else
+                kb_err_set(&err, rc, "out of memory printing JSON");
             kb_buf_release(&out);
         } else {
             print_human(cli, &opts, &res, explain);

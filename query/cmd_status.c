@@ -59,10 +59,7 @@ int cmd_status(int argc, char **argv, const kb_cli *cli, const kb_command *self)
                 cJSON_AddNullToObject(x, "last_error");
             cJSON_AddItemToArray(arr, x);
         }
-        char *s = cJSON_PrintUnformatted(o);
-        puts(s ? s : "{}");
-        free(s);
-        cJSON_Delete(o);
+        rc = kb_cli_print_json(o, &err);
     } else if (rc == KB_OK) {
         printf("KB %s: %zu sources, %zu documents, %zu chunks, %zu papers, "
                "%.1f MB on disk\n", kb_store_dir(store), st.n, st.documents, st.chunks, st.papers,

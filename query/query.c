@@ -119,7 +119,11 @@ static kb_rc lexical_candidates(kb_store *store, const kb_query_opts *opts,
     kb_buf_init(&sql, 0);
     sqlite3_stmt *st = NULL;
     kb_rc rc = kb_fts_build_match(opts->text, &match);
-    if (rc != KB_OK || match.len == 0)
+    if (rc != KB_OK) {
+        rc = kb_err_set(err, rc, "out of memory building the search");
+        goto out;
+    }
+    if (match.len == 0)
         goto out;   /* nothing searchable: no lexical candidates */
     kb_buf_printf(&sql, "SELECT chunks_fts.rowid, bm25(chunks_fts, %g, %g, %g, %g)"
                   " AS s FROM chunks_fts", W_TITLE, W_HEADING, W_BODY, W_IDENTS);
@@ -233,7 +237,11 @@ static kb_rc hydrate(kb_store *store, sqlite3_stmt *st, int64_t id,
 {
     sqlite3_reset(st);
     sqlite3_bind_int64(st, 1, id);
-    if (sqlite3_step(st) != SQLITE_ROW)
+    int step = sqlite3_step(st);
+    if (step == SQLITE_DONE)   /* found by an index the KB no longer matches */
+        return kb_err_set(err, KB_ERR_NOTFOUND, "chunk %lld was found but is not "
+                          "in the KB; run 'kb ingest'", (long long)id);
+    if (step != SQLITE_ROW)
         return kb_store_db_error(store, err, "read a chunk");
     if (kb_result_from_row(st, r) != KB_OK)
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");

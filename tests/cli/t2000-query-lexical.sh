@@ -83,7 +83,16 @@ expect_rc 0 kb query --mode lexical -k 2 --explain "shared memory bank conflicts
 contains "$out" "1. ["
 contains "$out" "https://"
 contains "$out" "lexical #"
+# colour only on a terminal, and never with NO_COLOR (lib.sh sets it)
+out=$(env -u NO_COLOR "$KB_BIN" query --mode lexical -k 2 "shared memory bank conflicts")
 lacks "$out" $'\033['
+out=$(env -u NO_COLOR script -qec "'$KB_BIN' query --mode lexical -k 2 'shared memory bank conflicts'" /dev/null)
+contains "$out" $'\033['
+out=$(script -qec "'$KB_BIN' query --mode lexical -k 2 'shared memory bank conflicts'" /dev/null)
+lacks "$out" $'\033['
+# query text past 64 KiB is refused, not cut
+expect_rc 2 kb query --mode lexical "$(head -c 70000 /dev/zero | tr '\0' 'a')"
+contains "$out" "the query text is longer than 65536 bytes"
 
 # kb get prints the chunk; --section the whole section
 id=$(json_get "$(kb query --mode lexical --json -k 1 'cp.async.bulk.tensor')" "j['results'][0]['chunk_id']")
