@@ -90,6 +90,7 @@ done
 kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
 left=$(sql "SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.chunk_id=c.id)")
 [ "$left" -lt "$missing" ] || fail "the killed pass embedded nothing ($left of $missing left)"
+[ "$left" -gt 0 ] || fail "the pass ended before it was killed: the resume went untested"
 expect_json 0 kb ingest --json --manifest "$MANIFEST" cuda-best-practices
 [ "$(json_get "$out" "j['chunks_embedded']")" -eq "$left" ] || fail "resume embedded $(json_get "$out" "j['chunks_embedded']"), wanted $left"
 [ "$(sql "SELECT count(*) FROM embeddings")" -eq "$(sql "SELECT count(*) FROM chunks")" ] || fail "vectors after resume"
@@ -99,6 +100,7 @@ expect_rc 0 kb ingest -q --index HNSW32 --manifest "$MANIFEST" cuda-best-practic
 [ "$(sql "SELECT value FROM meta WHERE key='vec_index'")" = HNSW32 ] || fail "index kind not recorded"
 expect_json 0 kb query --mode vector --json -k 5 "$semantic"
 [ "$(json_get "$out" "len(j['results'])")" -eq 5 ] || fail "HNSW search"
+grep -qa IHNf "$KB_DIR"/vectors.*.faiss || fail "the index file holds no HNSW index"
 
 # a lexical-only KB: vector mode is a clear error, hybrid answers lexically
 export KB_DIR="$KB_TMP/lexonly"
