@@ -132,7 +132,8 @@ static kb_rc store_chunk(chunker *ch, kb_kind kind, const kb_block *b,
     c->first = b;
     if (!c->heading_json || !c->heading_text || !c->anchor || !c->text)
         return KB_ERR_NOMEM;
-    c->tokens = (int)(kb_chunk_count_tokens(ch->tok, c->heading_text) + 1 +
+    /* word pieces add up across whitespace: the path, a line break, the text */
+    c->tokens = (int)(kb_chunk_count_tokens(ch->tok, c->heading_text) +
                       kb_chunk_count_tokens(ch->tok, c->text));
     return KB_OK;
 }
@@ -265,7 +266,7 @@ kb_rc kb_chunk_doc(const kb_doc *doc, const kb_tokenizer *tok, int max_tokens,
     for (size_t i = 0; i < doc->nblocks && rc == KB_OK; i++) {
         const kb_block *b = &doc->blocks[i];
         char *htext = heading_text(b, b->depth);
-        size_t prefix = htext ? kb_chunk_count_tokens(tok, htext) + 1 : 0;
+        size_t prefix = htext ? kb_chunk_count_tokens(tok, htext) : 0;
         free(htext);
         /* the prefix counts against the budget; only an absurdly deep path
          * (over max - 32 pieces) leaves the text less than its due */

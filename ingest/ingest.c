@@ -19,7 +19,7 @@
 /* Bump whenever parsing or chunking changes what a document becomes. The
  * stored hash covers it, so a KB ingested by an older kb has each document
  * read again once, instead of keeping its old chunks as "unchanged". */
-#define KB_INGEST_VERSION 2   /* 2: CUDA functions anchored by line */
+#define KB_INGEST_VERSION 3   /* 2: CUDA anchors by line; 3: chunks fit the window */
 
 /* One document to look at: where its bytes are and how results cite it. */
 typedef struct {

@@ -59,7 +59,9 @@ typedef struct {
     size_t n, cap;
 } kb_chunks;
 
-#define KB_CHUNK_MAX_TOKENS 256
+/* The encoder's window (KB_TOK_MAX_LEN, 256 pieces) less the [CLS] and
+ * [SEP] it adds: a chunk this long is embedded whole. */
+#define KB_CHUNK_MAX_TOKENS 254
 
 /* Counts word pieces: with tok, exactly; without, an estimate that follows
  * BERT's pre-tokenisation (words, punctuation, long words in pieces). */
