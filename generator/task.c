@@ -891,6 +891,18 @@ static int list_len(char *const *l, int max)
     return n;
 }
 
+/* Grows the array *items of *n elements of size bytes by one zeroed
+ * element and returns it; NULL (the array untouched) when out of memory. */
+static void *append_zeroed(void **items, size_t *n, size_t size)
+{
+    char *p = realloc(*items, (*n + 1) * size);
+    if (!p)
+        return NULL;
+    *items = p;
+    memset(p + *n * size, 0, size);
+    return p + (*n)++ * size;
+}
+
 kb_rc kb_cand_header_parse(const char *src, kb_cand_header *out, kb_err *err)
 {
     kb_cand_header h;
@@ -911,27 +923,21 @@ kb_rc kb_cand_header_parse(const char *src, kb_cand_header *out, kb_err *err)
             p = stop;
         }
         if (strncmp(p, "kb-launch:", 10) == 0) {
-            kb_launch *nl = realloc(h.launches, (h.nlaunches + 1) * sizeof *nl);
-            if (!nl) {
+            kb_launch *x = append_zeroed((void **)&h.launches, &h.nlaunches, sizeof *x);
+            if (!x) {
                 rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
                 break;
             }
-            h.launches = nl;
-            kb_launch *x = &h.launches[h.nlaunches++];
-            memset(x, 0, sizeof *x);
             rc = header_items(p + 10, stop, "kb-launch", launch_item, x, err);
             if (rc == KB_OK && (!x->kernel || !x->grid[0] || !x->block[0]))
                 rc = kb_err_set(err, KB_ERR_PARSE,
                                 "kb-launch needs kernel=, grid= and block=");
         } else if (strncmp(p, "kb-tensormap:", 13) == 0) {
-            kb_tensormap *nm = realloc(h.maps, (h.nmaps + 1) * sizeof *nm);
-            if (!nm) {
+            kb_tensormap *m = append_zeroed((void **)&h.maps, &h.nmaps, sizeof *m);
+            if (!m) {
                 rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
                 break;
             }
-            h.maps = nm;
-            kb_tensormap *m = &h.maps[h.nmaps++];
-            memset(m, 0, sizeof *m);
             rc = header_items(p + 13, stop, "kb-tensormap", tensormap_item, m, err);
             m->rank = list_len(m->dims, KB_TMAP_MAX_RANK);
             if (rc == KB_OK && (!m->buffer || !m->rank ||
