@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "kb/kb.h"
+#include "index/index.h"
 
 static char *model_dir;
 static kb_tokenizer *tok;
