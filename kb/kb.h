@@ -114,7 +114,7 @@ void kb_log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void kb_log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void kb_log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* ------------------------------------------------------------------ documents */
+/* ------------------------------------------------------------------ kinds, filters */
 
 /* What a chunk holds; stored as its name ("text", "code", ...). */
 typedef enum {
