@@ -27,18 +27,9 @@ struct kb_remote {
     int dim;
 };
 
-static long env_long(const char *name, long dflt)
-{
-    long v;
-    const char *s = getenv(name);
-    if (s && kb_parse_long(s, 1, 86400000L, &v) == KB_OK)
-        return v;
-    return dflt;
-}
-
 void kb_remote_opts_default(kb_remote_opts *o)
 {
-    o->timeout_ms = env_long("KB_EMBED_TIMEOUT_MS", 60000);
+    o->timeout_ms = 60000;
     o->connect_timeout_ms = 10000;
     o->max_retries = 4;
     o->retry_base_ms = 500;
