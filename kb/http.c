@@ -407,7 +407,7 @@ static kb_rc setup_handle(CURL *h, const kb_http_request *req,
     SET(CURLOPT_USERAGENT, HTTP_USER_AGENT);
     SET(CURLOPT_NOSIGNAL, 1L);
     SET(CURLOPT_ERRORBUFFER, errbuf);
-    SET(CURLOPT_FOLLOWLOCATION, has_key || redirects == 0 ? 0L : 1L);
+    SET(CURLOPT_FOLLOWLOCATION, has_key ? 0L : 1L);
     SET(CURLOPT_MAXREDIRS, redirects);
 #if LIBCURL_VERSION_NUM >= 0x075500
     SET(CURLOPT_PROTOCOLS_STR, "http,https");

@@ -27,7 +27,8 @@ typedef struct {
     long low_speed_time_s;    /* cut off after this long below 1 byte/s;
                                  default 30; 0: no such cut-off */
     size_t max_bytes;         /* cap on a body (or a stream); default 64 MiB */
-    long max_redirects;       /* redirects followed; default 5; 0: none */
+    long max_redirects;       /* redirects followed, more is an error;
+                                 default 5 */
     int max_retries;          /* retries after the first attempt; default 3 */
     long retry_base_ms;       /* first backoff, doubling; default 500 */
     long retry_max_ms;        /* cap on each wait, Retry-After included;
