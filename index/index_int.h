@@ -5,7 +5,7 @@
 #ifndef KB_INDEX_INT_H
 #define KB_INDEX_INT_H
 
-#include "kb/kb.h"
+#include "index/index.h"
 
 /* ------------------------------------------------------------ safetensors.c */
 

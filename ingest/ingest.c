@@ -1,6 +1,6 @@
 /* ingest.c - the ingest driver: sources -> documents -> parse -> chunk ->
  * store, one transaction per document, incremental by content hash. */
-#include "kb/kb_int.h"
+#include "ingest/ingest_int.h"
 #include "kb/config.h"
 
 #include <cjson/cJSON.h>
@@ -776,17 +776,8 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
         kb_rc erc = kb_embedder_open_config(opts->config, &emb, err);
         if (erc == KB_OK && opts->reembed)
             erc = kb_vec_clear(store, err);
-        if (erc == KB_OK && opts->index_kind) {
-            char *old = kb_store_meta_get(store, "vec_index");
-            if (!old || strcmp(old, opts->index_kind) != 0) {
-                erc = kb_store_meta_set(store, "vec_index", opts->index_kind, err);
-                if (erc == KB_OK)   /* a new kind of index: a new file */
-                    erc = kb_store_exec(store, "UPDATE meta SET value ="
-                                        " CAST(value AS INTEGER) + 1 WHERE key ="
-                                        " 'vec_generation'", err);
-            }
-            free(old);
-        }
+        if (erc == KB_OK && opts->index_kind)
+            erc = kb_vec_set_index_kind(store, opts->index_kind, err);
         if (erc == KB_OK)
             erc = kb_vec_embed_pending(store, emb, opts->progress,
                                        opts->progress_ctx,

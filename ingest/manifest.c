@@ -1,5 +1,5 @@
 /* manifest.c - corpus/sources.json: the documents kb ingests. */
-#include "kb/kb_int.h"
+#include "ingest/ingest_int.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>

@@ -91,6 +91,13 @@ char *kb_strdup(const char *s);
 char *kb_strndup(const char *s, size_t n);
 /* Joins a and b with one '/' (caller frees). */
 char *kb_path_join(const char *a, const char *b);
+/* Makes room for need elements of elem bytes in the array whose address
+ * is arrp (a T **), of capacity *cap: grows by doubling (at least 8). On
+ * failure returns KB_ERR_NOMEM and leaves the array and *cap untouched.
+ * Use through KB_GROW(items, need, cap) (git's ALLOC_GROW). */
+kb_rc kb_grow(void *arrp, size_t *cap, size_t need, size_t elem)
+    __attribute__((warn_unused_result));
+#define KB_GROW(items, need, cap) kb_grow(&(items), &(cap), (need), sizeof *(items))
 /* Milliseconds from a monotonic clock. */
 double kb_now_ms(void);
 /* Strict integer parse of a whole string; KB_ERR_USAGE if not a number in
@@ -114,7 +121,7 @@ void kb_log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * struct and its table. */
 typedef struct kb_config kb_config;
 
-/* ------------------------------------------------------------------ documents */
+/* ------------------------------------------------------------------ kinds, filters */
 
 /* What a chunk holds; stored as its name ("text", "code", ...). */
 typedef enum {
@@ -129,94 +136,18 @@ const char *kb_kind_name(kb_kind kind);
 /* Returns 0 and sets *out, or -1 if name is no kind. */
 int kb_kind_parse(const char *name, kb_kind *out);
 
-#define KB_MAX_HEADING_DEPTH 12
+#define KB_FILTER_MAX_SOURCES 32
 
-/* A link of a paper record, by label: "paper", "code", "blog", ... */
+/* Which chunks a search may return: by source and by kind. Its SQL lives
+ * beside the schema (kb/store.c), so every index filters alike. */
 typedef struct {
-    char *label;
-    char *url;
-} kb_link;
+    const char *sources[KB_FILTER_MAX_SOURCES];
+    size_t nsources;                       /* 0: every source */
+    unsigned kinds;                        /* bit (1u << kb_kind); 0: all */
+} kb_filter;
 
-/* One entry of a literature list. */
-typedef struct {
-    char *date;        /* "YYYY-MM" (from "[MM/YYYY]"), or "" */
-    char *title;
-    kb_link *links;
-    size_t nlinks;
-} kb_paper;
-
-/* One block of a parsed document: a paragraph run, a code block, a table,
- * a list, or a paper record, under the heading path where it appeared.
- * heading[0] is the document's top heading. anchor is the deep-link anchor
- * of the innermost heading that has one ("" if none). */
-typedef struct {
-    kb_kind kind;
-    char *heading[KB_MAX_HEADING_DEPTH];
-    size_t depth;
-    char *anchor;
-    char *text;
-    kb_paper *paper;   /* KB_KIND_PAPER only */
-} kb_block;
-
-/* A parsed document. Parsers fill it through kb_doc_heading / kb_doc_add /
- * kb_doc_add_paper; the chunker reads blocks. All strings are owned by the
- * doc and freed by kb_doc_release. */
-typedef struct {
-    char *title;                                 /* may be NULL */
-    kb_block *blocks;
-    size_t nblocks, capblocks;
-    /* the current heading stack */
-    char *stack[KB_MAX_HEADING_DEPTH];
-    char *stack_anchor[KB_MAX_HEADING_DEPTH];
-    size_t depth;
-} kb_doc;
-
-void kb_doc_init(kb_doc *doc);
-void kb_doc_release(kb_doc *doc);
-/* Opens a section at level (1 = top). Deeper open sections close; a level
- * deeper than depth+1 nests directly under the current one. anchor may be
- * NULL or "". The first level-1 heading also becomes the title if unset. */
-kb_rc kb_doc_heading(kb_doc *doc, int level, const char *title,
-                     const char *anchor);
-/* Adds a block of text/code/table under the current section. Text is copied;
- * empty or all-blank text is ignored. */
-kb_rc kb_doc_add(kb_doc *doc, kb_kind kind, const char *text, size_t len);
-/* Adds a paper record under the current section (kind paper). The paper's
- * strings are copied. */
-kb_rc kb_doc_add_paper(kb_doc *doc, const kb_paper *paper);
-void kb_paper_release(kb_paper *p);
-
-/* ------------------------------------------------------------------ parsers */
-
-/* Every parser takes the raw bytes of one document and fills doc. path is
- * the document's path or URL, for messages and for formats that depend on
- * the file name. A parser never fails on merely odd input (it recovers);
- * it fails with KB_ERR_PARSE on input that is not its format at all (for
- * example binary data given as HTML). */
-typedef kb_rc (*kb_parse_fn)(const char *data, size_t len, const char *path,
-                             kb_doc *doc, kb_err *err);
-
-kb_rc kb_parse_html(const char *data, size_t len, const char *path,
-                    kb_doc *doc, kb_err *err);
-/* CommonMark + tables. List items of the form "[MM/YYYY] Title [[label]](url)
- * | ..." become paper records. */
-kb_rc kb_parse_markdown(const char *data, size_t len, const char *path,
-                        kb_doc *doc, kb_err *err);
-kb_rc kb_parse_rst(const char *data, size_t len, const char *path,
-                   kb_doc *doc, kb_err *err);
-/* .cu/.cuh/.h/.cpp: the leading comment, then one code block per function
- * with its preceding comment. */
-kb_rc kb_parse_cuda(const char *data, size_t len, const char *path,
-                    kb_doc *doc, kb_err *err);
-kb_rc kb_parse_text(const char *data, size_t len, const char *path,
-                    kb_doc *doc, kb_err *err);
-/* Picks a parser from the file name (extension), else from format hint
- * ("html", "markdown", "rst", "cuda-source", "text"), else by sniffing.
- * Returns NULL for a file kb does not ingest (images, binaries). */
-kb_parse_fn kb_parser_for(const char *path, const char *format_hint);
-/* The GitHub-style slug of a heading ("Loop Counters: Signed" ->
- * "loop-counters-signed"). Caller frees. */
-char *kb_slugify(const char *heading);
+/* 1 when the filter lets every chunk through. */
+int kb_filter_is_empty(const kb_filter *f);
 
 /* ------------------------------------------------------------------ fetch */
 
@@ -264,21 +195,6 @@ kb_rc kb_fetch_url(const char *url, const char *cache_dir,
 
 /* ------------------------------------------------------------------ embeddings */
 
-/* The WordPiece tokenizer of BERT-style models (all-MiniLM-L6-v2). */
-typedef struct kb_tokenizer kb_tokenizer;
-
-/* Loads vocab.txt. *out is freed with kb_tokenizer_free. */
-kb_rc kb_tokenizer_open(const char *vocab_path, kb_tokenizer **out,
-                        kb_err *err);
-void kb_tokenizer_free(kb_tokenizer *tok);
-/* Token ids of text as the model sees it: [CLS] pieces [SEP], at most max
- * ids (truncating the pieces, keeping [SEP]). Returns the count in *n. */
-kb_rc kb_tokenizer_encode(const kb_tokenizer *tok, const char *text,
-                          int32_t *ids, size_t max, size_t *n);
-/* Number of word pieces of text without [CLS]/[SEP] and without truncation;
- * what the chunker sizes chunks by. */
-size_t kb_tokenizer_count(const kb_tokenizer *tok, const char *text);
-
 /* An embedder: text -> L2-normalised float vectors. */
 typedef struct kb_embedder kb_embedder;
 
@@ -313,8 +229,6 @@ int kb_embedder_dim(const kb_embedder *e);
 const char *kb_embedder_name(const kb_embedder *e);
 /* SHA-256 of the weights (local) or "" (remote): recorded in the KB. */
 const char *kb_embedder_weights_hash(const kb_embedder *e);
-/* The embedder's tokenizer, NULL for a remote one. */
-const kb_tokenizer *kb_embedder_tokenizer(const kb_embedder *e);
 /* Embeds n texts into out[n * dim], each row L2-normalised (texts longer
  * than 256 tokens are truncated). One call at a time per embedder: it owns
  * its work buffers (the tokenizer alone is safe to share). */
@@ -430,15 +344,11 @@ typedef enum { KB_MODE_HYBRID = 0, KB_MODE_LEXICAL, KB_MODE_VECTOR } kb_mode;
 const char *kb_mode_name(kb_mode mode);
 int kb_mode_parse(const char *name, kb_mode *out);
 
-#define KB_QUERY_MAX_SOURCES 32
-
 typedef struct {
     const char *text;
     kb_mode mode;
     int k;                                 /* results wanted, default 10 */
-    const char *sources[KB_QUERY_MAX_SOURCES];
-    size_t nsources;                       /* 0: every source */
-    unsigned kinds;                        /* bit (1u << kb_kind); 0: all */
+    kb_filter filter;                      /* sources and kinds */
     int snippet;                           /* 1: text is a snippet, 0: whole */
 } kb_query_opts;
 

@@ -131,16 +131,16 @@ int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command *self)
                                           "lexical, vector)", optarg);
             break;
         case 's':
-            if (opts.nsources == KB_QUERY_MAX_SOURCES)
+            if (opts.filter.nsources == KB_FILTER_MAX_SOURCES)
                 return kb_cli_usage_error(self, "too many --source options");
-            opts.sources[opts.nsources++] = optarg;
+            opts.filter.sources[opts.filter.nsources++] = optarg;
             break;
         case 'K': {
             kb_kind kind;
             if (kb_kind_parse(optarg, &kind) != 0)
                 return kb_cli_usage_error(self, "unknown kind '%s' (text, code, "
                                           "table, paper, skill)", optarg);
-            opts.kinds |= 1u << kind;
+            opts.filter.kinds |= 1u << kind;
             break;
         }
         case 'j': json = 1; break;

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kb/kb.h"
+#include "index/index.h"
 #include "kb/config.h"
 
 static int cmp(const void *a, const void *b)

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kb/kb.h"
+#include "index/index.h"
 #include "kb/config.h"
 
 static char *model_dir;

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "kb/kb.h"
+#include "index/index.h"
 #include "kb/config.h"
 
 static char *model_dir;
