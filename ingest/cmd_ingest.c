@@ -97,6 +97,11 @@ int cmd_ingest(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     }
     opts.progress = on_progress;
     opts.progress_ctx = &ps;
+    opts.config = cli->config;
+    if (!opts.manifest_path)
+        opts.manifest_path = cli->config->manifest;    /* KB_MANIFEST */
+    if (!opts.mirror_dir || !*opts.mirror_dir)
+        opts.mirror_dir = cli->config->mirror;         /* KB_MIRROR */
 
     kb_err err;
     kb_err_clear(&err);

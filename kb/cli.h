@@ -7,6 +7,7 @@
 #define KB_CLI_H
 
 #include "kb/kb.h"
+#include "kb/config.h"
 
 #include <cjson/cJSON.h>
 
@@ -17,6 +18,7 @@ typedef struct {
     int quiet;               /* --quiet / -q */
     int color;               /* stdout is a terminal and NO_COLOR unset */
     int progress;            /* stderr is a terminal and not quiet */
+    const kb_config *config; /* the environment, loaded once by main() */
 } kb_cli;
 
 typedef struct kb_command kb_command;

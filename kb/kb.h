@@ -114,6 +114,13 @@ void kb_log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void kb_log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void kb_log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* ------------------------------------------------------------------ config */
+
+/* kb's settings from the environment (KB_DIR, KB_EMBED_URL, ...), resolved
+ * once by kb_config_load at start and passed down; kb/config.h has the
+ * struct and its table. */
+typedef struct kb_config kb_config;
+
 /* ------------------------------------------------------------------ kinds, filters */
 
 /* What a chunk holds; stored as its name ("text", "code", ...). */
@@ -188,31 +195,33 @@ kb_rc kb_fetch_url(const char *url, const char *cache_dir,
 
 /* ------------------------------------------------------------------ embeddings */
 
-/* The local model's directory: $KB_MODEL_DIR if set (even empty), else
- * ~/.cache/kb/models/all-MiniLM-L6-v2. Caller frees. */
-char *kb_model_dir(void);
-
 /* An embedder: text -> L2-normalised float vectors. */
 typedef struct kb_embedder kb_embedder;
 
-/* The local all-MiniLM-L6-v2 from model_dir (model.safetensors, vocab.txt);
- * model_dir NULL means $KB_MODEL_DIR, else ~/.cache/kb/models/all-MiniLM-L6-v2.
- * threads: workers a batch is split across (BLAS itself runs single-threaded);
- * 0 means $KB_THREADS, else one per online CPU. A missing, truncated or
- * wrong-hash model is KB_ERR_MODEL naming 'make deps' / KB_MODEL_DIR. The
- * weights' SHA-256 verdict is cached in model_dir/.kb-verified (keyed by
- * size, mtime, inode). *out is freed with kb_embedder_free. */
+/* The local all-MiniLM-L6-v2 from model_dir (model.safetensors, vocab.txt;
+ * kb_config's model_dir is the usual one; NULL or "" is no model).
+ * threads: workers a batch is split across (BLAS itself runs
+ * single-threaded); 0 means one per online CPU, at most 16. A missing,
+ * truncated or wrong-hash model is KB_ERR_MODEL naming 'make deps' /
+ * KB_MODEL_DIR. The weights' SHA-256 verdict is cached in
+ * model_dir/.kb-verified (keyed by size, mtime, inode). *out is freed with
+ * kb_embedder_free. */
 kb_rc kb_embedder_open_local(const char *model_dir, int threads,
                              kb_embedder **out, kb_err *err);
 /* An OpenAI-compatible /v1/embeddings endpoint (url is the full endpoint
  * URL; model is required; api_key may be NULL and is never logged). Makes
  * one small request to learn the dimension, so a dead endpoint fails here.
- * Timeout per request: $KB_EMBED_TIMEOUT_MS (default 60000). */
+ * Timeout per request: 60 s (kb_embedder_open_config uses the config's). */
 kb_rc kb_embedder_open_remote(const char *url, const char *model,
                               const char *api_key, kb_embedder **out,
                               kb_err *err);
-/* From the environment: KB_EMBED_URL set -> remote (KB_EMBED_MODEL,
- * KB_EMBED_API_KEY), else local. */
+/* The embedder cfg names: with embed_url, the remote one (embed_model,
+ * embed_api_key, embed_timeout_ms), else the local one (model_dir,
+ * threads). */
+kb_rc kb_embedder_open_config(const kb_config *cfg, kb_embedder **out,
+                              kb_err *err);
+/* kb_embedder_open_config with a configuration loaded from the
+ * environment for this call, for callers that were handed none. */
 kb_rc kb_embedder_open_default(kb_embedder **out, kb_err *err);
 void kb_embedder_free(kb_embedder *e);
 int kb_embedder_dim(const kb_embedder *e);
@@ -300,7 +309,7 @@ typedef void (*kb_ingest_progress_fn)(const kb_ingest_progress *p, void *ctx);
 
 typedef struct {
     const char *manifest_path;  /* NULL: corpus/sources.json */
-    const char *mirror_dir;     /* NULL: $KB_MIRROR, else fetch URLs */
+    const char *mirror_dir;     /* NULL: fetch URLs */
     const char *adhoc_source;   /* source id for ad-hoc paths/URLs */
     int force;                  /* re-parse unchanged documents */
     int embed;                  /* compute embeddings for new chunks */
@@ -309,6 +318,7 @@ typedef struct {
                                    NULL keeps the KB's */
     kb_ingest_progress_fn progress;
     void *progress_ctx;
+    const kb_config *config;    /* the embedder and model; required */
 } kb_ingest_opts;
 
 typedef struct {

@@ -454,7 +454,7 @@ int cmd_eval(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     kb_err_clear(&emb_err);
     kb_rc emb_rc = KB_OK;
     if (want_vectors) {
-        emb_rc = kb_embedder_open_default(&emb, &emb_err);
+        emb_rc = kb_embedder_open_config(cli->config, &emb, &emb_err);
         if (emb_rc != KB_OK)
             emb = NULL;
     }

@@ -17,6 +17,8 @@ int cmd_sources(int argc, char **argv, const kb_cli *cli, const kb_command *self
     kb_err err;
     kb_err_clear(&err);
     kb_manifest m;
+    if (!manifest_path)
+        manifest_path = cli->config->manifest;   /* KB_MANIFEST */
     char *path = manifest_path ? kb_strdup(manifest_path) : kb_manifest_default_path();
     kb_rc rc = kb_manifest_load(path, &m, &err);
     free(path);
