@@ -68,4 +68,11 @@ int cmd_papers(int, char **, const kb_cli *, const kb_command *);
 int cmd_eval(int, char **, const kb_cli *, const kb_command *);
 int cmd_verify(int, char **, const kb_cli *, const kb_command *);
 
+/* query/cmd_tool.c: the --json of a command that is a tool (kb.h,
+ * "tools"): runs the tool named tool with args on the KB of the command
+ * line, opened read-only, and prints its result object as one line of
+ * JSON. Frees args (NULL stands for out of memory while making them).
+ * Returns the exit status. */
+int cmd_tool_json(const kb_cli *cli, const char *tool, cJSON *args);
+
 #endif

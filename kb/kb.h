@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <stdarg.h>
 
+#include <cjson/cJSON.h>
+
 /* ------------------------------------------------------------------ errors */
 
 typedef enum {
@@ -389,9 +391,6 @@ void kb_results_release(kb_results *r);
  * by callers for the other modes). */
 kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
                    kb_results *out, kb_err *err);
-/* Appends the DESIGN.md JSON object for the results to out. */
-kb_rc kb_results_to_json(const kb_query_opts *opts, const kb_results *r,
-                         kb_buf *out);
 
 /* ------------------------------------------------------------------ tasks */
 
@@ -570,5 +569,74 @@ typedef struct {
 kb_rc kb_papers_list(kb_store *store, const char *section, kb_paper_list *out,
                      kb_err *err);
 void kb_paper_list_release(kb_paper_list *l);
+
+/* ------------------------------------------------------------------ tools */
+
+/* The tool table (query/tools.c): each operation a client can call,
+ * declared once - its name, a description written for an agent, JSON
+ * Schemas (draft 2020-12) of its arguments and of its result, and a
+ * handler that makes the result as cJSON. The CLI's --json output,
+ * `kb serve` and `kb mcp` all call it, so the three cannot drift apart.
+ *
+ * The table is extensible from above: a module above query/ (skills, the
+ * generator) declares its own array of kb_tool, with handlers of the same
+ * signature, and exports it as kb_<module>_tools(size_t *n); a server
+ * keeps the list of tables it serves (kb_tools first), finds a name in
+ * each in turn with kb_tool_lookup and calls what it found with
+ * kb_tool_run. query/ never knows the tables above it; names are unique
+ * across all tables. State the tools above need besides the store (a
+ * verifier process, an LLM client) lives in the store's named slots, so
+ * one kb_tool_ctx serves every table.
+ *
+ * Thread safety: tools keep no state of their own; one kb_tool_ctx (a
+ * store and an embedder) per thread, as a server keeps one per worker. */
+
+typedef struct {
+    kb_store *store;       /* the open KB; read-only is enough for query/'s */
+    kb_embedder *emb;      /* the query embedder; NULL: the store's default,
+                              opened on first use and kept with the store */
+} kb_tool_ctx;
+
+/* A handler: runs the operation with args (an object already checked
+ * against the tool's input_schema by kb_tool_run) and sets *out to the
+ * result object, which the caller frees with cJSON_Delete. On failure
+ * *out is NULL and err says why: KB_ERR_USAGE for arguments the schema
+ * cannot express, else the operation's own code (KB_ERR_NOTFOUND, ...). */
+typedef kb_rc (*kb_tool_fn)(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
+                            kb_err *err);
+
+typedef struct {
+    const char *name;           /* [a-z0-9_]+, unique across tables */
+    const char *description;    /* one paragraph for an agent: when to use
+                                   it, what comes back */
+    const char *input_schema;   /* JSON Schema text: "type":"object",
+                                   "additionalProperties":false, required
+                                   fields listed */
+    const char *output_schema;  /* JSON Schema text of the result object */
+    int read_only;              /* 1: changes nothing (MCP readOnlyHint) */
+    kb_tool_fn fn;
+} kb_tool;
+
+/* query/'s table: search, get, papers, status. Static; *n its length. */
+const kb_tool *kb_tools(size_t *n);
+/* The tool of table[0..n) named name, or NULL. */
+const kb_tool *kb_tool_lookup(const kb_tool *table, size_t n, const char *name);
+/* kb_tool_lookup in kb_tools(). */
+const kb_tool *kb_tool_find(const char *name);
+/* Checks args (NULL: no arguments) against tool's input_schema: types,
+ * ranges, enums, lengths, required and unknown keys. A failure is
+ * KB_ERR_USAGE with a message naming the tool, the argument and what it
+ * must be ("search: 'k' must be an integer from 1 to 50, not 0"); a schema
+ * that uses a keyword this checker does not know is KB_ERR_INTERNAL. */
+kb_rc kb_tool_check_args(const kb_tool *tool, const cJSON *args, kb_err *err);
+/* Checks args (kb_tool_check_args) and runs tool's handler; *out as for
+ * kb_tool_fn (caller frees with cJSON_Delete; NULL on failure). The only
+ * way a handler should be called. */
+kb_rc kb_tool_run(const kb_tool *tool, kb_tool_ctx *ctx, const cJSON *args,
+                  cJSON **out, kb_err *err);
+/* kb_tool_run of kb_tool_find(name); an unknown name is KB_ERR_USAGE
+ * listing the tools. */
+kb_rc kb_tool_call(kb_tool_ctx *ctx, const char *name, const cJSON *args,
+                   cJSON **out, kb_err *err);
 
 #endif /* KB_H */
