@@ -222,9 +222,6 @@ kb_rc kb_embedder_open_remote(const char *url, const char *model,
  * threads). */
 kb_rc kb_embedder_open_config(const kb_config *cfg, kb_embedder **out,
                               kb_err *err);
-/* kb_embedder_open_config with a configuration loaded from the
- * environment for this call, for callers that were handed none. */
-kb_rc kb_embedder_open_default(kb_embedder **out, kb_err *err);
 void kb_embedder_free(kb_embedder *e);
 int kb_embedder_dim(const kb_embedder *e);
 /* "all-MiniLM-L6-v2" or "remote:<model>". */
@@ -352,6 +349,8 @@ typedef struct {
     int k;                                 /* results wanted, default 10 */
     kb_filter filter;                      /* sources and kinds */
     int snippet;                           /* 1: text is a snippet, 0: whole */
+    const kb_config *config;               /* opens the store's default
+                                              embedder when none is given */
 } kb_query_opts;
 
 void kb_query_opts_init(kb_query_opts *opts);
@@ -595,6 +594,7 @@ typedef struct {
     kb_store *store;       /* the open KB; read-only is enough for query/'s */
     kb_embedder *emb;      /* the query embedder; NULL: the store's default,
                               opened on first use and kept with the store */
+    const kb_config *config;   /* where that default comes from */
 } kb_tool_ctx;
 
 /* A handler: runs the operation with args (an object already checked

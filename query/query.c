@@ -370,14 +370,19 @@ static void embedder_free(void *p)
     kb_embedder_free(p);
 }
 
-/* The embedder to use: the caller's, else the store's default one. */
-static kb_rc query_embedder(kb_store *store, kb_embedder **emb, kb_err *err)
+/* The embedder to use: the caller's, else the store's default one, opened
+ * from the configuration on first use. */
+static kb_rc query_embedder(kb_store *store, const kb_config *cfg,
+                            kb_embedder **emb, kb_err *err)
 {
     if (*emb)
         return KB_OK;
     kb_embedder *e = kb_store_slot_get(store, EMBEDDER_SLOT);
     if (!e) {
-        kb_rc rc = kb_embedder_open_default(&e, err);
+        if (!cfg)
+            return kb_err_set(err, KB_ERR_INTERNAL, "a vector search needs an "
+                              "embedder or a configuration to open one");
+        kb_rc rc = kb_embedder_open_config(cfg, &e, err);
         if (rc == KB_OK)
             rc = kb_store_slot_set(store, EMBEDDER_SLOT, e, embedder_free, err);
         if (rc != KB_OK)
@@ -421,7 +426,7 @@ kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
         out->mode = KB_MODE_LEXICAL;
     }
     if (want_vec) {
-        if ((rc = query_embedder(store, &emb, err)) != KB_OK ||
+        if ((rc = query_embedder(store, opts->config, &emb, err)) != KB_OK ||
             (rc = kb_vec_check_embedder(store, emb, 0, err)) != KB_OK)
             goto out;
         job.emb = emb;
