@@ -475,6 +475,104 @@ static char *default_subject(const char *url)
     return kb_buf_detach(&b);
 }
 
+/* Back to the state before an attempt. */
+static void attempt_reset(transfer *t, int attempt)
+{
+    kb_buf_reset(&t->resp->body);
+    response_headers_release(t->resp);
+    kb_http_sse_release(&t->sse);
+    kb_http_sse_init(&t->sse, t->max_bytes, t->req->on_event, t->req->event_ctx);
+    t->received = 0;
+    t->too_big = t->oom = 0;
+    t->cb_rc = KB_OK;
+    kb_err_clear(&t->cb_err);
+    t->resp->attempts = attempt;
+}
+
+/* Judges one attempt's outcome: returns 1 when the request is over (*rc
+ * says how: KB_OK for a 2xx or 304, else the error set in err), 0 when it
+ * is worth another attempt. */
+static int attempt_over(transfer *t, CURLcode c, int attempt, int max_attempts,
+                        const kb_http_opts *opts, const char *subject,
+                        const char *errbuf, kb_rc *rc, kb_err *err)
+{
+    const kb_http_request *req = t->req;
+    kb_http_response *resp = t->resp;
+    char after[48] = "";
+    if (attempt > 1)
+        snprintf(after, sizeof after, " (after %d attempts)", attempt);
+    *rc = KB_OK;
+    if (t->cb_rc != KB_OK) {
+        *rc = kb_err_set(err, t->cb_rc, "%s", t->cb_err.msg);
+    } else if (t->too_big || c == CURLE_FILESIZE_EXCEEDED) {
+        *rc = kb_err_set(err, KB_ERR_NET, "%s: body exceeds %zu bytes",
+                         subject, t->max_bytes);
+    } else if (t->oom) {
+        *rc = kb_err_set(err, KB_ERR_NOMEM, "%s: out of memory", subject);
+    } else if (c == CURLE_TOO_MANY_REDIRECTS) {
+        *rc = kb_err_set(err, KB_ERR_NET, "%s: too many redirects (more than %ld)",
+                         subject, opts->max_redirects >= 0 ? opts->max_redirects : 5L);
+    } else if (c != CURLE_OK && t->sse.events) {
+        /* the caller has seen part of the reply: no second one */
+        *rc = kb_err_set(err, KB_ERR_NET, "%s: %s (stream cut after %zu events)",
+                         subject, curl_reason(c, errbuf), t->sse.events);
+    } else if (c != CURLE_OK) {
+        if (transient_curl_error(c) && attempt < max_attempts)
+            return 0;
+        *rc = kb_err_set(err, KB_ERR_NET, "%s: %s%s", subject,
+                         curl_reason(c, errbuf), after);
+    } else {
+        take_headers(t->h, resp);
+        if (resp->status / 100 == 2) {
+            if (req->on_event) {
+                kb_err serr;
+                kb_err_clear(&serr);
+                if (kb_http_sse_finish(&t->sse, &serr) != KB_OK)
+                    *rc = kb_err_set(err, serr.rc, "%s: %s", subject, serr.msg);
+            }
+        } else if (resp->status != 304) {
+            if (transient_status(resp->status) && attempt < max_attempts)
+                return 0;
+            *rc = status_error(req, opts, subject, resp, after, err);
+        }
+    }
+    return 1;
+}
+
+/* The wait before attempt + 1: base * 2^(attempt-1), or longer if
+ * Retry-After (ra_ms, -1 if none) says so, capped at max_ms. */
+static long backoff_ms(long base_ms, long max_ms, int attempt, long ra_ms)
+{
+    long wait = base_ms;
+    for (int i = 1; i < attempt && wait < max_ms; i++)
+        wait *= 2;
+    if (ra_ms > wait)
+        wait = ra_ms;
+    return wait > max_ms ? max_ms : wait;
+}
+
+/* Checks the URL and makes the easy handle and its headers for req. */
+static kb_rc transfer_start(transfer *t, const kb_http_request *req,
+                            const kb_http_opts *opts, const char *subject,
+                            char *errbuf, struct curl_slist **hdrs, kb_err *err)
+{
+    if (!req->url || (strncasecmp(req->url, "http://", 7) != 0 &&
+                      strncasecmp(req->url, "https://", 8) != 0))
+        return kb_err_set(err, KB_ERR_USAGE,
+                          "%s: only http and https URLs are supported", subject);
+    pthread_once(&curl_once, curl_init_once);
+    if (curl_init_rc != CURLE_OK)
+        return kb_err_set(err, KB_ERR_INTERNAL, "%s: %s", subject,
+                          curl_easy_strerror(curl_init_rc));
+    if (build_headers(req, hdrs) != KB_OK)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    if (!(t->h = curl_easy_init()))
+        return kb_err_set(err, KB_ERR_INTERNAL, "%s: cannot start libcurl", subject);
+    if (setup_handle(t->h, req, opts, t, errbuf, *hdrs) != KB_OK)
+        return kb_err_set(err, KB_ERR_INTERNAL, "%s: cannot set up libcurl", subject);
+    return KB_OK;
+}
+
 kb_rc kb_http_perform(const kb_http_request *req, const kb_http_opts *opts,
                       kb_http_response *resp, kb_err *err)
 {
@@ -490,136 +588,43 @@ kb_rc kb_http_perform(const kb_http_request *req, const kb_http_opts *opts,
     char *own_subject = req->subject ? NULL : default_subject(req->url);
     const char *subject = req->subject ? req->subject : own_subject;
     struct curl_slist *hdrs = NULL;
-    CURL *h = NULL;
     char errbuf[CURL_ERROR_SIZE];
     transfer t;
     memset(&t, 0, sizeof t);
+    t.req = req;
+    t.resp = resp;
+    t.max_bytes = max_bytes;
     kb_http_sse_init(&t.sse, max_bytes, req->on_event, req->event_ctx);
     kb_rc rc = KB_OK;
 
     kb_http_response_release(resp);
-    if (!subject) {
+    if (!subject)
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    if (!req->url || (strncasecmp(req->url, "http://", 7) != 0 &&
-                      strncasecmp(req->url, "https://", 8) != 0)) {
-        rc = kb_err_set(err, KB_ERR_USAGE,
-                        "%s: only http and https URLs are supported", subject);
-        goto out;
-    }
-    pthread_once(&curl_once, curl_init_once);
-    if (curl_init_rc != CURLE_OK) {
-        rc = kb_err_set(err, KB_ERR_INTERNAL, "%s: %s", subject,
-                        curl_easy_strerror(curl_init_rc));
-        goto out;
-    }
-    if (build_headers(req, &hdrs) != KB_OK) {
-        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    if (!(h = curl_easy_init())) {
-        rc = kb_err_set(err, KB_ERR_INTERNAL, "%s: cannot start libcurl", subject);
-        goto out;
-    }
-    t.h = h;
-    t.req = req;
-    t.resp = resp;
-    t.max_bytes = max_bytes;
-    if (setup_handle(h, req, opts, &t, errbuf, hdrs) != KB_OK) {
-        rc = kb_err_set(err, KB_ERR_INTERNAL, "%s: cannot set up libcurl", subject);
-        goto out;
-    }
-
-    for (int attempt = 1; ; attempt++) {
-        kb_buf_reset(&resp->body);
-        response_headers_release(resp);
-        kb_http_sse_release(&t.sse);
-        kb_http_sse_init(&t.sse, max_bytes, req->on_event, req->event_ctx);
-        t.received = 0;
-        t.too_big = t.oom = 0;
-        t.cb_rc = KB_OK;
-        kb_err_clear(&t.cb_err);
+    else
+        rc = transfer_start(&t, req, opts, subject, errbuf, &hdrs, err);
+    for (int attempt = 1; rc == KB_OK; attempt++) {
+        attempt_reset(&t, attempt);
         errbuf[0] = '\0';
-        resp->attempts = attempt;
-        CURLcode c = curl_easy_perform(h);
+        CURLcode c = curl_easy_perform(t.h);
         long status = 0;
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_getinfo(t.h, CURLINFO_RESPONSE_CODE, &status);
         resp->status = status;
         resp->events = t.sse.events;
-        char after[48] = "";
-        if (attempt > 1)
-            snprintf(after, sizeof after, " (after %d attempts)", attempt);
-
-        if (t.cb_rc != KB_OK) {
-            rc = kb_err_set(err, t.cb_rc, "%s", t.cb_err.msg);
-            goto out;
-        }
-        if (t.too_big || c == CURLE_FILESIZE_EXCEEDED) {
-            rc = kb_err_set(err, KB_ERR_NET, "%s: body exceeds %zu bytes",
-                            subject, max_bytes);
-            goto out;
-        }
-        if (t.oom) {
-            rc = kb_err_set(err, KB_ERR_NOMEM, "%s: out of memory", subject);
-            goto out;
-        }
-        if (c == CURLE_TOO_MANY_REDIRECTS) {
-            rc = kb_err_set(err, KB_ERR_NET, "%s: too many redirects (more than %ld)",
-                            subject, opts->max_redirects >= 0 ? opts->max_redirects : 5L);
-            goto out;
-        }
-        if (c != CURLE_OK) {
-            if (t.sse.events) {
-                /* the caller has seen part of the reply: no second one */
-                rc = kb_err_set(err, KB_ERR_NET, "%s: %s (stream cut after %zu events)",
-                                subject, curl_reason(c, errbuf), t.sse.events);
-                goto out;
-            }
-            if (!transient_curl_error(c) || attempt >= max_attempts) {
-                rc = kb_err_set(err, KB_ERR_NET, "%s: %s%s", subject,
-                                curl_reason(c, errbuf), after);
-                goto out;
-            }
-        } else {
-            take_headers(h, resp);
-            if (status / 100 == 2) {
-                if (req->on_event) {
-                    kb_err serr;
-                    kb_err_clear(&serr);
-                    if (kb_http_sse_finish(&t.sse, &serr) != KB_OK)
-                        rc = kb_err_set(err, serr.rc, "%s: %s", subject, serr.msg);
-                }
-                goto out;
-            }
-            if (status == 304)
-                goto out;
-            if (!transient_status(status) || attempt >= max_attempts) {
-                rc = status_error(req, opts, subject, resp, after, err);
-                goto out;
-            }
-        }
-
-        /* backoff: base * 2^(attempt-1), or longer if Retry-After says so */
-        long wait = base_ms;
-        for (int i = 1; i < attempt && wait < max_wait; i++)
-            wait *= 2;
+        if (attempt_over(&t, c, attempt, max_attempts, opts, subject, errbuf,
+                         &rc, err))
+            break;
         long ra = c == CURLE_OK ? kb_http_retry_after_ms(resp->retry_after, time(NULL)) : -1;
-        if (ra > wait)
-            wait = ra;
-        if (wait > max_wait)
-            wait = max_wait;
+        long wait = backoff_ms(base_ms, max_wait, attempt, ra);
         if (c != CURLE_OK)
             kb_log_debug("%s: %s; retry in %ld ms", subject, curl_reason(c, errbuf), wait);
         else
             kb_log_debug("%s: HTTP %ld; retry in %ld ms", subject, status, wait);
         sleep_ms(wait);
     }
-out:
     resp->events = t.sse.events;
     kb_http_sse_release(&t.sse);
-    if (h)
-        curl_easy_cleanup(h);
+    if (t.h)
+        curl_easy_cleanup(t.h);
     free_headers(hdrs);
     free(own_subject);
     return rc;
