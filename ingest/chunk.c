@@ -112,14 +112,8 @@ static kb_rc store_chunk(chunker *ch, kb_kind kind, const kb_block *b,
                          size_t depth, const char *text, size_t len)
 {
     kb_chunks *out = ch->out;
-    if (out->n == out->cap) {
-        size_t cap = out->cap ? out->cap * 2 : 64;
-        kb_chunk *items = realloc(out->items, cap * sizeof *items);
-        if (!items)
-            return KB_ERR_NOMEM;
-        out->items = items;
-        out->cap = cap;
-    }
+    if (KB_GROW(out->items, out->n + 1, out->cap) != KB_OK)
+        return KB_ERR_NOMEM;
     kb_chunk *c = &out->items[out->n++];
     memset(c, 0, sizeof *c);
     c->kind = kind;

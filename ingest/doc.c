@@ -111,14 +111,8 @@ static int all_blank(const char *s, size_t len)
 
 static kb_block *new_block(kb_doc *doc, kb_kind kind)
 {
-    if (doc->nblocks == doc->capblocks) {
-        size_t cap = doc->capblocks ? doc->capblocks * 2 : 32;
-        kb_block *p = realloc(doc->blocks, cap * sizeof *p);
-        if (!p)
-            return NULL;
-        doc->blocks = p;
-        doc->capblocks = cap;
-    }
+    if (KB_GROW(doc->blocks, doc->nblocks + 1, doc->capblocks) != KB_OK)
+        return NULL;
     kb_block *b = &doc->blocks[doc->nblocks];
     memset(b, 0, sizeof *b);
     b->kind = kind;

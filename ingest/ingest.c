@@ -51,14 +51,8 @@ static void doc_list_release(doc_list *l)
 static kb_rc doc_list_add(doc_list *l, const char *key, const char *file,
                           const char *path, const char *url, kb_err *err)
 {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        doc_ref *p = realloc(l->items, cap * sizeof *p);
-        if (!p)
-            return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-        l->items = p;
-        l->cap = cap;
-    }
+    if (KB_GROW(l->items, l->n + 1, l->cap) != KB_OK)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     doc_ref *d = &l->items[l->n++];
     d->key = kb_strdup(key);
     d->file = file ? kb_strdup(file) : NULL;
@@ -92,13 +86,8 @@ static kb_rc walk_folder(const char *dir, const char *rel, const char *format,
     while ((e = readdir(d)) != NULL) {
         if (e->d_name[0] == '.')
             continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 32;
-            char **p = realloc(names, cap * sizeof *p);
-            if (!p)
-                break;
-            names = p;
-        }
+        if (KB_GROW(names, n + 1, cap) != KB_OK)
+            break;
         if ((names[n] = kb_strdup(e->d_name)) == NULL)
             break;
         n++;

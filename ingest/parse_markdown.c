@@ -777,15 +777,9 @@ static int on_enter_span(MD_SPANTYPE type, void *detail, void *ud)
     if (type == MD_SPAN_IMG) {
         st->img_depth++;
     } else if (type == MD_SPAN_A && !st->img_depth && !st->link_open) {
-        if (st->nlinks == st->caplinks) {
-            size_t cap = st->caplinks ? st->caplinks * 2 : 16;
-            md_link *p = realloc(st->links, cap * sizeof *p);
-            if (!p) {
-                st_fail(st, KB_ERR_NOMEM);
-                return 1;
-            }
-            st->links = p;
-            st->caplinks = cap;
+        if (KB_GROW(st->links, st->nlinks + 1, st->caplinks) != KB_OK) {
+            st_fail(st, KB_ERR_NOMEM);
+            return 1;
         }
         md_link *l = &st->links[st->nlinks++];
         l->start = l->end = st->cap.len;

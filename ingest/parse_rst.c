@@ -862,15 +862,10 @@ kb_rc kb_parse_rst(const char *data, size_t len, const char *path,
     while (p < len) {
         const char *nl = memchr(data + p, '\n', len - p);
         size_t e = nl ? (size_t)(nl - data) : len;
-        if (nlines == cap) {
-            cap = cap ? cap * 2 : 256;
-            rst_line *q = realloc(L, cap * sizeof *q);
-            if (!q) {
-                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory parsing '%s'",
-                                path ? path : "");
-                goto out;
-            }
-            L = q;
+        if (KB_GROW(L, nlines + 1, cap) != KB_OK) {
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory parsing '%s'",
+                            path ? path : "");
+            goto out;
         }
         size_t ln = e - p;
         if (ln && data[e - 1] == '\r')

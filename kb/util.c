@@ -106,17 +106,8 @@ static kb_rc buf_grow(kb_buf *b, size_t extra)
     size_t need = b->len + extra + 1;
     if (b->max && need - 1 > b->max)
         return KB_ERR_NOMEM;
-    if (need <= b->cap)
-        return KB_OK;
-    size_t cap = b->cap ? b->cap : 64;
-    while (cap < need)
-        cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-    char *p = realloc(b->data, cap);
-    if (!p)
-        return KB_ERR_NOMEM;
-    b->data = p;
-    b->cap = cap;
-    return KB_OK;
+    /* at least 64 bytes: short strings grow once */
+    return kb_grow(&b->data, &b->cap, need < 64 ? 64 : need, 1);
 }
 
 kb_rc kb_buf_append(kb_buf *b, const void *data, size_t len)
