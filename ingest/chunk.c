@@ -72,16 +72,20 @@ static char *heading_json(const kb_block *b, size_t depth)
     return s;
 }
 
+/* b's first depth headings joined by " > " (caller frees; NULL out of
+ * memory). */
 static char *heading_text(const kb_block *b, size_t depth)
 {
     kb_buf t;
     kb_buf_init(&t, 0);
-    for (size_t i = 0; i < depth; i++) {
+    kb_rc rc = KB_OK;
+    for (size_t i = 0; rc == KB_OK && i < depth; i++) {
         if (i)
-            kb_buf_puts(&t, " > ");
-        kb_buf_puts(&t, b->heading[i]);
+            rc = kb_buf_puts(&t, " > ");
+        if (rc == KB_OK)
+            rc = kb_buf_puts(&t, b->heading[i]);
     }
-    return kb_buf_detach(&t);
+    return kb_buf_finish(&t, rc);
 }
 
 /* The chunk being filled. */
@@ -175,23 +179,30 @@ static kb_rc emit(chunker *ch, pending *p)
             kb_buf t;
             kb_buf_init(&t, 0);
             char *parent = heading_text(b, b->depth - 1);
-            kb_buf_printf(&t, "%s\n%s\n\n%s: %s", parent ? parent : "",
-                          ch->run.data, title, p->text.data);
-            joins = kb_chunk_count_tokens(ch->tok, t.data) <= ch->max;
+            rc = parent ? kb_buf_printf(&t, "%s\n%s\n\n%s: %s", parent,
+                                        ch->run.data, title, p->text.data)
+                        : KB_ERR_NOMEM;
+            if (rc == KB_OK)
+                joins = kb_chunk_count_tokens(ch->tok, t.data) <= ch->max;
             free(parent);
             kb_buf_release(&t);
+            if (rc != KB_OK)
+                goto done;
         }
         if (joins) {
-            kb_buf_puts(&ch->run, "\n\n");
+            rc = kb_buf_puts(&ch->run, "\n\n");
         } else {
             if ((rc = flush_run(ch)) != KB_OK)
                 goto done;
             ch->run_first = b;
-            kb_buf_append(&ch->run_single, p->text.data, p->text.len);
+            rc = kb_buf_append(&ch->run_single, p->text.data, p->text.len);
         }
-        kb_buf_printf(&ch->run, "%s: ", title);
-        kb_buf_append(&ch->run, p->text.data, p->text.len);
-        ch->run_count++;
+        if (rc == KB_OK)
+            rc = kb_buf_printf(&ch->run, "%s: ", title);
+        if (rc == KB_OK)
+            rc = kb_buf_append(&ch->run, p->text.data, p->text.len);
+        if (rc == KB_OK)
+            ch->run_count++;
         goto done;
     }
     if ((rc = flush_run(ch)) == KB_OK)
@@ -260,7 +271,11 @@ kb_rc kb_chunk_doc(const kb_doc *doc, const kb_tokenizer *tok, int max_tokens,
     for (size_t i = 0; i < doc->nblocks && rc == KB_OK; i++) {
         const kb_block *b = &doc->blocks[i];
         char *htext = heading_text(b, b->depth);
-        size_t prefix = htext ? kb_chunk_count_tokens(tok, htext) : 0;
+        if (!htext) {
+            rc = KB_ERR_NOMEM;
+            break;
+        }
+        size_t prefix = kb_chunk_count_tokens(tok, htext);
         free(htext);
         /* the prefix counts against the budget; only an absurdly deep path
          * (over max - 32 pieces) leaves the text less than its due */
@@ -277,7 +292,8 @@ kb_rc kb_chunk_doc(const kb_doc *doc, const kb_tokenizer *tok, int max_tokens,
             /* a tiny section intro goes with its first subsection */
             if (p.kind == KB_KIND_TEXT && p.tokens < TINY_SECTION_TOKENS &&
                 is_descendant(p.first, b) && carry.len == 0) {
-                kb_buf_append(&carry, p.text.data, p.text.len);
+                if ((rc = kb_buf_append(&carry, p.text.data, p.text.len)) != KB_OK)
+                    break;
                 carry_from = p.first;
                 kb_buf_reset(&p.text);
                 p.first = NULL;
@@ -306,7 +322,8 @@ kb_rc kb_chunk_doc(const kb_doc *doc, const kb_tokenizer *tok, int max_tokens,
                 p.kind = kind;
                 p.prefix = prefix;
                 if (carry.len && kind == KB_KIND_TEXT) {
-                    kb_buf_append(&p.text, carry.data, carry.len);
+                    if ((rc = kb_buf_append(&p.text, carry.data, carry.len)) != KB_OK)
+                        break;
                     p.tokens = kb_chunk_count_tokens(tok, carry.data);
                     kb_buf_reset(&carry);
                     carry_from = NULL;
@@ -332,8 +349,11 @@ kb_rc kb_chunk_doc(const kb_doc *doc, const kb_tokenizer *tok, int max_tokens,
                 take = fit_prefix(tok, s, len, budget);
             }
             if (p.text.len)
-                kb_buf_puts(&p.text, kind == KB_KIND_TABLE ? "\n" : "\n\n");
-            kb_buf_append(&p.text, s, take);
+                rc = kb_buf_puts(&p.text, kind == KB_KIND_TABLE ? "\n" : "\n\n");
+            if (rc == KB_OK)
+                rc = kb_buf_append(&p.text, s, take);
+            if (rc != KB_OK)
+                break;
             p.tokens = kb_chunk_count_tokens(tok, p.text.data);
             s += take;
             len -= take;

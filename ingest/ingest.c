@@ -278,17 +278,20 @@ static char *paper_links_json(const kb_paper *p)
     return s;
 }
 
-/* The paper's section path: its heading path without the title itself. */
+/* The paper's section path: its heading path without the title itself
+ * (caller frees; NULL out of memory). */
 static char *paper_section(const kb_block *b)
 {
     kb_buf t;
     kb_buf_init(&t, 0);
-    for (size_t i = 0; i + 1 < b->depth; i++) {
+    kb_rc rc = KB_OK;
+    for (size_t i = 0; rc == KB_OK && i + 1 < b->depth; i++) {
         if (i)
-            kb_buf_puts(&t, " > ");
-        kb_buf_puts(&t, b->heading[i]);
+            rc = kb_buf_puts(&t, " > ");
+        if (rc == KB_OK)
+            rc = kb_buf_puts(&t, b->heading[i]);
     }
-    return kb_buf_detach(&t);
+    return kb_buf_finish(&t, rc);
 }
 
 /* Replaces a document and its chunks in one transaction. */
@@ -361,6 +364,11 @@ static kb_rc store_document(kb_store *store, const char *source,
         if (rc == KB_OK && c->paper) {
             char *links = paper_links_json(c->paper);
             char *section = paper_section(c->first);
+            if (!section) {
+                free(links);
+                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+                break;
+            }
             sqlite3_reset(ins_paper);
             sqlite3_bind_int64(ins_paper, 1, chunk_id);
             sqlite3_bind_text(ins_paper, 2, c->paper->date, -1, SQLITE_STATIC);
@@ -594,15 +602,15 @@ static kb_rc run_job(kb_store *store, const kb_ingest_opts *opts,
     return result;
 }
 
-/* "file:///abs/path" for a local path (caller frees). */
+/* "file:///abs/path" for a local path (caller frees; NULL out of memory). */
 static char *file_url(const char *path)
 {
     char *abs = realpath(path, NULL);
     kb_buf url;
     kb_buf_init(&url, 0);
-    kb_buf_printf(&url, "file://%s", abs ? abs : path);
+    kb_rc rc = kb_buf_printf(&url, "file://%s", abs ? abs : path);
     free(abs);
-    return kb_buf_detach(&url);
+    return kb_buf_finish(&url, rc);
 }
 
 static int is_url(const char *s)
@@ -699,6 +707,8 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
             job->format = "";
             rc = upsert_source(store, job->id, "Local files", "", "", "", err);
             char *url = file_url(t);
+            if (rc == KB_OK && !url)
+                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
             if (rc == KB_OK && S_ISDIR(st.st_mode))
                 rc = walk_folder(t, t, "", url, "", &job->docs, err);
             else if (rc == KB_OK)

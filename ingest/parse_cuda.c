@@ -313,8 +313,8 @@ static int all_caps(const src *x, const tok *t)
 }
 
 /* If [a, b) (the text before a '{') is a function header, the name (caller
- * frees); else NULL. */
-static char *function_name(const src *x, size_t a, size_t b)
+ * frees); else NULL. Out of memory it sets *rc and returns NULL. */
+static char *function_name(const src *x, size_t a, size_t b, kb_rc *rc)
 {
     tok t[512];
     size_t n = tokenize(x, a, b, t, sizeof t / sizeof t[0]);
@@ -403,12 +403,17 @@ static char *function_name(const src *x, size_t a, size_t b)
     }
     kb_buf nm;
     kb_buf_init(&nm, 0);
-    for (size_t k = first; k <= last; k++) {
+    kb_rc brc = KB_OK;
+    for (size_t k = first; brc == KB_OK && k <= last; k++) {
         if (k > first && t[k].ident && t[k - 1].ident)
-            kb_buf_putc(&nm, ' ');      /* operator bool */
-        kb_buf_append(&nm, x->s + t[k].off, t[k].len);
+            brc = kb_buf_putc(&nm, ' ');      /* operator bool */
+        if (brc == KB_OK)
+            brc = kb_buf_append(&nm, x->s + t[k].off, t[k].len);
     }
-    return kb_buf_detach(&nm);
+    char *name = kb_buf_finish(&nm, brc);
+    if (!name)
+        *rc = KB_ERR_NOMEM;
+    return name;
 }
 
 /* 1 if [a, b) opens a scope to look into: namespace X, extern "C". */
@@ -551,10 +556,11 @@ static int banner_line(const char *s, size_t len)
 
 /* Appends the text of comment source [a, b) to o without the comment
  * markers, line by line; banner lines become blank lines. */
-static void comment_text(const src *x, size_t a, size_t b, kb_buf *o)
+static kb_rc comment_text(const src *x, size_t a, size_t b, kb_buf *o)
 {
+    kb_rc rc = KB_OK;
     size_t i = a;
-    while (i < b) {
+    while (i < b && rc == KB_OK) {
         const char *nl = memchr(x->s + i, '\n', b - i);
         size_t e = nl ? (size_t)(nl - x->s) : b;
         const char *p = x->s + i, *q = x->s + e;
@@ -576,10 +582,12 @@ static void comment_text(const src *x, size_t a, size_t b, kb_buf *o)
         while (q > p && isspace((unsigned char)q[-1]))
             q--;
         if (!banner_line(p, (size_t)(q - p)))
-            kb_buf_append(o, p, (size_t)(q - p));
-        kb_buf_putc(o, '\n');
+            rc = kb_buf_append(o, p, (size_t)(q - p));
+        if (rc == KB_OK)
+            rc = kb_buf_putc(o, '\n');
         i = nl ? e + 1 : b;
     }
+    return rc;
 }
 
 /* ------------------------------------------------------------------ blocks */
@@ -701,26 +709,30 @@ static size_t leading_comment(emitter *em, size_t i)
     }
     kb_buf text;
     kb_buf_init(&text, 0);
-    for (size_t g = 0; g < ng; g++) {
+    kb_rc rc = KB_OK;
+    for (size_t g = 0; g < ng && rc == KB_OK; g++) {
         if (is_licence(x->s + gstart[g], gend[g] - gstart[g]))
             continue;
         if (text.len)
-            kb_buf_putc(&text, '\n');
-        comment_text(x, gstart[g], gend[g], &text);
+            rc = kb_buf_putc(&text, '\n');
+        if (rc == KB_OK)
+            rc = comment_text(x, gstart[g], gend[g], &text);
     }
     /* squeeze runs of blank lines */
     kb_buf out;
     kb_buf_init(&out, 0);
     int blanks = 0;
-    for (size_t k = 0; k < text.len; k++) {
+    for (size_t k = 0; k < text.len && rc == KB_OK; k++) {
         if (text.data[k] == '\n') {
             if (++blanks > 2 || out.len == 0)
                 continue;
         } else {
             blanks = 0;
         }
-        kb_buf_putc(&out, text.data[k]);
+        rc = kb_buf_putc(&out, text.data[k]);
     }
+    if (em->rc == KB_OK)
+        em->rc = rc;
     while (out.len && isspace((unsigned char)out.data[out.len - 1]))
         out.data[--out.len] = '\0';
     if (em->rc == KB_OK && out.len)
@@ -812,7 +824,11 @@ kb_rc kb_parse_cuda(const char *data, size_t len, const char *path,
                     done = 1;
                     break;
                 }
-                char *name = function_name(&x, st, i);
+                char *name = function_name(&x, st, i, &em.rc);
+                if (em.rc != KB_OK) {
+                    done = 1;
+                    break;
+                }
                 if (name) {
                     size_t end = match_brace(&x, i);
                     size_t fstart = cstart != NONE ? cstart : st;

@@ -268,8 +268,8 @@ static void section(rst_state *st, const rst_line *title, char ch, int over)
      * it both), so a later section of the same title gets neither */
     if (st->label) {
         char *tid = kb_ingest_docutils_id(t.data ? t.data : "");
-        if (tid && *tid)
-            kb_strset_add(&st->seen, tid);
+        if (!tid || (*tid && kb_strset_add(&st->seen, tid) != 0))
+            st_fail(st, KB_ERR_NOMEM);
         free(tid);
     }
     if (st->rc == KB_OK && t.len) {

@@ -163,6 +163,14 @@ char *kb_buf_detach(kb_buf *b)
     return p;
 }
 
+char *kb_buf_finish(kb_buf *b, kb_rc rc)
+{
+    if (rc == KB_OK)
+        return kb_buf_detach(b);
+    kb_buf_release(b);
+    return NULL;
+}
+
 /* ------------------------------------------------------------------ files */
 
 kb_rc kb_read_file(const char *path, size_t max_bytes, kb_buf *b, kb_err *err)
@@ -345,13 +353,14 @@ char *kb_path_join(const char *a, const char *b)
     kb_buf p;
     kb_buf_init(&p, 0);
     size_t la = strlen(a);
-    kb_buf_append(&p, a, la);
-    if (la && a[la - 1] != '/')
-        kb_buf_putc(&p, '/');
+    kb_rc rc = kb_buf_append(&p, a, la);
+    if (rc == KB_OK && la && a[la - 1] != '/')
+        rc = kb_buf_putc(&p, '/');
     while (*b == '/')
         b++;
-    kb_buf_puts(&p, b);
-    return kb_buf_detach(&p);
+    if (rc == KB_OK)
+        rc = kb_buf_puts(&p, b);
+    return kb_buf_finish(&p, rc);
 }
 
 double kb_now_ms(void)
