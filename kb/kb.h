@@ -102,6 +102,10 @@ char *kb_strdup(const char *s);
 char *kb_strndup(const char *s, size_t n);
 /* Joins a and b with one '/' (caller frees; NULL out of memory). */
 char *kb_path_join(const char *a, const char *b);
+/* The directory of the running executable, from /proc/self/exe, for files
+ * installed beside it (caller frees; NULL if it cannot be told or out of
+ * memory). */
+char *kb_exe_dir(void);
 /* Makes room for need elements of elem bytes in the array whose address
  * is arrp (a T **), of capacity *cap: grows by doubling (at least 8). On
  * failure returns KB_ERR_NOMEM and leaves the array and *cap untouched.

@@ -363,6 +363,35 @@ char *kb_path_join(const char *a, const char *b)
     return kb_buf_finish(&p, rc);
 }
 
+char *kb_exe_dir(void)
+{
+    /* readlink does not say how long the target is: grow until it fits */
+    for (size_t size = 256; size <= ((size_t)1 << 20); size *= 2) {
+        char *path = malloc(size);
+        if (!path)
+            return NULL;
+        ssize_t n = readlink("/proc/self/exe", path, size);
+        if (n <= 0) {
+            free(path);
+            return NULL;
+        }
+        if ((size_t)n < size) {
+            path[n] = '\0';
+            char *slash = strrchr(path, '/');
+            if (!slash) {
+                free(path);
+                return NULL;
+            }
+            if (slash == path)
+                slash++;        /* "/kb" lives in "/", not "" */
+            *slash = '\0';
+            return path;
+        }
+        free(path);
+    }
+    return NULL;
+}
+
 double kb_now_ms(void)
 {
     struct timespec ts;

@@ -1,5 +1,6 @@
 /* test_store.c - the store's named slots (caches of the modules above it,
- * freed on close), the filter's SQL and bindings, and the growth helper. */
+ * freed on close), the filter's SQL and bindings, the growth helper, the
+ * buffer's cap and the executable's directory. */
 #include "kb/kb_int.h"
 
 #include <setjmp.h>
@@ -207,6 +208,51 @@ static void test_grow(void **state)
     free(items);
 }
 
+/* ------------------------------------------------------------ buffers */
+
+static void test_buf_cap_and_finish(void **state)
+{
+    (void)state;
+    kb_buf b;
+    kb_buf_init(&b, 4);
+    assert_int_equal(kb_buf_puts(&b, "abc"), KB_OK);
+    /* past the cap: fails, the buffer as it was */
+    assert_int_equal(kb_buf_puts(&b, "de"), KB_ERR_NOMEM);
+    assert_string_equal(b.data, "abc");
+    assert_int_equal(kb_buf_putc(&b, 'd'), KB_OK);
+    assert_int_equal(kb_buf_printf(&b, "%d", 5), KB_ERR_NOMEM);
+    assert_string_equal(b.data, "abcd");
+    /* a failed chain gives NULL, never the cut string */
+    assert_null(kb_buf_finish(&b, KB_ERR_NOMEM));
+    assert_null(b.data);
+    assert_int_equal(b.len, 0);
+    /* a good one gives the data, "" for nothing appended */
+    kb_buf_init(&b, 0);
+    char *s = kb_buf_finish(&b, KB_OK);
+    assert_string_equal(s, "");
+    free(s);
+    assert_int_equal(kb_buf_printf(&b, "%s-%d", "x", 1), KB_OK);
+    s = kb_buf_finish(&b, KB_OK);
+    assert_string_equal(s, "x-1");
+    free(s);
+}
+
+/* ------------------------------------------------------------ files */
+
+static void test_exe_dir(void **state)
+{
+    (void)state;
+    char *dir = kb_exe_dir();
+    assert_non_null(dir);
+    assert_int_equal(dir[0], '/');
+    assert_int_not_equal(dir[strlen(dir) - 1], '/');
+    /* this very test binary lies in it */
+    char *self = kb_path_join(dir, "test_store");
+    assert_int_equal(access(self, X_OK), 0);
+    free(self);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -217,6 +263,8 @@ int main(void)
                                         close_store),
         cmocka_unit_test(test_kinds_round_trip),
         cmocka_unit_test(test_grow),
+        cmocka_unit_test(test_buf_cap_and_finish),
+        cmocka_unit_test(test_exe_dir),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
