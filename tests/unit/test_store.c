@@ -2,42 +2,28 @@
  * freed on close), the filter's SQL and bindings, the growth helper, the
  * buffer's cap and the executable's directory. */
 #include "kb/kb_int.h"
-
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "tests/unit/test_util.h"
 
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
 /* ------------------------------------------------------------ fixtures */
 
-static char kb_dir[64];
+static char *kb_dir;
 
 static int open_store(void **state)
 {
-    snprintf(kb_dir, sizeof kb_dir, "/tmp/kb-test-store.XXXXXX");
-    if (!mkdtemp(kb_dir))
-        return -1;
-    kb_store *s = NULL;
-    kb_err err;
-    kb_err_clear(&err);
-    if (kb_store_open(kb_dir, KB_STORE_CREATE, &s, &err) != KB_OK)
-        return -1;
-    *state = s;
+    kb_dir = tu_tmpdir("store");
+    *state = tu_open_kb(kb_dir);
     return 0;
 }
 
 static int close_store(void **state)
 {
     kb_store_close(*state);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", kb_dir);
-    return system(cmd) == 0 ? 0 : -1;
+    tu_rmtree(kb_dir);
+    free(kb_dir);
+    kb_dir = NULL;
+    return 0;
 }
 
 /* A cache that records its own destruction. */
@@ -101,13 +87,10 @@ static void test_slots_park_replace_clear(void **state)
 static void test_slots_freed_on_close(void **state)
 {
     (void)state;
-    char dir[64];
-    snprintf(dir, sizeof dir, "/tmp/kb-test-store2.XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    kb_store *s = NULL;
+    char *dir = tu_tmpdir("store2");
+    kb_store *s = tu_open_kb(dir);
     kb_err err;
     kb_err_clear(&err);
-    assert_int_equal(kb_store_open(dir, KB_STORE_CREATE, &s, &err), KB_OK);
     int freed = 0;
     static char names[20][16];   /* names are not copied: they outlive the store */
     for (int i = 0; i < 20; i++) {   /* past the first growth */
@@ -121,9 +104,8 @@ static void test_slots_freed_on_close(void **state)
             assert_int_equal(freed, 20);
         }
     }
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
+    tu_rmtree(dir);
+    free(dir);
 }
 
 /* ------------------------------------------------------------ filters */
