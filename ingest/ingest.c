@@ -294,6 +294,60 @@ static char *paper_section(const kb_block *b)
     return kb_buf_finish(&t, rc);
 }
 
+/* The paper record of chunk c (chunk_id), through the prepared ins. */
+static kb_rc write_paper(kb_store *store, sqlite3_stmt *ins, sqlite3_int64 chunk_id,
+                         const kb_chunk *c, kb_err *err)
+{
+    char *links = paper_links_json(c->paper);
+    char *section = paper_section(c->first);
+    kb_rc rc = KB_OK;
+    if (!section) {
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    sqlite3_reset(ins);
+    sqlite3_bind_int64(ins, 1, chunk_id);
+    sqlite3_bind_text(ins, 2, c->paper->date, -1, SQLITE_STATIC);
+    sqlite3_bind_text(ins, 3, c->paper->title, -1, SQLITE_STATIC);
+    sqlite3_bind_text(ins, 4, section, -1, SQLITE_STATIC);
+    sqlite3_bind_text(ins, 5, links ? links : "{}", -1, SQLITE_STATIC);
+    if (sqlite3_step(ins) != SQLITE_DONE)
+        rc = kb_store_db_error(store, err, "write a paper record");
+out:
+    free(links);
+    free(section);
+    return rc;
+}
+
+/* The chunks of document doc_id, each with its FTS row and, for a paper,
+ * its record, through the prepared ins_chunk and ins_paper. */
+static kb_rc write_chunks(kb_store *store, sqlite3_stmt *ins_chunk,
+                          sqlite3_stmt *ins_paper, sqlite3_int64 doc_id,
+                          const kb_chunks *chunks, kb_err *err)
+{
+    kb_rc rc = KB_OK;
+    for (size_t i = 0; i < chunks->n && rc == KB_OK; i++) {
+        const kb_chunk *c = &chunks->items[i];
+        sqlite3_reset(ins_chunk);
+        sqlite3_bind_int64(ins_chunk, 1, doc_id);
+        sqlite3_bind_int64(ins_chunk, 2, (sqlite3_int64)i);
+        sqlite3_bind_text(ins_chunk, 3, kb_kind_name(c->kind), -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins_chunk, 4, c->heading_json, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins_chunk, 5, c->anchor, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins_chunk, 6, c->text, -1, SQLITE_STATIC);
+        sqlite3_bind_int(ins_chunk, 7, c->tokens);
+        if (sqlite3_step(ins_chunk) != SQLITE_DONE)
+            return kb_store_db_error(store, err, "write a chunk");
+        sqlite3_int64 chunk_id = sqlite3_last_insert_rowid(store->db);
+        const kb_block *b = c->first;
+        rc = kb_fts_add(store, chunk_id, c->depth ? b->heading[c->depth - 1] : "",
+                        c->heading_text, c->text, err);
+        if (rc == KB_OK && c->paper)
+            rc = write_paper(store, ins_paper, chunk_id, c, err);
+    }
+    return rc;
+}
+
 /* Replaces a document and its chunks in one transaction. */
 static kb_rc store_document(kb_store *store, const char *source,
                             const doc_ref *ref, const char *hash,
@@ -342,45 +396,7 @@ static kb_rc store_document(kb_store *store, const char *source,
         goto out;
     }
     sqlite3_int64 doc_id = sqlite3_last_insert_rowid(store->db);
-
-    for (size_t i = 0; i < chunks->n && rc == KB_OK; i++) {
-        const kb_chunk *c = &chunks->items[i];
-        sqlite3_reset(ins_chunk);
-        sqlite3_bind_int64(ins_chunk, 1, doc_id);
-        sqlite3_bind_int64(ins_chunk, 2, (sqlite3_int64)i);
-        sqlite3_bind_text(ins_chunk, 3, kb_kind_name(c->kind), -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins_chunk, 4, c->heading_json, -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins_chunk, 5, c->anchor, -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins_chunk, 6, c->text, -1, SQLITE_STATIC);
-        sqlite3_bind_int(ins_chunk, 7, c->tokens);
-        if (sqlite3_step(ins_chunk) != SQLITE_DONE) {
-            rc = kb_store_db_error(store, err, "write a chunk");
-            break;
-        }
-        sqlite3_int64 chunk_id = sqlite3_last_insert_rowid(store->db);
-        const kb_block *b = c->first;
-        rc = kb_fts_add(store, chunk_id, c->depth ? b->heading[c->depth - 1] : "",
-                        c->heading_text, c->text, err);
-        if (rc == KB_OK && c->paper) {
-            char *links = paper_links_json(c->paper);
-            char *section = paper_section(c->first);
-            if (!section) {
-                free(links);
-                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-                break;
-            }
-            sqlite3_reset(ins_paper);
-            sqlite3_bind_int64(ins_paper, 1, chunk_id);
-            sqlite3_bind_text(ins_paper, 2, c->paper->date, -1, SQLITE_STATIC);
-            sqlite3_bind_text(ins_paper, 3, c->paper->title, -1, SQLITE_STATIC);
-            sqlite3_bind_text(ins_paper, 4, section, -1, SQLITE_STATIC);
-            sqlite3_bind_text(ins_paper, 5, links ? links : "{}", -1, SQLITE_STATIC);
-            if (sqlite3_step(ins_paper) != SQLITE_DONE)
-                rc = kb_store_db_error(store, err, "write a paper record");
-            free(links);
-            free(section);
-        }
-    }
+    rc = write_chunks(store, ins_chunk, ins_paper, doc_id, chunks, err);
     if (rc == KB_OK)
         rc = kb_store_commit(store, err);
 out:
