@@ -47,7 +47,7 @@ LDFLAGS ?=
 # drives - is linked into build/kb only: library code cannot call it.
 MODULES  := kb ingest index skills query generator
 ALL_SRC  := $(sort $(wildcard $(MODULES:%=%/*.c)))
-CMD_SRC  := kb/main.c kb/cli.c $(filter %/cmd_%.c,$(ALL_SRC))
+CMD_SRC  := kb/main.c kb/cli.c $(foreach f,$(ALL_SRC),$(if $(findstring /cmd_,$(f)),$(f)))
 LIB_SRC  := $(filter-out $(CMD_SRC),$(ALL_SRC))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 MAIN_OBJ := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)

@@ -20,12 +20,12 @@
 
 /* ------------------------------------------------------------------ the child */
 
-/* kb-verify: $KB_VERIFY, else beside this kb, else on the PATH. */
-static char *find_kb_verify(void)
+/* kb-verify: KB_VERIFY (cfg's verify), else beside this kb, else on the
+ * PATH. */
+static char *find_kb_verify(const kb_config *cfg)
 {
-    const char *env = getenv("KB_VERIFY");
-    if (env && *env)
-        return kb_strdup(env);
+    if (cfg->verify)
+        return kb_strdup(cfg->verify);
     char self[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n > 0) {
@@ -617,7 +617,7 @@ int cmd_verify(int argc, char **argv, const kb_cli *cli, const kb_command *self)
         else
             return kb_cli_usage_error(self, "too many arguments");
     }
-    char *kv = find_kb_verify();
+    char *kv = find_kb_verify(cli->config);
     R.kv = kv;
     int status;
     if (suite) {

@@ -1,6 +1,7 @@
 /* ingest.c - the ingest driver: sources -> documents -> parse -> chunk ->
  * store, one transaction per document, incremental by content hash. */
 #include "ingest/ingest_int.h"
+#include "kb/config.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -759,13 +760,12 @@ static kb_rc plan_jobs(ingest_run *r, char *const *targets, size_t ntargets,
     return rc;
 }
 
-/* The embedder's tokenizer, so chunks are sized in its word pieces; NULL
- * (sizes estimated) when its vocabulary is not installed. */
-static kb_tokenizer *open_chunk_tokenizer(void)
+/* The embedder's tokenizer (from the model in mdir), so chunks are sized
+ * in its word pieces; NULL (sizes estimated) when its vocabulary is not
+ * installed. */
+static kb_tokenizer *open_chunk_tokenizer(const char *mdir)
 {
-    char *mdir = kb_model_dir();
     char *vocab = mdir && *mdir ? kb_path_join(mdir, "vocab.txt") : kb_strdup("");
-    free(mdir);
     kb_tokenizer *tok = NULL;
     kb_err terr;
     kb_err_clear(&terr);
@@ -817,7 +817,7 @@ static kb_rc embed_pending(ingest_run *r, kb_err *err)
 {
     const kb_ingest_opts *opts = r->opts;
     kb_embedder *emb = NULL;
-    kb_rc rc = kb_embedder_open_default(&emb, err);
+    kb_rc rc = kb_embedder_open_config(opts->config, &emb, err);
     if (rc == KB_OK && opts->reembed)
         rc = kb_vec_clear(r->store, err);
     if (rc == KB_OK && opts->index_kind)
@@ -837,11 +837,13 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
     double t0 = kb_now_ms();
     ingest_run r = { .store = store, .opts = opts, .stats = stats };
     kb_err_clear(&r.first);
+    if (!opts->config) {
+        stats->took_ms = kb_now_ms() - t0;
+        return kb_err_set(err, KB_ERR_USAGE, "ingest needs a configuration");
+    }
     r.manifest_path = opts->manifest_path ? kb_strdup(opts->manifest_path)
                                           : kb_manifest_default_path();
     r.mirror = opts->mirror_dir;
-    if (!r.mirror || !*r.mirror)
-        r.mirror = getenv("KB_MIRROR");
     if (r.mirror && !*r.mirror)
         r.mirror = NULL;
 
@@ -849,7 +851,7 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
     if (rc == KB_OK)
         rc = plan_jobs(&r, targets, ntargets, err);
     if (rc == KB_OK) {
-        r.tok = open_chunk_tokenizer();
+        r.tok = open_chunk_tokenizer(opts->config->model_dir);
         rc = run_jobs(&r, err);
     }
     if (rc == KB_OK && (opts->embed || opts->reembed))

@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <stdarg.h>
 
+#include <cjson/cJSON.h>
+
 /* A result the caller must look at (curl's WARN_UNUSED_RESULT). GCC warns
  * even through a (void) cast. */
 #define KB_MUST_CHECK __attribute__((warn_unused_result))
@@ -128,7 +130,14 @@ void kb_log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void kb_log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void kb_log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* ------------------------------------------------------------------ documents */
+/* ------------------------------------------------------------------ config */
+
+/* kb's settings from the environment (KB_DIR, KB_EMBED_URL, ...), resolved
+ * once by kb_config_load at start and passed down; kb/config.h has the
+ * struct and its table. */
+typedef struct kb_config kb_config;
+
+/* ------------------------------------------------------------------ kinds, filters */
 
 /* What a chunk holds; stored as its name ("text", "code", ...). */
 typedef enum {
@@ -202,32 +211,31 @@ kb_rc kb_fetch_url(const char *url, const char *cache_dir,
 
 /* ------------------------------------------------------------------ embeddings */
 
-/* The local model's directory: $KB_MODEL_DIR if set (even empty), else
- * ~/.cache/kb/models/all-MiniLM-L6-v2. Caller frees. */
-char *kb_model_dir(void);
-
 /* An embedder: text -> L2-normalised float vectors. */
 typedef struct kb_embedder kb_embedder;
 
-/* The local all-MiniLM-L6-v2 from model_dir (model.safetensors, vocab.txt);
- * model_dir NULL means $KB_MODEL_DIR, else ~/.cache/kb/models/all-MiniLM-L6-v2.
- * threads: workers a batch is split across (BLAS itself runs single-threaded);
- * 0 means $KB_THREADS, else one per online CPU. A missing, truncated or
- * wrong-hash model is KB_ERR_MODEL naming 'make deps' / KB_MODEL_DIR. The
- * weights' SHA-256 verdict is cached in model_dir/.kb-verified (keyed by
- * size, mtime, inode). *out is freed with kb_embedder_free. */
+/* The local all-MiniLM-L6-v2 from model_dir (model.safetensors, vocab.txt;
+ * kb_config's model_dir is the usual one; NULL or "" is no model).
+ * threads: workers a batch is split across (BLAS itself runs
+ * single-threaded); 0 means one per online CPU, at most 16. A missing,
+ * truncated or wrong-hash model is KB_ERR_MODEL naming 'make deps' /
+ * KB_MODEL_DIR. The weights' SHA-256 verdict is cached in
+ * model_dir/.kb-verified (keyed by size, mtime, inode). *out is freed with
+ * kb_embedder_free. */
 kb_rc kb_embedder_open_local(const char *model_dir, int threads,
                              kb_embedder **out, kb_err *err);
 /* An OpenAI-compatible /v1/embeddings endpoint (url is the full endpoint
  * URL; model is required; api_key may be NULL and is never logged). Makes
  * one small request to learn the dimension, so a dead endpoint fails here.
- * Timeout per request: $KB_EMBED_TIMEOUT_MS (default 60000). */
+ * Timeout per request: 60 s (kb_embedder_open_config uses the config's). */
 kb_rc kb_embedder_open_remote(const char *url, const char *model,
                               const char *api_key, kb_embedder **out,
                               kb_err *err);
-/* From the environment: KB_EMBED_URL set -> remote (KB_EMBED_MODEL,
- * KB_EMBED_API_KEY), else local. */
-kb_rc kb_embedder_open_default(kb_embedder **out, kb_err *err);
+/* The embedder cfg names: with embed_url, the remote one (embed_model,
+ * embed_api_key, embed_timeout_ms), else the local one (model_dir,
+ * threads). */
+kb_rc kb_embedder_open_config(const kb_config *cfg, kb_embedder **out,
+                              kb_err *err);
 void kb_embedder_free(kb_embedder *e);
 int kb_embedder_dim(const kb_embedder *e);
 /* "all-MiniLM-L6-v2" or "remote:<model>". */
@@ -314,7 +322,7 @@ typedef void (*kb_ingest_progress_fn)(const kb_ingest_progress *p, void *ctx);
 
 typedef struct {
     const char *manifest_path;  /* NULL: corpus/sources.json */
-    const char *mirror_dir;     /* NULL: $KB_MIRROR, else fetch URLs */
+    const char *mirror_dir;     /* NULL: fetch URLs */
     const char *adhoc_source;   /* source id for ad-hoc paths/URLs */
     int force;                  /* re-parse unchanged documents */
     int embed;                  /* compute embeddings for new chunks */
@@ -323,6 +331,7 @@ typedef struct {
                                    NULL keeps the KB's */
     kb_ingest_progress_fn progress;
     void *progress_ctx;
+    const kb_config *config;    /* the embedder and model; required */
 } kb_ingest_opts;
 
 typedef struct {
@@ -354,6 +363,8 @@ typedef struct {
     int k;                                 /* results wanted, default 10 */
     kb_filter filter;                      /* sources and kinds */
     int snippet;                           /* 1: text is a snippet, 0: whole */
+    const kb_config *config;               /* opens the store's default
+                                              embedder when none is given */
 } kb_query_opts;
 
 void kb_query_opts_init(kb_query_opts *opts);
@@ -393,9 +404,6 @@ void kb_results_release(kb_results *r);
  * by callers for the other modes). */
 kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
                    kb_results *out, kb_err *err);
-/* Appends the DESIGN.md JSON object for the results to out. */
-kb_rc kb_results_to_json(const kb_query_opts *opts, const kb_results *r,
-                         kb_buf *out);
 
 /* ------------------------------------------------------------------ tasks */
 
@@ -574,5 +582,75 @@ typedef struct {
 kb_rc kb_papers_list(kb_store *store, const char *section, kb_paper_list *out,
                      kb_err *err);
 void kb_paper_list_release(kb_paper_list *l);
+
+/* ------------------------------------------------------------------ tools */
+
+/* The tool table (query/tools.c): each operation a client can call,
+ * declared once - its name, a description written for an agent, JSON
+ * Schemas (draft 2020-12) of its arguments and of its result, and a
+ * handler that makes the result as cJSON. The CLI's --json output,
+ * `kb serve` and `kb mcp` all call it, so the three cannot drift apart.
+ *
+ * The table is extensible from above: a module above query/ (skills, the
+ * generator) declares its own array of kb_tool, with handlers of the same
+ * signature, and exports it as kb_<module>_tools(size_t *n); a server
+ * keeps the list of tables it serves (kb_tools first), finds a name in
+ * each in turn with kb_tool_lookup and calls what it found with
+ * kb_tool_run. query/ never knows the tables above it; names are unique
+ * across all tables. State the tools above need besides the store (a
+ * verifier process, an LLM client) lives in the store's named slots, so
+ * one kb_tool_ctx serves every table.
+ *
+ * Thread safety: tools keep no state of their own; one kb_tool_ctx (a
+ * store and an embedder) per thread, as a server keeps one per worker. */
+
+typedef struct {
+    kb_store *store;       /* the open KB; read-only is enough for query/'s */
+    kb_embedder *emb;      /* the query embedder; NULL: the store's default,
+                              opened on first use and kept with the store */
+    const kb_config *config;   /* where that default comes from */
+} kb_tool_ctx;
+
+/* A handler: runs the operation with args (an object already checked
+ * against the tool's input_schema by kb_tool_run) and sets *out to the
+ * result object, which the caller frees with cJSON_Delete. On failure
+ * *out is NULL and err says why: KB_ERR_USAGE for arguments the schema
+ * cannot express, else the operation's own code (KB_ERR_NOTFOUND, ...). */
+typedef kb_rc (*kb_tool_fn)(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
+                            kb_err *err);
+
+typedef struct {
+    const char *name;           /* [a-z0-9_]+, unique across tables */
+    const char *description;    /* one paragraph for an agent: when to use
+                                   it, what comes back */
+    const char *input_schema;   /* JSON Schema text: "type":"object",
+                                   "additionalProperties":false, required
+                                   fields listed */
+    const char *output_schema;  /* JSON Schema text of the result object */
+    int read_only;              /* 1: changes nothing (MCP readOnlyHint) */
+    kb_tool_fn fn;
+} kb_tool;
+
+/* query/'s table: search, get, papers, status. Static; *n its length. */
+const kb_tool *kb_tools(size_t *n);
+/* The tool of table[0..n) named name, or NULL. */
+const kb_tool *kb_tool_lookup(const kb_tool *table, size_t n, const char *name);
+/* kb_tool_lookup in kb_tools(). */
+const kb_tool *kb_tool_find(const char *name);
+/* Checks args (NULL: no arguments) against tool's input_schema: types,
+ * ranges, enums, lengths, required and unknown keys. A failure is
+ * KB_ERR_USAGE with a message naming the tool, the argument and what it
+ * must be ("search: 'k' must be an integer from 1 to 50, not 0"); a schema
+ * that uses a keyword this checker does not know is KB_ERR_INTERNAL. */
+kb_rc kb_tool_check_args(const kb_tool *tool, const cJSON *args, kb_err *err);
+/* Checks args (kb_tool_check_args) and runs tool's handler; *out as for
+ * kb_tool_fn (caller frees with cJSON_Delete; NULL on failure). The only
+ * way a handler should be called. */
+kb_rc kb_tool_run(const kb_tool *tool, kb_tool_ctx *ctx, const cJSON *args,
+                  cJSON **out, kb_err *err);
+/* kb_tool_run of kb_tool_find(name); an unknown name is KB_ERR_USAGE
+ * listing the tools. */
+kb_rc kb_tool_call(kb_tool_ctx *ctx, const char *name, const cJSON *args,
+                   cJSON **out, kb_err *err);
 
 #endif /* KB_H */

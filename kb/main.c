@@ -74,8 +74,13 @@ static void main_usage(FILE *f)
                "  --kb DIR          the KB directory ($KB_DIR, else "
                "$XDG_DATA_HOME/kb)\n"
                "  -q, --quiet       no progress or informational messages\n"
-               "  --version         print the version\n\n"
-               "'kb COMMAND --help' shows a command's options.\n");
+               "  --version         print the version\n\n");
+    kb_buf env;
+    kb_buf_init(&env, 0);
+    if (kb_config_help(&env) == KB_OK)
+        fprintf(f, "environment:\n%s\n", env.data);
+    kb_buf_release(&env);
+    fprintf(f, "'kb COMMAND --help' shows a command's options.\n");
 }
 
 /* Takes the global options out of argv wherever they stand (before "--"). */
@@ -113,11 +118,6 @@ int main(int argc, char **argv)
     kb_cli cli = { 0 };
     if (take_global_options(&argc, argv, &cli) != 0)
         return 2;
-    if (!cli.kb_dir)
-        cli.kb_dir = getenv("KB_DIR");
-    const char *no_color = getenv("NO_COLOR");
-    cli.color = isatty(STDOUT_FILENO) && !(no_color && *no_color);
-    cli.progress = isatty(STDERR_FILENO) && !cli.quiet;
     kb_log_set_level(cli.quiet ? KB_LOG_QUIET : KB_LOG_INFO);
 
     if (argc < 2) {
@@ -134,16 +134,31 @@ int main(int argc, char **argv)
         printf("kb 0.1.0\n");
         return 0;
     }
-    for (size_t i = 0; i < ncommands; i++) {
-        const kb_command *cmd = &commands[i];
-        if (strcmp(name, cmd->name) != 0)
-            continue;
-        if (kb_cli_wants_help(argc - 1, argv + 1)) {
-            kb_cli_usage(cmd, 0);
-            return 0;
-        }
-        return cmd->fn(argc - 1, argv + 1, &cli, cmd);
+    const kb_command *cmd = NULL;
+    for (size_t i = 0; i < ncommands && !cmd; i++)
+        if (strcmp(name, commands[i].name) == 0)
+            cmd = &commands[i];
+    if (!cmd) {
+        fprintf(stderr, "kb: '%s' is not a kb command; see 'kb --help'\n", name);
+        return 2;
     }
-    fprintf(stderr, "kb: '%s' is not a kb command; see 'kb --help'\n", name);
-    return 2;
+    if (kb_cli_wants_help(argc - 1, argv + 1)) {
+        kb_cli_usage(cmd, 0);
+        return 0;
+    }
+
+    /* the environment, read once: everything below gets it from here */
+    kb_config cfg;
+    kb_err err;
+    kb_err_clear(&err);
+    if (kb_config_load(&cfg, &err) != KB_OK)
+        return kb_cli_fail(&err);
+    if (!cli.kb_dir)
+        cli.kb_dir = cfg.kb_dir;
+    cli.config = &cfg;
+    cli.color = isatty(STDOUT_FILENO) && !cfg.no_color;
+    cli.progress = isatty(STDERR_FILENO) && !cli.quiet;
+    int status = cmd->fn(argc - 1, argv + 1, &cli, cmd);
+    kb_config_release(&cfg);
+    return status;
 }

@@ -1,6 +1,7 @@
 /* store.c - the KB directory and its SQLite database: open, schema and
  * migrations, transactions. SQLite is the source of truth. */
 #include "kb/kb_int.h"
+#include "kb/config.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -69,21 +70,13 @@ struct kb_store_slot {
 
 static const int schema_version = (int)(sizeof migrations / sizeof migrations[0]);
 
+/* The CLI passes kb_config's kb_dir; the environment's rule lives in
+ * config.c. */
 char *kb_store_default_dir(const char *dir)
 {
     if (dir && *dir)
         return kb_strdup(dir);
-    const char *env = getenv("KB_DIR");
-    if (env && *env)
-        return kb_strdup(env);
-    const char *xdg = getenv("XDG_DATA_HOME");
-    if (xdg && *xdg)
-        return kb_path_join(xdg, "kb");
-    const char *home = getenv("HOME");
-    char *share = kb_path_join(home && *home ? home : ".", ".local/share");
-    char *out = share ? kb_path_join(share, "kb") : NULL;
-    free(share);
-    return out;
+    return kb_config_env_kb_dir();
 }
 
 kb_rc kb_store_db_error(kb_store *store, kb_err *err, const char *what)

@@ -370,14 +370,19 @@ static void embedder_free(void *p)
     kb_embedder_free(p);
 }
 
-/* The embedder to use: the caller's, else the store's default one. */
-static kb_rc query_embedder(kb_store *store, kb_embedder **emb, kb_err *err)
+/* The embedder to use: the caller's, else the store's default one, opened
+ * from the configuration on first use. */
+static kb_rc query_embedder(kb_store *store, const kb_config *cfg,
+                            kb_embedder **emb, kb_err *err)
 {
     if (*emb)
         return KB_OK;
     kb_embedder *e = kb_store_slot_get(store, EMBEDDER_SLOT);
     if (!e) {
-        kb_rc rc = kb_embedder_open_default(&e, err);
+        if (!cfg)
+            return kb_err_set(err, KB_ERR_INTERNAL, "a vector search needs an "
+                              "embedder or a configuration to open one");
+        kb_rc rc = kb_embedder_open_config(cfg, &e, err);
         if (rc == KB_OK)
             rc = kb_store_slot_set(store, EMBEDDER_SLOT, e, embedder_free, err);
         if (rc != KB_OK)
@@ -421,7 +426,7 @@ kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
         out->mode = KB_MODE_LEXICAL;
     }
     if (want_vec) {
-        if ((rc = query_embedder(store, &emb, err)) != KB_OK ||
+        if ((rc = query_embedder(store, opts->config, &emb, err)) != KB_OK ||
             (rc = kb_vec_check_embedder(store, emb, 0, err)) != KB_OK)
             goto out;
         job.emb = emb;
@@ -503,47 +508,5 @@ out:
     out->took_ms = kb_now_ms() - t0;
     if (rc != KB_OK)
         kb_results_release(out);
-    return rc;
-}
-
-kb_rc kb_results_to_json(const kb_query_opts *opts, const kb_results *r,
-                         kb_buf *out)
-{
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "query", opts->text ? opts->text : "");
-    cJSON_AddStringToObject(root, "mode", kb_mode_name(r->mode));
-    cJSON_AddNumberToObject(root, "took_ms", (double)(int)(r->took_ms * 1000) / 1000.0);
-    cJSON *arr = cJSON_AddArrayToObject(root, "results");
-    for (size_t i = 0; i < r->n; i++) {
-        const kb_result *x = &r->items[i];
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "rank", x->rank);
-        cJSON_AddNumberToObject(o, "score", x->score);
-        cJSON_AddNumberToObject(o, "chunk_id", (double)x->chunk_id);
-        cJSON_AddStringToObject(o, "source", x->source);
-        cJSON_AddStringToObject(o, "title", x->title);
-        cJSON *hp = cJSON_AddArrayToObject(o, "heading_path");
-        for (size_t d = 0; d < x->depth; d++)
-            cJSON_AddItemToArray(hp, cJSON_CreateString(x->heading_path[d]));
-        cJSON_AddStringToObject(o, "url", x->url);
-        cJSON_AddStringToObject(o, "path", x->path);
-        cJSON_AddStringToObject(o, "kind", kb_kind_name(x->kind));
-        cJSON_AddStringToObject(o, "text", x->text);
-        if (x->lexical_rank)
-            cJSON_AddNumberToObject(o, "lexical_rank", x->lexical_rank);
-        else
-            cJSON_AddNullToObject(o, "lexical_rank");
-        if (x->vector_rank)
-            cJSON_AddNumberToObject(o, "vector_rank", x->vector_rank);
-        else
-            cJSON_AddNullToObject(o, "vector_rank");
-        cJSON_AddItemToArray(arr, o);
-    }
-    char *s = cJSON_PrintUnformatted(root);
-    cJSON_Delete(root);
-    if (!s)
-        return KB_ERR_NOMEM;
-    kb_rc rc = kb_buf_puts(out, s);
-    free(s);
     return rc;
 }

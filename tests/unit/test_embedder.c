@@ -15,7 +15,7 @@ static char *tmpdir;
 
 static int setup(void **state)
 {
-    model_dir = kb_model_dir();   /* the one rule the CLI follows */
+    model_dir = tu_model_dir();
     if (!model_dir)
         return -1;
     kb_err err;

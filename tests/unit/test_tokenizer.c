@@ -11,7 +11,7 @@ static kb_tokenizer *tok;
 
 static int setup(void **state)
 {
-    model_dir = kb_model_dir();   /* the one rule the CLI follows */
+    model_dir = tu_model_dir();
     if (!model_dir)
         return -1;
     if (!*model_dir)

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kb/config.h"
 #include "kb/kb.h"
 
 /* ------------------------------------------------------------ places */
@@ -77,6 +78,22 @@ static inline char *tu_mirror_path(const char *rel)
         return NULL;
     }
     return p;
+}
+
+/* The model directory as kb_config resolves it, the one rule the CLI
+ * follows (caller frees; NULL, having said why, on a bad environment). */
+static inline char *tu_model_dir(void)
+{
+    kb_config cfg;
+    kb_err err;
+    kb_err_clear(&err);
+    if (kb_config_load(&cfg, &err) != KB_OK) {
+        fprintf(stderr, "%s\n", err.msg);
+        return NULL;
+    }
+    char *dir = kb_strdup(cfg.model_dir);
+    kb_config_release(&cfg);
+    return dir;
 }
 
 /* 1 (having said "skipped: ...") when KB_MODEL_DIR is set but empty: the
