@@ -69,7 +69,7 @@ $(BUILD)/kb: $(MAIN_OBJ) $(BUILD)/libkb.a
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@.tmp $(MAIN_OBJ) $(BUILD)/libkb.a $(LIBS) && mv -f $@.tmp $@
 
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libkb.a
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/test_util.h $(BUILD)/libkb.a
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  TEST-CC $<")
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libkb.a $(LIBS) $(shell pkg-config --libs cmocka)

@@ -114,12 +114,27 @@ static int next_word(const char **p, const char **w, size_t *len)
     return 1;
 }
 
+/* Sticky appends: each does nothing once *rc holds an error (FTS5's
+ * pRc), so the expression builders below read as straight lines. */
+static void put(kb_buf *out, const char *s, kb_rc *rc)
+{
+    if (*rc == KB_OK)
+        *rc = kb_buf_puts(out, s);
+}
+
+static void putch(kb_buf *out, char c, kb_rc *rc)
+{
+    if (*rc == KB_OK)
+        *rc = kb_buf_putc(out, c);
+}
+
 kb_rc kb_fts_idents(const char *text, kb_buf *out)
 {
     const char *p = text, *w;
     size_t len;
     char parts[MAX_PARTS][64];
-    while (next_word(&p, &w, &len)) {
+    kb_rc rc = KB_OK;
+    while (rc == KB_OK && next_word(&p, &w, &len)) {
         if (len < 3 || len > 200 || !is_identifier(w, len))
             continue;
         size_t n = split_parts(w, len, 0, parts);
@@ -128,32 +143,33 @@ kb_rc kb_fts_idents(const char *text, kb_buf *out)
         int dotted = memchr(w, '.', len) != NULL;
         for (size_t upto = dotted ? 2 : n; upto <= n; upto++) {
             for (size_t i = 0; i < upto; i++)
-                kb_buf_puts(out, parts[i]);
-            kb_buf_putc(out, ' ');
+                put(out, parts[i], &rc);
+            putch(out, ' ', &rc);
         }
         if (has_camel(w, len)) {
             n = split_parts(w, len, 1, parts);
             for (size_t i = 0; i < n; i++) {
-                kb_buf_puts(out, parts[i]);
-                kb_buf_putc(out, ' ');
+                put(out, parts[i], &rc);
+                putch(out, ' ', &rc);
             }
         }
-        kb_buf_puts(out, ", ");
+        put(out, ", ", &rc);
     }
-    return KB_OK;
+    return rc;
 }
 
 /* Appends "part part ..." as an FTS5 string (parts are alphanumeric, so
  * no quoting is needed beyond the surrounding quotes). */
-static void put_phrase(kb_buf *out, char parts[MAX_PARTS][64], size_t n)
+static void put_phrase(kb_buf *out, char parts[MAX_PARTS][64], size_t n,
+                       kb_rc *rc)
 {
-    kb_buf_putc(out, '"');
+    putch(out, '"', rc);
     for (size_t i = 0; i < n; i++) {
         if (i)
-            kb_buf_putc(out, ' ');
-        kb_buf_puts(out, parts[i]);
+            putch(out, ' ', rc);
+        put(out, parts[i], rc);
     }
-    kb_buf_putc(out, '"');
+    putch(out, '"', rc);
 }
 
 kb_rc kb_fts_build_match(const char *text, kb_buf *out)
@@ -164,7 +180,8 @@ kb_rc kb_fts_build_match(const char *text, kb_buf *out)
     size_t clauses = 0;
     const char *p = text, *w;
     size_t len;
-    while (next_word(&p, &w, &len)) {
+    kb_rc rc = KB_OK;
+    while (rc == KB_OK && next_word(&p, &w, &len)) {
         if (len == 0 || len > 200)
             continue;
         size_t n = split_parts(w, len, 0, parts);
@@ -173,49 +190,56 @@ kb_rc kb_fts_build_match(const char *text, kb_buf *out)
         if (n == 1 && !is_identifier(w, len)) {
             if (is_stopword(parts[0]) || strlen(parts[0]) < 2) {
                 if (plain.len)
-                    kb_buf_puts(&plain, " OR ");
-                put_phrase(&plain, parts, 1);
+                    put(&plain, " OR ", &rc);
+                put_phrase(&plain, parts, 1, &rc);
                 continue;
             }
             if (clauses++)
-                kb_buf_puts(out, " OR ");
-            put_phrase(out, parts, 1);
+                put(out, " OR ", &rc);
+            put_phrase(out, parts, 1, &rc);
             continue;
         }
         /* an identifier: its parts as a phrase, or its joined form */
         if (clauses++)
-            kb_buf_puts(out, " OR ");
-        kb_buf_putc(out, '(');
-        put_phrase(out, parts, n);
-        kb_buf_puts(out, " OR idents : \"");
+            put(out, " OR ", &rc);
+        putch(out, '(', &rc);
+        put_phrase(out, parts, n, &rc);
+        put(out, " OR idents : \"", &rc);
         for (size_t i = 0; i < n; i++)
-            kb_buf_puts(out, parts[i]);
-        kb_buf_putc(out, '"');
+            put(out, parts[i], &rc);
+        putch(out, '"', &rc);
         if (has_camel(w, len)) {
             size_t m = split_parts(w, len, 1, parts);
-            kb_buf_puts(out, " OR idents : ");
-            put_phrase(out, parts, m);
+            put(out, " OR idents : ", &rc);
+            put_phrase(out, parts, m, &rc);
         }
-        kb_buf_putc(out, ')');
+        putch(out, ')', &rc);
     }
-    if (clauses == 0 && plain.len)
-        kb_buf_append(out, plain.data, plain.len);
+    if (rc == KB_OK && clauses == 0 && plain.len)
+        rc = kb_buf_append(out, plain.data, plain.len);
     kb_buf_release(&plain);
-    return KB_OK;
+    return rc;
 }
 
 /* The body the index sees: URLs dropped (their pieces only add noise). */
-static void strip_urls(const char *body, kb_buf *out)
+static kb_rc strip_urls(const char *body, kb_buf *out)
 {
     const char *p = body;
-    while (*p) {
+    kb_rc rc = KB_OK;
+    while (*p && rc == KB_OK) {
         if ((strncmp(p, "http://", 7) == 0 || strncmp(p, "https://", 8) == 0)) {
             while (*p && !isspace((unsigned char)*p) && *p != ')')
                 p++;
             continue;
         }
-        kb_buf_putc(out, *p++);
+        /* up to the next URL in one append */
+        const char *e = p + 1;
+        while (*e && strncmp(e, "http://", 7) != 0 && strncmp(e, "https://", 8) != 0)
+            e++;
+        rc = kb_buf_append(out, p, (size_t)(e - p));
+        p = e;
     }
+    return rc;
 }
 
 kb_rc kb_fts_add(kb_store *store, int64_t chunk_id, const char *title,
@@ -224,11 +248,16 @@ kb_rc kb_fts_add(kb_store *store, int64_t chunk_id, const char *title,
     kb_buf clean, idents;
     kb_buf_init(&clean, 0);
     kb_buf_init(&idents, 0);
-    strip_urls(body, &clean);
-    kb_fts_idents(heading, &idents);
-    kb_fts_idents(clean.data ? clean.data : "", &idents);
     sqlite3_stmt *st = NULL;
-    kb_rc rc = kb_store_prepare(store,
+    kb_rc rc = strip_urls(body, &clean);
+    if (rc == KB_OK)
+        rc = kb_fts_idents(heading, &idents);
+    if (rc == KB_OK)
+        rc = kb_fts_idents(clean.data ? clean.data : "", &idents);
+    if (rc != KB_OK)
+        rc = kb_err_set(err, rc, "out of memory indexing a chunk");
+    if (rc == KB_OK)
+        rc = kb_store_prepare(store,
         "INSERT INTO chunks_fts(rowid, title, heading, body, idents)"
         " VALUES(?,?,?,?,?)",
         &st, err);

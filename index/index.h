@@ -52,12 +52,14 @@ void kb_hits_release(kb_hits *h);
 
 /* The identifier forms of text for the FTS "idents" column: each
  * identifier-like word (cp.async.bulk, __shfl_down_sync, cudaMemcpyAsync,
- * sm_90a) as its joined lower-case form and its split parts. */
-kb_rc kb_fts_idents(const char *text, kb_buf *out);
+ * sm_90a) as its joined lower-case form and its split parts, appended to
+ * out. KB_ERR_NOMEM if out cannot grow. */
+kb_rc kb_fts_idents(const char *text, kb_buf *out) KB_MUST_CHECK;
 /* Turns user text into a safe FTS5 MATCH expression: quoted terms OR-ed,
- * identifiers as phrases of their parts or their joined form. Never a
- * syntax error. Empty out means nothing searchable. */
-kb_rc kb_fts_build_match(const char *text, kb_buf *out);
+ * identifiers as phrases of their parts or their joined form, appended to
+ * out. Never a syntax error. Empty out means nothing searchable;
+ * KB_ERR_NOMEM if out cannot grow. */
+kb_rc kb_fts_build_match(const char *text, kb_buf *out) KB_MUST_CHECK;
 /* The depth best chunks for text by BM25 (heading columns above the body),
  * restricted to what filter allows (NULL: all), appended to out with their
  * lexical rank and score. Text that holds nothing searchable finds none. */

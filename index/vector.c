@@ -276,12 +276,13 @@ out:
     return rc;
 }
 
+/* The index file of a generation (caller frees; NULL out of memory). */
 static char *index_path(kb_store *store, long long generation)
 {
     kb_buf p;
     kb_buf_init(&p, 0);
-    kb_buf_printf(&p, "%s/vectors.%lld.faiss", store->dir, generation);
-    return kb_buf_detach(&p);
+    kb_rc rc = kb_buf_printf(&p, "%s/vectors.%lld.faiss", store->dir, generation);
+    return kb_buf_finish(&p, rc);
 }
 
 /* Removes vector files of other generations (they can never be used). */
@@ -311,13 +312,16 @@ static kb_rc build_index(kb_store *store, int dim, FaissIndex **out, kb_err *err
     char *kind = kb_store_meta_get(store, "vec_index");
     kb_buf desc;
     kb_buf_init(&desc, 0);
-    kb_buf_printf(&desc, "IDMap2,%s", kind && *kind ? kind : DEFAULT_INDEX);
+    kb_rc rc = kb_buf_printf(&desc, "IDMap2,%s", kind && *kind ? kind : DEFAULT_INDEX);
     free(kind);
     FaissIndex *index = NULL;
     sqlite3_stmt *st = NULL;
     float *batch = NULL;
     idx_t *ids = NULL;
-    kb_rc rc = KB_OK;
+    if (rc != KB_OK) {
+        rc = kb_err_set(err, rc, "out of memory");
+        goto out;
+    }
     if (faiss_index_factory(&index, dim, desc.data, METRIC_INNER_PRODUCT) != 0) {
         rc = faiss_error(err, "create the vector index");
         goto out;
@@ -396,8 +400,9 @@ kb_rc kb_vec_rebuild(kb_store *store, kb_err *err)
     char *path = index_path(store, gen);
     kb_buf tmp;
     kb_buf_init(&tmp, 0);
-    kb_buf_printf(&tmp, "%s.tmp.%ld", path, (long)getpid());
-    if (faiss_write_index_fname(index, tmp.data) != 0) {
+    if (!path || kb_buf_printf(&tmp, "%s.tmp.%ld", path, (long)getpid()) != KB_OK) {
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    } else if (faiss_write_index_fname(index, tmp.data) != 0) {
         rc = faiss_error(err, "write the vector index");
         unlink(tmp.data);
     } else if (rename(tmp.data, path) != 0) {
@@ -448,6 +453,8 @@ static kb_rc vec_load(kb_store *store, int dim, kb_err *err)
     if (crc != KB_OK)
         return crc;
     char *path = index_path(store, gen);
+    if (!path)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     FaissIndex *index = NULL;
     if (access(path, R_OK) == 0 &&
         faiss_read_index_fname(path, 0, &index) == 0 &&

@@ -72,16 +72,20 @@ static char *heading_json(const kb_block *b, size_t depth)
     return s;
 }
 
+/* b's first depth headings joined by " > " (caller frees; NULL out of
+ * memory). */
 static char *heading_text(const kb_block *b, size_t depth)
 {
     kb_buf t;
     kb_buf_init(&t, 0);
-    for (size_t i = 0; i < depth; i++) {
+    kb_rc rc = KB_OK;
+    for (size_t i = 0; rc == KB_OK && i < depth; i++) {
         if (i)
-            kb_buf_puts(&t, " > ");
-        kb_buf_puts(&t, b->heading[i]);
+            rc = kb_buf_puts(&t, " > ");
+        if (rc == KB_OK)
+            rc = kb_buf_puts(&t, b->heading[i]);
     }
-    return kb_buf_detach(&t);
+    return kb_buf_finish(&t, rc);
 }
 
 /* The chunk being filled. */
@@ -93,7 +97,8 @@ typedef struct {
     size_t prefix;       /* of the heading prefix */
 } pending;
 
-/* The chunker's state beyond the chunk being filled: a run of tiny
+/* The chunker's state: the chunk being filled; a tiny section intro
+ * carried into the chunk of its first subsection; and a run of tiny
  * sibling sections (a README's "Supported OSes: Linux, Windows", "Key
  * Concepts: ...") waiting to become one chunk under their parent, since
  * alone each would rank on its heading and say nothing. */
@@ -101,6 +106,9 @@ typedef struct {
     kb_chunks *out;
     const kb_tokenizer *tok;
     size_t max;
+    pending p;
+    kb_buf carry;                /* a tiny parent section's text */
+    const kb_block *carry_from;  /* its section's first block */
     const kb_block *run_first;
     size_t run_count;
     kb_buf run;          /* "Title: text" per section, blank-line separated */
@@ -112,14 +120,8 @@ static kb_rc store_chunk(chunker *ch, kb_kind kind, const kb_block *b,
                          size_t depth, const char *text, size_t len)
 {
     kb_chunks *out = ch->out;
-    if (out->n == out->cap) {
-        size_t cap = out->cap ? out->cap * 2 : 64;
-        kb_chunk *items = realloc(out->items, cap * sizeof *items);
-        if (!items)
-            return KB_ERR_NOMEM;
-        out->items = items;
-        out->cap = cap;
-    }
+    if (KB_GROW(out->items, out->n + 1, out->cap) != KB_OK)
+        return KB_ERR_NOMEM;
     kb_chunk *c = &out->items[out->n++];
     memset(c, 0, sizeof *c);
     c->kind = kind;
@@ -181,23 +183,30 @@ static kb_rc emit(chunker *ch, pending *p)
             kb_buf t;
             kb_buf_init(&t, 0);
             char *parent = heading_text(b, b->depth - 1);
-            kb_buf_printf(&t, "%s\n%s\n\n%s: %s", parent ? parent : "",
-                          ch->run.data, title, p->text.data);
-            joins = kb_chunk_count_tokens(ch->tok, t.data) <= ch->max;
+            rc = parent ? kb_buf_printf(&t, "%s\n%s\n\n%s: %s", parent,
+                                        ch->run.data, title, p->text.data)
+                        : KB_ERR_NOMEM;
+            if (rc == KB_OK)
+                joins = kb_chunk_count_tokens(ch->tok, t.data) <= ch->max;
             free(parent);
             kb_buf_release(&t);
+            if (rc != KB_OK)
+                goto done;
         }
         if (joins) {
-            kb_buf_puts(&ch->run, "\n\n");
+            rc = kb_buf_puts(&ch->run, "\n\n");
         } else {
             if ((rc = flush_run(ch)) != KB_OK)
                 goto done;
             ch->run_first = b;
-            kb_buf_append(&ch->run_single, p->text.data, p->text.len);
+            rc = kb_buf_append(&ch->run_single, p->text.data, p->text.len);
         }
-        kb_buf_printf(&ch->run, "%s: ", title);
-        kb_buf_append(&ch->run, p->text.data, p->text.len);
-        ch->run_count++;
+        if (rc == KB_OK)
+            rc = kb_buf_printf(&ch->run, "%s: ", title);
+        if (rc == KB_OK)
+            rc = kb_buf_append(&ch->run, p->text.data, p->text.len);
+        if (rc == KB_OK)
+            ch->run_count++;
         goto done;
     }
     if ((rc = flush_run(ch)) == KB_OK)
@@ -248,125 +257,160 @@ static size_t fit_prefix(const kb_tokenizer *tok, const char *s, size_t len,
     return best;
 }
 
+/* The carried intro as a chunk of its own, after all: its subsection
+ * never came. */
+static kb_rc emit_carry(chunker *ch)
+{
+    pending alone = { ch->carry_from, KB_KIND_TEXT, ch->carry, 0, 0 };
+    alone.tokens = kb_chunk_count_tokens(ch->tok, ch->carry.data);
+    kb_rc rc = emit(ch, &alone);
+    ch->carry = alone.text;   /* emptied by emit, still ours */
+    ch->carry_from = NULL;
+    return rc;
+}
+
+/* Before block b (of kind, btok pieces, budget for its text) is added:
+ * the chunk being filled ends unless b continues it. A tiny section intro
+ * followed by its subsection is carried into the subsection's chunk; a
+ * carried intro whose subsection never came stands alone. */
+static kb_rc end_pending(chunker *ch, const kb_block *b, kb_kind kind,
+                         size_t btok, size_t budget)
+{
+    pending *p = &ch->p;
+    kb_rc rc = KB_OK;
+    int joins = p->first && same_section(p->first, b) && p->kind == kind &&
+                kind != KB_KIND_PAPER && kind != KB_KIND_CODE &&
+                p->tokens + btok + 1 <= budget;
+    if (!joins && p->first) {
+        if (p->kind == KB_KIND_TEXT && p->tokens < TINY_SECTION_TOKENS &&
+            is_descendant(p->first, b) && ch->carry.len == 0) {
+            if ((rc = kb_buf_append(&ch->carry, p->text.data, p->text.len)) != KB_OK)
+                return rc;
+            ch->carry_from = p->first;
+            kb_buf_reset(&p->text);
+            p->first = NULL;
+            p->tokens = 0;
+        } else if ((rc = emit(ch, p)) != KB_OK) {
+            return rc;
+        }
+    }
+    if (ch->carry.len && ch->carry_from && !is_descendant(ch->carry_from, b))
+        rc = emit_carry(ch);
+    return rc;
+}
+
+/* Starts a chunk at block b, with the carried intro first if b is text. */
+static kb_rc start_pending(chunker *ch, const kb_block *b, kb_kind kind,
+                           size_t prefix)
+{
+    pending *p = &ch->p;
+    p->first = b;
+    p->kind = kind;
+    p->prefix = prefix;
+    if (ch->carry.len && kind == KB_KIND_TEXT) {
+        kb_rc rc = kb_buf_append(&p->text, ch->carry.data, ch->carry.len);
+        if (rc != KB_OK)
+            return rc;
+        p->tokens = kb_chunk_count_tokens(ch->tok, ch->carry.data);
+        kb_buf_reset(&ch->carry);
+        ch->carry_from = NULL;
+    }
+    return KB_OK;
+}
+
+/* Adds block b's text to the chunks, cut into pieces that fit budget: a
+ * block that would fit a chunk on its own starts a fresh one rather than
+ * be split. Papers and code blocks end their chunk. */
+static kb_rc add_block(chunker *ch, const kb_block *b, kb_kind kind,
+                       size_t prefix, size_t budget, size_t btok)
+{
+    pending *p = &ch->p;
+    const kb_tokenizer *tok = ch->tok;
+    const char *s = b->text;
+    size_t len = strlen(s);
+    kb_rc rc = KB_OK;
+    while (len > 0 && rc == KB_OK) {
+        if (!p->first && (rc = start_pending(ch, b, kind, prefix)) != KB_OK)
+            return rc;
+        size_t room = budget > p->tokens + 1 ? budget - p->tokens - 1 : 0;
+        size_t take;
+        if (btok <= room) {
+            take = len;
+        } else if (p->tokens > 0) {
+            if (btok <= budget || room < 16) {
+                rc = emit(ch, p);
+                continue;
+            }
+            take = fit_prefix(tok, s, len, room);
+        } else {
+            take = fit_prefix(tok, s, len, budget);
+        }
+        if (p->text.len)
+            rc = kb_buf_puts(&p->text, kind == KB_KIND_TABLE ? "\n" : "\n\n");
+        if (rc == KB_OK)
+            rc = kb_buf_append(&p->text, s, take);
+        if (rc != KB_OK)
+            return rc;
+        p->tokens = kb_chunk_count_tokens(tok, p->text.data);
+        s += take;
+        len -= take;
+        while (len > 0 && (*s == ' ' || *s == '\n')) {
+            s++;
+            len--;
+        }
+        if (len > 0) {
+            rc = emit(ch, p);
+            btok = kb_chunk_count_tokens(tok, s);
+        }
+    }
+    if (rc == KB_OK && (kind == KB_KIND_PAPER || kind == KB_KIND_CODE))
+        rc = emit(ch, p);
+    return rc;
+}
+
+/* One block through the chunker: its budget (the heading prefix counts
+ * against it), the end of the chunk before it, its text. */
+static kb_rc chunk_block(chunker *ch, const kb_block *b)
+{
+    char *htext = heading_text(b, b->depth);
+    if (!htext)
+        return KB_ERR_NOMEM;
+    size_t prefix = kb_chunk_count_tokens(ch->tok, htext);
+    free(htext);
+    /* only an absurdly deep path (over max - 32 pieces) leaves the text
+     * less than its due */
+    size_t budget = prefix + 32 <= ch->max ? ch->max - prefix : 32;
+    size_t btok = kb_chunk_count_tokens(ch->tok, b->text);
+    kb_kind kind = b->kind;
+    if (kind == KB_KIND_CODE && btok <= SMALL_CODE_TOKENS)
+        kind = KB_KIND_TEXT;   /* stays with its explanation */
+    kb_rc rc = end_pending(ch, b, kind, btok, budget);
+    if (rc == KB_OK)
+        rc = add_block(ch, b, kind, prefix, budget, btok);
+    return rc;
+}
+
 kb_rc kb_chunk_doc(const kb_doc *doc, const kb_tokenizer *tok, int max_tokens,
                    kb_chunks *out, kb_err *err)
 {
     memset(out, 0, sizeof *out);
-    pending p = { 0 };
-    kb_buf_init(&p.text, 0);
-    kb_buf carry;               /* a tiny parent section's text */
-    kb_buf_init(&carry, 0);
-    const kb_block *carry_from = NULL;
-    kb_rc rc = KB_OK;
     size_t max = max_tokens > 0 ? (size_t)max_tokens : KB_CHUNK_MAX_TOKENS;
     chunker ch = { .out = out, .tok = tok, .max = max };
+    kb_buf_init(&ch.p.text, 0);
+    kb_buf_init(&ch.carry, 0);
     kb_buf_init(&ch.run, 0);
     kb_buf_init(&ch.run_single, 0);
-
-    for (size_t i = 0; i < doc->nblocks && rc == KB_OK; i++) {
-        const kb_block *b = &doc->blocks[i];
-        char *htext = heading_text(b, b->depth);
-        size_t prefix = htext ? kb_chunk_count_tokens(tok, htext) : 0;
-        free(htext);
-        /* the prefix counts against the budget; only an absurdly deep path
-         * (over max - 32 pieces) leaves the text less than its due */
-        size_t budget = prefix + 32 <= max ? max - prefix : 32;
-        size_t btok = kb_chunk_count_tokens(tok, b->text);
-        kb_kind kind = b->kind;
-        if (kind == KB_KIND_CODE && btok <= SMALL_CODE_TOKENS)
-            kind = KB_KIND_TEXT;   /* stays with its explanation */
-
-        int joins = p.first && same_section(p.first, b) && p.kind == kind &&
-                    kind != KB_KIND_PAPER && kind != KB_KIND_CODE &&
-                    p.tokens + btok + 1 <= budget;
-        if (!joins && p.first) {
-            /* a tiny section intro goes with its first subsection */
-            if (p.kind == KB_KIND_TEXT && p.tokens < TINY_SECTION_TOKENS &&
-                is_descendant(p.first, b) && carry.len == 0) {
-                kb_buf_append(&carry, p.text.data, p.text.len);
-                carry_from = p.first;
-                kb_buf_reset(&p.text);
-                p.first = NULL;
-                p.tokens = 0;
-            } else if ((rc = emit(&ch, &p)) != KB_OK) {
-                break;
-            }
-        }
-        if (carry.len && carry_from && !is_descendant(carry_from, b)) {
-            /* the subsection never came: the intro stands alone after all */
-            pending alone = { carry_from, KB_KIND_TEXT, carry, 0, 0 };
-            alone.tokens = kb_chunk_count_tokens(tok, carry.data);
-            rc = emit(&ch, &alone);
-            carry = alone.text;
-            kb_buf_reset(&carry);
-            carry_from = NULL;
-            if (rc != KB_OK)
-                break;
-        }
-        /* the block, cut into pieces that fit */
-        const char *s = b->text;
-        size_t len = strlen(s);
-        while (len > 0 && rc == KB_OK) {
-            if (!p.first) {
-                p.first = b;
-                p.kind = kind;
-                p.prefix = prefix;
-                if (carry.len && kind == KB_KIND_TEXT) {
-                    kb_buf_append(&p.text, carry.data, carry.len);
-                    p.tokens = kb_chunk_count_tokens(tok, carry.data);
-                    kb_buf_reset(&carry);
-                    carry_from = NULL;
-                }
-            }
-            size_t room = budget > p.tokens + 1 ? budget - p.tokens - 1 : 0;
-            size_t take;
-            if (btok <= room) {
-                take = len;
-            } else if (p.tokens > 0) {
-                /* start a fresh chunk rather than split a block that would
-                 * fit one on its own */
-                if (btok <= budget) {
-                    rc = emit(&ch, &p);
-                    continue;
-                }
-                if (room < 16) {
-                    rc = emit(&ch, &p);
-                    continue;
-                }
-                take = fit_prefix(tok, s, len, room);
-            } else {
-                take = fit_prefix(tok, s, len, budget);
-            }
-            if (p.text.len)
-                kb_buf_puts(&p.text, kind == KB_KIND_TABLE ? "\n" : "\n\n");
-            kb_buf_append(&p.text, s, take);
-            p.tokens = kb_chunk_count_tokens(tok, p.text.data);
-            s += take;
-            len -= take;
-            while (len > 0 && (*s == ' ' || *s == '\n')) {
-                s++;
-                len--;
-            }
-            if (len > 0) {
-                rc = emit(&ch, &p);
-                btok = kb_chunk_count_tokens(tok, s);
-            }
-        }
-        if (rc == KB_OK && (kind == KB_KIND_PAPER || kind == KB_KIND_CODE))
-            rc = emit(&ch, &p);
-    }
+    kb_rc rc = KB_OK;
+    for (size_t i = 0; i < doc->nblocks && rc == KB_OK; i++)
+        rc = chunk_block(&ch, &doc->blocks[i]);
     if (rc == KB_OK)
-        rc = emit(&ch, &p);
-    if (rc == KB_OK && carry.len && carry_from) {
-        pending alone = { carry_from, KB_KIND_TEXT, carry, 0, 0 };
-        alone.tokens = kb_chunk_count_tokens(tok, carry.data);
-        rc = emit(&ch, &alone);
-        carry = alone.text;
-    }
+        rc = emit(&ch, &ch.p);
+    if (rc == KB_OK && ch.carry.len && ch.carry_from)
+        rc = emit_carry(&ch);
     if (rc == KB_OK)
         rc = flush_run(&ch);
-    kb_buf_release(&p.text);
-    kb_buf_release(&carry);
+    kb_buf_release(&ch.p.text);
+    kb_buf_release(&ch.carry);
     kb_buf_release(&ch.run);
     kb_buf_release(&ch.run_single);
     if (rc != KB_OK) {

@@ -111,14 +111,8 @@ static int all_blank(const char *s, size_t len)
 
 static kb_block *new_block(kb_doc *doc, kb_kind kind)
 {
-    if (doc->nblocks == doc->capblocks) {
-        size_t cap = doc->capblocks ? doc->capblocks * 2 : 32;
-        kb_block *p = realloc(doc->blocks, cap * sizeof *p);
-        if (!p)
-            return NULL;
-        doc->blocks = p;
-        doc->capblocks = cap;
-    }
+    if (KB_GROW(doc->blocks, doc->nblocks + 1, doc->capblocks) != KB_OK)
+        return NULL;
     kb_block *b = &doc->blocks[doc->nblocks];
     memset(b, 0, sizeof *b);
     b->kind = kind;
@@ -163,16 +157,22 @@ kb_rc kb_doc_add_paper(kb_doc *doc, const kb_paper *paper)
         p->links[i].label = kb_strdup(paper->links[i].label);
         p->links[i].url = kb_strdup(paper->links[i].url);
         p->nlinks++;
+        if (!p->links[i].label || !p->links[i].url)
+            return KB_ERR_NOMEM;
     }
     /* The block's text is what search sees: the title, the date, labels. */
     kb_buf t;
     kb_buf_init(&t, 0);
-    kb_buf_puts(&t, p->title);
-    if (p->date[0])
-        kb_buf_printf(&t, " (%s)", p->date);
-    for (size_t i = 0; i < p->nlinks; i++)
-        kb_buf_printf(&t, "%s[%s](%s)", i ? " | " : "\n", p->links[i].label,
-                      p->links[i].url);
+    kb_rc rc = kb_buf_puts(&t, p->title);
+    if (rc == KB_OK && p->date[0])
+        rc = kb_buf_printf(&t, " (%s)", p->date);
+    for (size_t i = 0; rc == KB_OK && i < p->nlinks; i++)
+        rc = kb_buf_printf(&t, "%s[%s](%s)", i ? " | " : "\n",
+                           p->links[i].label, p->links[i].url);
+    if (rc != KB_OK) {
+        kb_buf_release(&t);
+        return rc;
+    }
     b->text = kb_buf_detach(&t);
     /* the paper's own title ends its heading path */
     if (b->depth < KB_MAX_HEADING_DEPTH)

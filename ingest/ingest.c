@@ -52,14 +52,8 @@ static void doc_list_release(doc_list *l)
 static kb_rc doc_list_add(doc_list *l, const char *key, const char *file,
                           const char *path, const char *url, kb_err *err)
 {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        doc_ref *p = realloc(l->items, cap * sizeof *p);
-        if (!p)
-            return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-        l->items = p;
-        l->cap = cap;
-    }
+    if (KB_GROW(l->items, l->n + 1, l->cap) != KB_OK)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     doc_ref *d = &l->items[l->n++];
     d->key = kb_strdup(key);
     d->file = file ? kb_strdup(file) : NULL;
@@ -93,13 +87,8 @@ static kb_rc walk_folder(const char *dir, const char *rel, const char *format,
     while ((e = readdir(d)) != NULL) {
         if (e->d_name[0] == '.')
             continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 32;
-            char **p = realloc(names, cap * sizeof *p);
-            if (!p)
-                break;
-            names = p;
-        }
+        if (KB_GROW(names, n + 1, cap) != KB_OK)
+            break;
         if ((names[n] = kb_strdup(e->d_name)) == NULL)
             break;
         n++;
@@ -290,17 +279,74 @@ static char *paper_links_json(const kb_paper *p)
     return s;
 }
 
-/* The paper's section path: its heading path without the title itself. */
+/* The paper's section path: its heading path without the title itself
+ * (caller frees; NULL out of memory). */
 static char *paper_section(const kb_block *b)
 {
     kb_buf t;
     kb_buf_init(&t, 0);
-    for (size_t i = 0; i + 1 < b->depth; i++) {
+    kb_rc rc = KB_OK;
+    for (size_t i = 0; rc == KB_OK && i + 1 < b->depth; i++) {
         if (i)
-            kb_buf_puts(&t, " > ");
-        kb_buf_puts(&t, b->heading[i]);
+            rc = kb_buf_puts(&t, " > ");
+        if (rc == KB_OK)
+            rc = kb_buf_puts(&t, b->heading[i]);
     }
-    return kb_buf_detach(&t);
+    return kb_buf_finish(&t, rc);
+}
+
+/* The paper record of chunk c (chunk_id), through the prepared ins. */
+static kb_rc write_paper(kb_store *store, sqlite3_stmt *ins, sqlite3_int64 chunk_id,
+                         const kb_chunk *c, kb_err *err)
+{
+    char *links = paper_links_json(c->paper);
+    char *section = paper_section(c->first);
+    kb_rc rc = KB_OK;
+    if (!section) {
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    sqlite3_reset(ins);
+    sqlite3_bind_int64(ins, 1, chunk_id);
+    sqlite3_bind_text(ins, 2, c->paper->date, -1, SQLITE_STATIC);
+    sqlite3_bind_text(ins, 3, c->paper->title, -1, SQLITE_STATIC);
+    sqlite3_bind_text(ins, 4, section, -1, SQLITE_STATIC);
+    sqlite3_bind_text(ins, 5, links ? links : "{}", -1, SQLITE_STATIC);
+    if (sqlite3_step(ins) != SQLITE_DONE)
+        rc = kb_store_db_error(store, err, "write a paper record");
+out:
+    free(links);
+    free(section);
+    return rc;
+}
+
+/* The chunks of document doc_id, each with its FTS row and, for a paper,
+ * its record, through the prepared ins_chunk and ins_paper. */
+static kb_rc write_chunks(kb_store *store, sqlite3_stmt *ins_chunk,
+                          sqlite3_stmt *ins_paper, sqlite3_int64 doc_id,
+                          const kb_chunks *chunks, kb_err *err)
+{
+    kb_rc rc = KB_OK;
+    for (size_t i = 0; i < chunks->n && rc == KB_OK; i++) {
+        const kb_chunk *c = &chunks->items[i];
+        sqlite3_reset(ins_chunk);
+        sqlite3_bind_int64(ins_chunk, 1, doc_id);
+        sqlite3_bind_int64(ins_chunk, 2, (sqlite3_int64)i);
+        sqlite3_bind_text(ins_chunk, 3, kb_kind_name(c->kind), -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins_chunk, 4, c->heading_json, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins_chunk, 5, c->anchor, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins_chunk, 6, c->text, -1, SQLITE_STATIC);
+        sqlite3_bind_int(ins_chunk, 7, c->tokens);
+        if (sqlite3_step(ins_chunk) != SQLITE_DONE)
+            return kb_store_db_error(store, err, "write a chunk");
+        sqlite3_int64 chunk_id = sqlite3_last_insert_rowid(store->db);
+        const kb_block *b = c->first;
+        rc = kb_fts_add(store, chunk_id, c->depth ? b->heading[c->depth - 1] : "",
+                        c->heading_text, c->text, err);
+        if (rc == KB_OK && c->paper)
+            rc = write_paper(store, ins_paper, chunk_id, c, err);
+    }
+    return rc;
 }
 
 /* Replaces a document and its chunks in one transaction. */
@@ -351,40 +397,7 @@ static kb_rc store_document(kb_store *store, const char *source,
         goto out;
     }
     sqlite3_int64 doc_id = sqlite3_last_insert_rowid(store->db);
-
-    for (size_t i = 0; i < chunks->n && rc == KB_OK; i++) {
-        const kb_chunk *c = &chunks->items[i];
-        sqlite3_reset(ins_chunk);
-        sqlite3_bind_int64(ins_chunk, 1, doc_id);
-        sqlite3_bind_int64(ins_chunk, 2, (sqlite3_int64)i);
-        sqlite3_bind_text(ins_chunk, 3, kb_kind_name(c->kind), -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins_chunk, 4, c->heading_json, -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins_chunk, 5, c->anchor, -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins_chunk, 6, c->text, -1, SQLITE_STATIC);
-        sqlite3_bind_int(ins_chunk, 7, c->tokens);
-        if (sqlite3_step(ins_chunk) != SQLITE_DONE) {
-            rc = kb_store_db_error(store, err, "write a chunk");
-            break;
-        }
-        sqlite3_int64 chunk_id = sqlite3_last_insert_rowid(store->db);
-        const kb_block *b = c->first;
-        rc = kb_fts_add(store, chunk_id, c->depth ? b->heading[c->depth - 1] : "",
-                        c->heading_text, c->text, err);
-        if (rc == KB_OK && c->paper) {
-            char *links = paper_links_json(c->paper);
-            char *section = paper_section(c->first);
-            sqlite3_reset(ins_paper);
-            sqlite3_bind_int64(ins_paper, 1, chunk_id);
-            sqlite3_bind_text(ins_paper, 2, c->paper->date, -1, SQLITE_STATIC);
-            sqlite3_bind_text(ins_paper, 3, c->paper->title, -1, SQLITE_STATIC);
-            sqlite3_bind_text(ins_paper, 4, section, -1, SQLITE_STATIC);
-            sqlite3_bind_text(ins_paper, 5, links ? links : "{}", -1, SQLITE_STATIC);
-            if (sqlite3_step(ins_paper) != SQLITE_DONE)
-                rc = kb_store_db_error(store, err, "write a paper record");
-            free(links);
-            free(section);
-        }
-    }
+    rc = write_chunks(store, ins_chunk, ins_paper, doc_id, chunks, err);
     if (rc == KB_OK)
         rc = kb_store_commit(store, err);
 out:
@@ -606,20 +619,214 @@ static kb_rc run_job(kb_store *store, const kb_ingest_opts *opts,
     return result;
 }
 
-/* "file:///abs/path" for a local path (caller frees). */
+/* "file:///abs/path" for a local path (caller frees; NULL out of memory). */
 static char *file_url(const char *path)
 {
     char *abs = realpath(path, NULL);
     kb_buf url;
     kb_buf_init(&url, 0);
-    kb_buf_printf(&url, "file://%s", abs ? abs : path);
+    kb_rc rc = kb_buf_printf(&url, "file://%s", abs ? abs : path);
     free(abs);
-    return kb_buf_detach(&url);
+    return kb_buf_finish(&url, rc);
 }
 
 static int is_url(const char *s)
 {
     return strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0;
+}
+
+/* One kb_ingest_run: what its steps share. */
+typedef struct {
+    kb_store *store;
+    const kb_ingest_opts *opts;
+    kb_ingest_stats *stats;
+    const char *mirror;      /* the mirror's root, or NULL */
+    char *manifest_path;
+    kb_manifest manifest;    /* loaded when a target needs it */
+    int need_manifest;
+    ingest_job *jobs;        /* one per source or target */
+    size_t njobs, nplanned;  /* jobs made so far, jobs the run will have */
+    kb_tokenizer *tok;       /* NULL: chunk sizes estimated */
+    kb_err first;            /* the first source's failure, for KB_ERR_PARTIAL */
+} ingest_run;
+
+/* Every target must make sense before anything is written: a manifest
+ * source (the manifest is loaded when some target is not a file or a URL,
+ * or when there are none), a file or folder, or a URL. */
+static kb_rc check_targets(ingest_run *r, char *const *targets, size_t ntargets,
+                           kb_err *err)
+{
+    r->need_manifest = ntargets == 0;
+    for (size_t i = 0; i < ntargets; i++) {
+        struct stat st;
+        if (!is_url(targets[i]) && stat(targets[i], &st) != 0)
+            r->need_manifest = 1;
+    }
+    kb_rc rc;
+    if (r->need_manifest &&
+        (rc = kb_manifest_load(r->manifest_path, &r->manifest, err)) != KB_OK)
+        return rc;
+    for (size_t i = 0; i < ntargets; i++) {
+        const char *t = targets[i];
+        struct stat st;
+        if (!(r->need_manifest && kb_manifest_find(&r->manifest, t)) && !is_url(t) &&
+            stat(t, &st) != 0)
+            return kb_err_set(err, KB_ERR_NOTFOUND,
+                              "'%s' is neither a source in '%s', a file, nor a URL",
+                              t, r->manifest_path);
+    }
+    return KB_OK;
+}
+
+/* The job of a manifest source: its documents listed from the mirror or
+ * its URL. A source that cannot be listed fails alone (recorded, reported
+ * through progress, job->id left NULL); the others proceed. */
+static kb_rc plan_source(ingest_run *r, const kb_source *src, ingest_job *job,
+                         kb_err *err)
+{
+    job->id = src->id;
+    job->format = src->format;
+    job->prune = 1;
+    kb_rc rc = upsert_source(r->store, src->id, src->title, src->url, src->format,
+                             src->version, err);
+    if (rc != KB_OK)
+        return rc;
+    kb_err lerr;
+    kb_err_clear(&lerr);
+    if (list_source_docs(src, r->mirror, &job->docs, &lerr) == KB_OK)
+        return KB_OK;
+    job->format = NULL;
+    kb_log_warn("%s: %s", src->id, lerr.msg);
+    if ((rc = finish_source(r->store, src->id, lerr.msg, err)) != KB_OK)
+        return rc;
+    kb_err_set(&r->first, lerr.rc, "%s", lerr.msg);
+    r->stats->sources_failed++;
+    if (r->opts->progress) {
+        kb_ingest_progress pr = { .source = src->id, .source_index = r->njobs - 1,
+                                  .nsources = r->nplanned, .finished = 1,
+                                  .error = lerr.msg };
+        r->opts->progress(&pr, r->opts->progress_ctx);
+    }
+    job->id = NULL;
+    return KB_OK;
+}
+
+/* The job of a URL or a local file or folder, under the ad-hoc source
+ * (--source) or "web" / "local". */
+static kb_rc plan_target(ingest_run *r, const char *t, ingest_job *job, kb_err *err)
+{
+    const char *adhoc = r->opts->adhoc_source;
+    struct stat st;
+    kb_rc rc;
+    job->format = "";
+    if (is_url(t)) {
+        job->id = adhoc ? adhoc : "web";
+        rc = upsert_source(r->store, job->id, "Ad-hoc URLs", "", "", "", err);
+        if (rc == KB_OK)
+            rc = doc_list_add(&job->docs, t, NULL, "", t, err);
+        return rc;
+    }
+    if (stat(t, &st) != 0)   /* gone since it was checked */
+        return kb_err_set(err, KB_ERR_IO, "cannot read '%s': %s", t, strerror(errno));
+    job->id = adhoc ? adhoc : "local";
+    rc = upsert_source(r->store, job->id, "Local files", "", "", "", err);
+    char *url = file_url(t);
+    if (rc == KB_OK && !url)
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    if (rc == KB_OK && S_ISDIR(st.st_mode))
+        rc = walk_folder(t, t, "", url, "", &job->docs, err);
+    else if (rc == KB_OK)
+        rc = doc_list_add(&job->docs, t, t, t, url, err);
+    free(url);
+    return rc;
+}
+
+/* One job per target, or per manifest source when there are no targets. */
+static kb_rc plan_jobs(ingest_run *r, char *const *targets, size_t ntargets,
+                       kb_err *err)
+{
+    r->nplanned = ntargets ? ntargets : r->manifest.n;
+    r->jobs = calloc(r->nplanned ? r->nplanned : 1, sizeof *r->jobs);
+    if (!r->jobs)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    kb_rc rc = KB_OK;
+    for (size_t i = 0; i < r->nplanned && rc == KB_OK; i++) {
+        const char *t = ntargets ? targets[i] : r->manifest.sources[i].id;
+        const kb_source *src = r->need_manifest ? kb_manifest_find(&r->manifest, t)
+                                                : NULL;
+        ingest_job *job = &r->jobs[r->njobs++];   /* released with the run */
+        rc = src ? plan_source(r, src, job, err) : plan_target(r, t, job, err);
+    }
+    return rc;
+}
+
+/* The embedder's tokenizer (from the model in mdir), so chunks are sized
+ * in its word pieces; NULL (sizes estimated) when its vocabulary is not
+ * installed. */
+static kb_tokenizer *open_chunk_tokenizer(const char *mdir)
+{
+    char *vocab = mdir && *mdir ? kb_path_join(mdir, "vocab.txt") : kb_strdup("");
+    kb_tokenizer *tok = NULL;
+    kb_err terr;
+    kb_err_clear(&terr);
+    if (kb_tokenizer_open(vocab, &tok, &terr) != KB_OK) {
+        tok = NULL;
+        kb_log_debug("chunk sizes estimated: %s", terr.msg);
+    }
+    free(vocab);
+    return tok;
+}
+
+/* Runs every job that was planned, recording each source's pass. A failing
+ * source is counted and the rest proceed, unless the store itself fails. */
+static kb_rc run_jobs(ingest_run *r, kb_err *err)
+{
+    for (size_t j = 0; j < r->njobs; j++) {
+        ingest_job *job = &r->jobs[j];
+        if (!job->id)
+            continue;
+        r->stats->sources++;
+        kb_ingest_progress pr = { .source = job->id, .source_index = j,
+                                  .nsources = r->njobs };
+        /* each source records its own first failure; the run reports the
+         * first of all */
+        kb_err jerr;
+        kb_err_clear(&jerr);
+        kb_rc jrc = run_job(r->store, r->opts, job, &pr, r->tok, r->stats, &jerr);
+        if (jrc != KB_OK) {
+            r->stats->sources_failed++;
+            kb_err_set(&r->first, jerr.rc != KB_OK ? jerr.rc : jrc, "%s", jerr.msg);
+        }
+        kb_rc rc = finish_source(r->store, job->id, jrc == KB_OK ? NULL : jerr.msg,
+                                 err);
+        if (rc != KB_OK)
+            return rc;
+        pr.finished = 1;
+        pr.error = jrc == KB_OK ? NULL : jerr.msg;
+        if (r->opts->progress)
+            r->opts->progress(&pr, r->opts->progress_ctx);
+        if (jrc == KB_ERR_DB || jrc == KB_ERR_NOMEM)
+            return kb_err_set(err, jrc, "%s", jerr.msg);
+    }
+    return KB_OK;
+}
+
+/* Vectors for every chunk that has none: new and changed documents, and
+ * whatever an interrupted pass left (all of them again with reembed). */
+static kb_rc embed_pending(ingest_run *r, kb_err *err)
+{
+    const kb_ingest_opts *opts = r->opts;
+    kb_embedder *emb = NULL;
+    kb_rc rc = kb_embedder_open_config(opts->config, &emb, err);
+    if (rc == KB_OK && opts->reembed)
+        rc = kb_vec_clear(r->store, err);
+    if (rc == KB_OK && opts->index_kind)
+        rc = kb_vec_set_index_kind(r->store, opts->index_kind, err);
+    if (rc == KB_OK)
+        rc = kb_vec_embed_pending(r->store, emb, opts->progress, opts->progress_ctx,
+                                  &r->stats->chunks_embedded, err);
+    kb_embedder_free(emb);
+    return rc;
 }
 
 kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
@@ -628,177 +835,37 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
 {
     memset(stats, 0, sizeof *stats);
     double t0 = kb_now_ms();
-    kb_manifest manifest = { 0 };
-    ingest_job *jobs = NULL;
-    size_t njobs = 0;
-    kb_tokenizer *tok = NULL;
-    kb_rc rc = KB_OK;
-    kb_err first;       /* the first source's failure, for KB_ERR_PARTIAL */
-    kb_err_clear(&first);
-    char *manifest_path = opts->manifest_path ? kb_strdup(opts->manifest_path)
-                                              : kb_manifest_default_path();
-    const char *mirror = opts->mirror_dir;
-    if (mirror && !*mirror)
-        mirror = NULL;
+    ingest_run r = { .store = store, .opts = opts, .stats = stats };
+    kb_err_clear(&r.first);
     if (!opts->config) {
-        rc = kb_err_set(err, KB_ERR_USAGE, "ingest needs a configuration");
-        goto out;
+        stats->took_ms = kb_now_ms() - t0;
+        return kb_err_set(err, KB_ERR_USAGE, "ingest needs a configuration");
     }
+    r.manifest_path = opts->manifest_path ? kb_strdup(opts->manifest_path)
+                                          : kb_manifest_default_path();
+    r.mirror = opts->mirror_dir;
+    if (r.mirror && !*r.mirror)
+        r.mirror = NULL;
 
-    /* every target must make sense before anything is written */
-    int need_manifest = ntargets == 0;
-    for (size_t i = 0; i < ntargets; i++) {
-        struct stat st;
-        if (!is_url(targets[i]) && stat(targets[i], &st) != 0)
-            need_manifest = 1;
+    kb_rc rc = check_targets(&r, targets, ntargets, err);
+    if (rc == KB_OK)
+        rc = plan_jobs(&r, targets, ntargets, err);
+    if (rc == KB_OK) {
+        r.tok = open_chunk_tokenizer(opts->config->model_dir);
+        rc = run_jobs(&r, err);
     }
-    if (need_manifest && (rc = kb_manifest_load(manifest_path, &manifest, err)) != KB_OK)
-        goto out;
-    for (size_t i = 0; i < ntargets; i++) {
-        const char *t = targets[i];
-        struct stat st;
-        if (!(need_manifest && kb_manifest_find(&manifest, t)) && !is_url(t) &&
-            stat(t, &st) != 0) {
-            rc = kb_err_set(err, KB_ERR_NOTFOUND,
-                            "'%s' is neither a source in '%s', a file, nor a URL",
-                            t, manifest_path);
-            goto out;
-        }
-    }
-    jobs = calloc(ntargets ? ntargets : manifest.n ? manifest.n : 1, sizeof *jobs);
-    if (!jobs) {
-        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    const char *adhoc = opts->adhoc_source;
-    for (size_t i = 0; i < (ntargets ? ntargets : manifest.n); i++) {
-        const char *t = ntargets ? targets[i] : manifest.sources[i].id;
-        const kb_source *src = need_manifest ? kb_manifest_find(&manifest, t) : NULL;
-        struct stat st;
-        ingest_job *job = &jobs[njobs++];
-        if (src) {
-            job->id = src->id;
-            job->format = src->format;
-            job->prune = 1;
-            rc = upsert_source(store, src->id, src->title, src->url, src->format,
-                               src->version, err);
-            if (rc != KB_OK)
-                goto out;
-            kb_err lerr;
-            kb_err_clear(&lerr);
-            if (list_source_docs(src, mirror, &job->docs, &lerr) != KB_OK) {
-                /* the source fails as a whole; the others proceed */
-                job->format = NULL;
-                kb_log_warn("%s: %s", src->id, lerr.msg);
-                if ((rc = finish_source(store, src->id, lerr.msg, err)) != KB_OK)
-                    goto out;
-                kb_err_set(&first, lerr.rc, "%s", lerr.msg);
-                stats->sources_failed++;
-                if (opts->progress) {
-                    kb_ingest_progress pr = { .source = src->id,
-                        .source_index = njobs - 1, .nsources = ntargets ? ntargets : manifest.n,
-                        .finished = 1, .error = lerr.msg };
-                    opts->progress(&pr, opts->progress_ctx);
-                }
-                job->id = NULL;
-            }
-        } else if (is_url(t)) {
-            job->id = adhoc ? adhoc : "web";
-            job->format = "";
-            rc = upsert_source(store, job->id, "Ad-hoc URLs", "", "", "", err);
-            if (rc == KB_OK)
-                rc = doc_list_add(&job->docs, t, NULL, "", t, err);
-        } else if (stat(t, &st) == 0) {
-            job->id = adhoc ? adhoc : "local";
-            job->format = "";
-            rc = upsert_source(store, job->id, "Local files", "", "", "", err);
-            char *url = file_url(t);
-            if (rc == KB_OK && S_ISDIR(st.st_mode))
-                rc = walk_folder(t, t, "", url, "", &job->docs, err);
-            else if (rc == KB_OK)
-                rc = doc_list_add(&job->docs, t, t, t, url, err);
-            free(url);
-        } else {    /* gone since it was checked above */
-            rc = kb_err_set(err, KB_ERR_IO, "cannot read '%s': %s", t,
-                            strerror(errno));
-            goto out;
-        }
-        if (rc != KB_OK)
-            goto out;
-    }
-
-    /* chunks are sized in the embedder's word pieces when its vocabulary is
-     * installed; an estimate otherwise */
-    {
-        const char *mdir = opts->config->model_dir;
-        char *vocab = mdir && *mdir ? kb_path_join(mdir, "vocab.txt") : kb_strdup("");
-        kb_err terr;
-        kb_err_clear(&terr);
-        if (kb_tokenizer_open(vocab, &tok, &terr) != KB_OK) {
-            tok = NULL;
-            kb_log_debug("chunk sizes estimated: %s", terr.msg);
-        }
-        free(vocab);
-    }
-
-    for (size_t j = 0; j < njobs; j++) {
-        ingest_job *job = &jobs[j];
-        if (!job->id)
-            continue;
-        stats->sources++;
-        kb_ingest_progress pr = { .source = job->id, .source_index = j,
-                                  .nsources = njobs };
-        /* each source records its own first failure; the run reports the
-         * first of all */
-        kb_err jerr;
-        kb_err_clear(&jerr);
-        kb_rc jrc = run_job(store, opts, job, &pr, tok, stats, &jerr);
-        if (jrc != KB_OK) {
-            stats->sources_failed++;
-            kb_err_set(&first, jerr.rc != KB_OK ? jerr.rc : jrc, "%s", jerr.msg);
-        }
-        if ((rc = finish_source(store, job->id, jrc == KB_OK ? NULL : jerr.msg,
-                                err)) != KB_OK)
-            goto out;
-        pr.finished = 1;
-        pr.error = jrc == KB_OK ? NULL : jerr.msg;
-        if (opts->progress)
-            opts->progress(&pr, opts->progress_ctx);
-        if (jrc == KB_ERR_DB || jrc == KB_ERR_NOMEM) {
-            rc = kb_err_set(err, jrc, "%s", jerr.msg);
-            goto out;
-        }
-    }
-    /* vectors for every chunk that has none: new and changed documents,
-     * and whatever an interrupted pass left */
-    if (opts->embed || opts->reembed) {
-        kb_embedder *emb = NULL;
-        kb_rc erc = kb_embedder_open_config(opts->config, &emb, err);
-        if (erc == KB_OK && opts->reembed)
-            erc = kb_vec_clear(store, err);
-        if (erc == KB_OK && opts->index_kind)
-            erc = kb_vec_set_index_kind(store, opts->index_kind, err);
-        if (erc == KB_OK)
-            erc = kb_vec_embed_pending(store, emb, opts->progress,
-                                       opts->progress_ctx,
-                                       &stats->chunks_embedded, err);
-        kb_embedder_free(emb);
-        if (erc != KB_OK) {
-            rc = erc;
-            goto out;
-        }
-    }
-    if (stats->sources_failed || stats->docs_failed) {
+    if (rc == KB_OK && (opts->embed || opts->reembed))
+        rc = embed_pending(&r, err);
+    if (rc == KB_OK && (stats->sources_failed || stats->docs_failed)) {
         rc = KB_ERR_PARTIAL;
-        kb_err_set(err, first.rc, "%s", first.msg);
+        kb_err_set(err, r.first.rc, "%s", r.first.msg);
     }
-out:
     stats->took_ms = kb_now_ms() - t0;
-    for (size_t j = 0; j < njobs; j++)
-        doc_list_release(&jobs[j].docs);
-    free(jobs);
-    kb_tokenizer_free(tok);
-    kb_manifest_release(&manifest);
-    free(manifest_path);
+    for (size_t j = 0; j < r.njobs; j++)
+        doc_list_release(&r.jobs[j].docs);
+    free(r.jobs);
+    kb_tokenizer_free(r.tok);
+    kb_manifest_release(&r.manifest);
+    free(r.manifest_path);
     return rc;
 }

@@ -96,7 +96,7 @@ kb_rc kb_parse_text(const char *data, size_t len, const char *path,
  * Returns NULL for a file kb does not ingest (images, binaries). */
 kb_parse_fn kb_parser_for(const char *path, const char *format_hint);
 /* The GitHub-style slug of a heading ("Loop Counters: Signed" ->
- * "loop-counters-signed"). Caller frees. */
+ * "loop-counters-signed"). Caller frees; NULL out of memory. */
 char *kb_slugify(const char *heading);
 
 /* ------------------------------------------------------------ chunk.c */

@@ -150,18 +150,11 @@ char *kb_manifest_default_path(void)
     if (access("corpus/sources.json", R_OK) == 0)
         return kb_strdup("corpus/sources.json");
     /* an installed kb: PREFIX/bin/kb reads PREFIX/share/kb/sources.json */
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0';
-            char *path = kb_path_join(exe, "../share/kb/sources.json");
-            if (path && access(path, R_OK) == 0)
-                return path;
-            free(path);
-        }
-    }
+    char *exe = kb_exe_dir();
+    char *path = exe ? kb_path_join(exe, "../share/kb/sources.json") : NULL;
+    free(exe);
+    if (path && access(path, R_OK) == 0)
+        return path;
+    free(path);
     return kb_strdup("corpus/sources.json");
 }

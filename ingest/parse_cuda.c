@@ -312,14 +312,29 @@ static int all_caps(const src *x, const tok *t)
     return letters > 0;
 }
 
-/* If [a, b) (the text before a '{') is a function header, the name (caller
- * frees); else NULL. */
-static char *function_name(const src *x, size_t a, size_t b)
+/* For "name<args>(" with t[i] the '(': the index of name, else NONE. */
+static size_t specialisation_name(const src *x, const tok *t, size_t i)
 {
-    tok t[512];
-    size_t n = tokenize(x, a, b, t, sizeof t / sizeof t[0]);
-    if (n == 0)
-        return NULL;
+    int depth = 0;
+    size_t k = i - 1;
+    for (;; k--) {
+        if (tok_is(x, &t[k], ">"))
+            depth++;
+        else if (tok_is(x, &t[k], "<") && --depth == 0)
+            break;
+        if (k == 0)
+            break;
+    }
+    if (depth == 0 && k > 0 && t[k - 1].ident && !not_name(x, &t[k - 1]) &&
+        !tok_is(x, &t[k - 1], "template"))
+        return k - 1;
+    return NONE;
+}
+
+/* If the n tokens t are a function header, the index of its name (the
+ * last part of a qualified one, or "operator"); else NONE. */
+static size_t name_token(const src *x, const tok *t, size_t n)
+{
     size_t i = 0;
     /* template <...> prefixes */
     while (i < n && tok_is(x, &t[i], "template")) {
@@ -329,16 +344,13 @@ static char *function_name(const src *x, size_t a, size_t b)
     }
     if (i < n && (tok_is(x, &t[i], "namespace") || tok_is(x, &t[i], "typedef") ||
                   tok_is(x, &t[i], "using")))
-        return NULL;
-    size_t found = NONE;
+        return NONE;
     for (; i < n; i++) {
         char c = t[i].len == 1 ? x->s[t[i].off] : '\0';
-        if (tok_is(x, &t[i], "operator")) {
-            found = i;          /* operator==, operator(), operator bool */
-            break;
-        }
+        if (tok_is(x, &t[i], "operator"))
+            return i;           /* operator==, operator(), operator bool */
         if (c == '=' || c == ';')
-            return NULL;        /* an initialiser, not a definition */
+            return NONE;        /* an initialiser, not a definition */
         if (c == '[' && i + 1 < n && tok_is(x, &t[i + 1], "[")) {
             i = skip_group(x, t, n, i) - 1;   /* [[attribute]] */
             continue;
@@ -346,25 +358,12 @@ static char *function_name(const src *x, size_t a, size_t b)
         if (c != '(')
             continue;
         if (i >= 2 && tok_is(x, &t[i - 1], ">")) {
-            /* a specialisation: name<args>( */
-            int depth = 0;
-            size_t k = i - 1;
-            for (;; k--) {
-                if (tok_is(x, &t[k], ">"))
-                    depth++;
-                else if (tok_is(x, &t[k], "<") && --depth == 0)
-                    break;
-                if (k == 0)
-                    break;
-            }
-            if (depth == 0 && k > 0 && t[k - 1].ident && !not_name(x, &t[k - 1]) &&
-                !tok_is(x, &t[k - 1], "template")) {
-                found = k - 1;
-                break;
-            }
+            size_t k = specialisation_name(x, t, i);
+            if (k != NONE)
+                return k;
         }
         if (i == 0 || !t[i - 1].ident)
-            return NULL;   /* "(*fp)(...)", "](...)": not a plain function */
+            return NONE;   /* "(*fp)(...)", "](...)": not a plain function */
         if (not_name(x, &t[i - 1])) {
             i = skip_group(x, t, n, i) - 1;
             continue;
@@ -379,12 +378,15 @@ static char *function_name(const src *x, size_t a, size_t b)
                 continue;
             }
         }
-        found = i - 1;
-        break;
+        return i - 1;
     }
-    if (found == NONE)
-        return NULL;
-    /* the qualified name: a::b::c, ~T, operator+ */
+    return NONE;
+}
+
+/* The qualified name around t[found]: a::b::c, ~T, operator+, operator()
+ * (caller frees; NULL out of memory). */
+static char *qualified_name(const src *x, const tok *t, size_t n, size_t found)
+{
     size_t first = found;
     while (first >= 2 && tok_is(x, &t[first - 1], "::") && t[first - 2].ident)
         first -= 2;
@@ -403,12 +405,29 @@ static char *function_name(const src *x, size_t a, size_t b)
     }
     kb_buf nm;
     kb_buf_init(&nm, 0);
-    for (size_t k = first; k <= last; k++) {
+    kb_rc rc = KB_OK;
+    for (size_t k = first; rc == KB_OK && k <= last; k++) {
         if (k > first && t[k].ident && t[k - 1].ident)
-            kb_buf_putc(&nm, ' ');      /* operator bool */
-        kb_buf_append(&nm, x->s + t[k].off, t[k].len);
+            rc = kb_buf_putc(&nm, ' ');      /* operator bool */
+        if (rc == KB_OK)
+            rc = kb_buf_append(&nm, x->s + t[k].off, t[k].len);
     }
-    return kb_buf_detach(&nm);
+    return kb_buf_finish(&nm, rc);
+}
+
+/* If [a, b) (the text before a '{') is a function header, the name (caller
+ * frees); else NULL. Out of memory it sets *rc and returns NULL. */
+static char *function_name(const src *x, size_t a, size_t b, kb_rc *rc)
+{
+    tok t[512];
+    size_t n = tokenize(x, a, b, t, sizeof t / sizeof t[0]);
+    size_t found = n ? name_token(x, t, n) : NONE;
+    if (found == NONE)
+        return NULL;
+    char *name = qualified_name(x, t, n, found);
+    if (!name)
+        *rc = KB_ERR_NOMEM;
+    return name;
 }
 
 /* 1 if [a, b) opens a scope to look into: namespace X, extern "C". */
@@ -551,10 +570,11 @@ static int banner_line(const char *s, size_t len)
 
 /* Appends the text of comment source [a, b) to o without the comment
  * markers, line by line; banner lines become blank lines. */
-static void comment_text(const src *x, size_t a, size_t b, kb_buf *o)
+static kb_rc comment_text(const src *x, size_t a, size_t b, kb_buf *o)
 {
+    kb_rc rc = KB_OK;
     size_t i = a;
-    while (i < b) {
+    while (i < b && rc == KB_OK) {
         const char *nl = memchr(x->s + i, '\n', b - i);
         size_t e = nl ? (size_t)(nl - x->s) : b;
         const char *p = x->s + i, *q = x->s + e;
@@ -576,10 +596,12 @@ static void comment_text(const src *x, size_t a, size_t b, kb_buf *o)
         while (q > p && isspace((unsigned char)q[-1]))
             q--;
         if (!banner_line(p, (size_t)(q - p)))
-            kb_buf_append(o, p, (size_t)(q - p));
-        kb_buf_putc(o, '\n');
+            rc = kb_buf_append(o, p, (size_t)(q - p));
+        if (rc == KB_OK)
+            rc = kb_buf_putc(o, '\n');
         i = nl ? e + 1 : b;
     }
+    return rc;
 }
 
 /* ------------------------------------------------------------------ blocks */
@@ -701,26 +723,30 @@ static size_t leading_comment(emitter *em, size_t i)
     }
     kb_buf text;
     kb_buf_init(&text, 0);
-    for (size_t g = 0; g < ng; g++) {
+    kb_rc rc = KB_OK;
+    for (size_t g = 0; g < ng && rc == KB_OK; g++) {
         if (is_licence(x->s + gstart[g], gend[g] - gstart[g]))
             continue;
         if (text.len)
-            kb_buf_putc(&text, '\n');
-        comment_text(x, gstart[g], gend[g], &text);
+            rc = kb_buf_putc(&text, '\n');
+        if (rc == KB_OK)
+            rc = comment_text(x, gstart[g], gend[g], &text);
     }
     /* squeeze runs of blank lines */
     kb_buf out;
     kb_buf_init(&out, 0);
     int blanks = 0;
-    for (size_t k = 0; k < text.len; k++) {
+    for (size_t k = 0; k < text.len && rc == KB_OK; k++) {
         if (text.data[k] == '\n') {
             if (++blanks > 2 || out.len == 0)
                 continue;
         } else {
             blanks = 0;
         }
-        kb_buf_putc(&out, text.data[k]);
+        rc = kb_buf_putc(&out, text.data[k]);
     }
+    if (em->rc == KB_OK)
+        em->rc = rc;
     while (out.len && isspace((unsigned char)out.data[out.len - 1]))
         out.data[--out.len] = '\0';
     if (em->rc == KB_OK && out.len)
@@ -731,6 +757,140 @@ static size_t leading_comment(emitter *em, size_t i)
 }
 
 /* ------------------------------------------------------------------ entry */
+
+/* The top-level walk of kb_parse_cuda: where it is, what is pending. */
+typedef struct {
+    emitter *em;
+    size_t i;        /* the scan position */
+    size_t run;      /* start of the pending top-level code */
+    size_t cstart;   /* start of the comments above the next statement */
+    size_t last;     /* end of the last code (or trailing comment) */
+    int scopes;      /* open namespace / extern "C" braces */
+} walk;
+
+/* Steps over what lies between statements at w->i: space, a comment, a
+ * directive, the '}' of a namespace, a stray ';' or '}'. 1 if it took
+ * something, 0 if a statement starts there. */
+static int between_statements(walk *w)
+{
+    const src *x = w->em->x;
+    size_t i = w->i;
+    char c = x->s[i];
+    if (isspace((unsigned char)c)) {
+        w->i = i + 1;
+        return 1;
+    }
+    size_t e = skip_comment(x, i);
+    if (e != i) {
+        /* a comment on the line where code ended belongs to that code */
+        int trailing = w->last != NONE && memchr(x->s + w->last, '\n', i - w->last) == NULL;
+        if (w->cstart == NONE && !trailing)
+            w->cstart = i;
+        w->i = e;
+        if (trailing)
+            w->last = e;
+        return 1;
+    }
+    if (c == '#' && at_line_start(x, i)) {
+        w->last = w->i = skip_directive(x, i);
+        w->cstart = NONE;
+        return 1;
+    }
+    if (c == '}' && w->scopes > 0)
+        w->scopes--;
+    else if (c != ';' && c != '}')
+        return 0;
+    w->last = w->i = i + 1;
+    w->cstart = NONE;
+    return 1;
+}
+
+/* Where a function whose body closes at end really ends: past the
+ * "#endif"s that close the conditions around it. */
+static size_t past_endifs(const src *x, size_t end)
+{
+    const char *data = x->s;
+    size_t len = x->n;
+    for (;;) {
+        size_t k = end;
+        while (k < len && isspace((unsigned char)data[k]) && data[k] != '\n')
+            k++;
+        if (k < len && data[k] == '\n')
+            k++;
+        while (k < len && (data[k] == ' ' || data[k] == '\t'))
+            k++;
+        if (!is_endif(x, k))
+            return end;
+        end = skip_directive(x, k);
+    }
+}
+
+/* The function called name, its header at st and its body opening at w->i:
+ * the top-level code before it, then the function with the comments and
+ * the conditions around it. */
+static void take_function(walk *w, size_t st, const char *name)
+{
+    const src *x = w->em->x;
+    size_t end = past_endifs(x, match_brace(x, w->i));
+    size_t fstart = w->cstart != NONE ? w->cstart : st;
+    size_t cond = conditional_tail(x, w->run, fstart);
+    emit_toplevel(w->em, w->run, cond);
+    fstart = cond < fstart ? cond : fstart;
+    emit_function(w->em, name, fstart, end);
+    w->run = w->i = end;
+}
+
+/* A statement from w->i: up to ';' or '{' outside brackets. A '{' opens a
+ * namespace or extern "C" (walked into), a function's body (emitted), or
+ * braces that are skipped: struct, class, enum, initialiser go on to the
+ * ';', something else with a parameter list ends at its '}'. */
+static void statement(walk *w)
+{
+    emitter *em = w->em;
+    const src *x = em->x;
+    size_t st = w->i, i = w->i;
+    int done = 0, depth = 0;
+    while (i < x->n && !done) {
+        char d = x->s[i];
+        if (d == '(' || d == '[') {
+            depth++;
+            i++;
+        } else if (d == ')' || d == ']') {
+            if (depth > 0)
+                depth--;
+            i++;
+        } else if (d == ';' && depth == 0) {
+            i++;
+            done = 1;
+        } else if (d == '}' && depth == 0) {
+            done = 1;         /* a scope ends without ';': leave it */
+        } else if (d == '{' && depth == 0) {
+            if (transparent_scope(x, st, i)) {
+                w->scopes++;
+                i++;
+                break;
+            }
+            char *name = function_name(x, st, i, &em->rc);
+            if (em->rc != KB_OK)
+                break;
+            if (name) {
+                w->i = i;
+                take_function(w, st, name);
+                free(name);
+                i = w->i;
+                break;
+            }
+            int callable = looks_callable(x, st, i);
+            i = match_brace(x, i);
+            if (callable)
+                done = 1;
+        } else {
+            i = skip_unit(x, i);
+        }
+    }
+    w->i = w->last = i;
+    w->cstart = NONE;
+}
 
 kb_rc kb_parse_cuda(const char *data, size_t len, const char *path,
                     kb_doc *doc, kb_err *err)
@@ -749,110 +909,11 @@ kb_rc kb_parse_cuda(const char *data, size_t len, const char *path,
     if (len >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0)
         i = 3;
     i = leading_comment(&em, i);
-
-    size_t run = i;          /* start of the pending top-level code */
-    size_t cstart = NONE;    /* start of the comments above the next statement */
-    size_t last = NONE;      /* end of the last code (or trailing comment) */
-    int scopes = 0;          /* open namespace / extern "C" braces */
-    while (i < len && em.rc == KB_OK) {
-        char c = data[i];
-        if (isspace((unsigned char)c)) {
-            i++;
-            continue;
-        }
-        size_t e = skip_comment(&x, i);
-        if (e != i) {
-            /* a comment on the line where code ended belongs to that code */
-            int trailing = last != NONE && memchr(data + last, '\n', i - last) == NULL;
-            if (cstart == NONE && !trailing)
-                cstart = i;
-            i = e;
-            if (trailing)
-                last = i;
-            continue;
-        }
-        if (c == '#' && at_line_start(&x, i)) {
-            last = i = skip_directive(&x, i);
-            cstart = NONE;
-            continue;
-        }
-        if (c == '}' && scopes > 0) {
-            scopes--;
-            last = ++i;
-            cstart = NONE;
-            continue;
-        }
-        if (c == ';' || c == '}') {
-            last = ++i;
-            cstart = NONE;
-            continue;
-        }
-        /* a statement: up to ';' or '{' outside brackets */
-        size_t st = i;
-        int depth = 0;
-        int done = 0;
-        while (i < len && !done) {
-            char d = data[i];
-            if (d == '(' || d == '[') {
-                depth++;
-                i++;
-            } else if (d == ')' || d == ']') {
-                if (depth > 0)
-                    depth--;
-                i++;
-            } else if (d == ';' && depth == 0) {
-                i++;
-                done = 1;
-            } else if (d == '}' && depth == 0) {
-                done = 1;         /* a scope ends without ';': leave it */
-            } else if (d == '{' && depth == 0) {
-                if (transparent_scope(&x, st, i)) {
-                    scopes++;
-                    i++;
-                    done = 1;
-                    break;
-                }
-                char *name = function_name(&x, st, i);
-                if (name) {
-                    size_t end = match_brace(&x, i);
-                    size_t fstart = cstart != NONE ? cstart : st;
-                    size_t cond = conditional_tail(&x, run, fstart);
-                    emit_toplevel(&em, run, cond);
-                    fstart = cond < fstart ? cond : fstart;
-                    /* an "#endif" closing the function's condition */
-                    for (;;) {
-                        size_t k = end;
-                        while (k < len && isspace((unsigned char)data[k]) && data[k] != '\n')
-                            k++;
-                        if (k < len && data[k] == '\n')
-                            k++;
-                        while (k < len && (data[k] == ' ' || data[k] == '\t'))
-                            k++;
-                        if (!is_endif(&x, k))
-                            break;
-                        end = skip_directive(&x, k);
-                    }
-                    emit_function(&em, name, fstart, end);
-                    free(name);
-                    run = i = end;
-                    done = 1;
-                    break;
-                }
-                /* struct, class, enum, initialiser: skip the braces and
-                 * go on to the ';'; something else with a parameter list
-                 * ends at its '}' */
-                int callable = looks_callable(&x, st, i);
-                i = match_brace(&x, i);
-                if (callable)
-                    done = 1;
-            } else {
-                i = skip_unit(&x, i);
-            }
-        }
-        cstart = NONE;
-        last = i;
-    }
-    emit_toplevel(&em, run, len);
+    walk w = { .em = &em, .i = i, .run = i, .cstart = NONE, .last = NONE };
+    while (w.i < len && em.rc == KB_OK)
+        if (!between_statements(&w))
+            statement(&w);
+    emit_toplevel(&em, w.run, len);
     if (em.rc != KB_OK)
         return kb_err_set(err, em.rc, "cannot parse '%s': %s", path,
                           kb_rc_name(em.rc));

@@ -417,20 +417,24 @@ static void flush(walker *w)
     }
     kb_buf *o = &w->out;
     kb_buf_reset(o);
+    kb_rc rc = KB_OK;
     if (w->label) {
         size_t ll = strlen(w->label);
-        kb_buf_puts(o, w->label);
-        if (ll && w->label[ll - 1] != ':')
-            kb_buf_putc(o, ':');
-        kb_buf_putc(o, ' ');
+        rc = kb_buf_puts(o, w->label);
+        if (rc == KB_OK && ll && w->label[ll - 1] != ':')
+            rc = kb_buf_putc(o, ':');
+        if (rc == KB_OK)
+            rc = kb_buf_putc(o, ' ');
         free(w->label);
         w->label = NULL;
     }
-    if (w->item) {
-        kb_buf_puts(o, "- ");
+    if (rc == KB_OK && w->item) {
+        rc = kb_buf_puts(o, "- ");
         w->item = 0;
     }
-    w->rc = kb_buf_append(o, t->b.data, t->b.len);
+    if (rc == KB_OK)
+        rc = kb_buf_append(o, t->b.data, t->b.len);
+    w->rc = rc;
     if (w->rc == KB_OK)
         add_block(w, KB_KIND_TEXT, o->data, o->len);
     acc_reset(t);
@@ -587,18 +591,19 @@ static void table_rows(walker *w, xmlNode *n, kb_buf *o, kb_buf *row,
                     continue;
                 acc_reset(cell);
                 gather(w, cell, td, depth + 1);
-                if (!first)
-                    kb_buf_puts(row, " | ");
+                if (w->rc == KB_OK && !first)
+                    w->rc = kb_buf_puts(row, " | ");
                 first = 0;
-                if (cell->b.len) {
+                if (w->rc == KB_OK && cell->b.len) {
                     any = 1;
-                    kb_buf_append(row, cell->b.data, cell->b.len);
+                    w->rc = kb_buf_append(row, cell->b.data, cell->b.len);
                 }
             }
-            if (any) {
+            if (w->rc == KB_OK && any) {
                 if (o->len)
-                    kb_buf_putc(o, '\n');
-                w->rc = kb_buf_append(o, row->data, row->len);
+                    w->rc = kb_buf_putc(o, '\n');
+                if (w->rc == KB_OK)
+                    w->rc = kb_buf_append(o, row->data, row->len);
             }
         } else if (name_is(c, "thead") || name_is(c, "tbody") || name_is(c, "tfoot")) {
             if (depth < MAX_FRAMES)
@@ -614,11 +619,11 @@ static void do_table(walker *w, xmlNode *n)
     kb_buf_init(&o, 0);
     textacc cell;
     acc_init(&cell);
-    for (xmlNode *c = n->children; c; c = c->next)
+    for (xmlNode *c = n->children; c && w->rc == KB_OK; c = c->next)
         if (c->type == XML_ELEMENT_NODE && name_is(c, "caption")) {
             gather(w, &cell, c, (int)w->nframes);
-            if (cell.b.len)
-                kb_buf_append(&o, cell.b.data, cell.b.len);
+            if (w->rc == KB_OK && cell.b.len)
+                w->rc = kb_buf_append(&o, cell.b.data, cell.b.len);
             acc_reset(&cell);
         }
     kb_buf row;

@@ -234,15 +234,19 @@ static void add_paper(md_state *st, const char *date, size_t from, size_t to)
             title_end = st->links[i].start;
     kb_buf title;
     kb_buf_init(&title, 0);
+    kb_paper p = { 0 };
+    kb_link *links = NULL;
     for (size_t i = from; i < title_end; i++) {
         char c = st->cap.data[i];
-        kb_buf_putc(&title, c == '\n' ? ' ' : c);
+        if (kb_buf_putc(&title, c == '\n' ? ' ' : c) != KB_OK) {
+            st_fail(st, KB_ERR_NOMEM);
+            goto out;
+        }
     }
     trim_title(&title);
-    kb_paper p = { 0 };
     p.date = (char *)date;
     p.title = title.data ? title.data : (char *)"";
-    kb_link *links = calloc(st->nlinks ? st->nlinks : 1, sizeof *links);
+    links = calloc(st->nlinks ? st->nlinks : 1, sizeof *links);
     if (!links) {
         st_fail(st, KB_ERR_NOMEM);
         goto out;
@@ -412,7 +416,8 @@ static void end_heading(md_state *st)
         goto out;
     }
     if (anchor) {
-        kb_strset_add(&st->seen, anchor);
+        if (kb_strset_add(&st->seen, anchor) != 0)
+            st_fail(st, KB_ERR_NOMEM);
     } else if (st->sphinx) {
         /* The converter's page-title heading has no section of its own. */
         anchor = st->nheadings == 0 ? kb_strdup("")
@@ -422,8 +427,8 @@ static void end_heading(md_state *st)
         if (anchor && *anchor) {
             if (kb_strset_has(&st->seen, anchor))
                 anchor[0] = '\0';
-            else
-                kb_strset_add(&st->seen, anchor);
+            else if (kb_strset_add(&st->seen, anchor) != 0)
+                st_fail(st, KB_ERR_NOMEM);
         }
     } else {
         anchor = kb_ingest_unique_slug(&st->seen, title);
@@ -777,15 +782,9 @@ static int on_enter_span(MD_SPANTYPE type, void *detail, void *ud)
     if (type == MD_SPAN_IMG) {
         st->img_depth++;
     } else if (type == MD_SPAN_A && !st->img_depth && !st->link_open) {
-        if (st->nlinks == st->caplinks) {
-            size_t cap = st->caplinks ? st->caplinks * 2 : 16;
-            md_link *p = realloc(st->links, cap * sizeof *p);
-            if (!p) {
-                st_fail(st, KB_ERR_NOMEM);
-                return 1;
-            }
-            st->links = p;
-            st->caplinks = cap;
+        if (KB_GROW(st->links, st->nlinks + 1, st->caplinks) != KB_OK) {
+            st_fail(st, KB_ERR_NOMEM);
+            return 1;
         }
         md_link *l = &st->links[st->nlinks++];
         l->start = l->end = st->cap.len;

@@ -268,8 +268,8 @@ static void section(rst_state *st, const rst_line *title, char ch, int over)
      * it both), so a later section of the same title gets neither */
     if (st->label) {
         char *tid = kb_ingest_docutils_id(t.data ? t.data : "");
-        if (tid && *tid)
-            kb_strset_add(&st->seen, tid);
+        if (!tid || (*tid && kb_strset_add(&st->seen, tid) != 0))
+            st_fail(st, KB_ERR_NOMEM);
         free(tid);
     }
     if (st->rc == KB_OK && t.len) {
@@ -620,6 +620,44 @@ static const char *const admonitions[] = { "note", "warning", "tip",
     "seealso", "admonition", "deprecated", "versionadded", "versionchanged",
     NULL };
 
+/* A hyperlink target ".. _label:" in s[0, n) (no URL: it names the next
+ * element, which takes it as its anchor); alone is 1 when it has no body. */
+static void hyperlink_target(rst_state *st, const char *s, size_t n, int alone)
+{
+    const char *colon = s[1] == '`' ? memchr(s + 2, '`', n - 2) : s;
+    colon = colon ? memchr(colon, ':', n - (size_t)(colon - s)) : NULL;
+    if (!colon)
+        return;
+    const char *name = s + 1;
+    size_t nn = (size_t)(colon - name);
+    if (nn && name[0] == '`') {
+        name++;
+        nn -= nn >= 2 ? 2 : 1;
+    }
+    size_t rest = n - (size_t)(colon + 1 - s);
+    if (rtrim_len(colon + 1, rest) == 0 && alone && nn) {
+        free(st->label);
+        st->label = kb_strndup(name, nn);
+    }
+}
+
+/* A footnote or citation "[x] text" in s[0, n), with its body [i+1, end):
+ * its text goes into the run. */
+static void footnote(rst_state *st, const char *s, size_t n, const rst_line *L,
+                     size_t i, size_t end)
+{
+    const char *cl = memchr(s, ']', n);
+    if (!cl)
+        return;
+    kb_buf t;
+    kb_buf_init(&t, 0);
+    rst_inline(st, &t, cl + 1, n - (size_t)(cl + 1 - s));
+    put(st, &st->run, t.data ? t.data : "", t.len);
+    put(st, &st->run, "\n", 1);
+    kb_buf_release(&t);
+    recurse(st, L, i + 1, end);
+}
+
 /* An explicit markup block at L[i] (".. "), with its body [i+1, end). */
 static void explicit_markup(rst_state *st, const rst_line *L, size_t i,
                             size_t end)
@@ -631,23 +669,8 @@ static void explicit_markup(rst_state *st, const rst_line *L, size_t i,
         n--;
     }
     n = rtrim_len(s, n);
-    /* hyperlink target ".. _label:" (no URL: it names the next element) */
     if (n >= 2 && s[0] == '_') {
-        const char *colon = s[1] == '`' ? memchr(s + 2, '`', n - 2) : s;
-        colon = colon ? memchr(colon, ':', n - (size_t)(colon - s)) : NULL;
-        if (colon) {
-            const char *name = s + 1;
-            size_t nn = (size_t)(colon - name);
-            if (nn && name[0] == '`') {
-                name++;
-                nn -= nn >= 2 ? 2 : 1;
-            }
-            size_t rest = n - (size_t)(colon + 1 - s);
-            if (rtrim_len(colon + 1, rest) == 0 && end == i + 1 && nn) {
-                free(st->label);
-                st->label = kb_strndup(name, nn);
-            }
-        }
+        hyperlink_target(st, s, n, end == i + 1);
         return;
     }
     if (n && s[0] == '|')
@@ -659,18 +682,8 @@ static void explicit_markup(rst_state *st, const rst_line *L, size_t i,
         k++;
     const char *dc = k >= 2 ? memmem(s, k + 1 > n ? n : k + 1, "::", 2) : NULL;
     if (!dc) {
-        if (n && s[0] == '[') {               /* footnote or citation */
-            const char *cl = memchr(s, ']', n);
-            if (cl) {
-                kb_buf t;
-                kb_buf_init(&t, 0);
-                rst_inline(st, &t, cl + 1, n - (size_t)(cl + 1 - s));
-                put(st, &st->run, t.data ? t.data : "", t.len);
-                put(st, &st->run, "\n", 1);
-                kb_buf_release(&t);
-                recurse(st, L, i + 1, end);
-            }
-        }
+        if (n && s[0] == '[')
+            footnote(st, s, n, L, i, end);
         return;                               /* a comment */
     }
     size_t nlen = (size_t)(dc - s);
@@ -862,15 +875,10 @@ kb_rc kb_parse_rst(const char *data, size_t len, const char *path,
     while (p < len) {
         const char *nl = memchr(data + p, '\n', len - p);
         size_t e = nl ? (size_t)(nl - data) : len;
-        if (nlines == cap) {
-            cap = cap ? cap * 2 : 256;
-            rst_line *q = realloc(L, cap * sizeof *q);
-            if (!q) {
-                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory parsing '%s'",
-                                path ? path : "");
-                goto out;
-            }
-            L = q;
+        if (KB_GROW(L, nlines + 1, cap) != KB_OK) {
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory parsing '%s'",
+                            path ? path : "");
+            goto out;
         }
         size_t ln = e - p;
         if (ln && data[e - 1] == '\r')

@@ -17,6 +17,7 @@ char *kb_slugify(const char *heading)
 {
     kb_buf out;
     kb_buf_init(&out, 0);
+    kb_rc rc = KB_OK;
     const utf8proc_uint8_t *s = (const utf8proc_uint8_t *)(heading ? heading : "");
     utf8proc_ssize_t left = (utf8proc_ssize_t)strlen((const char *)s);
     /* leading and trailing white space is not part of the heading text */
@@ -26,7 +27,7 @@ char *kb_slugify(const char *heading)
     }
     while (left > 0 && isspace(s[left - 1]))
         left--;
-    while (left > 0) {
+    while (left > 0 && rc == KB_OK) {
         utf8proc_int32_t cp;
         utf8proc_ssize_t n = utf8proc_iterate(s, left, &cp);
         if (n <= 0) {
@@ -36,12 +37,8 @@ char *kb_slugify(const char *heading)
         }
         s += n;
         left -= n;
-        if (cp == ' ' || cp == '\t' || cp == '\n' || cp == '\r') {
-            kb_buf_putc(&out, '-');
-            continue;
-        }
-        if (cp == '-') {
-            kb_buf_putc(&out, '-');
+        if (cp == ' ' || cp == '\t' || cp == '\n' || cp == '\r' || cp == '-') {
+            rc = kb_buf_putc(&out, '-');
             continue;
         }
         utf8proc_category_t cat = utf8proc_category(cp);
@@ -62,9 +59,9 @@ char *kb_slugify(const char *heading)
             continue;
         utf8proc_uint8_t enc[4];
         utf8proc_ssize_t m = utf8proc_encode_char(utf8proc_tolower(cp), enc);
-        kb_buf_append(&out, enc, (size_t)m);
+        rc = kb_buf_append(&out, enc, (size_t)m);
     }
-    return kb_buf_detach(&out);
+    return kb_buf_finish(&out, rc);
 }
 
 /* ------------------------------------------------------------------ dispatch */
@@ -233,7 +230,8 @@ char *kb_ingest_docutils_id(const char *title)
     if (n >= 0 && norm)
         s = (const char *)norm;
     int dash = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    kb_rc rc = KB_OK;
+    for (const unsigned char *p = (const unsigned char *)s; *p && rc == KB_OK; p++) {
         unsigned char c = (unsigned char)tolower(*p);
         if (c < 0x80 && isalnum(c)) {
             /* leading digits and dashes are not allowed in an id */
@@ -242,9 +240,10 @@ char *kb_ingest_docutils_id(const char *title)
                 continue;
             }
             if (dash && out.len > 0)
-                kb_buf_putc(&out, '-');
+                rc = kb_buf_putc(&out, '-');
             dash = 0;
-            kb_buf_putc(&out, (char)c);
+            if (rc == KB_OK)
+                rc = kb_buf_putc(&out, (char)c);
         } else if (c < 0x80) {
             dash = 1;       /* one separator per run */
         }
@@ -252,7 +251,7 @@ char *kb_ingest_docutils_id(const char *title)
          * docutils' encode('ascii', 'ignore') does */
     }
     free(norm);
-    return kb_buf_detach(&out);
+    return kb_buf_finish(&out, rc);
 }
 
 static uint64_t hash_str(const char *s)
@@ -327,18 +326,23 @@ char *kb_ingest_unique_slug(kb_strset *seen, const char *heading)
     if (!base)
         return NULL;
     if (!kb_strset_has(seen, base)) {
-        kb_strset_add(seen, base);
+        if (kb_strset_add(seen, base) != 0) {
+            free(base);
+            return NULL;
+        }
         return base;
     }
     kb_buf b;
     kb_buf_init(&b, 0);
+    kb_rc rc = KB_OK;
     for (unsigned long i = 1;; i++) {
         kb_buf_reset(&b);
-        kb_buf_printf(&b, "%s-%lu", base, i);
-        if (!kb_strset_has(seen, b.data ? b.data : ""))
+        rc = kb_buf_printf(&b, "%s-%lu", base, i);
+        if (rc != KB_OK || !kb_strset_has(seen, b.data))
             break;
     }
     free(base);
-    kb_strset_add(seen, b.data);
-    return kb_buf_detach(&b);
+    if (rc == KB_OK && kb_strset_add(seen, b.data) != 0)
+        rc = KB_ERR_NOMEM;
+    return kb_buf_finish(&b, rc);
 }

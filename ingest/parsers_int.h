@@ -25,7 +25,7 @@ int kb_strset_has(const kb_strset *s, const char *key);
 int kb_strset_add(kb_strset *s, const char *key);
 
 /* The GitHub slug of heading, made unique against seen ("x", "x-1",
- * "x-2", ...) and added to it. Caller frees. */
+ * "x-2", ...) and added to it. Caller frees; NULL out of memory. */
 char *kb_ingest_unique_slug(kb_strset *seen, const char *heading);
 
 #endif

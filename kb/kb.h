@@ -16,6 +16,10 @@
 
 #include <cjson/cJSON.h>
 
+/* A result the caller must look at (curl's WARN_UNUSED_RESULT). GCC warns
+ * even through a (void) cast. */
+#define KB_MUST_CHECK __attribute__((warn_unused_result))
+
 /* ------------------------------------------------------------------ errors */
 
 typedef enum {
@@ -66,14 +70,21 @@ typedef struct {
 void kb_buf_init(kb_buf *b, size_t max);
 void kb_buf_release(kb_buf *b);           /* frees data, back to empty */
 void kb_buf_reset(kb_buf *b);             /* len = 0, keeps memory */
-kb_rc kb_buf_append(kb_buf *b, const void *data, size_t len);
-kb_rc kb_buf_puts(kb_buf *b, const char *s);
-kb_rc kb_buf_putc(kb_buf *b, char c);
+/* The appends return KB_ERR_NOMEM (buffer unchanged) past max or out of
+ * memory; the result must be checked (sticky: rc = ...; if (rc == KB_OK)). */
+kb_rc kb_buf_append(kb_buf *b, const void *data, size_t len) KB_MUST_CHECK;
+kb_rc kb_buf_puts(kb_buf *b, const char *s) KB_MUST_CHECK;
+kb_rc kb_buf_putc(kb_buf *b, char c) KB_MUST_CHECK;
 kb_rc kb_buf_printf(kb_buf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-kb_rc kb_buf_vprintf(kb_buf *b, const char *fmt, va_list ap);
-/* Returns the data (caller frees) and leaves b empty. Never NULL. */
+    __attribute__((format(printf, 2, 3))) KB_MUST_CHECK;
+kb_rc kb_buf_vprintf(kb_buf *b, const char *fmt, va_list ap) KB_MUST_CHECK;
+/* Returns the data (caller frees) and leaves b empty; NULL only out of
+ * memory. */
 char *kb_buf_detach(kb_buf *b);
+/* Ends a sticky chain of appends whose result is rc: the data as
+ * kb_buf_detach gives it if rc is KB_OK, else NULL (b released). Either
+ * way b is left empty; the caller frees what it returns. */
+char *kb_buf_finish(kb_buf *b, kb_rc rc);
 
 /* ------------------------------------------------------------------ util */
 
@@ -91,14 +102,17 @@ kb_rc kb_sha256_file(const char *path, char hex[65], kb_err *err);
 /* strdup that aborts on no memory is NOT used: returns NULL on failure. */
 char *kb_strdup(const char *s);
 char *kb_strndup(const char *s, size_t n);
-/* Joins a and b with one '/' (caller frees). */
+/* Joins a and b with one '/' (caller frees; NULL out of memory). */
 char *kb_path_join(const char *a, const char *b);
+/* The directory of the running executable, from /proc/self/exe, for files
+ * installed beside it (caller frees; NULL if it cannot be told or out of
+ * memory). */
+char *kb_exe_dir(void);
 /* Makes room for need elements of elem bytes in the array whose address
  * is arrp (a T **), of capacity *cap: grows by doubling (at least 8). On
  * failure returns KB_ERR_NOMEM and leaves the array and *cap untouched.
  * Use through KB_GROW(items, need, cap) (git's ALLOC_GROW). */
-kb_rc kb_grow(void *arrp, size_t *cap, size_t need, size_t elem)
-    __attribute__((warn_unused_result));
+kb_rc kb_grow(void *arrp, size_t *cap, size_t need, size_t elem) KB_MUST_CHECK;
 #define KB_GROW(items, need, cap) kb_grow(&(items), &(cap), (need), sizeof *(items))
 /* Milliseconds from a monotonic clock. */
 double kb_now_ms(void);

@@ -106,17 +106,8 @@ static kb_rc buf_grow(kb_buf *b, size_t extra)
     size_t need = b->len + extra + 1;
     if (b->max && need - 1 > b->max)
         return KB_ERR_NOMEM;
-    if (need <= b->cap)
-        return KB_OK;
-    size_t cap = b->cap ? b->cap : 64;
-    while (cap < need)
-        cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-    char *p = realloc(b->data, cap);
-    if (!p)
-        return KB_ERR_NOMEM;
-    b->data = p;
-    b->cap = cap;
-    return KB_OK;
+    /* at least 64 bytes: short strings grow once */
+    return kb_grow(&b->data, &b->cap, need < 64 ? 64 : need, 1);
 }
 
 kb_rc kb_buf_append(kb_buf *b, const void *data, size_t len)
@@ -170,6 +161,14 @@ char *kb_buf_detach(kb_buf *b)
     b->data = NULL;
     b->len = b->cap = 0;
     return p;
+}
+
+char *kb_buf_finish(kb_buf *b, kb_rc rc)
+{
+    if (rc == KB_OK)
+        return kb_buf_detach(b);
+    kb_buf_release(b);
+    return NULL;
 }
 
 /* ------------------------------------------------------------------ files */
@@ -354,13 +353,43 @@ char *kb_path_join(const char *a, const char *b)
     kb_buf p;
     kb_buf_init(&p, 0);
     size_t la = strlen(a);
-    kb_buf_append(&p, a, la);
-    if (la && a[la - 1] != '/')
-        kb_buf_putc(&p, '/');
+    kb_rc rc = kb_buf_append(&p, a, la);
+    if (rc == KB_OK && la && a[la - 1] != '/')
+        rc = kb_buf_putc(&p, '/');
     while (*b == '/')
         b++;
-    kb_buf_puts(&p, b);
-    return kb_buf_detach(&p);
+    if (rc == KB_OK)
+        rc = kb_buf_puts(&p, b);
+    return kb_buf_finish(&p, rc);
+}
+
+char *kb_exe_dir(void)
+{
+    /* readlink does not say how long the target is: grow until it fits */
+    for (size_t size = 256; size <= ((size_t)1 << 20); size *= 2) {
+        char *path = malloc(size);
+        if (!path)
+            return NULL;
+        ssize_t n = readlink("/proc/self/exe", path, size);
+        if (n <= 0) {
+            free(path);
+            return NULL;
+        }
+        if ((size_t)n < size) {
+            path[n] = '\0';
+            char *slash = strrchr(path, '/');
+            if (!slash) {
+                free(path);
+                return NULL;
+            }
+            if (slash == path)
+                slash++;        /* "/kb" lives in "/", not "" */
+            *slash = '\0';
+            return path;
+        }
+        free(path);
+    }
+    return NULL;
 }
 
 double kb_now_ms(void)

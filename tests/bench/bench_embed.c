@@ -48,7 +48,10 @@ int main(int argc, char **argv)
         kb_buf b;
         kb_buf_init(&b, 0);
         for (long k = i; kb_tokenizer_count(tok, b.data ? b.data : "") < 300; k++)
-            kb_buf_puts(&b, parts[k % 5]);
+            if (kb_buf_puts(&b, parts[k % 5]) != KB_OK) {
+                fprintf(stderr, "bench_embed: out of memory\n");
+                return 1;
+            }
         texts[i] = kb_buf_detach(&b);
     }
     float *out = malloc((size_t)nchunks * 384 * sizeof *out);

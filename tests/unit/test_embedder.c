@@ -1,47 +1,21 @@
 /* test_embedder.c - the local all-MiniLM-L6-v2 against the reference
  * embeddings (tests/fixtures/parity/embeddings.jsonl), batching, and a
  * broken model: missing, truncated, corrupt header, wrong hash. */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <cmocka.h>
+#include "index/index.h"
+#include "tests/unit/test_util.h"
 
 #include <cjson/cJSON.h>
 #include <fcntl.h>
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include "index/index.h"
-#include "kb/config.h"
+#include <stdint.h>
 
 static char *model_dir;
 static kb_embedder *emb;
-static char tmpdir[] = "/tmp/kb-test-embedder-XXXXXX";
-
-/* The model directory as kb_config resolves it: the one rule the CLI
- * follows. Caller frees; NULL on a bad environment. */
-static char *config_model_dir(void)
-{
-    kb_config cfg;
-    kb_err err;
-    kb_err_clear(&err);
-    if (kb_config_load(&cfg, &err) != KB_OK) {
-        fprintf(stderr, "%s\n", err.msg);
-        return NULL;
-    }
-    char *dir = kb_strdup(cfg.model_dir);
-    kb_config_release(&cfg);
-    return dir;
-}
+static char *tmpdir;
 
 static int setup(void **state)
 {
-    model_dir = config_model_dir();
+    model_dir = tu_model_dir();
     if (!model_dir)
         return -1;
     kb_err err;
@@ -50,8 +24,7 @@ static int setup(void **state)
         fprintf(stderr, "the model is not installed (run 'make deps'): %s\n", err.msg);
         return -1;
     }
-    if (!mkdtemp(tmpdir))
-        return -1;
+    tmpdir = tu_tmpdir("embedder");
     return 0;
 }
 
@@ -59,10 +32,8 @@ static int teardown(void **state)
 {
     kb_embedder_free(emb);
     free(model_dir);
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0)
-        return -1;
+    tu_rmtree(tmpdir);
+    free(tmpdir);
     return 0;
 }
 
@@ -74,22 +45,20 @@ typedef struct {
 
 static void load_refs(refs *r)
 {
-    const char *top = getenv("KB_TOP");
-    char path[4096];
-    snprintf(path, sizeof path, "%s/tests/fixtures/parity/embeddings.jsonl",
-             top ? top : ".");
+    char *path = tu_fixture("parity/embeddings.jsonl");
     FILE *f = fopen(path, "r");
     assert_non_null(f);
+    free(path);
     char *line = NULL;
-    size_t cap = 0, n = 0;
+    size_t cap = 0, n = 0, ntexts = 0, nwant = 0;
     ssize_t len;
     r->texts = NULL;
     r->want = NULL;
     while ((len = getline(&line, &cap, f)) > 0) {
         cJSON *j = cJSON_ParseWithLength(line, (size_t)len);
         assert_non_null(j);
-        r->texts = realloc(r->texts, (n + 1) * sizeof *r->texts);
-        r->want = realloc(r->want, (n + 1) * 384 * sizeof *r->want);
+        assert_int_equal(KB_GROW(r->texts, n + 1, ntexts), KB_OK);
+        assert_int_equal(KB_GROW(r->want, (n + 1) * 384, nwant), KB_OK);
         r->texts[n] = kb_strdup(cJSON_GetObjectItem(j, "text")->valuestring);
         cJSON *e = cJSON_GetObjectItem(j, "embedding");
         assert_int_equal(cJSON_GetArraySize(e), 384);
@@ -369,11 +338,8 @@ static void test_query_latency(void **state)
 
 int main(void)
 {
-    const char *env = getenv("KB_MODEL_DIR");
-    if (env && !*env) {
-        printf("skipped: KB_MODEL_DIR is empty\n");
+    if (tu_no_model())
         return 0;
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parity),
         cmocka_unit_test(test_missing),

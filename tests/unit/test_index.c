@@ -1,25 +1,18 @@
 /* test_index.c - the chunker, the FTS5 query builder and identifier forms,
  * the store's schema, and the FAISS C API link (faiss_index_factory). */
 #include "ingest/ingest_int.h"
-
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "tests/unit/test_util.h"
 
 #include <faiss/c_api/Index_c.h>
 #include <faiss/c_api/index_factory_c.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 /* ------------------------------------------------------------ chunker */
 
 static void repeat_words(kb_buf *b, const char *word, int n)
 {
     for (int i = 0; i < n; i++) {
-        kb_buf_puts(b, i ? " " : "");
-        kb_buf_puts(b, word);
+        tu_puts(b, i ? " " : "");
+        tu_puts(b, word);
     }
 }
 
@@ -36,7 +29,7 @@ static void test_chunk_budget_and_code(void **state)
     kb_doc_add(&doc, KB_KIND_TEXT, t.data, t.len);
     kb_buf_reset(&t);
     for (int i = 0; i < 8; i++)                     /* a large code block */
-        kb_buf_printf(&t, "    out[i + %d] = in[i * stride + %d] * scale;\n", i, i);
+        tu_printf(&t, "    out[i + %d] = in[i * stride + %d] * scale;\n", i, i);
     kb_doc_add(&doc, KB_KIND_CODE, t.data, t.len);
     kb_doc_add(&doc, KB_KIND_CODE, "x = 1;", 6);   /* a small one */
     kb_doc_add(&doc, KB_KIND_TEXT, "After the code.", 15);
@@ -147,21 +140,21 @@ static void test_fts_match_identifiers(void **state)
     (void)state;
     kb_buf m;
     kb_buf_init(&m, 0);
-    kb_fts_build_match("cp.async.bulk.tensor", &m);
+    assert_int_equal(kb_fts_build_match("cp.async.bulk.tensor", &m), KB_OK);
     assert_string_equal(m.data, "(\"cp async bulk tensor\" OR idents : \"cpasyncbulktensor\")");
     kb_buf_reset(&m);
-    kb_fts_build_match("cudaFuncSetAttribute", &m);
+    assert_int_equal(kb_fts_build_match("cudaFuncSetAttribute", &m), KB_OK);
     assert_string_equal(m.data, "(\"cudafuncsetattribute\" OR idents : \"cudafuncsetattribute\""
                                 " OR idents : \"cuda func set attribute\")");
     kb_buf_reset(&m);
-    kb_fts_build_match("why is __shfl_down_sync slow?", &m);
+    assert_int_equal(kb_fts_build_match("why is __shfl_down_sync slow?", &m), KB_OK);
     assert_string_equal(m.data, "(\"shfl down sync\" OR idents : \"shfldownsync\") OR \"slow\"");
     kb_buf_reset(&m);
     /* only stop words: they are kept rather than nothing */
-    kb_fts_build_match("what is it", &m);
+    assert_int_equal(kb_fts_build_match("what is it", &m), KB_OK);
     assert_string_equal(m.data, "\"what\" OR \"is\" OR \"it\"");
     kb_buf_reset(&m);
-    kb_fts_build_match("\"*():-^", &m);
+    assert_int_equal(kb_fts_build_match("\"*():-^", &m), KB_OK);
     assert_int_equal(m.len, 0);
     kb_buf_release(&m);
 }
@@ -171,7 +164,8 @@ static void test_fts_idents(void **state)
     (void)state;
     kb_buf b;
     kb_buf_init(&b, 0);
-    kb_fts_idents("Use cp.async.bulk.tensor.2d and cudaMemcpyAsync, not plain words.", &b);
+    assert_int_equal(kb_fts_idents("Use cp.async.bulk.tensor.2d and cudaMemcpyAsync, "
+                                   "not plain words.", &b), KB_OK);
     assert_non_null(strstr(b.data, "cpasync "));
     assert_non_null(strstr(b.data, "cpasyncbulktensor "));
     assert_non_null(strstr(b.data, "cpasyncbulktensor2d "));
@@ -198,7 +192,7 @@ static void test_fts_never_syntax_error(void **state)
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
         kb_buf m;
         kb_buf_init(&m, 0);
-        kb_fts_build_match(texts[i], &m);
+        assert_int_equal(kb_fts_build_match(texts[i], &m), KB_OK);
         if (m.len) {
             sqlite3_stmt *st;
             assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM f WHERE f MATCH ?",
@@ -219,8 +213,7 @@ static void test_fts_never_syntax_error(void **state)
 static void test_store_schema(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/kb-test-store-XXXXXX";
-    assert_non_null(mkdtemp(dir));
+    char *dir = tu_tmpdir("schema");
     char *sub = kb_path_join(dir, "a/b/kb");
     kb_store *s = NULL;
     kb_err err;
@@ -267,9 +260,8 @@ static void test_store_schema(void **state)
     assert_int_equal(kb_store_open(sub, KB_STORE_READONLY, &s, &err), KB_OK);
     kb_store_close(s);
     free(sub);
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
+    tu_rmtree(dir);
+    free(dir);
 }
 
 /* ------------------------------------------------------------ FAISS */

@@ -1,36 +1,16 @@
 /* test_parse_cuda.c - kb_parse_cuda on our fixture and small inline sources,
  * and on the real CUDA samples of the mirror. */
 #include "ingest/ingest_int.h"
-
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "tests/unit/test_util.h"
 
 #include <ctype.h>
 #include <dirent.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
 
 /* ------------------------------------------------------------------ helpers */
 
 static kb_rc parse_path(const char *path, kb_doc *doc, kb_err *err, double *ms)
 {
-    kb_buf b;
-    kb_buf_init(&b, 0);
-    kb_doc_init(doc);
-    kb_err_clear(err);
-    kb_rc rc = kb_read_file(path, 16u << 20, &b, err);
-    if (rc == KB_OK) {
-        double t0 = kb_now_ms();
-        rc = kb_parse_cuda(b.data, b.len, path, doc, err);
-        if (ms)
-            *ms = kb_now_ms() - t0;
-    }
-    kb_buf_release(&b);
-    return rc;
+    return tu_parse_file(kb_parse_cuda, path, doc, NULL, err, ms);
 }
 
 static kb_rc parse_str(const char *s, kb_doc *doc, kb_err *err)
@@ -48,14 +28,6 @@ static const kb_block *function(const kb_doc *doc, const char *name, int nth)
         if (b->depth == 2 && strcmp(b->heading[1], name) == 0 && nth-- == 0)
             return b;
     }
-    return NULL;
-}
-
-static const kb_block *block_with(const kb_doc *doc, const char *needle)
-{
-    for (size_t i = 0; i < doc->nblocks; i++)
-        if (strstr(doc->blocks[i].text, needle))
-            return &doc->blocks[i];
     return NULL;
 }
 
@@ -81,8 +53,7 @@ static void assert_line_anchor(const char *path, const kb_block *b)
     long n = strtol(b->anchor + 1, NULL, 10);
     kb_buf f;
     kb_buf_init(&f, 0);
-    kb_err err;
-    assert_int_equal(kb_read_file(path, 16u << 20, &f, &err), KB_OK);
+    tu_read_file(path, 16u << 20, &f);
     const char *line = f.data;
     for (long i = 1; i < n && line; i++) {
         line = strchr(line, '\n');
@@ -104,8 +75,7 @@ static void assert_line_anchor(const char *path, const kb_block *b)
 static void test_fixture(void **state)
 {
     (void)state;
-    const char *top = getenv("KB_TOP");
-    char *path = kb_path_join(top ? top : ".", "tests/fixtures/cuda/kernels.cu");
+    char *path = tu_fixture("cuda/kernels.cu");
     kb_doc doc;
     kb_err err;
     if (parse_path(path, &doc, &err, NULL) != KB_OK)
@@ -121,8 +91,8 @@ static void test_fixture(void **state)
                         "Fixture kernels\n\n"
                         "Small kernels that exercise the source scanner: braces inside strings,\n"
                         "characters and comments, templates, namespaces and extern \"C\".");
-    assert_null(block_with(&doc, "Redistribution"));
-    assert_null(block_with(&doc, "Copyright"));
+    assert_null(tu_block_with(&doc, "Redistribution"));
+    assert_null(tu_block_with(&doc, "Copyright"));
 
     /* every function, in order, with its name as heading and its first
      * line as anchor */
@@ -182,14 +152,14 @@ static void test_fixture(void **state)
     assert_null(strstr(b->text, "declaration only"));
 
     /* top-level code under the file heading */
-    b = block_with(&doc, "#define TILE 32");
+    b = tu_block_with(&doc, "#define TILE 32");
     assert_non_null(b);
     assert_int_equal(b->depth, 1);
     assert_int_equal(b->kind, KB_KIND_CODE);
     assert_non_null(strstr(b->text, "struct Pair {"));
     assert_non_null(strstr(b->text, "__constant__ float c_weights[16];"));
     assert_null(strstr(b->text, "addOne"));
-    b = block_with(&doc, "extern \"C\" void hostLaunch");
+    b = tu_block_with(&doc, "extern \"C\" void hostLaunch");
     assert_non_null(b);
     assert_int_equal(b->depth, 1);
     kb_doc_release(&doc);
@@ -230,7 +200,7 @@ static void test_inline_cases(void **state)
     assert_non_null(function(&doc, "operator==", 0));
     assert_non_null(function(&doc, "Foo::operator bool", 0));
     assert_int_equal(count_functions(&doc), 3);
-    b = block_with(&doc, "int table[]");
+    b = tu_block_with(&doc, "int table[]");
     assert_non_null(b);
     assert_int_equal(b->depth, 1);
     assert_non_null(strstr(b->text, "auto f = [](int v) { return v; };"));
@@ -271,13 +241,12 @@ static void test_inline_cases(void **state)
 static void test_prefixes(void **state)
 {
     (void)state;
-    const char *top = getenv("KB_TOP");
-    char *path = kb_path_join(top ? top : ".", "tests/fixtures/cuda/kernels.cu");
+    char *path = tu_fixture("cuda/kernels.cu");
     kb_buf src;
     kb_buf_init(&src, 0);
+    tu_read_file(path, 1 << 20, &src);
     kb_err err;
     kb_err_clear(&err);
-    assert_int_equal(kb_read_file(path, 1 << 20, &src, &err), KB_OK);
     for (size_t n = 0; n <= src.len; n++) {
         kb_doc doc;
         kb_doc_init(&doc);
@@ -291,18 +260,9 @@ static void test_prefixes(void **state)
 
 /* ------------------------------------------------------------------ mirror */
 
-static const char *mirror(void)
-{
-    const char *m = getenv("KB_MIRROR");
-    struct stat st;
-    if (!m || !*m || stat(m, &st) != 0)
-        return NULL;
-    return m;
-}
-
 static void expect_functions(const char *rel, const char *const *names)
 {
-    char *path = kb_path_join(mirror(), rel);
+    char *path = kb_path_join(tu_mirror(), rel);
     kb_doc doc;
     kb_err err;
     double ms = 0;
@@ -321,7 +281,7 @@ static void expect_functions(const char *rel, const char *const *names)
         assert_non_null(strstr(b->text, names[i]));
         assert_true(ends_with(b->text, "}"));
     }
-    assert_null(block_with(&doc, "Redistribution and use in source"));
+    assert_null(tu_block_with(&doc, "Redistribution and use in source"));
     kb_doc_release(&doc);
     free(path);
 }
@@ -337,7 +297,7 @@ static void test_transpose_real(void **state)
     expect_functions("cuda-samples/6_Performance/transpose/transpose.cu", names);
 
     /* the kernel's block holds the comment above it and the whole body */
-    char *path = kb_path_join(mirror(), "cuda-samples/6_Performance/transpose/transpose.cu");
+    char *path = kb_path_join(tu_mirror(), "cuda-samples/6_Performance/transpose/transpose.cu");
     kb_doc doc;
     kb_err err;
     assert_int_equal(parse_path(path, &doc, &err, NULL), KB_OK);
@@ -378,7 +338,7 @@ static void test_samples_real(void **state)
 static void test_all_samples(void **state)
 {
     (void)state;
-    char *root = kb_path_join(mirror(), "cuda-samples");
+    char *root = kb_path_join(tu_mirror(), "cuda-samples");
     char *stack[64];
     size_t nstack = 0, files = 0, funcs = 0, blocks = 0;
     stack[nstack++] = kb_strdup(root);
@@ -410,7 +370,7 @@ static void test_all_samples(void **state)
                 funcs += count_functions(&doc);
                 blocks += doc.nblocks;
                 assert_true(doc.nblocks > 0);
-                assert_null(block_with(&doc, "Redistribution and use in source"));
+                assert_null(tu_block_with(&doc, "Redistribution and use in source"));
                 kb_doc_release(&doc);
             }
             free(p);
@@ -438,7 +398,7 @@ int main(void)
         cmocka_unit_test(test_all_samples),
     };
     int failed = cmocka_run_group_tests_name("parse_cuda fixtures", fixtures, NULL, NULL);
-    if (!mirror()) {
+    if (!tu_mirror()) {
         printf("skipped: KB_MIRROR is unset or missing (real-document checks)\n");
         return failed;
     }

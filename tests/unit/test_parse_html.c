@@ -2,53 +2,20 @@
  * plain, truncated, binary, empty) and on the real mirror: the PTX ISA
  * single page and the two Nsight Compute pages. */
 #include "ingest/ingest_int.h"
-
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
-
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
+#include "tests/unit/test_util.h"
 
 /* ------------------------------------------------------------------ helpers */
 
-static char *fixture(const char *name)
-{
-    const char *top = getenv("KB_TOP");
-    kb_buf p;
-    kb_buf_init(&p, 0);
-    kb_buf_printf(&p, "%s/tests/fixtures/html/%s", top ? top : ".", name);
-    return kb_buf_detach(&p);
-}
-
 static kb_rc parse_path(const char *path, kb_doc *doc, kb_err *err, double *ms)
 {
-    kb_buf b;
-    kb_buf_init(&b, 0);
-    kb_rc rc = kb_read_file(path, 64u << 20, &b, err);
-    if (rc == KB_OK) {
-        double t0 = kb_now_ms();
-        rc = kb_parse_html(b.data, b.len, path, doc, err);
-        if (ms)
-            *ms = kb_now_ms() - t0;
-    }
-    kb_buf_release(&b);
-    return rc;
+    return tu_parse_file(kb_parse_html, path, doc, NULL, err, ms);
 }
 
 static void parse_fixture(const char *name, kb_doc *doc)
 {
-    char *path = fixture(name);
-    kb_err err;
-    kb_err_clear(&err);
-    kb_doc_init(doc);
-    kb_rc rc = parse_path(path, doc, &err, NULL);
-    if (rc != KB_OK)
-        fail_msg("%s: %s", path, err.msg);
-    free(path);
+    char *rel = kb_path_join("html", name);
+    tu_parse_fixture(kb_parse_html, rel, doc);
+    free(rel);
 }
 
 static kb_rc parse_str(const char *s, size_t len, kb_doc *doc, kb_err *err)
@@ -56,15 +23,6 @@ static kb_rc parse_str(const char *s, size_t len, kb_doc *doc, kb_err *err)
     kb_doc_init(doc);
     kb_err_clear(err);
     return kb_parse_html(s, len, "inline.html", doc, err);
-}
-
-/* The first block whose text contains needle, or NULL. */
-static const kb_block *block_with(const kb_doc *doc, const char *needle)
-{
-    for (size_t i = 0; i < doc->nblocks; i++)
-        if (strstr(doc->blocks[i].text, needle))
-            return &doc->blocks[i];
-    return NULL;
 }
 
 /* The first block under a section with this anchor, or NULL. */
@@ -120,14 +78,6 @@ static size_t distinct_anchors(const kb_doc *doc, int *bad_heading)
     return n;
 }
 
-static size_t count_kind(const kb_doc *doc, kb_kind kind)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < doc->nblocks; i++)
-        n += doc->blocks[i].kind == kind;
-    return n;
-}
-
 /* ------------------------------------------------------------------ fixtures */
 
 static void test_sphinx_fixture(void **state)
@@ -148,7 +98,7 @@ static void test_sphinx_fixture(void **state)
             fail_msg("'%s' survived", gone[i]);
 
     /* section ids are the anchors, nesting from <section> */
-    const kb_block *b = block_with(&doc, "A tree reduction");
+    const kb_block *b = tu_block_with(&doc, "A tree reduction");
     assert_non_null(b);
     assert_int_equal(b->kind, KB_KIND_TEXT);
     assert_string_equal(b->anchor, "shuffle-reduction");
@@ -156,13 +106,13 @@ static void test_sphinx_fixture(void **state)
     assert_string_equal(b->heading[0], "2. Warp Tricks");
     assert_string_equal(b->heading[1], "2.1. Shuffle __shfl_down_sync reduction");
 
-    b = block_with(&doc, "Warps are groups");
+    b = tu_block_with(&doc, "Warps are groups");
     assert_non_null(b);
     assert_string_equal(b->text, "Warps are groups of thirty-two threads.");
     assert_string_equal(b->anchor, "warp-tricks");
 
     /* code: white space exactly as written */
-    b = block_with(&doc, "__shfl_down_sync(0xffffffff");
+    b = tu_block_with(&doc, "__shfl_down_sync(0xffffffff");
     assert_non_null(b);
     assert_int_equal(b->kind, KB_KIND_CODE);
     assert_string_equal(b->text,
@@ -172,12 +122,12 @@ static void test_sphinx_fixture(void **state)
                         "  // indented comment kept");
 
     /* an admonition keeps its title */
-    b = block_with(&doc, "All lanes named");
+    b = tu_block_with(&doc, "All lanes named");
     assert_non_null(b);
     assert_string_equal(b->text, "Note: All lanes named in the mask must execute the call.");
 
     /* sections nested deeper than <h6> (Sphinx writes <h7>) */
-    b = block_with(&doc, "Seven levels down.");
+    b = tu_block_with(&doc, "Seven levels down.");
     assert_non_null(b);
     assert_int_equal(b->depth, 7);
     assert_string_equal(b->anchor, "deep-e");
@@ -185,7 +135,7 @@ static void test_sphinx_fixture(void **state)
     assert_string_equal(b->heading[2], "2.1.1. Deep A");
 
     /* a table: caption, header row, one line per row */
-    b = block_with(&doc, "Lane masks");
+    b = tu_block_with(&doc, "Lane masks");
     assert_non_null(b);
     assert_int_equal(b->kind, KB_KIND_TABLE);
     assert_string_equal(b->text, "Table 1 Lane masks\n"
@@ -195,29 +145,29 @@ static void test_sphinx_fixture(void **state)
     assert_string_equal(b->anchor, "shuffle-reduction");
 
     /* after the nested sections close, text is back in its own section */
-    b = block_with(&doc, "Back in 2.1");
+    b = tu_block_with(&doc, "Back in 2.1");
     assert_non_null(b);
     assert_int_equal(b->depth, 2);
     assert_string_equal(b->anchor, "shuffle-reduction");
 
     /* a Sphinx rubric labels the paragraph after it; before code it is a
      * block of its own */
-    b = block_with(&doc, "same answer");
+    b = tu_block_with(&doc, "same answer");
     assert_non_null(b);
     assert_string_equal(b->text, "Semantics: Every active lane gets the same answer.");
-    b = block_with(&doc, "vote.sync.all.pred");
+    b = tu_block_with(&doc, "vote.sync.all.pred");
     assert_non_null(b);
     assert_int_equal(b->kind, KB_KIND_CODE);
     assert_string_equal(b->text, "vote.sync.all.pred p, q, membermask;");
     assert_string_equal(b[-1].text, "Syntax");
 
     /* lists and definitions: one block each */
-    b = block_with(&doc, "__all_sync");
+    b = tu_block_with(&doc, "__all_sync");
     assert_non_null(b);
     assert_string_equal(b->text, "- __all_sync tests every lane.");
     assert_string_equal(b->anchor, "vote-functions");
-    assert_non_null(block_with(&doc, "- __any_sync tests any lane."));
-    b = block_with(&doc, "Returns a bit mask");
+    assert_non_null(tu_block_with(&doc, "- __any_sync tests any lane."));
+    b = tu_block_with(&doc, "Returns a bit mask");
     assert_non_null(b);
     assert_string_equal(b->text, "Returns a bit mask of the lanes.");
     kb_doc_release(&doc);
@@ -237,43 +187,43 @@ static void test_simple_fixture(void **state)
         if (anywhere(&doc, gone[i]))
             fail_msg("'%s' survived", gone[i]);
 
-    const kb_block *b = block_with(&doc, "Intro paragraph");
+    const kb_block *b = tu_block_with(&doc, "Intro paragraph");
     assert_non_null(b);
     assert_string_equal(b->text, "Intro paragraph with extra spaces & an entity.");
     assert_int_equal(b->depth, 1);
     /* the nearest enclosing id: the h1 is the first heading of div#content */
     assert_string_equal(b->anchor, "content");
 
-    b = block_with(&doc, "staged through");
+    b = tu_block_with(&doc, "staged through");
     assert_non_null(b);
     assert_string_equal(b->anchor, "explicit-id");
     assert_int_equal(b->depth, 2);
 
-    b = block_with(&doc, "tab-indented");
+    b = tu_block_with(&doc, "tab-indented");
     assert_non_null(b);
     assert_int_equal(b->kind, KB_KIND_CODE);
     assert_string_equal(b->text, "__global__ void k(float *x)\n{\n"
                                  "\tx[threadIdx.x] *= 2.0f;   /* tab-indented */\n}");
 
     /* no id: a slug of the heading */
-    b = block_with(&doc, "Padding by one word");
+    b = tu_block_with(&doc, "Padding by one word");
     assert_non_null(b);
     assert_string_equal(innermost(b), "Bank Conflicts: Why & How");
     assert_string_equal(b->anchor, "bank-conflicts-why--how");
 
-    b = block_with(&doc, "[TILE][TILE + 1]");
+    b = tu_block_with(&doc, "[TILE][TILE + 1]");
     assert_non_null(b);
     assert_int_equal(b->depth, 3);
     assert_string_equal(b->anchor, "padding-example");
     assert_string_equal(innermost(b), "Padding Example");   /* no "#" link */
     assert_string_equal(b->heading[1], "Bank Conflicts: Why & How");
 
-    b = block_with(&doc, "Inside a div");
+    b = tu_block_with(&doc, "Inside a div");
     assert_non_null(b);
     assert_int_equal(b->depth, 3);
     assert_string_equal(b->anchor, "wrapped");
 
-    b = block_with(&doc, "naive | 120");
+    b = tu_block_with(&doc, "naive | 120");
     assert_non_null(b);
     assert_int_equal(b->kind, KB_KIND_TABLE);
     assert_string_equal(b->text, "Kernel | GB/s\nnaive | 120\npadded | 410");
@@ -297,33 +247,33 @@ static void test_dita_fixture(void **state)
         if (anywhere(&doc, gone[i]))
             fail_msg("'%s' survived", gone[i]);
 
-    const kb_block *b = block_with(&doc, "ratio of active warps");
+    const kb_block *b = tu_block_with(&doc, "ratio of active warps");
     assert_non_null(b);
     assert_int_equal(b->depth, 1);
     assert_string_equal(b->heading[0], "1. Introduction");   /* &nbsp; */
     assert_string_equal(b->anchor, "intro");
 
     /* nested topics and their sections repeat <h3>: depth from nesting */
-    b = block_with(&doc, "Registers per thread");
+    b = tu_block_with(&doc, "Registers per thread");
     assert_non_null(b);
     assert_int_equal(b->depth, 3);
     assert_string_equal(b->heading[1], "1.1. Limits");
     assert_string_equal(b->heading[2], "Registers");
     assert_string_equal(b->anchor, "limits__registers");
 
-    b = block_with(&doc, "ncu --section Occupancy ./app");
+    b = tu_block_with(&doc, "ncu --section Occupancy ./app");
     assert_non_null(b);
     assert_int_equal(b->kind, KB_KIND_CODE);
     assert_string_equal(b->anchor, "limits__smem");
 
     /* blank lines around code go, indentation stays */
-    b = block_with(&doc, "int blocks = 0;");
+    b = tu_block_with(&doc, "int blocks = 0;");
     assert_non_null(b);
     assert_int_equal(b->kind, KB_KIND_CODE);
     assert_string_equal(b->text, "    int blocks = 0;   // first line keeps its indent\n"
                                  "  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k, 256, 0);");
 
-    b = block_with(&doc, "partial last wave");
+    b = tu_block_with(&doc, "partial last wave");
     assert_non_null(b);
     assert_int_equal(b->depth, 3);
     assert_string_equal(b->heading[2], "1.1.1. Tail Effects");
@@ -331,7 +281,7 @@ static void test_dita_fixture(void **state)
 
     /* an empty topic title: the section heading inside it names it, and
      * the topic's id is the anchor */
-    b = block_with(&doc, "marks of their owners");
+    b = tu_block_with(&doc, "marks of their owners");
     assert_non_null(b);
     assert_int_equal(b->depth, 2);
     assert_string_equal(b->heading[0], "Notices");
@@ -348,18 +298,18 @@ static void test_truncated(void **state)
     assert_non_null(block_at(&doc, "warp-tricks"));
     const kb_block *b = block_at(&doc, "shuffle-reduction");
     assert_non_null(b);
-    b = block_with(&doc, "Seven levels dow");
+    b = tu_block_with(&doc, "Seven levels dow");
     assert_non_null(b);
     assert_string_equal(b->anchor, "deep-e");
     kb_doc_release(&doc);
 
     /* every prefix of a page parses without error or crash */
-    char *path = fixture("sphinx.html");
+    char *path = tu_fixture("html/sphinx.html");
     kb_buf page;
     kb_buf_init(&page, 0);
+    tu_read_file(path, 1 << 20, &page);
     kb_err err;
     kb_err_clear(&err);
-    assert_int_equal(kb_read_file(path, 1 << 20, &page, &err), KB_OK);
     for (size_t n = 1; n < page.len; n += 37) {
         kb_rc rc = parse_str(page.data, n, &doc, &err);
         if (rc != KB_OK)
@@ -424,11 +374,11 @@ static void test_title_and_text(void **state)
                             "<h2>Second</h2><p>three</p></body></html>";
     assert_int_equal(parse_str(a, sizeof a - 1, &doc, &err), KB_OK);
     assert_string_equal(doc.title, "Page Title");
-    const kb_block *b = block_with(&doc, "two");
+    const kb_block *b = tu_block_with(&doc, "two");
     assert_non_null(b);
     assert_int_equal(b->depth, 2);
     assert_string_equal(b->anchor, "sub");
-    b = block_with(&doc, "three");
+    b = tu_block_with(&doc, "three");
     assert_non_null(b);
     assert_int_equal(b->depth, 1);
     assert_string_equal(b->heading[0], "Second");
@@ -440,11 +390,11 @@ static void test_title_and_text(void **state)
                             "<h2>Notes</h2><p>fourth<span aria-hidden=\"true\">ICON</span>"
                             "<span hidden>HIDDEN</span></p>";
     assert_int_equal(parse_str(e, sizeof e - 1, &doc, &err), KB_OK);
-    assert_string_equal(block_with(&doc, "first")->anchor, "notes");
-    assert_string_equal(block_with(&doc, "second")->anchor, "notes-1");
-    assert_string_equal(block_with(&doc, "third")->anchor, "notes-1");
-    assert_string_equal(block_with(&doc, "fourth")->anchor, "notes-2");
-    assert_string_equal(block_with(&doc, "fourth")->text, "fourth");
+    assert_string_equal(tu_block_with(&doc, "first")->anchor, "notes");
+    assert_string_equal(tu_block_with(&doc, "second")->anchor, "notes-1");
+    assert_string_equal(tu_block_with(&doc, "third")->anchor, "notes-1");
+    assert_string_equal(tu_block_with(&doc, "fourth")->anchor, "notes-2");
+    assert_string_equal(tu_block_with(&doc, "fourth")->text, "fourth");
     kb_doc_release(&doc);
 
     /* UTF-8 without a charset declaration stays UTF-8; plain text without
@@ -459,7 +409,7 @@ static void test_title_and_text(void **state)
     static const char d[] = "<main><section><h2>A</h2><p>in a</p><h2>B</h2>"
                             "<p>in b</p></section></main>";
     assert_int_equal(parse_str(d, sizeof d - 1, &doc, &err), KB_OK);
-    b = block_with(&doc, "in b");
+    b = tu_block_with(&doc, "in b");
     assert_non_null(b);
     assert_int_equal(b->depth, 1);
     assert_string_equal(b->heading[0], "B");
@@ -468,19 +418,10 @@ static void test_title_and_text(void **state)
 
 /* ------------------------------------------------------------------ mirror */
 
-static const char *mirror(void)
-{
-    const char *m = getenv("KB_MIRROR");
-    struct stat st;
-    if (!m || !*m || stat(m, &st) != 0)
-        return NULL;
-    return m;
-}
-
 static void test_ptx_real(void **state)
 {
     (void)state;
-    char *path = kb_path_join(mirror(), "ptx-isa/html/ptx.html");
+    char *path = kb_path_join(tu_mirror(), "ptx-isa/html/ptx.html");
     kb_doc doc;
     kb_doc_init(&doc);
     kb_err err;
@@ -492,12 +433,12 @@ static void test_ptx_real(void **state)
     int bad = 0;
     size_t anchors = distinct_anchors(&doc, &bad);
     printf("ptx.html: %zu blocks (%zu code, %zu table), %zu distinct anchors, %.0f ms\n",
-           doc.nblocks, count_kind(&doc, KB_KIND_CODE), count_kind(&doc, KB_KIND_TABLE),
+           doc.nblocks, tu_count_kind(&doc, KB_KIND_CODE), tu_count_kind(&doc, KB_KIND_TABLE),
            anchors, ms);
     assert_true(anchors >= 600);
     assert_false(bad);
-    assert_true(count_kind(&doc, KB_KIND_TABLE) >= 250);
-    assert_true(count_kind(&doc, KB_KIND_CODE) >= 500);
+    assert_true(tu_count_kind(&doc, KB_KIND_TABLE) >= 250);
+    assert_true(tu_count_kind(&doc, KB_KIND_CODE) >= 500);
     /* generous: sanitizer builds are several times slower */
     assert_true(ms < 5000);
 
@@ -527,13 +468,13 @@ static void test_ptx_real(void **state)
 
     b = block_at(&doc, "warp-shuffle-functions-shfl-sync");
     if (!b)
-        b = block_with(&doc, "shfl.sync");
+        b = tu_block_with(&doc, "shfl.sync");
     assert_non_null(b);
 
     /* navigation and footer are not content */
     assert_false(anywhere(&doc, "Search docs"));
     assert_false(anywhere(&doc, "Permalink to this"));
-    assert_null(block_with(&doc, "Archive"));
+    assert_null(tu_block_with(&doc, "Archive"));
     kb_doc_release(&doc);
     free(path);
 }
@@ -556,7 +497,7 @@ static void test_nsight_real(void **state)
           "quick-start", "2. Quickstart", 1, 25 },
     };
     for (size_t i = 0; i < sizeof pages / sizeof pages[0]; i++) {
-        char *path = kb_path_join(mirror(), pages[i].file);
+        char *path = kb_path_join(tu_mirror(), pages[i].file);
         kb_doc doc;
         kb_doc_init(&doc);
         kb_err err;
@@ -567,8 +508,8 @@ static void test_nsight_real(void **state)
         int bad = 0;
         size_t anchors = distinct_anchors(&doc, &bad);
         printf("%s: %zu blocks (%zu code, %zu table), %zu distinct anchors, %.0f ms\n",
-               pages[i].file, doc.nblocks, count_kind(&doc, KB_KIND_CODE),
-               count_kind(&doc, KB_KIND_TABLE), anchors, ms);
+               pages[i].file, doc.nblocks, tu_count_kind(&doc, KB_KIND_CODE),
+               tu_count_kind(&doc, KB_KIND_TABLE), anchors, ms);
         assert_true(anchors >= pages[i].min_anchors);
         assert_false(bad);
         const kb_block *b = block_at(&doc, pages[i].anchor);
@@ -602,7 +543,7 @@ int main(void)
         cmocka_unit_test(test_nsight_real),
     };
     int failed = cmocka_run_group_tests_name("parse_html fixtures", fixtures, NULL, NULL);
-    if (!mirror()) {
+    if (!tu_mirror()) {
         printf("skipped: KB_MIRROR is unset or missing (real-document checks)\n");
         return failed;
     }

@@ -1,64 +1,24 @@
 /* test_parse_markdown.c - kb_parse_markdown on our fixtures
  * (tests/fixtures/md) and on the real mirror ($KB_MIRROR): headings and
  * anchors, code intact, tables as rows, the literature list as papers. */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
-
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "ingest/ingest_int.h"
+#include "tests/unit/test_util.h"
+
+#include <stdint.h>
 
 /* ------------------------------------------------------------ helpers */
-
-static char *fixture_path(const char *name)
-{
-    const char *top = getenv("KB_TOP");
-    kb_buf p;
-    kb_buf_init(&p, 0);
-    kb_buf_printf(&p, "%s/tests/fixtures/md/%s", top ? top : ".", name);
-    return kb_buf_detach(&p);
-}
 
 /* Parses a file into doc (and its bytes into raw, if given). */
 static kb_rc parse_path(const char *path, kb_doc *doc, kb_buf *raw, double *ms)
 {
-    kb_buf b;
-    kb_buf_init(&b, 0);
-    kb_err err;
-    kb_err_clear(&err);
-    kb_rc rc = kb_read_file(path, 0, &b, &err);
-    if (rc != KB_OK)
-        fail_msg("%s", err.msg);
-    kb_doc_init(doc);
-    double t0 = kb_now_ms();
-    rc = kb_parse_markdown(b.data ? b.data : "", b.len, path, doc, &err);
-    if (ms)
-        *ms = kb_now_ms() - t0;
-    if (raw)
-        *raw = b;
-    else
-        kb_buf_release(&b);
-    return rc;
+    return tu_parse_file(kb_parse_markdown, path, doc, raw, NULL, ms);
 }
 
 static void parse_fixture(const char *name, kb_doc *doc)
 {
-    char *p = fixture_path(name);
-    assert_int_equal(parse_path(p, doc, NULL, NULL), KB_OK);
-    free(p);
-}
-
-static const kb_block *find(const kb_doc *doc, kb_kind kind, const char *needle)
-{
-    for (size_t i = 0; i < doc->nblocks; i++)
-        if (doc->blocks[i].kind == kind && strstr(doc->blocks[i].text, needle))
-            return &doc->blocks[i];
-    return NULL;
+    char *rel = kb_path_join("md", name);
+    tu_parse_fixture(kb_parse_markdown, rel, doc);
+    free(rel);
 }
 
 static const kb_block *find_paper(const kb_doc *doc, const char *title)
@@ -77,14 +37,6 @@ static const char *link_url(const kb_paper *p, const char *label)
     return NULL;
 }
 
-static size_t count_kind(const kb_doc *doc, kb_kind kind)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < doc->nblocks; i++)
-        n += doc->blocks[i].kind == kind;
-    return n;
-}
-
 /* Sections (distinct heading path + anchor) and how many have an anchor. */
 static void count_sections(const kb_doc *doc, size_t *nsec, size_t *nanchor)
 {
@@ -92,38 +44,23 @@ static void count_sections(const kb_doc *doc, size_t *nsec, size_t *nanchor)
     kb_buf cur, prev;
     kb_buf_init(&cur, 0);
     kb_buf_init(&prev, 0);
-    kb_buf_puts(&prev, "\x01");
+    tu_puts(&prev, "\x01");
     for (size_t i = 0; i < doc->nblocks; i++) {
         const kb_block *b = &doc->blocks[i];
         size_t depth = b->kind == KB_KIND_PAPER ? b->depth - 1 : b->depth;
         kb_buf_reset(&cur);
         for (size_t d = 0; d < depth; d++)
-            kb_buf_printf(&cur, "%s\x1f", b->heading[d]);
-        kb_buf_puts(&cur, b->anchor);
+            tu_printf(&cur, "%s\x1f", b->heading[d]);
+        tu_puts(&cur, b->anchor);
         if (strcmp(cur.data, prev.data) != 0) {
             (*nsec)++;
             *nanchor += b->anchor[0] != '\0';
             kb_buf_reset(&prev);
-            kb_buf_puts(&prev, cur.data);
+            tu_puts(&prev, cur.data);
         }
     }
     kb_buf_release(&cur);
     kb_buf_release(&prev);
-}
-
-static char *mirror_path(const char *rel)
-{
-    const char *m = getenv("KB_MIRROR");
-    if (!m || !*m)
-        return NULL;
-    char *p = kb_path_join(m, rel);
-    FILE *f = fopen(p, "rb");
-    if (!f) {
-        free(p);
-        return NULL;
-    }
-    fclose(f);
-    return p;
 }
 
 /* ------------------------------------------------------------ fixtures */
@@ -192,21 +129,21 @@ static void test_headings_and_anchors(void **state)
     kb_doc doc;
     parse_fixture("basic.md", &doc);
     assert_string_equal(doc.title, "Tiling Notes");
-    const kb_block *b = find(&doc, KB_KIND_TEXT, "first paragraph");
+    const kb_block *b = tu_find(&doc, KB_KIND_TEXT, "first paragraph");
     assert_non_null(b);
     assert_int_equal(b->depth, 1);
     assert_string_equal(b->anchor, "tiling-notes");
 
-    b = find(&doc, KB_KIND_TEXT, "Padding one column");
+    b = tu_find(&doc, KB_KIND_TEXT, "Padding one column");
     assert_non_null(b);
     assert_int_equal(b->depth, 2);
     assert_string_equal(b->heading[1], "Shared Memory: Banks & Conflicts!");
     assert_string_equal(b->anchor, "shared-memory-banks--conflicts");
     /* the same title again: GitHub's "-1" */
-    b = find(&doc, KB_KIND_TEXT, "first item");
+    b = tu_find(&doc, KB_KIND_TEXT, "first item");
     assert_non_null(b);
     assert_string_equal(b->anchor, "shared-memory-banks--conflicts-1");
-    b = find(&doc, KB_KIND_TEXT, "Last words");
+    b = tu_find(&doc, KB_KIND_TEXT, "Last words");
     assert_non_null(b);
     assert_int_equal(b->depth, 3);
     assert_string_equal(b->heading[2], "Größe über alles");
@@ -219,7 +156,7 @@ static void test_code_tables_lists(void **state)
     (void)state;
     kb_doc doc;
     parse_fixture("basic.md", &doc);
-    const kb_block *b = find(&doc, KB_KIND_CODE, "__global__");
+    const kb_block *b = tu_find(&doc, KB_KIND_CODE, "__global__");
     assert_non_null(b);
     assert_string_equal(b->text,
         "__global__ void transpose(float *out, const float *in, int n)\n"
@@ -230,41 +167,41 @@ static void test_code_tables_lists(void **state)
         "    // keep the blank line above and this comment intact\n"
         "    tile[threadIdx.y][threadIdx.x] = in[x];\n"
         "}");
-    b = find(&doc, KB_KIND_CODE, "indented_code_line_one");
+    b = tu_find(&doc, KB_KIND_CODE, "indented_code_line_one");
     assert_non_null(b);
     assert_string_equal(b->text, "indented_code_line_one();\nindented_code_line_two();");
 
-    b = find(&doc, KB_KIND_TABLE, "Variant");
+    b = tu_find(&doc, KB_KIND_TABLE, "Variant");
     assert_non_null(b);
     assert_string_equal(b->text, "Variant | Time (us) | Notes\n"
                                  "naive | 120.5 | strided writes\n"
                                  "padded | 61.0 | no conflicts");
 
-    b = find(&doc, KB_KIND_TEXT, "first item");
+    b = tu_find(&doc, KB_KIND_TEXT, "first item");
     assert_non_null(b);
     assert_string_equal(b->text, "- first item with bold text\n- second item\n"
                                  "  - nested item");
-    assert_non_null(find(&doc, KB_KIND_TEXT, "A quoted remark about occupancy."));
+    assert_non_null(tu_find(&doc, KB_KIND_TEXT, "A quoted remark about occupancy."));
     /* inline code kept, link text kept, URL and image dropped, HTML text */
-    b = find(&doc, KB_KIND_TEXT, "first paragraph");
+    b = tu_find(&doc, KB_KIND_TEXT, "first paragraph");
     assert_non_null(strstr(b->text, "inline_code()"));
     assert_non_null(strstr(b->text, "link to the notes"));
     assert_null(strstr(b->text, "example.org"));
     assert_null(strstr(b->text, "diagram"));
-    assert_non_null(find(&doc, KB_KIND_TEXT, "Raw HTML text & more"));
+    assert_non_null(tu_find(&doc, KB_KIND_TEXT, "Raw HTML text & more"));
     /* converter leftovers: "**" that is no emphasis, a URL glued to a word */
-    b = find(&doc, KB_KIND_TEXT, "Pad by one word");
+    b = tu_find(&doc, KB_KIND_TEXT, "Pad by one word");
     assert_non_null(b);
     assert_string_equal(b->text, "Tip: Pad by one word; see the notes "
                                  "https://example.org/pad.");
     for (size_t i = 0; i < doc.nblocks; i++)
         assert_null(strchr(doc.blocks[i].text, '<'));
-    assert_int_equal(count_kind(&doc, KB_KIND_CODE), 2);
+    assert_int_equal(tu_count_kind(&doc, KB_KIND_CODE), 2);
     /* a raw HTML table is a table too */
-    b = find(&doc, KB_KIND_TABLE, "Launch limits");
+    b = tu_find(&doc, KB_KIND_TABLE, "Launch limits");
     assert_non_null(b);
     assert_string_equal(b->text, "Launch limits\nLimit | Value\nmaxThreads | 1024");
-    assert_int_equal(count_kind(&doc, KB_KIND_TABLE), 2);
+    assert_int_equal(tu_count_kind(&doc, KB_KIND_TABLE), 2);
     kb_doc_release(&doc);
 }
 
@@ -279,7 +216,7 @@ static void test_explicit_anchors(void **state)
     };
     const char *titles[] = { "Attribute Style", "Permalink Style", "HTML Style" };
     for (size_t i = 0; i < 3; i++) {
-        const kb_block *b = find(&doc, KB_KIND_TEXT, want[i][0]);
+        const kb_block *b = tu_find(&doc, KB_KIND_TEXT, want[i][0]);
         assert_non_null(b);
         assert_string_equal(b->anchor, want[i][1]);
         assert_string_equal(b->heading[b->depth - 1], titles[i]);
@@ -294,16 +231,16 @@ static void test_sphinx_anchors(void **state)
      * ids, not GitHub slugs; a repeated title keeps its parent's anchor. */
     kb_doc doc;
     parse_fixture("anchors.md", &doc);
-    const kb_block *b = find(&doc, KB_KIND_TEXT, "Intro text.");
+    const kb_block *b = tu_find(&doc, KB_KIND_TEXT, "Intro text.");
     assert_non_null(b);
     assert_string_equal(b->anchor, "overview");
-    b = find(&doc, KB_KIND_TEXT, "Body one.");
+    b = tu_find(&doc, KB_KIND_TEXT, "Body one.");
     assert_string_equal(b->heading[1], "1.1. Loop Things vs. Others");
     assert_string_equal(b->anchor, "loop-things-vs-others");
-    b = find(&doc, KB_KIND_TEXT, "Body two");
+    b = tu_find(&doc, KB_KIND_TEXT, "Body two");
     assert_string_equal(b->anchor, "overview");
     /* the converter's page-title heading has no section id */
-    b = find(&doc, KB_KIND_TEXT, "docs.nvidia.com");
+    b = tu_find(&doc, KB_KIND_TEXT, "docs.nvidia.com");
     assert_non_null(b);
     assert_string_equal(b->anchor, "");
     kb_doc_release(&doc);
@@ -314,7 +251,7 @@ static void test_papers_fixture(void **state)
     (void)state;
     kb_doc doc;
     parse_fixture("papers.md", &doc);
-    assert_int_equal(count_kind(&doc, KB_KIND_PAPER), 8);
+    assert_int_equal(tu_count_kind(&doc, KB_KIND_PAPER), 8);
 
     const kb_block *b = find_paper(&doc, "Alpha: A Tile Compiler for Everyone");
     assert_non_null(b);
@@ -362,7 +299,7 @@ static void test_papers_fixture(void **state)
     assert_string_equal(b->heading[1], "Not Papers");
 
     /* list items that are not entries stay text */
-    b = find(&doc, KB_KIND_TEXT, "A normal link");
+    b = tu_find(&doc, KB_KIND_TEXT, "A normal link");
     assert_non_null(b);
     assert_non_null(strstr(b->text, "[note] a bracketed remark"));
     assert_non_null(strstr(b->text, "plain list item"));
@@ -374,7 +311,7 @@ static void test_papers_fixture(void **state)
 static void test_mirror_survey(void **state)
 {
     (void)state;
-    char *p = mirror_path("awesome-llm-kernel/README.md");
+    char *p = tu_mirror_path("awesome-llm-kernel/README.md");
     if (!p) {
         printf("skipped: $KB_MIRROR/awesome-llm-kernel/README.md not found\n");
         return;
@@ -435,7 +372,7 @@ static void test_mirror_nvidia(void **state)
     (void)state;
     int found_any = 0;
     for (size_t f = 0; f < sizeof nvidia_md / sizeof nvidia_md[0]; f++) {
-        char *p = mirror_path(nvidia_md[f]);
+        char *p = tu_mirror_path(nvidia_md[f]);
         if (!p)
             continue;
         found_any = 1;
@@ -462,13 +399,13 @@ static void test_mirror_nvidia(void **state)
                 line += n + (nl != NULL);
             }
         }
-        size_t code = count_kind(&doc, KB_KIND_CODE);
+        size_t code = tu_count_kind(&doc, KB_KIND_CODE);
         assert_true(code >= fences / 2 - fences / 20);
         size_t nsec, nanchor;
         count_sections(&doc, &nsec, &nanchor);
         printf("%s: %zu blocks (%zu code, %zu table), %zu sections "
                "(%zu anchored), %.1f ms\n", nvidia_md[f], doc.nblocks, code,
-               count_kind(&doc, KB_KIND_TABLE), nsec, nanchor, ms);
+               tu_count_kind(&doc, KB_KIND_TABLE), nsec, nanchor, ms);
         assert_true(nanchor * 10 >= nsec * 9);
         if (f == 0) {
             const kb_block *hit = NULL;

@@ -1,58 +1,21 @@
 /* test_parse_rst.c - kb_parse_rst on our fixtures (tests/fixtures/rst) and
  * on every .rst file of the mirror ($KB_MIRROR/ptx-isa/libcudacxx-rst,
  * $KB_MIRROR/cutlass-docs). */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
-
-#include <ftw.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "ingest/ingest_int.h"
+#include "tests/unit/test_util.h"
 
-static char *fixture_path(const char *name)
-{
-    const char *top = getenv("KB_TOP");
-    kb_buf p;
-    kb_buf_init(&p, 0);
-    kb_buf_printf(&p, "%s/tests/fixtures/rst/%s", top ? top : ".", name);
-    return kb_buf_detach(&p);
-}
+#include <stdint.h>
 
 static kb_rc parse_path(const char *path, kb_doc *doc, kb_buf *raw)
 {
-    kb_buf b;
-    kb_buf_init(&b, 0);
-    kb_err err;
-    kb_err_clear(&err);
-    if (kb_read_file(path, 0, &b, &err) != KB_OK)
-        fail_msg("%s", err.msg);
-    kb_doc_init(doc);
-    kb_rc rc = kb_parse_rst(b.data ? b.data : "", b.len, path, doc, &err);
-    if (raw)
-        *raw = b;
-    else
-        kb_buf_release(&b);
-    return rc;
-}
-
-static const kb_block *find(const kb_doc *doc, kb_kind kind, const char *needle)
-{
-    for (size_t i = 0; i < doc->nblocks; i++)
-        if (doc->blocks[i].kind == kind && strstr(doc->blocks[i].text, needle))
-            return &doc->blocks[i];
-    return NULL;
+    return tu_parse_file(kb_parse_rst, path, doc, raw, NULL, NULL);
 }
 
 static void parse_fixture(const char *name, kb_doc *doc)
 {
-    char *p = fixture_path(name);
-    assert_int_equal(parse_path(p, doc, NULL), KB_OK);
-    free(p);
+    char *rel = kb_path_join("rst", name);
+    tu_parse_fixture(kb_parse_rst, rel, doc);
+    free(rel);
 }
 
 static void test_empty(void **state)
@@ -86,7 +49,7 @@ static void test_sections(void **state)
     parse_fixture("basic.rst", &doc);
     /* overlined "=" is level 1, underlined "=" level 2, "-" level 3 */
     assert_string_equal(doc.title, "Warp Shuffle Primer");
-    const kb_block *b = find(&doc, KB_KIND_TEXT, "An introduction");
+    const kb_block *b = tu_find(&doc, KB_KIND_TEXT, "An introduction");
     assert_non_null(b);
     assert_int_equal(b->depth, 1);
     assert_string_equal(b->anchor, "warp-shuffle-primer");
@@ -94,23 +57,23 @@ static void test_sections(void **state)
     assert_string_equal(b->text, "An introduction with __shfl_down_sync and a "
                         "cross reference and an external link in emphasis and bold.");
     /* an explicit target names the section */
-    b = find(&doc, KB_KIND_TEXT, "The reduction looks like this:");
+    b = tu_find(&doc, KB_KIND_TEXT, "The reduction looks like this:");
     assert_non_null(b);
     assert_int_equal(b->depth, 2);
     assert_string_equal(b->heading[1], "Reduction With Shuffles");
     assert_string_equal(b->anchor, "shuffle-sums");
-    b = find(&doc, KB_KIND_TABLE, "Shuffle costs");
+    b = tu_find(&doc, KB_KIND_TABLE, "Shuffle costs");
     assert_non_null(b);
     assert_int_equal(b->depth, 3);
     assert_string_equal(b->heading[2], "Costs");
     assert_string_equal(b->anchor, "costs");
     /* the repeated title is level 2 again; its page id would be generated
      * ("id1"), so it keeps the enclosing section's anchor */
-    b = find(&doc, KB_KIND_TEXT, "A second section");
+    b = tu_find(&doc, KB_KIND_TEXT, "A second section");
     assert_non_null(b);
     assert_int_equal(b->depth, 2);
     assert_string_equal(b->anchor, "warp-shuffle-primer");
-    b = find(&doc, KB_KIND_TEXT, "Deepest text.");
+    b = tu_find(&doc, KB_KIND_TEXT, "Deepest text.");
     assert_non_null(b);
     assert_int_equal(b->depth, 3);
     assert_string_equal(b->heading[2], "Another Style");
@@ -129,7 +92,7 @@ static void test_code_and_tables(void **state)
     (void)state;
     kb_doc doc;
     parse_fixture("basic.rst", &doc);
-    const kb_block *b = find(&doc, KB_KIND_CODE, "float v = x;");
+    const kb_block *b = tu_find(&doc, KB_KIND_CODE, "float v = x;");
     assert_non_null(b);
     assert_string_equal(b->text,
         "float v = x;\n"
@@ -137,7 +100,7 @@ static void test_code_and_tables(void **state)
         "    v += __shfl_down_sync(0xffffffff, v, o);\n"
         "\n"
         "return v;");
-    b = find(&doc, KB_KIND_CODE, "warp_sum");
+    b = tu_find(&doc, KB_KIND_CODE, "warp_sum");
     assert_non_null(b);
     assert_string_equal(b->text,
         "__device__ float warp_sum(float v)\n"
@@ -146,19 +109,19 @@ static void test_code_and_tables(void **state)
         "        v += __shfl_down_sync(0xffffffff, v, o);\n"
         "    return v;\n"
         "}");
-    b = find(&doc, KB_KIND_TABLE, "Shuffle costs");
+    b = tu_find(&doc, KB_KIND_TABLE, "Shuffle costs");
     assert_string_equal(b->text, "Shuffle costs\nOperation | Cycles\n"
                                  "shfl.sync | about 2\nadd | 1");
-    b = find(&doc, KB_KIND_TABLE, "Width");
+    b = tu_find(&doc, KB_KIND_TABLE, "Width");
     assert_non_null(b);
     assert_string_equal(b->text, "Width | Steps\n32 lanes | 5\n16 lanes | 4");
-    b = find(&doc, KB_KIND_TABLE, "Lanes");
+    b = tu_find(&doc, KB_KIND_TABLE, "Lanes");
     assert_non_null(b);
     assert_string_equal(b->text, "Lanes | Masks\n8 | 0xff\n4 | 0xf");
-    b = find(&doc, KB_KIND_TEXT, "Every lane named");
+    b = tu_find(&doc, KB_KIND_TEXT, "Every lane named");
     assert_non_null(b);
     assert_non_null(strstr(b->text, "Note:"));
-    b = find(&doc, KB_KIND_TEXT, "first point");
+    b = tu_find(&doc, KB_KIND_TEXT, "first point");
     assert_non_null(b);
     assert_string_equal(b->text, "- first point\n- second point with helper");
     kb_doc_release(&doc);
@@ -234,9 +197,9 @@ static int visit(const char *path, const struct stat *sb, int type, struct FTW *
 static void test_mirror(void **state)
 {
     (void)state;
-    const char *m = getenv("KB_MIRROR");
-    if (!m || !*m) {
-        printf("skipped: $KB_MIRROR is not set\n");
+    const char *m = tu_mirror();
+    if (!m) {
+        printf("skipped: $KB_MIRROR is unset or missing\n");
         return;
     }
     const char *dirs[] = { "ptx-isa/libcudacxx-rst", "cutlass-docs" };

@@ -1,16 +1,7 @@
 /* test_parse_text.c - kb_parse_text: the file name as heading, paragraphs
  * as blocks, binary refused; and the mirror's plain-text PTX copy. */
 #include "ingest/ingest_int.h"
-
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
-
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
+#include "tests/unit/test_util.h"
 
 static void test_paragraphs(void **state)
 {
@@ -65,27 +56,18 @@ static void test_binary(void **state)
 static void test_mirror_text(void **state)
 {
     (void)state;
-    const char *m = getenv("KB_MIRROR");
-    struct stat st;
-    if (!m || !*m || stat(m, &st) != 0) {
+    char *path = tu_mirror_path("ptx-isa/text/raw.txt");
+    if (!path) {
         printf("skipped: KB_MIRROR is unset or missing\n");
         return;
     }
-    char *path = kb_path_join(m, "ptx-isa/text/raw.txt");
-    kb_buf b;
-    kb_buf_init(&b, 0);
-    kb_err err;
-    kb_err_clear(&err);
-    assert_int_equal(kb_read_file(path, 16u << 20, &b, &err), KB_OK);
     kb_doc doc;
-    kb_doc_init(&doc);
-    double t0 = kb_now_ms();
-    assert_int_equal(kb_parse_text(b.data, b.len, path, &doc, &err), KB_OK);
-    printf("raw.txt: %zu blocks, %.1f ms\n", doc.nblocks, kb_now_ms() - t0);
+    double ms = 0;
+    assert_int_equal(tu_parse_file(kb_parse_text, path, &doc, NULL, NULL, &ms), KB_OK);
+    printf("raw.txt: %zu blocks, %.1f ms\n", doc.nblocks, ms);
     assert_string_equal(doc.title, "raw.txt");
     assert_true(doc.nblocks > 1000);
     kb_doc_release(&doc);
-    kb_buf_release(&b);
     free(path);
 }
 

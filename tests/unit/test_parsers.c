@@ -1,19 +1,11 @@
 /* test_parsers.c - heading slugs (GitHub's and docutils'), anchor
  * de-duplication, and the choice of a parser by extension, hint and
  * sniffing (ingest/parsers.c). */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
-
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
 #include "ingest/ingest_int.h"
 #include "ingest/parsers_int.h"
+#include "tests/unit/test_util.h"
+
+#include <stdint.h>
 
 static void slug_is(const char *heading, const char *want)
 {
@@ -131,40 +123,29 @@ static void test_dispatch_hint(void **state)
     assert_null(kb_parser_for("no-such-file.bin", "weird"));
 }
 
-static char *write_tmp(const char *data, size_t len)
-{
-    char tmpl[] = "/tmp/kb-test-parsers-XXXXXX";
-    int fd = mkstemp(tmpl);
-    assert_true(fd >= 0);
-    assert_int_equal(write(fd, data, len), (ssize_t)len);
-    close(fd);
-    return strdup(tmpl);
-}
-
 static void test_dispatch_sniff(void **state)
 {
     (void)state;
-    static const char html[] = "\n  <!DOCTYPE html>\n<html><body>x</body></html>";
-    static const char html2[] = "<html lang=\"en\"><p>x</p></html>";
-    static const char md[] = "# A Title\n\nSome text.\n";
-    static const char plain[] = "just some words\n";
     static const char bin[] = "\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
-    char *p;
-    p = write_tmp(html, sizeof html - 1);
-    assert_ptr_equal(kb_parser_for(p, NULL), kb_parse_html);
-    unlink(p); free(p);
-    p = write_tmp(html2, sizeof html2 - 1);
-    assert_ptr_equal(kb_parser_for(p, NULL), kb_parse_html);
-    unlink(p); free(p);
-    p = write_tmp(md, sizeof md - 1);
-    assert_ptr_equal(kb_parser_for(p, NULL), kb_parse_markdown);
-    unlink(p); free(p);
-    p = write_tmp(plain, sizeof plain - 1);
+    /* files without an extension: their first bytes decide */
+    static const struct { const char *name, *text; kb_parse_fn want; } cases[] = {
+        { "html", "\n  <!DOCTYPE html>\n<html><body>x</body></html>", kb_parse_html },
+        { "html2", "<html lang=\"en\"><p>x</p></html>", kb_parse_html },
+        { "md", "# A Title\n\nSome text.\n", kb_parse_markdown },
+        { "plain", "just some words\n", NULL },
+    };
+    char *dir = tu_tmpdir("parsers");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *p = tu_write_fixture(dir, cases[i].name, cases[i].text);
+        assert_ptr_equal(kb_parser_for(p, NULL), cases[i].want);
+        free(p);
+    }
+    char *p = kb_path_join(dir, "bin");
+    tu_write_file(p, bin, sizeof bin - 1);
     assert_null(kb_parser_for(p, NULL));
-    unlink(p); free(p);
-    p = write_tmp(bin, sizeof bin - 1);
-    assert_null(kb_parser_for(p, NULL));
-    unlink(p); free(p);
+    free(p);
+    tu_rmtree(dir);
+    free(dir);
 }
 
 int main(void)

@@ -1,42 +1,29 @@
 /* test_store.c - the store's named slots (caches of the modules above it,
- * freed on close), the filter's SQL and bindings, and the growth helper. */
+ * freed on close), the filter's SQL and bindings, the growth helper, the
+ * buffer's cap and the executable's directory. */
 #include "kb/kb_int.h"
-
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "tests/unit/test_util.h"
 
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
 /* ------------------------------------------------------------ fixtures */
 
-static char kb_dir[64];
+static char *kb_dir;
 
 static int open_store(void **state)
 {
-    snprintf(kb_dir, sizeof kb_dir, "/tmp/kb-test-store.XXXXXX");
-    if (!mkdtemp(kb_dir))
-        return -1;
-    kb_store *s = NULL;
-    kb_err err;
-    kb_err_clear(&err);
-    if (kb_store_open(kb_dir, KB_STORE_CREATE, &s, &err) != KB_OK)
-        return -1;
-    *state = s;
+    kb_dir = tu_tmpdir("store");
+    *state = tu_open_kb(kb_dir);
     return 0;
 }
 
 static int close_store(void **state)
 {
     kb_store_close(*state);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", kb_dir);
-    return system(cmd) == 0 ? 0 : -1;
+    tu_rmtree(kb_dir);
+    free(kb_dir);
+    kb_dir = NULL;
+    return 0;
 }
 
 /* A cache that records its own destruction. */
@@ -100,13 +87,10 @@ static void test_slots_park_replace_clear(void **state)
 static void test_slots_freed_on_close(void **state)
 {
     (void)state;
-    char dir[64];
-    snprintf(dir, sizeof dir, "/tmp/kb-test-store2.XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    kb_store *s = NULL;
+    char *dir = tu_tmpdir("store2");
+    kb_store *s = tu_open_kb(dir);
     kb_err err;
     kb_err_clear(&err);
-    assert_int_equal(kb_store_open(dir, KB_STORE_CREATE, &s, &err), KB_OK);
     int freed = 0;
     static char names[20][16];   /* names are not copied: they outlive the store */
     for (int i = 0; i < 20; i++) {   /* past the first growth */
@@ -120,9 +104,8 @@ static void test_slots_freed_on_close(void **state)
             assert_int_equal(freed, 20);
         }
     }
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
+    tu_rmtree(dir);
+    free(dir);
 }
 
 /* ------------------------------------------------------------ filters */
@@ -207,6 +190,51 @@ static void test_grow(void **state)
     free(items);
 }
 
+/* ------------------------------------------------------------ buffers */
+
+static void test_buf_cap_and_finish(void **state)
+{
+    (void)state;
+    kb_buf b;
+    kb_buf_init(&b, 4);
+    assert_int_equal(kb_buf_puts(&b, "abc"), KB_OK);
+    /* past the cap: fails, the buffer as it was */
+    assert_int_equal(kb_buf_puts(&b, "de"), KB_ERR_NOMEM);
+    assert_string_equal(b.data, "abc");
+    assert_int_equal(kb_buf_putc(&b, 'd'), KB_OK);
+    assert_int_equal(kb_buf_printf(&b, "%d", 5), KB_ERR_NOMEM);
+    assert_string_equal(b.data, "abcd");
+    /* a failed chain gives NULL, never the cut string */
+    assert_null(kb_buf_finish(&b, KB_ERR_NOMEM));
+    assert_null(b.data);
+    assert_int_equal(b.len, 0);
+    /* a good one gives the data, "" for nothing appended */
+    kb_buf_init(&b, 0);
+    char *s = kb_buf_finish(&b, KB_OK);
+    assert_string_equal(s, "");
+    free(s);
+    assert_int_equal(kb_buf_printf(&b, "%s-%d", "x", 1), KB_OK);
+    s = kb_buf_finish(&b, KB_OK);
+    assert_string_equal(s, "x-1");
+    free(s);
+}
+
+/* ------------------------------------------------------------ files */
+
+static void test_exe_dir(void **state)
+{
+    (void)state;
+    char *dir = kb_exe_dir();
+    assert_non_null(dir);
+    assert_int_equal(dir[0], '/');
+    assert_int_not_equal(dir[strlen(dir) - 1], '/');
+    /* this very test binary lies in it */
+    char *self = kb_path_join(dir, "test_store");
+    assert_int_equal(access(self, X_OK), 0);
+    free(self);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -217,6 +245,8 @@ int main(void)
                                         close_store),
         cmocka_unit_test(test_kinds_round_trip),
         cmocka_unit_test(test_grow),
+        cmocka_unit_test(test_buf_cap_and_finish),
+        cmocka_unit_test(test_exe_dir),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

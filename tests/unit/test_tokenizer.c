@@ -1,51 +1,17 @@
 /* test_tokenizer.c - the WordPiece tokenizer against the Hugging Face
  * reference (tests/fixtures/parity/tokens.jsonl, scripts/gen-parity.py). */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <cmocka.h>
+#include "index/index.h"
+#include "tests/unit/test_util.h"
 
 #include <cjson/cJSON.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-
-#include "index/index.h"
-#include "kb/config.h"
+#include <stdint.h>
 
 static char *model_dir;
 static kb_tokenizer *tok;
 
-static char *fixture(const char *name)
-{
-    const char *top = getenv("KB_TOP");
-    kb_buf p;
-    kb_buf_init(&p, 0);
-    kb_buf_printf(&p, "%s/tests/fixtures/parity/%s", top ? top : ".", name);
-    return kb_buf_detach(&p);
-}
-
-/* The model directory as kb_config resolves it: the one rule the CLI
- * follows. Caller frees; NULL on a bad environment. */
-static char *config_model_dir(void)
-{
-    kb_config cfg;
-    kb_err err;
-    kb_err_clear(&err);
-    if (kb_config_load(&cfg, &err) != KB_OK) {
-        fprintf(stderr, "%s\n", err.msg);
-        return NULL;
-    }
-    char *dir = kb_strdup(cfg.model_dir);
-    kb_config_release(&cfg);
-    return dir;
-}
-
 static int setup(void **state)
 {
-    model_dir = config_model_dir();
+    model_dir = tu_model_dir();
     if (!model_dir)
         return -1;
     if (!*model_dir)
@@ -73,7 +39,7 @@ static int teardown(void **state)
  * same untruncated piece count. */
 static void test_parity(void **state)
 {
-    char *path = fixture("tokens.jsonl");
+    char *path = tu_fixture("parity/tokens.jsonl");
     FILE *f = fopen(path, "r");
     assert_non_null(f);
     char *line = NULL;
@@ -141,7 +107,7 @@ static void test_count_speed(void **state)
     kb_buf b;
     kb_buf_init(&b, 0);
     while (b.len < (1u << 20))
-        kb_buf_puts(&b, base);
+        tu_puts(&b, base);
     double t0 = kb_now_ms();
     size_t c = kb_tokenizer_count(tok, b.data);
     double ms = kb_now_ms() - t0;
@@ -167,11 +133,8 @@ static void test_missing_vocab(void **state)
 
 int main(void)
 {
-    const char *env = getenv("KB_MODEL_DIR");
-    if (env && !*env) {
-        printf("skipped: KB_MODEL_DIR is empty\n");
+    if (tu_no_model())
         return 0;
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parity),
         cmocka_unit_test(test_truncation),
