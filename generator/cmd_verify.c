@@ -2,6 +2,7 @@
  * links CUDA) as a child process with a wall-clock limit, for one candidate
  * or a whole task suite, and computes the suite's fast_p scores. */
 #include "kb/cli.h"
+#include "generator/task.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>

@@ -1,7 +1,7 @@
 /* task.c - kernel tasks: task.json, size expressions, launch overrides in
  * candidate source, source refusal, fast_p. Plain C (cJSON): kb never
  * links CUDA; kb-verify links this from libkb.a. */
-#include "kb/kb.h"
+#include "generator/task.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>

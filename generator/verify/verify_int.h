@@ -2,7 +2,7 @@
 #ifndef KB_VERIFY_INT_H
 #define KB_VERIFY_INT_H
 
-#include "kb/kb.h"
+#include "generator/task.h"
 
 /* The index of t's parameter called name, or -1 (cpuref.c). */
 int kbv_param_index(const kb_task *t, const char *name);
