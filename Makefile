@@ -42,15 +42,19 @@ LIBS    = $(FAISS_CAPI)/libfaiss_c.a -lfaiss -lstdc++ -lgomp \
           $(shell pkg-config --libs $(PKGS) 2>/dev/null) $(BLAS_LIBS) -llapack -lm -lpthread
 LDFLAGS ?=
 
-# Every .c of the library modules; each command lives in its own cmd_*.c.
-LIB_SRC  := $(sort $(wildcard kb/*.c ingest/*.c index/*.c skills/*.c query/*.c generator/*.c))
-LIB_SRC  := $(filter-out kb/main.c generator/kb-verify%.c generator/verify/%.c,$(LIB_SRC))
+# Every .c of the library modules goes into libkb.a. The command layer -
+# kb/main.c, kb/cli.c and each command's cmd_*.c, beside the module it
+# drives - is linked into build/kb only: library code cannot call it.
+MODULES  := kb ingest index skills query generator
+ALL_SRC  := $(sort $(wildcard $(MODULES:%=%/*.c)))
+CMD_SRC  := kb/main.c kb/cli.c $(foreach f,$(ALL_SRC),$(if $(findstring /cmd_,$(f)),$(f)))
+LIB_SRC  := $(filter-out $(CMD_SRC),$(ALL_SRC))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
-MAIN_OBJ := $(BUILD)/obj/kb/main.o
+MAIN_OBJ := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps test unit cli check demo bench install clean
+.PHONY: all deps test unit cli layers check demo bench install clean
 all: $(BUILD)/kb
 
 $(BUILD)/obj/%.o: %.c kb/kb.h $(wildcard */*_int.h kb/*.h)
@@ -94,7 +98,12 @@ deps:
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory all $(UNIT_BIN) $(VERIFY_TARGETS)
+	$(Q)scripts/check-layers.sh $(BUILD)
 	$(Q)tests/run.sh $(BUILD)
+
+# the dependency direction of DESIGN.md's Layout, from includes and symbols
+layers: all
+	$(Q)scripts/check-layers.sh $(BUILD)
 
 unit: all $(UNIT_BIN)
 	$(Q)tests/run.sh $(BUILD) unit

@@ -87,7 +87,7 @@ static int verify_one(kb_verifier *v, const char *task, const char *cand,
 typedef struct {
     char *name, *dir;
     char **cands;
-    size_t ncands;
+    size_t ncands, capcands;
     int has_best;
     kb_verify_result best;     /* the best result of its candidates */
 } suite_task;
@@ -95,7 +95,7 @@ typedef struct {
 typedef struct {
     const char *path;
     suite_task *ts;
-    size_t n;
+    size_t n, cap;
     size_t ncand;              /* candidates run, or results scored */
 } suite;
 
@@ -113,12 +113,10 @@ static int ends_with(const char *s, const char *suf)
 /* Appends path (taken: freed on failure) to t's candidates. */
 static void add_cand(suite_task *t, char *path)
 {
-    char **n = path ? realloc(t->cands, (t->ncands + 1) * sizeof *n) : NULL;
-    if (!n) {
+    if (!path || KB_GROW(t->cands, t->ncands + 1, t->capcands) != KB_OK) {
         free(path);
         return;
     }
-    t->cands = n;
     t->cands[t->ncands++] = path;
 }
 
@@ -172,13 +170,11 @@ static void add_task(suite *s, const char *name)
     int is_task = j && access(j, R_OK) == 0;
     free(j);
     char *nm = is_task ? kb_strdup(name) : NULL;
-    suite_task *n = nm ? realloc(s->ts, (s->n + 1) * sizeof *n) : NULL;
-    if (!n) {
+    if (!nm || KB_GROW(s->ts, s->n + 1, s->cap) != KB_OK) {
         free(nm);
         free(dir);
         return;
     }
-    s->ts = n;
     memset(&s->ts[s->n], 0, sizeof s->ts[s->n]);
     s->ts[s->n].name = nm;
     s->ts[s->n++].dir = dir;
@@ -431,13 +427,13 @@ out:
 
 int cmd_verify(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
-    (void)cli;
     int json = 0;
     const char *suite_dir = NULL, *cands = NULL, *results = NULL;
     const char *pos[2] = { NULL, NULL };
     int npos = 0;
     kb_verifier_opts opts;
     kb_verifier_opts_init(&opts);
+    opts.kb_verify = cli->config->verify;   /* KB_VERIFY */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         long x;

@@ -380,13 +380,9 @@ void kb_verifier_opts_init(kb_verifier_opts *o)
     o->timeout_s = 120;
 }
 
-/* kb-verify: $KB_VERIFY, else beside this program, else on the PATH.
- * Caller frees. */
+/* kb-verify beside this program, else on the PATH. Caller frees. */
 static char *default_path(void)
 {
-    const char *env = getenv("KB_VERIFY");
-    if (env && *env)
-        return kb_strdup(env);
     char self[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n > 0) {

@@ -115,9 +115,9 @@ kb_rc kb_verify_result_parse(const char *line, kb_verify_result *out,
 typedef struct kb_verifier kb_verifier;
 
 typedef struct {
-    const char *kb_verify;     /* the executable; NULL: $KB_VERIFY, else
-                                  kb-verify beside the running program,
-                                  else kb-verify on the PATH */
+    const char *kb_verify;     /* the executable (KB_VERIFY: kb_config's
+                                  verify); NULL: kb-verify beside the
+                                  running program, else on the PATH */
     double timeout_s;          /* wall-clock limit per candidate, the
                                   child's start included (<= 0: 120) */
     int serve;                 /* one kb-verify --serve for every run */

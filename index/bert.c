@@ -253,16 +253,13 @@ static void blas_single_thread(void)
 #endif
 }
 
-/* threads <= 0: $KB_THREADS, else the online CPUs (at most 16). */
+/* threads <= 0: the online CPUs (at most 16); KB_THREADS comes in as
+ * threads (kb_config). */
 static int pick_threads(int threads)
 {
     if (threads > 0)
         return threads > 64 ? 64 : threads;
-    long n;
-    const char *env = getenv("KB_THREADS");
-    if (env && kb_parse_long(env, 1, 64, &n) == KB_OK)
-        return (int)n;
-    n = sysconf(_SC_NPROCESSORS_ONLN);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n < 1 ? 1 : n > 16 ? 16 : (int)n;
 }
 

@@ -1,13 +1,13 @@
 /*
  * embedder.c - kb_embedder: the local all-MiniLM-L6-v2 (tokenizer.c +
  * bert.c over safetensors.c) or a remote OpenAI-compatible endpoint
- * (embed_remote.c), chosen by kb_embedder_open_default from the
- * environment.
+ * (embed_remote.c), chosen by kb_embedder_open_config from kb's
+ * configuration.
  */
 #include "index/index_int.h"
+#include "kb/config.h"
 
 #include <errno.h>
-#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -36,19 +36,6 @@ struct kb_embedder {
     /* remote */
     kb_remote *rem;
 };
-
-char *kb_model_dir(void)
-{
-    const char *env = getenv("KB_MODEL_DIR");
-    if (env)
-        return kb_strdup(env);
-    const char *home = getenv("HOME");
-    if (!home || !*home) {
-        const struct passwd *pw = getpwuid(getuid());
-        home = pw && pw->pw_dir ? pw->pw_dir : "/";
-    }
-    return kb_path_join(home, ".cache/kb/models/all-MiniLM-L6-v2");
-}
 
 /* The weights' SHA-256 must be the pinned one. Hashing 90 MB costs ~0.2 s,
  * too much for every `kb query`, so the verdict is kept in DIR/.kb-verified
@@ -98,7 +85,7 @@ kb_rc kb_embedder_open_local(const char *model_dir, int threads,
     kb_embedder *e = calloc(1, sizeof *e);
     if (!e)
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    dir = model_dir ? kb_strdup(model_dir) : kb_model_dir();
+    dir = kb_strdup(model_dir ? model_dir : "");
     if (!dir) {
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
         goto out;
@@ -169,15 +156,28 @@ kb_rc kb_embedder_open_remote(const char *url, const char *model,
     return kb_embedder_open_remote_opts(url, model, api_key, NULL, out, err);
 }
 
+kb_rc kb_embedder_open_config(const kb_config *cfg, kb_embedder **out,
+                              kb_err *err)
+{
+    if (cfg->embed_url && *cfg->embed_url) {
+        kb_remote_opts o;
+        kb_remote_opts_default(&o);
+        o.timeout_ms = cfg->embed_timeout_ms;
+        return kb_embedder_open_remote_opts(cfg->embed_url, cfg->embed_model,
+                                            cfg->embed_api_key, &o, out, err);
+    }
+    return kb_embedder_open_local(cfg->model_dir, cfg->threads, out, err);
+}
+
 kb_rc kb_embedder_open_default(kb_embedder **out, kb_err *err)
 {
-    const char *url = getenv("KB_EMBED_URL");
-    if (url && *url) {
-        const char *key = getenv("KB_EMBED_API_KEY");
-        return kb_embedder_open_remote(url, getenv("KB_EMBED_MODEL"),
-                                       key && *key ? key : NULL, out, err);
-    }
-    return kb_embedder_open_local(NULL, 0, out, err);
+    kb_config cfg;
+    *out = NULL;
+    kb_rc rc = kb_config_load(&cfg, err);
+    if (rc == KB_OK)
+        rc = kb_embedder_open_config(&cfg, out, err);
+    kb_config_release(&cfg);
+    return rc;
 }
 
 void kb_embedder_free(kb_embedder *e)

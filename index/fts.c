@@ -1,6 +1,6 @@
 /* fts.c - the lexical index: FTS5 rows for chunks, identifier forms, and
  * safe MATCH expressions built from whatever text a user types. */
-#include "kb/kb_int.h"
+#include "index/index_int.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -244,5 +244,68 @@ kb_rc kb_fts_add(kb_store *store, int64_t chunk_id, const char *title,
     sqlite3_finalize(st);
     kb_buf_release(&clean);
     kb_buf_release(&idents);
+    return rc;
+}
+
+/* BM25 column weights: section title, heading path, body, identifier forms
+ * (chosen on the dev set: README's design notes). */
+#define W_TITLE 5.0
+#define W_HEADING 2.0
+#define W_BODY 1.0
+#define W_IDENTS 1.0
+
+kb_rc kb_fts_search(kb_store *store, const char *text, const kb_filter *filter,
+                    size_t depth, kb_hits *out, kb_err *err)
+{
+    kb_buf match, sql;
+    kb_buf_init(&match, 0);
+    kb_buf_init(&sql, 0);
+    sqlite3_stmt *st = NULL;
+    kb_rc rc = kb_fts_build_match(text, &match);
+    if (rc != KB_OK) {
+        rc = kb_err_set(err, rc, "out of memory building the search");
+        goto out;
+    }
+    if (match.len == 0)
+        goto out;   /* nothing searchable: no lexical candidates */
+    int filtered = filter && !kb_filter_is_empty(filter);
+    rc = kb_buf_printf(&sql, "SELECT chunks_fts.rowid, bm25(chunks_fts, %g, %g,"
+                       " %g, %g) AS s FROM chunks_fts", W_TITLE, W_HEADING,
+                       W_BODY, W_IDENTS);
+    /* the joins cost a third of the time: only when a filter needs them */
+    if (rc == KB_OK && filtered)
+        rc = kb_buf_puts(&sql, " JOIN chunks c ON c.id = chunks_fts.rowid"
+                               " JOIN documents d ON d.id = c.document_id");
+    if (rc == KB_OK)
+        rc = kb_buf_puts(&sql, " WHERE chunks_fts MATCH ?");
+    if (rc == KB_OK && filtered)
+        rc = kb_filter_sql(filter, &sql);
+    if (rc == KB_OK)
+        rc = kb_buf_puts(&sql, " ORDER BY s LIMIT ?");
+    if (rc != KB_OK) {
+        rc = kb_err_set(err, rc, "out of memory building the search");
+        goto out;
+    }
+    if ((rc = kb_store_prepare(store, sql.data, &st, err)) != KB_OK)
+        goto out;
+    sqlite3_bind_text(st, 1, match.data, -1, SQLITE_STATIC);
+    int i = filtered ? kb_filter_bind(st, filter, 2) : 2;
+    sqlite3_bind_int64(st, i, (sqlite3_int64)depth);
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        double s = -sqlite3_column_double(st, 1);
+        if ((rc = kb_hits_push(out, sqlite3_column_int64(st, 0), s)) != KB_OK)
+            goto out;
+        out->items[out->n - 1].lex_rank = (int)out->n;
+        out->items[out->n - 1].lex_score = s;
+    }
+    if (step != SQLITE_DONE)
+        rc = kb_store_db_error(store, err, "search the lexical index");
+out:
+    if (rc != KB_OK)
+        kb_log_debug("fts match: %s", match.data ? match.data : "");
+    sqlite3_finalize(st);
+    kb_buf_release(&match);
+    kb_buf_release(&sql);
     return rc;
 }

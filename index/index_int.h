@@ -5,7 +5,7 @@
 #ifndef KB_INDEX_INT_H
 #define KB_INDEX_INT_H
 
-#include "kb/kb.h"
+#include "index/index.h"
 
 /* ------------------------------------------------------------ safetensors.c */
 
@@ -69,7 +69,8 @@ kb_rc kb_bert_encode(kb_bert *b, const int32_t *ids, const size_t *lens,
 typedef struct kb_remote kb_remote;
 
 typedef struct {
-    long timeout_ms;        /* whole request, default 60000 ($KB_EMBED_TIMEOUT_MS) */
+    long timeout_ms;        /* whole request, default 60000 (KB_EMBED_TIMEOUT_MS
+                               through kb_embedder_open_config) */
     long connect_timeout_ms;/* default 10000 */
     int max_retries;        /* on 429/5xx/network errors, default 4 */
     long retry_base_ms;     /* backoff base, doubles each retry, default 500 */

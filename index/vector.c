@@ -1,7 +1,7 @@
 /* vector.c - the vector index: embeddings stored in SQLite (the source of
  * truth) and a FAISS index built from them, stamped with the generation
  * SQLite holds so a stale or damaged file is rebuilt, never used. */
-#include "kb/kb_int.h"
+#include "index/index_int.h"
 
 #include <cjson/cJSON.h>
 #include <faiss/c_api/AutoTune_c.h>
@@ -21,22 +21,39 @@
 #define EMBED_BATCH 32
 #define DEFAULT_INDEX "Flat"
 
+/* The loaded index, parked with the store in its slot VEC_SLOT. */
+#define VEC_SLOT "index/vector"
 struct kb_vec {
     FaissIndex *index;
     int dim;
     long long generation;
 };
 
+static void vec_free(void *p)
+{
+    struct kb_vec *v = p;
+    faiss_Index_free(v->index);
+    free(v);
+}
+
+/* Parks index (owned from here on, also on failure) as the store's loaded
+ * one. */
+static kb_rc vec_install(kb_store *store, FaissIndex *index, int dim,
+                         long long generation, kb_err *err)
+{
+    struct kb_vec *v = calloc(1, sizeof *v);
+    if (!v) {
+        faiss_Index_free(index);
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    }
+    *v = (struct kb_vec){ index, dim, generation };
+    return kb_store_slot_set(store, VEC_SLOT, v, vec_free, err);
+}
+
 kb_rc kb_hits_push(kb_hits *h, int64_t id, double score)
 {
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? h->cap * 2 : 64;
-        kb_hit *p = realloc(h->items, cap * sizeof *p);
-        if (!p)
-            return KB_ERR_NOMEM;
-        h->items = p;
-        h->cap = cap;
-    }
+    if (KB_GROW(h->items, h->n + 1, h->cap) != KB_OK)
+        return KB_ERR_NOMEM;
     h->items[h->n++] = (kb_hit){ .id = id, .score = score };
     return KB_OK;
 }
@@ -390,27 +407,31 @@ kb_rc kb_vec_rebuild(kb_store *store, kb_err *err)
     } else {
         remove_stale_files(store, gen);
     }
-    struct kb_vec *v = calloc(1, sizeof *v);
-    if (v) {
-        v->index = index;
-        v->dim = (int)dim;
-        v->generation = gen;
-        store->vec = v;
-    } else {
-        faiss_Index_free(index);
-    }
+    kb_rc irc = vec_install(store, index, (int)dim, gen, err);
+    if (rc == KB_OK)
+        rc = irc;
     free(path);
     kb_buf_release(&tmp);
     return rc;
 }
 
+kb_rc kb_vec_set_index_kind(kb_store *store, const char *kind, kb_err *err)
+{
+    char *old = kb_store_meta_get(store, "vec_index");
+    kb_rc rc = KB_OK;
+    if (!old || strcmp(old, kind) != 0) {
+        rc = kb_store_meta_set(store, "vec_index", kind, err);
+        if (rc == KB_OK)   /* a new kind of index: a new file */
+            rc = kb_store_exec(store, "UPDATE meta SET value = CAST(value AS"
+                               " INTEGER) + 1 WHERE key = 'vec_generation'", err);
+    }
+    free(old);
+    return rc;
+}
+
 void kb_vec_release(kb_store *store)
 {
-    if (store->vec) {
-        faiss_Index_free(store->vec->index);
-        free(store->vec);
-        store->vec = NULL;
-    }
+    kb_store_slot_clear(store, VEC_SLOT);
 }
 
 /* Loads the index file of the current generation, or rebuilds the index
@@ -418,7 +439,8 @@ void kb_vec_release(kb_store *store)
 static kb_rc vec_load(kb_store *store, int dim, kb_err *err)
 {
     long long gen = meta_ll(store, "vec_generation");
-    if (store->vec && store->vec->generation == gen)
+    struct kb_vec *loaded = kb_store_slot_get(store, VEC_SLOT);
+    if (loaded && loaded->generation == gen)
         return KB_OK;
     kb_vec_release(store);
     size_t count = 0;   /* once per load, not per query */
@@ -443,7 +465,7 @@ static kb_rc vec_load(kb_store *store, int dim, kb_err *err)
             kb_err werr;
             kb_err_clear(&werr);
             kb_rc wrc = kb_vec_rebuild(store, &werr);
-            if (store->vec) {
+            if (kb_store_slot_get(store, VEC_SLOT)) {
                 /* built but not written: serve it from memory, say why the
                  * next process will have to build it again */
                 if (wrc != KB_OK)
@@ -457,16 +479,7 @@ static kb_rc vec_load(kb_store *store, int dim, kb_err *err)
         if (rc != KB_OK)
             return rc;
     }
-    struct kb_vec *v = calloc(1, sizeof *v);
-    if (!v) {
-        faiss_Index_free(index);
-        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    }
-    v->index = index;
-    v->dim = dim;
-    v->generation = gen;
-    store->vec = v;
-    return KB_OK;
+    return vec_install(store, index, dim, gen, err);
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -475,39 +488,37 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The sorted ids of the chunks opts' filters allow. */
-static kb_rc allowed_ids(kb_store *store, const kb_query_opts *opts,
+/* The sorted ids of the chunks the filter allows. */
+static kb_rc allowed_ids(kb_store *store, const kb_filter *filter,
                          int64_t **ids, size_t *n, kb_err *err)
 {
     kb_buf sql;
     kb_buf_init(&sql, 0);
-    kb_buf_puts(&sql, "SELECT c.id FROM chunks c JOIN documents d ON d.id ="
-                      " c.document_id WHERE 1");
-    kb_query_filter_sql(opts, &sql);
     sqlite3_stmt *st = NULL;
-    kb_rc rc = kb_store_prepare(store, sql.data, &st, err);
+    kb_rc rc = kb_buf_puts(&sql, "SELECT c.id FROM chunks c JOIN documents d"
+                                 " ON d.id = c.document_id WHERE 1");
+    if (rc == KB_OK)
+        rc = kb_filter_sql(filter, &sql);
+    if (rc != KB_OK) {
+        kb_buf_release(&sql);
+        return kb_err_set(err, rc, "out of memory");
+    }
+    rc = kb_store_prepare(store, sql.data, &st, err);
     kb_buf_release(&sql);
     if (rc != KB_OK)
         return rc;
-    kb_query_bind_filters(st, opts, 1);
-    size_t cap = 1024;
+    kb_filter_bind(st, filter, 1);
+    size_t cap = 0;
     *n = 0;
-    *ids = malloc(cap * sizeof **ids);
-    int step = SQLITE_DONE;
-    while (*ids && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap *= 2;
-            int64_t *p = realloc(*ids, cap * sizeof *p);
-            if (!p) {   /* never a cut list: it would drop allowed chunks */
-                free(*ids);
-                *ids = NULL;
-                break;
-            }
-            *ids = p;
-        }
+    *ids = NULL;
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        /* never a cut list: it would drop allowed chunks */
+        if ((rc = KB_GROW(*ids, *n + 1, cap)) != KB_OK)
+            break;
         (*ids)[(*n)++] = sqlite3_column_int64(st, 0);
     }
-    if (!*ids)
+    if (rc != KB_OK)
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     else if (step != SQLITE_DONE)
         rc = kb_store_db_error(store, err, "read the chunks the filters allow");
@@ -523,12 +534,12 @@ static kb_rc allowed_ids(kb_store *store, const kb_query_opts *opts,
 }
 
 kb_rc kb_vec_search(kb_store *store, const float *q, int dim, size_t k,
-                    const kb_query_opts *opts, kb_hits *out, kb_err *err)
+                    const kb_filter *filter, kb_hits *out, kb_err *err)
 {
     kb_rc rc = vec_load(store, dim, err);
     if (rc != KB_OK)
         return rc;
-    FaissIndex *index = store->vec->index;
+    FaissIndex *index = ((struct kb_vec *)kb_store_slot_get(store, VEC_SLOT))->index;
     /* one query over a few ten thousand vectors: OpenMP's thread start-up
      * costs more than it saves (10 ms of a 28 ms query here), and BLAS's
      * matrix-vector product beats FAISS's own scan even for one query
@@ -536,10 +547,10 @@ kb_rc kb_vec_search(kb_store *store, const float *q, int dim, size_t k,
     omp_set_num_threads(1);
     faiss_set_distance_compute_blas_threshold(1);
     size_t total = (size_t)faiss_Index_ntotal(index);
-    int filtered = opts->nsources || opts->kinds;
+    int filtered = filter && !kb_filter_is_empty(filter);
     int64_t *allowed = NULL;
     size_t nallowed = 0;
-    if (filtered && (rc = allowed_ids(store, opts, &allowed, &nallowed, err)) != KB_OK)
+    if (filtered && (rc = allowed_ids(store, filter, &allowed, &nallowed, err)) != KB_OK)
         return rc;
     /* with filters, search deep enough that k allowed hits survive */
     size_t want = filtered ? (total < 200000 ? total : k * 50) : k;

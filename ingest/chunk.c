@@ -1,6 +1,6 @@
 /* chunk.c - the heading-aware chunker: a parsed document's blocks become
  * chunks of at most N word pieces, the heading-path prefix included. */
-#include "kb/kb_int.h"
+#include "ingest/ingest_int.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>

@@ -3,6 +3,7 @@
 #include "kb/cli.h"
 
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,26 @@ static void on_progress(const kb_ingest_progress *p, void *ctx)
             p->changed, p->unchanged, p->removed, p->failed, p->chunks, secs);
 }
 
+/* The --json summary (NULL when out of memory). */
+static cJSON *summary_json(int ok, const kb_ingest_stats *s)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddBoolToObject(o, "ok", ok) ||
+        !cJSON_AddNumberToObject(o, "sources", (double)s->sources) ||
+        !cJSON_AddNumberToObject(o, "sources_failed", (double)s->sources_failed) ||
+        !cJSON_AddNumberToObject(o, "documents_changed", (double)s->docs_changed) ||
+        !cJSON_AddNumberToObject(o, "documents_unchanged", (double)s->docs_unchanged) ||
+        !cJSON_AddNumberToObject(o, "documents_removed", (double)s->docs_removed) ||
+        !cJSON_AddNumberToObject(o, "documents_failed", (double)s->docs_failed) ||
+        !cJSON_AddNumberToObject(o, "chunks_written", (double)s->chunks_written) ||
+        !cJSON_AddNumberToObject(o, "chunks_embedded", (double)s->chunks_embedded) ||
+        !cJSON_AddNumberToObject(o, "took_ms", round(s->took_ms * 10) / 10)) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
 int cmd_ingest(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
     static const struct option longopts[] = {
@@ -97,6 +118,11 @@ int cmd_ingest(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     }
     opts.progress = on_progress;
     opts.progress_ctx = &ps;
+    opts.config = cli->config;
+    if (!opts.manifest_path)
+        opts.manifest_path = cli->config->manifest;    /* KB_MANIFEST */
+    if (!opts.mirror_dir || !*opts.mirror_dir)
+        opts.mirror_dir = cli->config->mirror;         /* KB_MIRROR */
 
     kb_err err;
     kb_err_clear(&err);
@@ -110,14 +136,10 @@ int cmd_ingest(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     kb_store_close(store);
 
     if (ps.json) {
-        printf("{\"ok\":%s,\"sources\":%zu,\"sources_failed\":%zu,"
-               "\"documents_changed\":%zu,\"documents_unchanged\":%zu,"
-               "\"documents_removed\":%zu,\"documents_failed\":%zu,"
-               "\"chunks_written\":%zu,\"chunks_embedded\":%zu,\"took_ms\":%.1f}\n",
-               rc == KB_OK ? "true" : "false", stats.sources, stats.sources_failed,
-               stats.docs_changed, stats.docs_unchanged, stats.docs_removed,
-               stats.docs_failed, stats.chunks_written, stats.chunks_embedded,
-               stats.took_ms);
+        kb_err jerr;
+        kb_err_clear(&jerr);
+        if (kb_cli_print_json(summary_json(rc == KB_OK, &stats), &jerr) != KB_OK)
+            return kb_cli_fail(&jerr);
     } else if (!cli->quiet && rc != KB_ERR_USAGE) {
         fprintf(stderr, "ingested %zu sources in %.1fs: %zu documents changed, "
                 "%zu unchanged, %zu removed, %zu failed; %zu chunks written\n",

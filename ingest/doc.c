@@ -1,28 +1,9 @@
 /* doc.c - the parsed-document builder every parser fills. */
-#include "kb/kb.h"
+#include "ingest/ingest_int.h"
 
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *kind_names[] = { "text", "code", "table", "paper", "skill" };
-
-const char *kb_kind_name(kb_kind kind)
-{
-    if ((size_t)kind < sizeof kind_names / sizeof kind_names[0])
-        return kind_names[kind];
-    return "text";
-}
-
-int kb_kind_parse(const char *name, kb_kind *out)
-{
-    for (size_t i = 0; i < sizeof kind_names / sizeof kind_names[0]; i++)
-        if (strcmp(name, kind_names[i]) == 0) {
-            *out = (kb_kind)i;
-            return 0;
-        }
-    return -1;
-}
 
 void kb_doc_init(kb_doc *doc)
 {

@@ -1,23 +1,19 @@
-/* fetch.c - GETting documents over HTTP(S) with libcurl, with a cache.
+/* fetch.c - GETting documents over HTTP(S) through kb_http, with a cache.
  *
- * One easy handle per kb_fetch_url call; attempts reuse it (and its
- * connection). The cache entry of a URL is two files under cache_dir named
- * by the SHA-256 of the URL: the body, and a JSON sidecar with the URL, the
- * validators, the fetch time and the body's SHA-256. The body is written
+ * kb_http makes the request (retries, caps, redirects, the http(s)-only
+ * rule); this file adds the conditional headers and the cache. The cache
+ * entry of a URL is two files under cache_dir named by the SHA-256 of the
+ * URL: the body, and a JSON sidecar with the URL, the validators, the
+ * fetch time and the body's SHA-256. The body is written
  * before the sidecar, so a crash between the two leaves a sidecar whose
  * hash does not match: such an entry is ignored, never served. */
-#include "kb/kb.h"
+#include "kb/http.h"
 
 #include <cjson/cJSON.h>
-#include <curl/curl.h>
-#include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
-#define FETCH_USER_AGENT "kb/0.1"
 #define FETCH_MAX_WAIT_MS 30000L      /* cap of one backoff or Retry-After */
 #define FETCH_SIDECAR_MAX (64 * 1024)
 
@@ -48,16 +44,6 @@ void kb_fetch_result_release(kb_fetch_result *r)
     r->status = 0;
     r->from_cache = 0;
     r->attempts = 0;
-}
-
-/* ------------------------------------------------------------------ global */
-
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc = CURLE_FAILED_INIT;
-
-static void curl_init_once(void)
-{
-    curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
 /* ------------------------------------------------------------------ cache */
@@ -197,148 +183,41 @@ static kb_rc cache_store(const char *cache_dir, const cache_entry *c,
     return rc;
 }
 
-/* ------------------------------------------------------------------ transfer */
+/* ------------------------------------------------------------------ fetch */
 
-typedef struct {
-    CURL *h;
-    kb_buf *body;
-    size_t max_bytes;
-    size_t received;      /* every body byte seen this attempt, kept or not */
-    int too_big;
-    int oom;
-} sink;
-
-/* Keeps the body of a 2xx, counts (and drops) any other; stops the
- * transfer as soon as the cap is passed. */
-static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
-{
-    sink *s = arg;
-    size_t n = size * nmemb;
-    if (n > s->max_bytes - s->received) {
-        s->too_big = 1;
-        return 0;
-    }
-    s->received += n;
-    long code = 0;
-    curl_easy_getinfo(s->h, CURLINFO_RESPONSE_CODE, &code);
-    if (code / 100 != 2)
-        return n;
-    if (kb_buf_append(s->body, data, n) != KB_OK) {
-        s->oom = 1;       /* the cap was checked above */
-        return 0;
-    }
-    return n;
-}
-
-static char *last_header(CURL *h, const char *name)
-{
-    struct curl_header *hdr = NULL;
-    if (curl_easy_header(h, name, 0, CURLH_HEADER, -1, &hdr) != CURLHE_OK ||
-        !hdr->value || !*hdr->value)
-        return NULL;
-    return kb_strdup(hdr->value);
-}
-
-static int transient_curl_error(CURLcode c)
-{
-    switch (c) {
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_OPERATION_TIMEDOUT:
-    case CURLE_SEND_ERROR:
-    case CURLE_RECV_ERROR:
-    case CURLE_GOT_NOTHING:
-    case CURLE_PARTIAL_FILE:
-    case CURLE_SSL_CONNECT_ERROR:
-    case CURLE_HTTP2:
-    case CURLE_HTTP2_STREAM:
-        return 1;
-    default:
-        return 0;   /* resolve failures, bad URLs, TLS trust, ...: permanent */
-    }
-}
-
-static int transient_status(long status)
-{
-    return status == 408 || status == 429 || (status >= 500 && status <= 599);
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
-/* curl's own words for an error: its error buffer when that says more
- * than the generic text (timeouts, truncation), else the generic text. */
-static const char *curl_reason(CURLcode c, const char *errbuf)
-{
-    const char *generic = curl_easy_strerror(c);
-    if (!errbuf[0] || strstr(errbuf, generic))
-        return generic;
-    return errbuf;
-}
-
-static kb_rc setup_handle(CURL *h, const char *url, const kb_fetch_opts *o,
-                          sink *s, char *errbuf, struct curl_slist *hdrs)
-{
-    long low_speed = o->low_speed_time_s > 0 ? o->low_speed_time_s : 30;
-    CURLcode c = CURLE_OK;
-#define SET(opt, val) if (c == CURLE_OK) c = curl_easy_setopt(h, opt, val)
-    SET(CURLOPT_URL, url);
-    SET(CURLOPT_USERAGENT, FETCH_USER_AGENT);
-    SET(CURLOPT_NOSIGNAL, 1L);
-    SET(CURLOPT_ERRORBUFFER, errbuf);
-    SET(CURLOPT_FOLLOWLOCATION, 1L);
-    SET(CURLOPT_MAXREDIRS, o->max_redirects >= 0 ? o->max_redirects : 5L);
-#if LIBCURL_VERSION_NUM >= 0x075500
-    SET(CURLOPT_PROTOCOLS_STR, "http,https");
-    SET(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-#else
-    SET(CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-    SET(CURLOPT_REDIR_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
-    SET(CURLOPT_CONNECTTIMEOUT, o->connect_timeout_s > 0 ? o->connect_timeout_s : 10L);
-    SET(CURLOPT_TIMEOUT, o->timeout_s > 0 ? o->timeout_s : 60L);
-    SET(CURLOPT_LOW_SPEED_LIMIT, 1L);
-    SET(CURLOPT_LOW_SPEED_TIME, low_speed);
-    SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)s->max_bytes);
-    SET(CURLOPT_ACCEPT_ENCODING, "");   /* the cap applies to decoded bytes */
-    SET(CURLOPT_WRITEFUNCTION, on_body);
-    SET(CURLOPT_WRITEDATA, s);
-    SET(CURLOPT_HTTPHEADER, hdrs);
-#undef SET
-    return c == CURLE_OK ? KB_OK : KB_ERR_INTERNAL;
-}
-
-/* Appends "Name: value" to *list; a NULL value adds nothing. */
-static kb_rc add_header(struct curl_slist **list, const char *name,
+/* Adds "NAME: VALUE" to the header list when value is set. */
+static kb_rc add_header(kb_buf *lines, size_t *n, const char *name,
                         const char *value)
 {
     if (!value)
         return KB_OK;
-    kb_buf line;
-    kb_buf_init(&line, 0);
-    kb_rc rc = kb_buf_printf(&line, "%s: %s", name, value);
-    struct curl_slist *t = rc == KB_OK ? curl_slist_append(*list, line.data) : NULL;
-    if (t)
-        *list = t;
-    else
-        rc = KB_ERR_NOMEM;
-    kb_buf_release(&line);
-    return rc;
+    kb_buf *b = &lines[(*n)++];
+    return kb_buf_printf(b, "%s: %s", name, value);
 }
 
-static void take_validators(CURL *h, kb_fetch_result *out)
+static void take_validators(kb_http_response *resp, kb_fetch_result *out)
 {
     free(out->etag);
     free(out->last_modified);
     free(out->effective_url);
-    out->etag = last_header(h, "ETag");
-    out->last_modified = last_header(h, "Last-Modified");
-    char *eff = NULL;
-    curl_easy_getinfo(h, CURLINFO_EFFECTIVE_URL, &eff);
-    out->effective_url = kb_strdup(eff);
+    out->etag = resp->etag;
+    out->last_modified = resp->last_modified;
+    out->effective_url = resp->effective_url;
+    resp->etag = resp->last_modified = resp->effective_url = NULL;
+}
+
+static void http_opts_of(const kb_fetch_opts *o, size_t max_bytes,
+                         kb_http_opts *h)
+{
+    kb_http_opts_default(h);
+    h->connect_timeout_ms = (o->connect_timeout_s > 0 ? o->connect_timeout_s : 10) * 1000;
+    h->timeout_ms = (o->timeout_s > 0 ? o->timeout_s : 60) * 1000;
+    h->low_speed_time_s = o->low_speed_time_s > 0 ? o->low_speed_time_s : 30;
+    h->max_bytes = max_bytes;
+    h->max_redirects = o->max_redirects >= 0 ? o->max_redirects : 5;
+    h->max_retries = o->max_retries > 0 ? o->max_retries : 0;
+    h->retry_base_ms = o->retry_base_ms > 0 ? o->retry_base_ms : 0;
+    h->retry_max_ms = FETCH_MAX_WAIT_MS;
 }
 
 kb_rc kb_fetch_url(const char *url, const char *cache_dir,
@@ -351,154 +230,90 @@ kb_rc kb_fetch_url(const char *url, const char *cache_dir,
         opts = &defaults;
     }
     size_t max_bytes = opts->max_bytes ? opts->max_bytes : ((size_t)64 << 20);
-    int max_attempts = 1 + (opts->max_retries > 0 ? opts->max_retries : 0);
-    long base_ms = opts->retry_base_ms > 0 ? opts->retry_base_ms : 0;
     cache_entry cache;
     memset(&cache, 0, sizeof cache);
-    kb_buf body;
-    kb_buf_init(&body, max_bytes);
-    struct curl_slist *hdrs = NULL;
-    CURL *h = NULL;
-    char errbuf[CURL_ERROR_SIZE];
+    kb_http_opts ho;
+    http_opts_of(opts, max_bytes, &ho);
+    kb_http_response resp;
+    kb_http_response_init(&resp);
+    kb_buf subject;
+    kb_buf_init(&subject, 0);
+    kb_buf lines[2];
+    kb_buf_init(&lines[0], 0);
+    kb_buf_init(&lines[1], 0);
+    size_t nlines = 0;
+    const char *headers[3] = { NULL, NULL, NULL };
     kb_rc rc = KB_OK;
 
     kb_fetch_result_release(out);
     kb_fetch_result_init(out);
-    if (strncasecmp(url, "http://", 7) != 0 && strncasecmp(url, "https://", 8) != 0)
-        return kb_err_set(err, KB_ERR_USAGE,
-                          "cannot fetch '%s': only http and https URLs are supported",
-                          url);
-    pthread_once(&curl_once, curl_init_once);
-    if (curl_init_rc != CURLE_OK)
-        return kb_err_set(err, KB_ERR_INTERNAL, "cannot fetch '%s': %s", url,
-                          curl_easy_strerror(curl_init_rc));
-
-    if (cache_dir && (rc = cache_load(cache_dir, url, max_bytes, &cache, err)) != KB_OK)
-        goto out;
-    if (cache.valid &&
-        (add_header(&hdrs, "If-None-Match", cache.etag) != KB_OK ||
-         add_header(&hdrs, "If-Modified-Since", cache.last_modified) != KB_OK)) {
+    if (kb_buf_printf(&subject, "cannot fetch '%s'", url) != KB_OK) {
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
         goto out;
     }
-    if (!(h = curl_easy_init())) {
-        rc = kb_err_set(err, KB_ERR_INTERNAL, "cannot fetch '%s': cannot start libcurl",
-                        url);
+    if (cache_dir && (rc = cache_load(cache_dir, url, max_bytes, &cache, err)) != KB_OK)
+        goto out;
+    if (cache.valid &&
+        (add_header(lines, &nlines, "If-None-Match", cache.etag) != KB_OK ||
+         add_header(lines, &nlines, "If-Modified-Since", cache.last_modified) != KB_OK)) {
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
         goto out;
     }
-    sink s = { h, &body, max_bytes, 0, 0, 0 };
-    if (setup_handle(h, url, opts, &s, errbuf, hdrs) != KB_OK) {
-        rc = kb_err_set(err, KB_ERR_INTERNAL, "cannot fetch '%s': cannot set up libcurl",
-                        url);
+    for (size_t i = 0; i < nlines; i++)
+        headers[i] = lines[i].data;
+
+    kb_http_request req = { .method = KB_HTTP_GET, .url = url, .headers = headers,
+                            .subject = subject.data };
+    rc = kb_http_perform(&req, &ho, &resp, err);
+    out->attempts = resp.attempts;
+    if (rc != KB_OK)
         goto out;
-    }
-
-    for (int attempt = 1; ; attempt++) {
-        kb_buf_reset(&body);
-        s.received = 0;
-        s.too_big = s.oom = 0;
-        errbuf[0] = '\0';
-        out->attempts = attempt;
-        CURLcode c = curl_easy_perform(h);
-        long status = 0;
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-        char after[48] = "";
-        if (attempt > 1)
-            snprintf(after, sizeof after, " (after %d attempts)", attempt);
-
-        if (s.too_big || c == CURLE_FILESIZE_EXCEEDED) {
-            rc = kb_err_set(err, KB_ERR_NET, "cannot fetch '%s': body exceeds %zu bytes",
-                            url, max_bytes);
-            goto out;
-        }
-        if (s.oom) {
-            rc = kb_err_set(err, KB_ERR_NOMEM, "cannot fetch '%s': out of memory", url);
-            goto out;
-        }
-        if (c == CURLE_TOO_MANY_REDIRECTS) {
+    if (resp.status == 304) {
+        if (!cache.valid) {
             rc = kb_err_set(err, KB_ERR_NET,
-                            "cannot fetch '%s': too many redirects (more than %ld)",
-                            url, opts->max_redirects >= 0 ? opts->max_redirects : 5L);
+                            "cannot fetch '%s': HTTP 304 without a cached copy", url);
             goto out;
         }
-        if (c != CURLE_OK) {
-            if (!transient_curl_error(c) || attempt >= max_attempts) {
-                rc = kb_err_set(err, KB_ERR_NET, "cannot fetch '%s': %s%s", url,
-                                curl_reason(c, errbuf), after);
-                goto out;
-            }
-        } else if (status / 100 == 2) {
-            out->status = status;
-            take_validators(h, out);
-            kb_buf_release(&out->body);
-            out->body = body;             /* moves the buffer */
-            out->body.max = 0;
-            kb_buf_init(&body, 0);
-            if (cache_dir && status == 200) {
-                kb_err cerr;
-                kb_err_clear(&cerr);
-                if (cache_store(cache_dir, &cache, url, out, &cerr) != KB_OK)
-                    kb_log_warn("cannot cache '%s': %s", url, cerr.msg);
-            }
-            goto out;
-        } else if (status == 304) {
-            if (!cache.valid) {
-                rc = kb_err_set(err, KB_ERR_NET,
-                                "cannot fetch '%s': HTTP 304 without a cached copy", url);
-                goto out;
-            }
-            out->status = 304;
-            out->from_cache = 1;
-            take_validators(h, out);
-            /* a 304 may omit validators: keep those of the cached copy */
-            if (!out->etag)
-                out->etag = kb_strdup(cache.etag);
-            if (!out->last_modified)
-                out->last_modified = kb_strdup(cache.last_modified);
-            kb_buf_release(&out->body);
-            out->body = cache.body;
-            out->body.max = 0;
-            kb_buf_init(&cache.body, 0);
-            kb_err cerr;
-            kb_err_clear(&cerr);
-            if (cache_write_meta(&cache, url, out, cache.fetched_at, &cerr) != KB_OK)
-                kb_log_warn("cannot update the cache of '%s': %s", url, cerr.msg);
-            goto out;
-        } else if (!transient_status(status) || attempt >= max_attempts) {
-            rc = kb_err_set(err, KB_ERR_NET, "cannot fetch '%s': HTTP %ld%s", url,
-                            status, after);
-            goto out;
-        }
-
-        /* backoff: base * 2^(attempt-1), or longer if Retry-After says so */
-        long wait = base_ms;
-        for (int i = 1; i < attempt && wait < FETCH_MAX_WAIT_MS; i++)
-            wait *= 2;
-        curl_off_t ra = 0;
-        if (c == CURLE_OK &&
-            curl_easy_getinfo(h, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0) {
-            if (ra > FETCH_MAX_WAIT_MS / 1000)
-                wait = FETCH_MAX_WAIT_MS;
-            else if ((long)ra * 1000 > wait)
-                wait = (long)ra * 1000;
-        }
-        if (wait > FETCH_MAX_WAIT_MS)
-            wait = FETCH_MAX_WAIT_MS;
-        if (c != CURLE_OK)
-            kb_log_debug("fetch '%s': %s; retry in %ld ms", url,
-                         curl_reason(c, errbuf), wait);
-        else
-            kb_log_debug("fetch '%s': HTTP %ld; retry in %ld ms", url, status, wait);
-        sleep_ms(wait);
+        out->status = 304;
+        out->from_cache = 1;
+        take_validators(&resp, out);
+        /* a 304 may omit validators: keep those of the cached copy */
+        if (!out->etag)
+            out->etag = kb_strdup(cache.etag);
+        if (!out->last_modified)
+            out->last_modified = kb_strdup(cache.last_modified);
+        kb_buf_release(&out->body);
+        out->body = cache.body;
+        out->body.max = 0;
+        kb_buf_init(&cache.body, 0);
+        kb_err cerr;
+        kb_err_clear(&cerr);
+        if (cache_write_meta(&cache, url, out, cache.fetched_at, &cerr) != KB_OK)
+            kb_log_warn("cannot update the cache of '%s': %s", url, cerr.msg);
+        goto out;
+    }
+    /* a 2xx */
+    out->status = resp.status;
+    take_validators(&resp, out);
+    kb_buf_release(&out->body);
+    out->body = resp.body;                /* moves the buffer */
+    out->body.max = 0;
+    kb_buf_init(&resp.body, 0);
+    if (cache_dir && resp.status == 200) {
+        kb_err cerr;
+        kb_err_clear(&cerr);
+        if (cache_store(cache_dir, &cache, url, out, &cerr) != KB_OK)
+            kb_log_warn("cannot cache '%s': %s", url, cerr.msg);
     }
 out:
     if (rc != KB_OK) {
         kb_buf_release(&out->body);
         kb_buf_init(&out->body, 0);
     }
-    curl_easy_cleanup(h);
-    curl_slist_free_all(hdrs);
-    kb_buf_release(&body);
+    kb_http_response_release(&resp);
+    kb_buf_release(&lines[0]);
+    kb_buf_release(&lines[1]);
+    kb_buf_release(&subject);
     cache_release(&cache);
     return rc;
 }

@@ -1,6 +1,7 @@
 /* ingest.c - the ingest driver: sources -> documents -> parse -> chunk ->
  * store, one transaction per document, incremental by content hash. */
-#include "kb/kb_int.h"
+#include "ingest/ingest_int.h"
+#include "kb/config.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -637,10 +638,12 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
     char *manifest_path = opts->manifest_path ? kb_strdup(opts->manifest_path)
                                               : kb_manifest_default_path();
     const char *mirror = opts->mirror_dir;
-    if (!mirror || !*mirror)
-        mirror = getenv("KB_MIRROR");
     if (mirror && !*mirror)
         mirror = NULL;
+    if (!opts->config) {
+        rc = kb_err_set(err, KB_ERR_USAGE, "ingest needs a configuration");
+        goto out;
+    }
 
     /* every target must make sense before anything is written */
     int need_manifest = ntargets == 0;
@@ -727,9 +730,8 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
     /* chunks are sized in the embedder's word pieces when its vocabulary is
      * installed; an estimate otherwise */
     {
-        char *mdir = kb_model_dir();
+        const char *mdir = opts->config->model_dir;
         char *vocab = mdir && *mdir ? kb_path_join(mdir, "vocab.txt") : kb_strdup("");
-        free(mdir);
         kb_err terr;
         kb_err_clear(&terr);
         if (kb_tokenizer_open(vocab, &tok, &terr) != KB_OK) {
@@ -771,20 +773,11 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
      * and whatever an interrupted pass left */
     if (opts->embed || opts->reembed) {
         kb_embedder *emb = NULL;
-        kb_rc erc = kb_embedder_open_default(&emb, err);
+        kb_rc erc = kb_embedder_open_config(opts->config, &emb, err);
         if (erc == KB_OK && opts->reembed)
             erc = kb_vec_clear(store, err);
-        if (erc == KB_OK && opts->index_kind) {
-            char *old = kb_store_meta_get(store, "vec_index");
-            if (!old || strcmp(old, opts->index_kind) != 0) {
-                erc = kb_store_meta_set(store, "vec_index", opts->index_kind, err);
-                if (erc == KB_OK)   /* a new kind of index: a new file */
-                    erc = kb_store_exec(store, "UPDATE meta SET value ="
-                                        " CAST(value AS INTEGER) + 1 WHERE key ="
-                                        " 'vec_generation'", err);
-            }
-            free(old);
-        }
+        if (erc == KB_OK && opts->index_kind)
+            erc = kb_vec_set_index_kind(store, opts->index_kind, err);
         if (erc == KB_OK)
             erc = kb_vec_embed_pending(store, emb, opts->progress,
                                        opts->progress_ctx,

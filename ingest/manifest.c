@@ -1,5 +1,5 @@
 /* manifest.c - corpus/sources.json: the documents kb ingests. */
-#include "kb/kb_int.h"
+#include "ingest/ingest_int.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -144,11 +144,9 @@ const kb_source *kb_manifest_find(const kb_manifest *m, const char *id)
     return NULL;
 }
 
+/* KB_MANIFEST is the caller's (kb_config's manifest), not looked at here. */
 char *kb_manifest_default_path(void)
 {
-    const char *env = getenv("KB_MANIFEST");
-    if (env && *env)
-        return kb_strdup(env);
     if (access("corpus/sources.json", R_OK) == 0)
         return kb_strdup("corpus/sources.json");
     /* an installed kb: PREFIX/bin/kb reads PREFIX/share/kb/sources.json */

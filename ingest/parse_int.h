@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "kb/kb.h"
+#include "ingest/ingest_int.h"
 
 /* 1 if data does not look like text: a NUL byte in the first 8 KiB (unless
  * it starts with a UTF-16 byte-order mark), or more than 10% of those bytes

@@ -7,6 +7,7 @@
 #define KB_CLI_H
 
 #include "kb/kb.h"
+#include "kb/config.h"
 
 #include <cjson/cJSON.h>
 
@@ -17,6 +18,7 @@ typedef struct {
     int quiet;               /* --quiet / -q */
     int color;               /* stdout is a terminal and NO_COLOR unset */
     int progress;            /* stderr is a terminal and not quiet */
+    const kb_config *config; /* the environment, loaded once by main() */
 } kb_cli;
 
 typedef struct kb_command kb_command;
@@ -65,5 +67,12 @@ int cmd_sources(int, char **, const kb_cli *, const kb_command *);
 int cmd_papers(int, char **, const kb_cli *, const kb_command *);
 int cmd_eval(int, char **, const kb_cli *, const kb_command *);
 int cmd_verify(int, char **, const kb_cli *, const kb_command *);
+
+/* query/cmd_tool.c: the --json of a command that is a tool (kb.h,
+ * "tools"): runs the tool named tool with args on the KB of the command
+ * line, opened read-only, and prints its result object as one line of
+ * JSON. Frees args (NULL stands for out of memory while making them).
+ * Returns the exit status. */
+int cmd_tool_json(const kb_cli *cli, const char *tool, cJSON *args);
 
 #endif

@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <stdarg.h>
 
+#include <cjson/cJSON.h>
+
 /* ------------------------------------------------------------------ errors */
 
 typedef enum {
@@ -91,6 +93,13 @@ char *kb_strdup(const char *s);
 char *kb_strndup(const char *s, size_t n);
 /* Joins a and b with one '/' (caller frees). */
 char *kb_path_join(const char *a, const char *b);
+/* Makes room for need elements of elem bytes in the array whose address
+ * is arrp (a T **), of capacity *cap: grows by doubling (at least 8). On
+ * failure returns KB_ERR_NOMEM and leaves the array and *cap untouched.
+ * Use through KB_GROW(items, need, cap) (git's ALLOC_GROW). */
+kb_rc kb_grow(void *arrp, size_t *cap, size_t need, size_t elem)
+    __attribute__((warn_unused_result));
+#define KB_GROW(items, need, cap) kb_grow(&(items), &(cap), (need), sizeof *(items))
 /* Milliseconds from a monotonic clock. */
 double kb_now_ms(void);
 /* Strict integer parse of a whole string; KB_ERR_USAGE if not a number in
@@ -107,7 +116,14 @@ void kb_log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void kb_log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void kb_log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* ------------------------------------------------------------------ documents */
+/* ------------------------------------------------------------------ config */
+
+/* kb's settings from the environment (KB_DIR, KB_EMBED_URL, ...), resolved
+ * once by kb_config_load at start and passed down; kb/config.h has the
+ * struct and its table. */
+typedef struct kb_config kb_config;
+
+/* ------------------------------------------------------------------ kinds, filters */
 
 /* What a chunk holds; stored as its name ("text", "code", ...). */
 typedef enum {
@@ -122,94 +138,18 @@ const char *kb_kind_name(kb_kind kind);
 /* Returns 0 and sets *out, or -1 if name is no kind. */
 int kb_kind_parse(const char *name, kb_kind *out);
 
-#define KB_MAX_HEADING_DEPTH 12
+#define KB_FILTER_MAX_SOURCES 32
 
-/* A link of a paper record, by label: "paper", "code", "blog", ... */
+/* Which chunks a search may return: by source and by kind. Its SQL lives
+ * beside the schema (kb/store.c), so every index filters alike. */
 typedef struct {
-    char *label;
-    char *url;
-} kb_link;
+    const char *sources[KB_FILTER_MAX_SOURCES];
+    size_t nsources;                       /* 0: every source */
+    unsigned kinds;                        /* bit (1u << kb_kind); 0: all */
+} kb_filter;
 
-/* One entry of a literature list. */
-typedef struct {
-    char *date;        /* "YYYY-MM" (from "[MM/YYYY]"), or "" */
-    char *title;
-    kb_link *links;
-    size_t nlinks;
-} kb_paper;
-
-/* One block of a parsed document: a paragraph run, a code block, a table,
- * a list, or a paper record, under the heading path where it appeared.
- * heading[0] is the document's top heading. anchor is the deep-link anchor
- * of the innermost heading that has one ("" if none). */
-typedef struct {
-    kb_kind kind;
-    char *heading[KB_MAX_HEADING_DEPTH];
-    size_t depth;
-    char *anchor;
-    char *text;
-    kb_paper *paper;   /* KB_KIND_PAPER only */
-} kb_block;
-
-/* A parsed document. Parsers fill it through kb_doc_heading / kb_doc_add /
- * kb_doc_add_paper; the chunker reads blocks. All strings are owned by the
- * doc and freed by kb_doc_release. */
-typedef struct {
-    char *title;                                 /* may be NULL */
-    kb_block *blocks;
-    size_t nblocks, capblocks;
-    /* the current heading stack */
-    char *stack[KB_MAX_HEADING_DEPTH];
-    char *stack_anchor[KB_MAX_HEADING_DEPTH];
-    size_t depth;
-} kb_doc;
-
-void kb_doc_init(kb_doc *doc);
-void kb_doc_release(kb_doc *doc);
-/* Opens a section at level (1 = top). Deeper open sections close; a level
- * deeper than depth+1 nests directly under the current one. anchor may be
- * NULL or "". The first level-1 heading also becomes the title if unset. */
-kb_rc kb_doc_heading(kb_doc *doc, int level, const char *title,
-                     const char *anchor);
-/* Adds a block of text/code/table under the current section. Text is copied;
- * empty or all-blank text is ignored. */
-kb_rc kb_doc_add(kb_doc *doc, kb_kind kind, const char *text, size_t len);
-/* Adds a paper record under the current section (kind paper). The paper's
- * strings are copied. */
-kb_rc kb_doc_add_paper(kb_doc *doc, const kb_paper *paper);
-void kb_paper_release(kb_paper *p);
-
-/* ------------------------------------------------------------------ parsers */
-
-/* Every parser takes the raw bytes of one document and fills doc. path is
- * the document's path or URL, for messages and for formats that depend on
- * the file name. A parser never fails on merely odd input (it recovers);
- * it fails with KB_ERR_PARSE on input that is not its format at all (for
- * example binary data given as HTML). */
-typedef kb_rc (*kb_parse_fn)(const char *data, size_t len, const char *path,
-                             kb_doc *doc, kb_err *err);
-
-kb_rc kb_parse_html(const char *data, size_t len, const char *path,
-                    kb_doc *doc, kb_err *err);
-/* CommonMark + tables. List items of the form "[MM/YYYY] Title [[label]](url)
- * | ..." become paper records. */
-kb_rc kb_parse_markdown(const char *data, size_t len, const char *path,
-                        kb_doc *doc, kb_err *err);
-kb_rc kb_parse_rst(const char *data, size_t len, const char *path,
-                   kb_doc *doc, kb_err *err);
-/* .cu/.cuh/.h/.cpp: the leading comment, then one code block per function
- * with its preceding comment. */
-kb_rc kb_parse_cuda(const char *data, size_t len, const char *path,
-                    kb_doc *doc, kb_err *err);
-kb_rc kb_parse_text(const char *data, size_t len, const char *path,
-                    kb_doc *doc, kb_err *err);
-/* Picks a parser from the file name (extension), else from format hint
- * ("html", "markdown", "rst", "cuda-source", "text"), else by sniffing.
- * Returns NULL for a file kb does not ingest (images, binaries). */
-kb_parse_fn kb_parser_for(const char *path, const char *format_hint);
-/* The GitHub-style slug of a heading ("Loop Counters: Signed" ->
- * "loop-counters-signed"). Caller frees. */
-char *kb_slugify(const char *heading);
+/* 1 when the filter lets every chunk through. */
+int kb_filter_is_empty(const kb_filter *f);
 
 /* ------------------------------------------------------------------ fetch */
 
@@ -257,46 +197,33 @@ kb_rc kb_fetch_url(const char *url, const char *cache_dir,
 
 /* ------------------------------------------------------------------ embeddings */
 
-/* The WordPiece tokenizer of BERT-style models (all-MiniLM-L6-v2). */
-typedef struct kb_tokenizer kb_tokenizer;
-
-/* Loads vocab.txt. *out is freed with kb_tokenizer_free. */
-kb_rc kb_tokenizer_open(const char *vocab_path, kb_tokenizer **out,
-                        kb_err *err);
-void kb_tokenizer_free(kb_tokenizer *tok);
-/* Token ids of text as the model sees it: [CLS] pieces [SEP], at most max
- * ids (truncating the pieces, keeping [SEP]). Returns the count in *n. */
-kb_rc kb_tokenizer_encode(const kb_tokenizer *tok, const char *text,
-                          int32_t *ids, size_t max, size_t *n);
-/* Number of word pieces of text without [CLS]/[SEP] and without truncation;
- * what the chunker sizes chunks by. */
-size_t kb_tokenizer_count(const kb_tokenizer *tok, const char *text);
-
-/* The local model's directory: $KB_MODEL_DIR if set (even empty), else
- * ~/.cache/kb/models/all-MiniLM-L6-v2. Caller frees. */
-char *kb_model_dir(void);
-
 /* An embedder: text -> L2-normalised float vectors. */
 typedef struct kb_embedder kb_embedder;
 
-/* The local all-MiniLM-L6-v2 from model_dir (model.safetensors, vocab.txt);
- * model_dir NULL means $KB_MODEL_DIR, else ~/.cache/kb/models/all-MiniLM-L6-v2.
- * threads: workers a batch is split across (BLAS itself runs single-threaded);
- * 0 means $KB_THREADS, else one per online CPU. A missing, truncated or
- * wrong-hash model is KB_ERR_MODEL naming 'make deps' / KB_MODEL_DIR. The
- * weights' SHA-256 verdict is cached in model_dir/.kb-verified (keyed by
- * size, mtime, inode). *out is freed with kb_embedder_free. */
+/* The local all-MiniLM-L6-v2 from model_dir (model.safetensors, vocab.txt;
+ * kb_config's model_dir is the usual one; NULL or "" is no model).
+ * threads: workers a batch is split across (BLAS itself runs
+ * single-threaded); 0 means one per online CPU, at most 16. A missing,
+ * truncated or wrong-hash model is KB_ERR_MODEL naming 'make deps' /
+ * KB_MODEL_DIR. The weights' SHA-256 verdict is cached in
+ * model_dir/.kb-verified (keyed by size, mtime, inode). *out is freed with
+ * kb_embedder_free. */
 kb_rc kb_embedder_open_local(const char *model_dir, int threads,
                              kb_embedder **out, kb_err *err);
 /* An OpenAI-compatible /v1/embeddings endpoint (url is the full endpoint
  * URL; model is required; api_key may be NULL and is never logged). Makes
  * one small request to learn the dimension, so a dead endpoint fails here.
- * Timeout per request: $KB_EMBED_TIMEOUT_MS (default 60000). */
+ * Timeout per request: 60 s (kb_embedder_open_config uses the config's). */
 kb_rc kb_embedder_open_remote(const char *url, const char *model,
                               const char *api_key, kb_embedder **out,
                               kb_err *err);
-/* From the environment: KB_EMBED_URL set -> remote (KB_EMBED_MODEL,
- * KB_EMBED_API_KEY), else local. */
+/* The embedder cfg names: with embed_url, the remote one (embed_model,
+ * embed_api_key, embed_timeout_ms), else the local one (model_dir,
+ * threads). */
+kb_rc kb_embedder_open_config(const kb_config *cfg, kb_embedder **out,
+                              kb_err *err);
+/* kb_embedder_open_config with a configuration loaded from the
+ * environment for this call, for callers that were handed none. */
 kb_rc kb_embedder_open_default(kb_embedder **out, kb_err *err);
 void kb_embedder_free(kb_embedder *e);
 int kb_embedder_dim(const kb_embedder *e);
@@ -304,8 +231,6 @@ int kb_embedder_dim(const kb_embedder *e);
 const char *kb_embedder_name(const kb_embedder *e);
 /* SHA-256 of the weights (local) or "" (remote): recorded in the KB. */
 const char *kb_embedder_weights_hash(const kb_embedder *e);
-/* The embedder's tokenizer, NULL for a remote one. */
-const kb_tokenizer *kb_embedder_tokenizer(const kb_embedder *e);
 /* Embeds n texts into out[n * dim], each row L2-normalised (texts longer
  * than 256 tokens are truncated). One call at a time per embedder: it owns
  * its work buffers (the tokenizer alone is safe to share). */
@@ -386,7 +311,7 @@ typedef void (*kb_ingest_progress_fn)(const kb_ingest_progress *p, void *ctx);
 
 typedef struct {
     const char *manifest_path;  /* NULL: corpus/sources.json */
-    const char *mirror_dir;     /* NULL: $KB_MIRROR, else fetch URLs */
+    const char *mirror_dir;     /* NULL: fetch URLs */
     const char *adhoc_source;   /* source id for ad-hoc paths/URLs */
     int force;                  /* re-parse unchanged documents */
     int embed;                  /* compute embeddings for new chunks */
@@ -395,6 +320,7 @@ typedef struct {
                                    NULL keeps the KB's */
     kb_ingest_progress_fn progress;
     void *progress_ctx;
+    const kb_config *config;    /* the embedder and model; required */
 } kb_ingest_opts;
 
 typedef struct {
@@ -420,15 +346,11 @@ typedef enum { KB_MODE_HYBRID = 0, KB_MODE_LEXICAL, KB_MODE_VECTOR } kb_mode;
 const char *kb_mode_name(kb_mode mode);
 int kb_mode_parse(const char *name, kb_mode *out);
 
-#define KB_QUERY_MAX_SOURCES 32
-
 typedef struct {
     const char *text;
     kb_mode mode;
     int k;                                 /* results wanted, default 10 */
-    const char *sources[KB_QUERY_MAX_SOURCES];
-    size_t nsources;                       /* 0: every source */
-    unsigned kinds;                        /* bit (1u << kb_kind); 0: all */
+    kb_filter filter;                      /* sources and kinds */
     int snippet;                           /* 1: text is a snippet, 0: whole */
 } kb_query_opts;
 
@@ -469,9 +391,6 @@ void kb_results_release(kb_results *r);
  * by callers for the other modes). */
 kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
                    kb_results *out, kb_err *err);
-/* Appends the DESIGN.md JSON object for the results to out. */
-kb_rc kb_results_to_json(const kb_query_opts *opts, const kb_results *r,
-                         kb_buf *out);
 
 /* ------------------------------------------------------------------ browse */
 
@@ -520,5 +439,74 @@ typedef struct {
 kb_rc kb_papers_list(kb_store *store, const char *section, kb_paper_list *out,
                      kb_err *err);
 void kb_paper_list_release(kb_paper_list *l);
+
+/* ------------------------------------------------------------------ tools */
+
+/* The tool table (query/tools.c): each operation a client can call,
+ * declared once - its name, a description written for an agent, JSON
+ * Schemas (draft 2020-12) of its arguments and of its result, and a
+ * handler that makes the result as cJSON. The CLI's --json output,
+ * `kb serve` and `kb mcp` all call it, so the three cannot drift apart.
+ *
+ * The table is extensible from above: a module above query/ (skills, the
+ * generator) declares its own array of kb_tool, with handlers of the same
+ * signature, and exports it as kb_<module>_tools(size_t *n); a server
+ * keeps the list of tables it serves (kb_tools first), finds a name in
+ * each in turn with kb_tool_lookup and calls what it found with
+ * kb_tool_run. query/ never knows the tables above it; names are unique
+ * across all tables. State the tools above need besides the store (a
+ * verifier process, an LLM client) lives in the store's named slots, so
+ * one kb_tool_ctx serves every table.
+ *
+ * Thread safety: tools keep no state of their own; one kb_tool_ctx (a
+ * store and an embedder) per thread, as a server keeps one per worker. */
+
+typedef struct {
+    kb_store *store;       /* the open KB; read-only is enough for query/'s */
+    kb_embedder *emb;      /* the query embedder; NULL: the store's default,
+                              opened on first use and kept with the store */
+} kb_tool_ctx;
+
+/* A handler: runs the operation with args (an object already checked
+ * against the tool's input_schema by kb_tool_run) and sets *out to the
+ * result object, which the caller frees with cJSON_Delete. On failure
+ * *out is NULL and err says why: KB_ERR_USAGE for arguments the schema
+ * cannot express, else the operation's own code (KB_ERR_NOTFOUND, ...). */
+typedef kb_rc (*kb_tool_fn)(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
+                            kb_err *err);
+
+typedef struct {
+    const char *name;           /* [a-z0-9_]+, unique across tables */
+    const char *description;    /* one paragraph for an agent: when to use
+                                   it, what comes back */
+    const char *input_schema;   /* JSON Schema text: "type":"object",
+                                   "additionalProperties":false, required
+                                   fields listed */
+    const char *output_schema;  /* JSON Schema text of the result object */
+    int read_only;              /* 1: changes nothing (MCP readOnlyHint) */
+    kb_tool_fn fn;
+} kb_tool;
+
+/* query/'s table: search, get, papers, status. Static; *n its length. */
+const kb_tool *kb_tools(size_t *n);
+/* The tool of table[0..n) named name, or NULL. */
+const kb_tool *kb_tool_lookup(const kb_tool *table, size_t n, const char *name);
+/* kb_tool_lookup in kb_tools(). */
+const kb_tool *kb_tool_find(const char *name);
+/* Checks args (NULL: no arguments) against tool's input_schema: types,
+ * ranges, enums, lengths, required and unknown keys. A failure is
+ * KB_ERR_USAGE with a message naming the tool, the argument and what it
+ * must be ("search: 'k' must be an integer from 1 to 50, not 0"); a schema
+ * that uses a keyword this checker does not know is KB_ERR_INTERNAL. */
+kb_rc kb_tool_check_args(const kb_tool *tool, const cJSON *args, kb_err *err);
+/* Checks args (kb_tool_check_args) and runs tool's handler; *out as for
+ * kb_tool_fn (caller frees with cJSON_Delete; NULL on failure). The only
+ * way a handler should be called. */
+kb_rc kb_tool_run(const kb_tool *tool, kb_tool_ctx *ctx, const cJSON *args,
+                  cJSON **out, kb_err *err);
+/* kb_tool_run of kb_tool_find(name); an unknown name is KB_ERR_USAGE
+ * listing the tools. */
+kb_rc kb_tool_call(kb_tool_ctx *ctx, const char *name, const cJSON *args,
+                   cJSON **out, kb_err *err);
 
 #endif /* KB_H */

@@ -74,89 +74,13 @@ static void main_usage(FILE *f)
                "  --kb DIR          the KB directory ($KB_DIR, else "
                "$XDG_DATA_HOME/kb)\n"
                "  -q, --quiet       no progress or informational messages\n"
-               "  --version         print the version\n\n"
-               "'kb COMMAND --help' shows a command's options.\n");
-}
-
-void kb_cli_usage(const kb_command *cmd, int to_stderr)
-{
-    FILE *f = to_stderr ? stderr : stdout;
-    fprintf(f, "usage: %s\n\n%s.\n", cmd->usage, cmd->summary);
-    if (cmd->help && *cmd->help)
-        fprintf(f, "\noptions:\n%s", cmd->help);
-}
-
-kb_rc kb_cli_print_json(cJSON *root, kb_err *err)
-{
-    char *s = root ? cJSON_PrintUnformatted(root) : NULL;
-    cJSON_Delete(root);
-    if (!s)
-        return kb_err_set(err, KB_ERR_NOMEM, "out of memory printing JSON");
-    puts(s);
-    free(s);
-    return KB_OK;
-}
-
-int kb_cli_fail(const kb_err *err)
-{
-    fprintf(stderr, "kb: %s\n", err->msg[0] ? err->msg : kb_rc_name(err->rc));
-    return kb_rc_exit_status(err->rc);
-}
-
-int kb_cli_usage_error(const kb_command *cmd, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "kb %s: ", cmd->name);
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\nusage: %s\n", cmd->usage);
-    va_end(ap);
-    return 2;
-}
-
-kb_rc kb_cli_open_store(const kb_cli *cli, int flags, kb_store **store,
-                        kb_err *err)
-{
-    char *dir = kb_store_default_dir(cli->kb_dir);
-    if (!dir)
-        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    kb_rc rc = kb_store_open(dir, flags, store, err);
-    free(dir);
-    return rc;
-}
-
-int kb_cli_parse_plain(int argc, char **argv, const kb_command *self,
-                       const char *option, const char **value, int *json)
-{
-    struct option longopts[3] = { { "json", no_argument, NULL, 'j' } };
-    if (option)
-        longopts[1] = (struct option){ option, required_argument, NULL, 'o' };
-    int c;
-    *json = 0;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-        if (c == 'j')
-            *json = 1;
-        else if (c == 'o')
-            *value = optarg;
-        else
-            return kb_cli_usage_error(self, "unknown option '%s'", argv[optind - 1]);
-    }
-    if (optind < argc)
-        return kb_cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
-    return 0;
-}
-
-int kb_cli_wants_help(int argc, char **argv)
-{
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--") == 0)
-            return 0;
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
-            return 1;
-    }
-    return 0;
+               "  --version         print the version\n\n");
+    kb_buf env;
+    kb_buf_init(&env, 0);
+    if (kb_config_help(&env) == KB_OK)
+        fprintf(f, "environment:\n%s\n", env.data);
+    kb_buf_release(&env);
+    fprintf(f, "'kb COMMAND --help' shows a command's options.\n");
 }
 
 /* Takes the global options out of argv wherever they stand (before "--"). */
@@ -194,11 +118,6 @@ int main(int argc, char **argv)
     kb_cli cli = { 0 };
     if (take_global_options(&argc, argv, &cli) != 0)
         return 2;
-    if (!cli.kb_dir)
-        cli.kb_dir = getenv("KB_DIR");
-    const char *no_color = getenv("NO_COLOR");
-    cli.color = isatty(STDOUT_FILENO) && !(no_color && *no_color);
-    cli.progress = isatty(STDERR_FILENO) && !cli.quiet;
     kb_log_set_level(cli.quiet ? KB_LOG_QUIET : KB_LOG_INFO);
 
     if (argc < 2) {
@@ -215,16 +134,31 @@ int main(int argc, char **argv)
         printf("kb 0.1.0\n");
         return 0;
     }
-    for (size_t i = 0; i < ncommands; i++) {
-        const kb_command *cmd = &commands[i];
-        if (strcmp(name, cmd->name) != 0)
-            continue;
-        if (kb_cli_wants_help(argc - 1, argv + 1)) {
-            kb_cli_usage(cmd, 0);
-            return 0;
-        }
-        return cmd->fn(argc - 1, argv + 1, &cli, cmd);
+    const kb_command *cmd = NULL;
+    for (size_t i = 0; i < ncommands && !cmd; i++)
+        if (strcmp(name, commands[i].name) == 0)
+            cmd = &commands[i];
+    if (!cmd) {
+        fprintf(stderr, "kb: '%s' is not a kb command; see 'kb --help'\n", name);
+        return 2;
     }
-    fprintf(stderr, "kb: '%s' is not a kb command; see 'kb --help'\n", name);
-    return 2;
+    if (kb_cli_wants_help(argc - 1, argv + 1)) {
+        kb_cli_usage(cmd, 0);
+        return 0;
+    }
+
+    /* the environment, read once: everything below gets it from here */
+    kb_config cfg;
+    kb_err err;
+    kb_err_clear(&err);
+    if (kb_config_load(&cfg, &err) != KB_OK)
+        return kb_cli_fail(&err);
+    if (!cli.kb_dir)
+        cli.kb_dir = cfg.kb_dir;
+    cli.config = &cfg;
+    cli.color = isatty(STDOUT_FILENO) && !cfg.no_color;
+    cli.progress = isatty(STDERR_FILENO) && !cli.quiet;
+    int status = cmd->fn(argc - 1, argv + 1, &cli, cmd);
+    kb_config_release(&cfg);
+    return status;
 }

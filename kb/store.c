@@ -1,6 +1,7 @@
 /* store.c - the KB directory and its SQLite database: open, schema and
  * migrations, transactions. SQLite is the source of truth. */
 #include "kb/kb_int.h"
+#include "kb/config.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -60,23 +61,22 @@ static const char *const migrations[] = {
     "  UPDATE meta SET value = CAST(value AS INTEGER) + 1"
     "  WHERE key = 'vec_generation'; END;",
 };
+/* A cache parked with the store (kb_store_slot_set). */
+struct kb_store_slot {
+    const char *name;
+    void *p;
+    kb_slot_free_fn free_fn;
+};
+
 static const int schema_version = (int)(sizeof migrations / sizeof migrations[0]);
 
+/* The CLI passes kb_config's kb_dir; the environment's rule lives in
+ * config.c. */
 char *kb_store_default_dir(const char *dir)
 {
     if (dir && *dir)
         return kb_strdup(dir);
-    const char *env = getenv("KB_DIR");
-    if (env && *env)
-        return kb_strdup(env);
-    const char *xdg = getenv("XDG_DATA_HOME");
-    if (xdg && *xdg)
-        return kb_path_join(xdg, "kb");
-    const char *home = getenv("HOME");
-    char *share = kb_path_join(home && *home ? home : ".", ".local/share");
-    char *out = share ? kb_path_join(share, "kb") : NULL;
-    free(share);
-    return out;
+    return kb_config_env_kb_dir();
 }
 
 kb_rc kb_store_db_error(kb_store *store, kb_err *err, const char *what)
@@ -269,8 +269,10 @@ void kb_store_close(kb_store *store)
 {
     if (!store)
         return;
-    kb_vec_release(store);
-    kb_embedder_free(store->emb);
+    /* the caches first: a destructor may still use the connection */
+    for (size_t i = store->nslots; i-- > 0;)
+        store->slots[i].free_fn(store->slots[i].p);
+    free(store->slots);
     if (store->db)
         sqlite3_close_v2(store->db);
     free(store->dir);
@@ -280,6 +282,109 @@ void kb_store_close(kb_store *store)
 const char *kb_store_dir(const kb_store *store)
 {
     return store->dir;
+}
+
+void *kb_store_slot_get(const kb_store *store, const char *name)
+{
+    for (size_t i = 0; i < store->nslots; i++)
+        if (strcmp(store->slots[i].name, name) == 0)
+            return store->slots[i].p;
+    return NULL;
+}
+
+kb_rc kb_store_slot_set(kb_store *store, const char *name, void *p,
+                        kb_slot_free_fn free_fn, kb_err *err)
+{
+    if (!p) {
+        kb_store_slot_clear(store, name);
+        return KB_OK;
+    }
+    for (size_t i = 0; i < store->nslots; i++)
+        if (strcmp(store->slots[i].name, name) == 0) {
+            kb_store_slot old = store->slots[i];
+            store->slots[i].p = p;
+            store->slots[i].free_fn = free_fn;
+            if (old.p != p)
+                old.free_fn(old.p);
+            return KB_OK;
+        }
+    if (KB_GROW(store->slots, store->nslots + 1, store->capslots) != KB_OK) {
+        free_fn(p);
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    }
+    store->slots[store->nslots++] = (kb_store_slot){ name, p, free_fn };
+    return KB_OK;
+}
+
+void kb_store_slot_clear(kb_store *store, const char *name)
+{
+    for (size_t i = 0; i < store->nslots; i++)
+        if (strcmp(store->slots[i].name, name) == 0) {
+            kb_store_slot old = store->slots[i];
+            store->slots[i] = store->slots[--store->nslots];
+            old.free_fn(old.p);
+            return;
+        }
+}
+
+/* ------------------------------------------------------------ kinds, filters */
+
+static const char *const kind_names[] = { "text", "code", "table", "paper", "skill" };
+#define NKINDS (sizeof kind_names / sizeof kind_names[0])
+
+const char *kb_kind_name(kb_kind kind)
+{
+    if ((size_t)kind < NKINDS)
+        return kind_names[kind];
+    return "text";
+}
+
+int kb_kind_parse(const char *name, kb_kind *out)
+{
+    for (size_t i = 0; i < NKINDS; i++)
+        if (strcmp(name, kind_names[i]) == 0) {
+            *out = (kb_kind)i;
+            return 0;
+        }
+    return -1;
+}
+
+int kb_filter_is_empty(const kb_filter *f)
+{
+    return f->nsources == 0 && f->kinds == 0;
+}
+
+kb_rc kb_filter_sql(const kb_filter *f, kb_buf *sql)
+{
+    kb_rc rc = KB_OK;
+    if (f->nsources) {
+        rc = kb_buf_puts(sql, " AND d.source_id IN (?");
+        for (size_t i = 1; i < f->nsources && rc == KB_OK; i++)
+            rc = kb_buf_puts(sql, ",?");
+        if (rc == KB_OK)
+            rc = kb_buf_putc(sql, ')');
+    }
+    if (f->kinds && rc == KB_OK) {
+        const char *sep = " AND c.kind IN (?";
+        for (size_t k = 0; k < NKINDS && rc == KB_OK; k++)
+            if (f->kinds & (1u << k)) {
+                rc = kb_buf_puts(sql, sep);
+                sep = ",?";
+            }
+        if (rc == KB_OK)
+            rc = kb_buf_putc(sql, ')');
+    }
+    return rc;
+}
+
+int kb_filter_bind(sqlite3_stmt *st, const kb_filter *f, int i)
+{
+    for (size_t s = 0; s < f->nsources; s++)
+        sqlite3_bind_text(st, i++, f->sources[s], -1, SQLITE_STATIC);
+    for (size_t k = 0; k < NKINDS; k++)
+        if (f->kinds & (1u << k))
+            sqlite3_bind_text(st, i++, kind_names[k], -1, SQLITE_STATIC);
+    return i;
 }
 
 long long kb_store_disk_size(const kb_store *store)

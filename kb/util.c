@@ -79,6 +79,26 @@ void kb_buf_reset(kb_buf *b)
         b->data[0] = '\0';
 }
 
+kb_rc kb_grow(void *arrp, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return KB_OK;
+    size_t n = *cap ? *cap : 8;
+    while (n < need)
+        n = n > SIZE_MAX / 2 ? need : n * 2;
+    if (elem && n > SIZE_MAX / elem)
+        return KB_ERR_NOMEM;
+    /* arrp holds a T *: copied as bytes, so no T ** is written as void ** */
+    void *items;
+    memcpy(&items, arrp, sizeof items);
+    void *p = realloc(items, n * elem);
+    if (!p)
+        return KB_ERR_NOMEM;
+    memcpy(arrp, &p, sizeof p);
+    *cap = n;
+    return KB_OK;
+}
+
 static kb_rc buf_grow(kb_buf *b, size_t extra)
 {
     if (extra > SIZE_MAX - b->len - 1)

@@ -1,5 +1,5 @@
 /* browse.c - looking around a KB: status, one chunk or section, papers. */
-#include "kb/kb_int.h"
+#include "query/query_int.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -27,6 +27,16 @@ int cmd_get(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     if (kb_parse_long(id_arg, 1, 0x7fffffffL, &id) != KB_OK)
         return kb_cli_usage_error(self, "'%s' is not a chunk id", id_arg);
 
+    if (json) {   /* the get tool's object */
+        cJSON *args = cJSON_CreateObject();
+        if (!cJSON_AddNumberToObject(args, "chunk_id", (double)id) ||
+            !cJSON_AddBoolToObject(args, "section", section)) {
+            cJSON_Delete(args);
+            args = NULL;
+        }
+        return cmd_tool_json(cli, "get", args);
+    }
+
     kb_err err;
     kb_err_clear(&err);
     kb_store *store = NULL;
@@ -34,18 +44,7 @@ int cmd_get(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     kb_rc rc = kb_cli_open_store(cli, KB_STORE_READONLY, &store, &err);
     if (rc == KB_OK)
         rc = kb_get_chunk(store, id, section, &res, &err);
-    if (rc == KB_OK && json) {
-        kb_query_opts opts;
-        kb_query_opts_init(&opts);
-        opts.text = id_arg;
-        kb_buf out;
-        kb_buf_init(&out, 0);
-        if ((rc = kb_results_to_json(&opts, &res, &out)) == KB_OK)
-            puts(out.data);
-        else
-            kb_err_set(&err, rc, "out of memory printing JSON");
-        kb_buf_release(&out);
-    } else if (rc == KB_OK) {
+    if (rc == KB_OK) {
         const kb_result *first = &res.items[0];
         printf("[%s] ", first->source);
         for (size_t d = 0; d < first->depth; d++)

@@ -13,6 +13,14 @@ int cmd_papers(int argc, char **argv, const kb_cli *cli, const kb_command *self)
                                           &json);
     if (status)
         return status;
+    if (json) {   /* the papers tool's object */
+        cJSON *args = cJSON_CreateObject();
+        if (section && !cJSON_AddStringToObject(args, "section", section)) {
+            cJSON_Delete(args);
+            args = NULL;
+        }
+        return cmd_tool_json(cli, "papers", args);
+    }
     kb_err err;
     kb_err_clear(&err);
     kb_store *store = NULL;
@@ -20,22 +28,7 @@ int cmd_papers(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     kb_rc rc = kb_cli_open_store(cli, KB_STORE_READONLY, &store, &err);
     if (rc == KB_OK)
         rc = kb_papers_list(store, section, &list, &err);
-    if (rc == KB_OK && json) {
-        cJSON *root = cJSON_CreateObject();
-        cJSON *arr = cJSON_AddArrayToObject(root, "papers");
-        for (size_t i = 0; i < list.n; i++) {
-            const kb_paper_row *p = &list.items[i];
-            cJSON *o = cJSON_CreateObject();
-            cJSON_AddNumberToObject(o, "chunk_id", (double)p->chunk_id);
-            cJSON_AddStringToObject(o, "date", p->date);
-            cJSON_AddStringToObject(o, "title", p->title);
-            cJSON_AddStringToObject(o, "section", p->section);
-            cJSON *links = cJSON_Parse(p->links_json);
-            cJSON_AddItemToObject(o, "links", links ? links : cJSON_CreateObject());
-            cJSON_AddItemToArray(arr, o);
-        }
-        rc = kb_cli_print_json(root, &err);
-    } else if (rc == KB_OK) {
+    if (rc == KB_OK) {
         const char *last = "";
         for (size_t i = 0; i < list.n; i++) {
             const kb_paper_row *p = &list.items[i];

@@ -100,6 +100,30 @@ static void print_human(const kb_cli *cli, const kb_query_opts *opts,
     printf("%s\n", RESET(cli));
 }
 
+/* The search tool's arguments for the command line's options (mode NULL:
+ * not given). NULL when out of memory. */
+static cJSON *search_args(const kb_query_opts *opts, const char *mode)
+{
+    cJSON *a = cJSON_CreateObject(), *arr = NULL;
+    int ok = a && cJSON_AddStringToObject(a, "query", opts->text) &&
+             cJSON_AddNumberToObject(a, "k", opts->k) &&
+             (!mode || cJSON_AddStringToObject(a, "mode", mode));
+    if (ok && opts->filter.nsources)
+        ok = (arr = cJSON_AddArrayToObject(a, "sources")) != NULL;
+    for (size_t i = 0; ok && i < opts->filter.nsources; i++)
+        ok = cJSON_AddItemToArray(arr, cJSON_CreateString(opts->filter.sources[i]));
+    if (ok && opts->filter.kinds)
+        ok = (arr = cJSON_AddArrayToObject(a, "kinds")) != NULL;
+    for (int k = KB_KIND_TEXT; ok && k <= KB_KIND_SKILL; k++)
+        if (opts->filter.kinds & (1u << k))
+            ok = cJSON_AddItemToArray(arr, cJSON_CreateString(kb_kind_name((kb_kind)k)));
+    if (!ok) {
+        cJSON_Delete(a);
+        return NULL;
+    }
+    return a;
+}
+
 int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
     static const struct option longopts[] = {
@@ -115,6 +139,7 @@ int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     kb_query_opts_init(&opts);
     opts.snippet = 1;
     int json = 0, explain = 0, c;
+    const char *mode = NULL;
     long k = 10;
     optind = 1;
     opterr = 0;
@@ -126,21 +151,22 @@ int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command *self)
                                           "1000, not '%s'", optarg);
             break;
         case 'm':
+            mode = optarg;
             if (kb_mode_parse(optarg, &opts.mode) != 0)
                 return kb_cli_usage_error(self, "unknown mode '%s' (hybrid, "
                                           "lexical, vector)", optarg);
             break;
         case 's':
-            if (opts.nsources == KB_QUERY_MAX_SOURCES)
+            if (opts.filter.nsources == KB_FILTER_MAX_SOURCES)
                 return kb_cli_usage_error(self, "too many --source options");
-            opts.sources[opts.nsources++] = optarg;
+            opts.filter.sources[opts.filter.nsources++] = optarg;
             break;
         case 'K': {
             kb_kind kind;
             if (kb_kind_parse(optarg, &kind) != 0)
                 return kb_cli_usage_error(self, "unknown kind '%s' (text, code, "
                                           "table, paper, skill)", optarg);
-            opts.kinds |= 1u << kind;
+            opts.filter.kinds |= 1u << kind;
             break;
         }
         case 'j': json = 1; break;
@@ -153,8 +179,6 @@ int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     if (optind >= argc)
         return kb_cli_usage_error(self, "no query text given");
     opts.k = (int)k;
-    if (json)
-        opts.snippet = 0;
     kb_buf text;
     kb_buf_init(&text, 1 << 16);
     for (int i = optind; i < argc; i++)
@@ -165,6 +189,11 @@ int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command *self)
                                       1 << 16);
         }
     opts.text = text.data;
+    if (json) {   /* the search tool's object, whole chunks */
+        cJSON *args = search_args(&opts, mode);
+        kb_buf_release(&text);
+        return cmd_tool_json(cli, "search", args);
+    }
 
     kb_err err;
     kb_err_clear(&err);
@@ -174,19 +203,8 @@ int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     kb_rc rc = kb_cli_open_store(cli, KB_STORE_READONLY, &store, &err);
     if (rc == KB_OK)
         rc = kb_query_run(store, emb, &opts, &res, &err);
-    if (rc == KB_OK) {
-        if (json) {
-            kb_buf out;
-            kb_buf_init(&out, 0);
-            if ((rc = kb_results_to_json(&opts, &res, &out)) == KB_OK)
-                puts(out.data);
-            else
-                kb_err_set(&err, rc, "out of memory printing JSON");
-            kb_buf_release(&out);
-        } else {
-            print_human(cli, &opts, &res, explain);
-        }
-    }
+    if (rc == KB_OK)
+        print_human(cli, &opts, &res, explain);
     kb_results_release(&res);
     kb_store_close(store);
     kb_buf_release(&text);

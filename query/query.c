@@ -1,6 +1,6 @@
 /* query.c - query execution: candidate lists (lexical now, vector and
  * their fusion with the embedder), section de-duplication, results. */
-#include "kb/kb_int.h"
+#include "query/query_int.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -21,12 +21,6 @@
  * (BENCHMARKS.md, "Fusion"). */
 #define RRF_K 60.0
 #define RRF_VECTOR_WEIGHT 0.3
-
-/* BM25 column weights: section title, heading path, body, identifier forms. */
-#define W_TITLE 5.0
-#define W_HEADING 2.0
-#define W_BODY 1.0
-#define W_IDENTS 1.0
 
 static const char *const mode_names[] = { "hybrid", "lexical", "vector" };
 
@@ -80,83 +74,6 @@ void kb_results_release(kb_results *r)
     memset(r, 0, sizeof *r);
 }
 
-
-void kb_query_filter_sql(const kb_query_opts *opts, kb_buf *sql)
-{
-    if (opts->nsources) {
-        kb_buf_puts(sql, " AND d.source_id IN (");
-        for (size_t i = 0; i < opts->nsources; i++)
-            kb_buf_puts(sql, i ? ",?" : "?");
-        kb_buf_puts(sql, ")");
-    }
-    if (opts->kinds) {
-        kb_buf_puts(sql, " AND c.kind IN (");
-        int first = 1;
-        for (int k = 0; k <= KB_KIND_SKILL; k++)
-            if (opts->kinds & (1u << k)) {
-                kb_buf_puts(sql, first ? "?" : ",?");
-                first = 0;
-            }
-        kb_buf_puts(sql, ")");
-    }
-}
-
-int kb_query_bind_filters(sqlite3_stmt *st, const kb_query_opts *opts, int i)
-{
-    for (size_t s = 0; s < opts->nsources; s++)
-        sqlite3_bind_text(st, i++, opts->sources[s], -1, SQLITE_STATIC);
-    for (int k = 0; k <= KB_KIND_SKILL; k++)
-        if (opts->kinds & (1u << k))
-            sqlite3_bind_text(st, i++, kb_kind_name((kb_kind)k), -1, SQLITE_STATIC);
-    return i;
-}
-
-static kb_rc lexical_candidates(kb_store *store, const kb_query_opts *opts,
-                                size_t depth, kb_hits *out, kb_err *err)
-{
-    kb_buf match, sql;
-    kb_buf_init(&match, 0);
-    kb_buf_init(&sql, 0);
-    sqlite3_stmt *st = NULL;
-    kb_rc rc = kb_fts_build_match(opts->text, &match);
-    if (rc != KB_OK) {
-        rc = kb_err_set(err, rc, "out of memory building the search");
-        goto out;
-    }
-    if (match.len == 0)
-        goto out;   /* nothing searchable: no lexical candidates */
-    kb_buf_printf(&sql, "SELECT chunks_fts.rowid, bm25(chunks_fts, %g, %g, %g, %g)"
-                  " AS s FROM chunks_fts", W_TITLE, W_HEADING, W_BODY, W_IDENTS);
-    /* the joins cost a third of the time: only when a filter needs them */
-    if (opts->nsources || opts->kinds)
-        kb_buf_puts(&sql, " JOIN chunks c ON c.id = chunks_fts.rowid"
-                          " JOIN documents d ON d.id = c.document_id");
-    kb_buf_puts(&sql, " WHERE chunks_fts MATCH ?");
-    kb_query_filter_sql(opts, &sql);
-    kb_buf_puts(&sql, " ORDER BY s LIMIT ?");
-    if ((rc = kb_store_prepare(store, sql.data, &st, err)) != KB_OK)
-        goto out;
-    sqlite3_bind_text(st, 1, match.data, -1, SQLITE_STATIC);
-    int i = kb_query_bind_filters(st, opts, 2);
-    sqlite3_bind_int64(st, i, (sqlite3_int64)depth);
-    int step;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        double s = -sqlite3_column_double(st, 1);
-        if ((rc = kb_hits_push(out, sqlite3_column_int64(st, 0), s)) != KB_OK)
-            goto out;
-        out->items[out->n - 1].lex_rank = (int)out->n;
-        out->items[out->n - 1].lex_score = s;
-    }
-    if (step != SQLITE_DONE)
-        rc = kb_store_db_error(store, err, "search the lexical index");
-out:
-    if (rc != KB_OK)
-        kb_log_debug("fts match: %s", match.data ? match.data : "");
-    sqlite3_finalize(st);
-    kb_buf_release(&match);
-    kb_buf_release(&sql);
-    return rc;
-}
 
 /* A window of text around the first query word found in it. */
 static char *make_snippet(const char *text, const char *query, size_t width)
@@ -444,17 +361,29 @@ static void *embed_query(void *arg)
     return NULL;
 }
 
+/* The store's slot for the default embedder, opened on the first query
+ * that needs one and kept while the store is open. */
+#define EMBEDDER_SLOT "query/embedder"
+
+static void embedder_free(void *p)
+{
+    kb_embedder_free(p);
+}
+
 /* The embedder to use: the caller's, else the store's default one. */
 static kb_rc query_embedder(kb_store *store, kb_embedder **emb, kb_err *err)
 {
     if (*emb)
         return KB_OK;
-    if (!store->emb) {
-        kb_rc rc = kb_embedder_open_default(&store->emb, err);
+    kb_embedder *e = kb_store_slot_get(store, EMBEDDER_SLOT);
+    if (!e) {
+        kb_rc rc = kb_embedder_open_default(&e, err);
+        if (rc == KB_OK)
+            rc = kb_store_slot_set(store, EMBEDDER_SLOT, e, embedder_free, err);
         if (rc != KB_OK)
             return rc;
     }
-    *emb = store->emb;
+    *emb = e;
     return KB_OK;
 }
 
@@ -515,7 +444,7 @@ kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
     for (int pass = 0;; pass++) {
         double t1 = kb_now_ms();
         if (search_lex) {
-            rc = lexical_candidates(store, opts, depth, &lex, err);
+            rc = kb_fts_search(store, opts->text, &opts->filter, depth, &lex, err);
             out->lexical_ms += kb_now_ms() - t1;
         }
         if (threaded) {
@@ -531,7 +460,8 @@ kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
             goto out;
         if (search_vec) {
             t1 = kb_now_ms();
-            rc = kb_vec_search(store, job.q, kb_embedder_dim(emb), depth, opts, &vec, err);
+            rc = kb_vec_search(store, job.q, kb_embedder_dim(emb), depth, &opts->filter,
+                               &vec, err);
             out->vector_ms += kb_now_ms() - t1;
             if (rc != KB_OK)
                 goto out;
@@ -573,47 +503,5 @@ out:
     out->took_ms = kb_now_ms() - t0;
     if (rc != KB_OK)
         kb_results_release(out);
-    return rc;
-}
-
-kb_rc kb_results_to_json(const kb_query_opts *opts, const kb_results *r,
-                         kb_buf *out)
-{
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "query", opts->text ? opts->text : "");
-    cJSON_AddStringToObject(root, "mode", kb_mode_name(r->mode));
-    cJSON_AddNumberToObject(root, "took_ms", (double)(int)(r->took_ms * 1000) / 1000.0);
-    cJSON *arr = cJSON_AddArrayToObject(root, "results");
-    for (size_t i = 0; i < r->n; i++) {
-        const kb_result *x = &r->items[i];
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "rank", x->rank);
-        cJSON_AddNumberToObject(o, "score", x->score);
-        cJSON_AddNumberToObject(o, "chunk_id", (double)x->chunk_id);
-        cJSON_AddStringToObject(o, "source", x->source);
-        cJSON_AddStringToObject(o, "title", x->title);
-        cJSON *hp = cJSON_AddArrayToObject(o, "heading_path");
-        for (size_t d = 0; d < x->depth; d++)
-            cJSON_AddItemToArray(hp, cJSON_CreateString(x->heading_path[d]));
-        cJSON_AddStringToObject(o, "url", x->url);
-        cJSON_AddStringToObject(o, "path", x->path);
-        cJSON_AddStringToObject(o, "kind", kb_kind_name(x->kind));
-        cJSON_AddStringToObject(o, "text", x->text);
-        if (x->lexical_rank)
-            cJSON_AddNumberToObject(o, "lexical_rank", x->lexical_rank);
-        else
-            cJSON_AddNullToObject(o, "lexical_rank");
-        if (x->vector_rank)
-            cJSON_AddNumberToObject(o, "vector_rank", x->vector_rank);
-        else
-            cJSON_AddNullToObject(o, "vector_rank");
-        cJSON_AddItemToArray(arr, o);
-    }
-    char *s = cJSON_PrintUnformatted(root);
-    cJSON_Delete(root);
-    if (!s)
-        return KB_ERR_NOMEM;
-    kb_rc rc = kb_buf_puts(out, s);
-    free(s);
     return rc;
 }

@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kb/kb.h"
+#include "index/index.h"
+#include "kb/config.h"
 
 static int cmp(const void *a, const void *b)
 {
@@ -26,7 +27,10 @@ int main(int argc, char **argv)
     kb_err err;
     kb_err_clear(&err);
     kb_embedder *e = NULL;
-    if (kb_embedder_open_local(NULL, (int)threads, &e, &err) != KB_OK) {
+    kb_config cfg;
+    if (kb_config_load(&cfg, &err) != KB_OK ||
+        kb_embedder_open_local(cfg.model_dir, threads ? (int)threads : cfg.threads,
+                               &e, &err) != KB_OK) {
         fprintf(stderr, "bench_embed: %s\n", err.msg);
         return 1;
     }
@@ -78,5 +82,6 @@ int main(int argc, char **argv)
     free(texts);
     free(out);
     kb_embedder_free(e);
+    kb_config_release(&cfg);
     return 0;
 }

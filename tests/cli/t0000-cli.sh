@@ -18,6 +18,20 @@ contains "$out" "unknown option"
 expect_rc 2 kb --kb
 expect_rc 0 kb --version
 
+# the environment: --help lists every variable of the README's table (one
+# table in kb/config.c), a bad number is named, a key is never printed
+expect_rc 0 env KB_EMBED_API_KEY=sk-never-shown "$KB_BIN" --help
+lacks "$out" "sk-never-shown"
+vars=$(sed -n '/^## Configuration/,/^## /s/^| `\([A-Z_]*\)`.*/\1/p' "$KB_TOP/README.md")
+[ "$(echo "$vars" | wc -l)" -ge 14 ] || fail "too few variables in the README: $vars"
+for v in $vars; do
+    contains "$out" "  $v "
+done
+expect_rc 2 env KB_THREADS=lots "$KB_BIN" status
+contains "$out" "bad KB_THREADS 'lots': expected a whole number from 1 to 64"
+expect_rc 2 env KB_EMBED_TIMEOUT_MS=0 "$KB_BIN" query x
+contains "$out" "bad KB_EMBED_TIMEOUT_MS '0'"
+
 # make install: the binary and the manifest it reads when run elsewhere
 dest="$KB_TMP/dest"
 make -s -C "$KB_TOP" install PREFIX=/usr/local DESTDIR="$dest" BUILD="$(basename "$KB_BUILD")" >/dev/null ||

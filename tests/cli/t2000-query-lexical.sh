@@ -76,6 +76,9 @@ expect_rc 2 kb query -k 0 x
 expect_rc 2 kb query --kind poem x
 contains "$out" "unknown kind 'poem'"
 expect_rc 2 kb query --mode fuzzy x
+# --json is the search tool's result: its arguments' rules, its messages
+expect_rc 2 kb query --json -k 51 x
+contains "$out" "search: 'k' must be an integer from 1 to 50, not 51"
 expect_rc 2 kb query
 
 # human output: rank, source, heading path, link; no colour when not a terminal

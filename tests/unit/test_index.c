@@ -1,6 +1,6 @@
 /* test_index.c - the chunker, the FTS5 query builder and identifier forms,
  * the store's schema, and the FAISS C API link (faiss_index_factory). */
-#include "kb/kb_int.h"
+#include "ingest/ingest_int.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

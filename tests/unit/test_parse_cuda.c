@@ -1,6 +1,6 @@
 /* test_parse_cuda.c - kb_parse_cuda on our fixture and small inline sources,
  * and on the real CUDA samples of the mirror. */
-#include "kb/kb.h"
+#include "ingest/ingest_int.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

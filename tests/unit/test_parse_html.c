@@ -1,7 +1,7 @@
 /* test_parse_html.c - kb_parse_html on our fixtures (Sphinx-like, DITA-like,
  * plain, truncated, binary, empty) and on the real mirror: the PTX ISA
  * single page and the two Nsight Compute pages. */
-#include "kb/kb.h"
+#include "ingest/ingest_int.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kb/kb.h"
+#include "ingest/ingest_int.h"
 
 /* ------------------------------------------------------------ helpers */
 

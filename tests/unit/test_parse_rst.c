@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kb/kb.h"
+#include "ingest/ingest_int.h"
 
 static char *fixture_path(const char *name)
 {

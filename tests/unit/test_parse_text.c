@@ -1,6 +1,6 @@
 /* test_parse_text.c - kb_parse_text: the file name as heading, paragraphs
  * as blocks, binary refused; and the mirror's plain-text PTX copy. */
-#include "kb/kb.h"
+#include "ingest/ingest_int.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kb/kb.h"
+#include "ingest/ingest_int.h"
 #include "ingest/parsers_int.h"
 
 static void slug_is(const char *heading, const char *want)

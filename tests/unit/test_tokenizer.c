@@ -12,7 +12,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "kb/kb.h"
+#include "index/index.h"
+#include "kb/config.h"
 
 static char *model_dir;
 static kb_tokenizer *tok;
@@ -26,9 +27,25 @@ static char *fixture(const char *name)
     return kb_buf_detach(&p);
 }
 
+/* The model directory as kb_config resolves it: the one rule the CLI
+ * follows. Caller frees; NULL on a bad environment. */
+static char *config_model_dir(void)
+{
+    kb_config cfg;
+    kb_err err;
+    kb_err_clear(&err);
+    if (kb_config_load(&cfg, &err) != KB_OK) {
+        fprintf(stderr, "%s\n", err.msg);
+        return NULL;
+    }
+    char *dir = kb_strdup(cfg.model_dir);
+    kb_config_release(&cfg);
+    return dir;
+}
+
 static int setup(void **state)
 {
-    model_dir = kb_model_dir();   /* the one rule the CLI follows */
+    model_dir = config_model_dir();
     if (!model_dir)
         return -1;
     if (!*model_dir)

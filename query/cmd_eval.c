@@ -325,8 +325,6 @@ static int add_per_query(cJSON *mo, const kb_eval_qrels *qrels,
 static kb_rc print_json(const kb_eval_qrels *qrels, const mode_run *modes,
                         size_t nmodes, const eval_opts *o, kb_err *err)
 {
-    kb_rc rc = KB_OK;
-    char *text = NULL;
     cJSON *root = cJSON_CreateObject();
     cJSON *jm = NULL;
     if (!root || !cJSON_AddStringToObject(root, "qrels", o->qrels_path) ||
@@ -361,17 +359,10 @@ static kb_rc print_json(const kb_eval_qrels *qrels, const mode_run *modes,
         if (o->verbose && !add_per_query(mo, qrels, m))
             goto nomem;
     }
-    text = cJSON_PrintUnformatted(root);
-    if (!text)
-        goto nomem;
-    printf("%s\n", text);
-    goto out;
+    return kb_cli_print_json(root, err);
 nomem:
-    rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-out:
-    free(text);
     cJSON_Delete(root);
-    return rc;
+    return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
 }
 
 /* ---------------------------------------------------------------- command */
@@ -454,7 +445,7 @@ int cmd_eval(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     kb_err_clear(&emb_err);
     kb_rc emb_rc = KB_OK;
     if (want_vectors) {
-        emb_rc = kb_embedder_open_default(&emb, &emb_err);
+        emb_rc = kb_embedder_open_config(cli->config, &emb, &emb_err);
         if (emb_rc != KB_OK)
             emb = NULL;
     }

@@ -6,6 +6,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* One source of the manifest with its state in the KB (ss NULL: none);
+ * NULL when out of memory. */
+static cJSON *source_json(const kb_source *s, const kb_source_status *ss,
+                          const char *state)
+{
+    cJSON *o = cJSON_CreateObject(), *mir = NULL;
+    int ok = o && cJSON_AddStringToObject(o, "id", s->id) &&
+             cJSON_AddStringToObject(o, "title", s->title) &&
+             cJSON_AddStringToObject(o, "url", s->url) &&
+             cJSON_AddStringToObject(o, "format", s->format) &&
+             cJSON_AddStringToObject(o, "version", s->version) &&
+             (mir = cJSON_AddArrayToObject(o, "mirror")) != NULL;
+    for (size_t j = 0; ok && j < s->nmirror; j++)
+        ok = cJSON_AddItemToArray(mir, cJSON_CreateString(s->mirror[j]));
+    ok = ok && cJSON_AddStringToObject(o, "state", state) &&
+         cJSON_AddNumberToObject(o, "documents", ss ? (double)ss->documents : 0) &&
+         cJSON_AddNumberToObject(o, "chunks", ss ? (double)ss->chunks : 0) &&
+         (!ss || !ss->last_error ||
+          cJSON_AddStringToObject(o, "last_error", ss->last_error));
+    if (!ok) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
 int cmd_sources(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
     const char *manifest_path = NULL;
@@ -17,6 +43,8 @@ int cmd_sources(int argc, char **argv, const kb_cli *cli, const kb_command *self
     kb_err err;
     kb_err_clear(&err);
     kb_manifest m;
+    if (!manifest_path)
+        manifest_path = cli->config->manifest;   /* KB_MANIFEST */
     char *path = manifest_path ? kb_strdup(manifest_path) : kb_manifest_default_path();
     kb_rc rc = kb_manifest_load(path, &m, &err);
     free(path);
@@ -43,21 +71,12 @@ int cmd_sources(int argc, char **argv, const kb_cli *cli, const kb_command *self
         const char *state = !ss || !ss->last_ingest ? "new"
                             : ss->last_error ? "failed" : "ingested";
         if (json) {
-            cJSON *o = cJSON_CreateObject();
-            cJSON_AddStringToObject(o, "id", s->id);
-            cJSON_AddStringToObject(o, "title", s->title);
-            cJSON_AddStringToObject(o, "url", s->url);
-            cJSON_AddStringToObject(o, "format", s->format);
-            cJSON_AddStringToObject(o, "version", s->version);
-            cJSON *mir = cJSON_AddArrayToObject(o, "mirror");
-            for (size_t j = 0; j < s->nmirror; j++)
-                cJSON_AddItemToArray(mir, cJSON_CreateString(s->mirror[j]));
-            cJSON_AddStringToObject(o, "state", state);
-            cJSON_AddNumberToObject(o, "documents", ss ? (double)ss->documents : 0);
-            cJSON_AddNumberToObject(o, "chunks", ss ? (double)ss->chunks : 0);
-            if (ss && ss->last_error)
-                cJSON_AddStringToObject(o, "last_error", ss->last_error);
-            cJSON_AddItemToArray(arr, o);
+            cJSON *o = source_json(s, ss, state);
+            if (!cJSON_AddItemToArray(arr, o)) {
+                cJSON_Delete(o);
+                cJSON_Delete(arr);
+                arr = NULL;   /* out of memory: kb_cli_print_json says so */
+            }
         } else {
             printf("%-32s %-10s %6zu %7zu  %s\n", s->id, state,
                    ss ? ss->documents : 0, ss ? ss->chunks : 0, s->url);
@@ -65,7 +84,11 @@ int cmd_sources(int argc, char **argv, const kb_cli *cli, const kb_command *self
     }
     if (json) {
         cJSON *root = cJSON_CreateObject();
-        cJSON_AddItemToObject(root, "sources", arr);
+        if (!cJSON_AddItemToObject(root, "sources", arr)) {
+            cJSON_Delete(arr);
+            cJSON_Delete(root);
+            root = NULL;
+        }
         rc = kb_cli_print_json(root, &err);
     }
     kb_status_release(&st);

@@ -1,0 +1,103 @@
+/*
+ * index.h - what index/ offers the modules above it (ingest/, query/): the
+ * tokenizer, the lexical index, candidate lists and the vector index. One
+ * section per file. index_int.h holds what only index/ uses.
+ */
+#ifndef KB_INDEX_H
+#define KB_INDEX_H
+
+#include "kb/kb_int.h"
+
+/* ------------------------------------------------------------ tokenizer.c, embedder.c */
+
+/* The WordPiece tokenizer of BERT-style models (all-MiniLM-L6-v2). */
+typedef struct kb_tokenizer kb_tokenizer;
+
+/* Loads vocab.txt. *out is freed with kb_tokenizer_free. */
+kb_rc kb_tokenizer_open(const char *vocab_path, kb_tokenizer **out,
+                        kb_err *err);
+void kb_tokenizer_free(kb_tokenizer *tok);
+/* Token ids of text as the model sees it: [CLS] pieces [SEP], at most max
+ * ids (truncating the pieces, keeping [SEP]). Returns the count in *n. */
+kb_rc kb_tokenizer_encode(const kb_tokenizer *tok, const char *text,
+                          int32_t *ids, size_t max, size_t *n);
+/* Number of word pieces of text without [CLS]/[SEP] and without truncation;
+ * what the chunker sizes chunks by. */
+size_t kb_tokenizer_count(const kb_tokenizer *tok, const char *text);
+
+/* The embedder's tokenizer, NULL for a remote one. */
+const kb_tokenizer *kb_embedder_tokenizer(const kb_embedder *e);
+
+/* ------------------------------------------------------------ vector.c: hits */
+
+/* A hit of one retriever: a chunk and its score (higher is better), and
+ * its place in each candidate list with that list's score (0: not in the
+ * list; for a fused hit, the place of its section, as fusion counted it). */
+typedef struct {
+    int64_t id;
+    double score;
+    int lex_rank, vec_rank;
+    double lex_score, vec_score;
+} kb_hit;
+
+typedef struct {
+    kb_hit *items;
+    size_t n, cap;
+} kb_hits;
+
+kb_rc kb_hits_push(kb_hits *h, int64_t id, double score);
+void kb_hits_release(kb_hits *h);
+
+/* ------------------------------------------------------------ fts.c */
+
+/* The identifier forms of text for the FTS "idents" column: each
+ * identifier-like word (cp.async.bulk, __shfl_down_sync, cudaMemcpyAsync,
+ * sm_90a) as its joined lower-case form and its split parts. */
+kb_rc kb_fts_idents(const char *text, kb_buf *out);
+/* Turns user text into a safe FTS5 MATCH expression: quoted terms OR-ed,
+ * identifiers as phrases of their parts or their joined form. Never a
+ * syntax error. Empty out means nothing searchable. */
+kb_rc kb_fts_build_match(const char *text, kb_buf *out);
+/* The depth best chunks for text by BM25 (heading columns above the body),
+ * restricted to what filter allows (NULL: all), appended to out with their
+ * lexical rank and score. Text that holds nothing searchable finds none. */
+kb_rc kb_fts_search(kb_store *store, const char *text, const kb_filter *filter,
+                    size_t depth, kb_hits *out, kb_err *err);
+/* Indexes one chunk (rowid = chunk id): title is the chunk's own section
+ * title, heading the whole heading path. */
+kb_rc kb_fts_add(kb_store *store, int64_t chunk_id, const char *title,
+                 const char *heading, const char *body, kb_err *err);
+
+/* ------------------------------------------------------------ vector.c */
+
+/* Checks that emb is the embedder the KB's vectors were made with (or
+ * records it when the KB has none yet and record is set). */
+kb_rc kb_vec_check_embedder(kb_store *store, const kb_embedder *emb,
+                            int record, kb_err *err);
+/* Embeds every chunk that has no vector yet, in batches, each batch in
+ * its own transaction (an interrupted pass resumes where it stopped);
+ * then writes the vector index file. */
+kb_rc kb_vec_embed_pending(kb_store *store, kb_embedder *emb,
+                           kb_ingest_progress_fn progress, void *ctx,
+                           size_t *embedded, kb_err *err);
+/* Drops every vector (for a re-embedding with another model). */
+kb_rc kb_vec_clear(kb_store *store, kb_err *err);
+/* Sets *count to the number of chunks that have a vector (a table scan);
+ * fails on a database error. kb_vec_any says whether any has one (cheap). */
+kb_rc kb_vec_count(kb_store *store, size_t *count, kb_err *err);
+int kb_vec_any(kb_store *store);
+/* The k nearest chunks to the L2-normalised q (inner product), restricted
+ * to the chunks the filter allows (NULL: all). Loads (or rebuilds) the index on
+ * first use and keeps it with the store. */
+kb_rc kb_vec_search(kb_store *store, const float *q, int dim, size_t k,
+                    const kb_filter *filter, kb_hits *out, kb_err *err);
+/* Sets the FAISS factory string the index is built with ("Flat",
+ * "HNSW32"); a change starts a new index file. */
+kb_rc kb_vec_set_index_kind(kb_store *store, const char *kind, kb_err *err);
+/* Builds the FAISS index from SQLite and writes it (atomically). When only
+ * the write fails, the built index stays loaded with the store and the
+ * write's error is returned. */
+kb_rc kb_vec_rebuild(kb_store *store, kb_err *err);
+void kb_vec_release(kb_store *store);
+
+#endif

@@ -1,0 +1,136 @@
+/*
+ * ingest_int.h - ingest's internals, one section per file: the parsed
+ * document every parser fills, the parsers, the chunker. The CLI and the
+ * servers reach ingest through kb_ingest_run (kb.h).
+ */
+#ifndef KB_INGEST_INT_H
+#define KB_INGEST_INT_H
+
+#include "index/index.h"
+
+/* ------------------------------------------------------------ doc.c */
+
+#define KB_MAX_HEADING_DEPTH 12
+
+/* A link of a paper record, by label: "paper", "code", "blog", ... */
+typedef struct {
+    char *label;
+    char *url;
+} kb_link;
+
+/* One entry of a literature list. */
+typedef struct {
+    char *date;        /* "YYYY-MM" (from "[MM/YYYY]"), or "" */
+    char *title;
+    kb_link *links;
+    size_t nlinks;
+} kb_paper;
+
+/* One block of a parsed document: a paragraph run, a code block, a table,
+ * a list, or a paper record, under the heading path where it appeared.
+ * heading[0] is the document's top heading. anchor is the deep-link anchor
+ * of the innermost heading that has one ("" if none). */
+typedef struct {
+    kb_kind kind;
+    char *heading[KB_MAX_HEADING_DEPTH];
+    size_t depth;
+    char *anchor;
+    char *text;
+    kb_paper *paper;   /* KB_KIND_PAPER only */
+} kb_block;
+
+/* A parsed document. Parsers fill it through kb_doc_heading / kb_doc_add /
+ * kb_doc_add_paper; the chunker reads blocks. All strings are owned by the
+ * doc and freed by kb_doc_release. */
+typedef struct {
+    char *title;                                 /* may be NULL */
+    kb_block *blocks;
+    size_t nblocks, capblocks;
+    /* the current heading stack */
+    char *stack[KB_MAX_HEADING_DEPTH];
+    char *stack_anchor[KB_MAX_HEADING_DEPTH];
+    size_t depth;
+} kb_doc;
+
+void kb_doc_init(kb_doc *doc);
+void kb_doc_release(kb_doc *doc);
+/* Opens a section at level (1 = top). Deeper open sections close; a level
+ * deeper than depth+1 nests directly under the current one. anchor may be
+ * NULL or "". The first level-1 heading also becomes the title if unset. */
+kb_rc kb_doc_heading(kb_doc *doc, int level, const char *title,
+                     const char *anchor);
+/* Adds a block of text/code/table under the current section. Text is copied;
+ * empty or all-blank text is ignored. */
+kb_rc kb_doc_add(kb_doc *doc, kb_kind kind, const char *text, size_t len);
+/* Adds a paper record under the current section (kind paper). The paper's
+ * strings are copied. */
+kb_rc kb_doc_add_paper(kb_doc *doc, const kb_paper *paper);
+void kb_paper_release(kb_paper *p);
+
+/* ------------------------------------------------------------ parsers.c */
+
+/* Every parser takes the raw bytes of one document and fills doc. path is
+ * the document's path or URL, for messages and for formats that depend on
+ * the file name. A parser never fails on merely odd input (it recovers);
+ * it fails with KB_ERR_PARSE on input that is not its format at all (for
+ * example binary data given as HTML). */
+typedef kb_rc (*kb_parse_fn)(const char *data, size_t len, const char *path,
+                             kb_doc *doc, kb_err *err);
+
+kb_rc kb_parse_html(const char *data, size_t len, const char *path,
+                    kb_doc *doc, kb_err *err);
+/* CommonMark + tables. List items of the form "[MM/YYYY] Title [[label]](url)
+ * | ..." become paper records. */
+kb_rc kb_parse_markdown(const char *data, size_t len, const char *path,
+                        kb_doc *doc, kb_err *err);
+kb_rc kb_parse_rst(const char *data, size_t len, const char *path,
+                   kb_doc *doc, kb_err *err);
+/* .cu/.cuh/.h/.cpp: the leading comment, then one code block per function
+ * with its preceding comment. */
+kb_rc kb_parse_cuda(const char *data, size_t len, const char *path,
+                    kb_doc *doc, kb_err *err);
+kb_rc kb_parse_text(const char *data, size_t len, const char *path,
+                    kb_doc *doc, kb_err *err);
+/* Picks a parser from the file name (extension), else from format hint
+ * ("html", "markdown", "rst", "cuda-source", "text"), else by sniffing.
+ * Returns NULL for a file kb does not ingest (images, binaries). */
+kb_parse_fn kb_parser_for(const char *path, const char *format_hint);
+/* The GitHub-style slug of a heading ("Loop Counters: Signed" ->
+ * "loop-counters-signed"). Caller frees. */
+char *kb_slugify(const char *heading);
+
+/* ------------------------------------------------------------ chunk.c */
+
+typedef struct {
+    kb_kind kind;
+    size_t depth;          /* of the heading path (the first block's, or one
+                              less for tiny sibling sections merged) */
+    char *heading_json;    /* JSON array of the heading path */
+    char *heading_text;    /* "A > B > C", what the FTS heading column gets */
+    char *anchor;
+    char *text;
+    int tokens;            /* word pieces, including the heading prefix */
+    const kb_paper *paper; /* borrowed from the doc, KB_KIND_PAPER only */
+    const kb_block *first; /* borrowed: the first block, for its heading */
+} kb_chunk;
+
+typedef struct {
+    kb_chunk *items;
+    size_t n, cap;
+} kb_chunks;
+
+/* The encoder's window (KB_TOK_MAX_LEN, 256 pieces) less the [CLS] and
+ * [SEP] it adds: a chunk this long is embedded whole. */
+#define KB_CHUNK_MAX_TOKENS 254
+
+/* Counts word pieces: with tok, exactly; without, an estimate that follows
+ * BERT's pre-tokenisation (words, punctuation, long words in pieces). */
+size_t kb_chunk_count_tokens(const kb_tokenizer *tok, const char *text);
+/* Splits doc into chunks of at most max_tokens word pieces each, including
+ * the heading-path prefix the embedder sees. Borrowed pointers in the
+ * chunks point into doc: release the chunks before the doc. */
+kb_rc kb_chunk_doc(const kb_doc *doc, const kb_tokenizer *tok, int max_tokens,
+                   kb_chunks *out, kb_err *err);
+void kb_chunks_release(kb_chunks *c);
+
+#endif

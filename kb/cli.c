@@ -1,0 +1,89 @@
+/* cli.c - what the command files share: usage and errors printed alike,
+ * the KB of the command line, plain options, JSON on stdout. */
+#include "kb/cli.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void kb_cli_usage(const kb_command *cmd, int to_stderr)
+{
+    FILE *f = to_stderr ? stderr : stdout;
+    fprintf(f, "usage: %s\n\n%s.\n", cmd->usage, cmd->summary);
+    if (cmd->help && *cmd->help)
+        fprintf(f, "\noptions:\n%s", cmd->help);
+}
+
+kb_rc kb_cli_print_json(cJSON *root, kb_err *err)
+{
+    char *s = root ? cJSON_PrintUnformatted(root) : NULL;
+    cJSON_Delete(root);
+    if (!s)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory printing JSON");
+    puts(s);
+    free(s);
+    return KB_OK;
+}
+
+int kb_cli_fail(const kb_err *err)
+{
+    fprintf(stderr, "kb: %s\n", err->msg[0] ? err->msg : kb_rc_name(err->rc));
+    return kb_rc_exit_status(err->rc);
+}
+
+int kb_cli_usage_error(const kb_command *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "kb %s: ", cmd->name);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\nusage: %s\n", cmd->usage);
+    va_end(ap);
+    return 2;
+}
+
+kb_rc kb_cli_open_store(const kb_cli *cli, int flags, kb_store **store,
+                        kb_err *err)
+{
+    char *dir = kb_store_default_dir(cli->kb_dir);
+    if (!dir)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    kb_rc rc = kb_store_open(dir, flags, store, err);
+    free(dir);
+    return rc;
+}
+
+int kb_cli_parse_plain(int argc, char **argv, const kb_command *self,
+                       const char *option, const char **value, int *json)
+{
+    struct option longopts[3] = { { "json", no_argument, NULL, 'j' } };
+    if (option)
+        longopts[1] = (struct option){ option, required_argument, NULL, 'o' };
+    int c;
+    *json = 0;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        if (c == 'j')
+            *json = 1;
+        else if (c == 'o')
+            *value = optarg;
+        else
+            return kb_cli_usage_error(self, "unknown option '%s'", argv[optind - 1]);
+    }
+    if (optind < argc)
+        return kb_cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
+    return 0;
+}
+
+int kb_cli_wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            return 0;
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+            return 1;
+    }
+    return 0;
+}

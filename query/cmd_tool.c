@@ -1,0 +1,23 @@
+/* cmd_tool.c - the --json of the commands that are tools (kb query, get,
+ * papers, status): one call of the tool table, printed. */
+#include "kb/cli.h"
+
+int cmd_tool_json(const kb_cli *cli, const char *tool, cJSON *args)
+{
+    kb_err err;
+    kb_err_clear(&err);
+    kb_store *store = NULL;
+    cJSON *out = NULL;
+    kb_rc rc = args ? KB_OK : kb_err_set(&err, KB_ERR_NOMEM, "out of memory");
+    if (rc == KB_OK)
+        rc = kb_cli_open_store(cli, KB_STORE_READONLY, &store, &err);
+    if (rc == KB_OK) {
+        kb_tool_ctx ctx = { .store = store, .emb = NULL };
+        rc = kb_tool_call(&ctx, tool, args, &out, &err);
+    }
+    if (rc == KB_OK)
+        rc = kb_cli_print_json(out, &err);
+    cJSON_Delete(args);
+    kb_store_close(store);
+    return rc == KB_OK ? 0 : kb_cli_fail(&err);
+}

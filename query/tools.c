@@ -1,0 +1,835 @@
+/* tools.c - the tool table (kb.h, "tools"): search, get, papers and status
+ * with their schemas and handlers, the arguments' checker, and the result
+ * objects made with cJSON. */
+#include "kb/kb.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+#define SEARCH_K_MAX 50
+#define QUERY_MAX_CHARS 65536
+#define JSON_INT_MAX 9007199254740991.0   /* 2^53 - 1: exact in a double */
+
+/* ---------------------------------------------------------------- schemas */
+
+#define KINDS_ENUM "[\"text\",\"code\",\"table\",\"paper\",\"skill\"]"
+#define MODES_ENUM "[\"hybrid\",\"lexical\",\"vector\"]"
+
+/* One result of search and get: DESIGN.md's `kb query --json` fields. */
+#define RESULT_SCHEMA \
+    "{\"type\":\"object\",\"properties\":{" \
+    "\"rank\":{\"type\":\"integer\",\"minimum\":1}," \
+    "\"score\":{\"type\":\"number\",\"description\":\"higher is better; " \
+        "comparable within one result list only\"}," \
+    "\"chunk_id\":{\"type\":\"integer\",\"minimum\":1,\"description\":" \
+        "\"the chunk's id, for get\"}," \
+    "\"source\":{\"type\":\"string\",\"description\":\"the source's id " \
+        "(the status tool lists them)\"}," \
+    "\"title\":{\"type\":\"string\",\"description\":\"the document's title\"}," \
+    "\"heading_path\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}," \
+        "\"description\":\"section titles from the document's top down to " \
+        "the chunk; for a paper the list's sections, then its title\"}," \
+    "\"url\":{\"type\":\"string\",\"description\":\"a deep link to the " \
+        "section (with #anchor); cite it\"}," \
+    "\"path\":{\"type\":\"string\",\"description\":\"the file relative to " \
+        "the mirror root, a local file's path, or empty\"}," \
+    "\"kind\":{\"type\":\"string\",\"enum\":" KINDS_ENUM "}," \
+    "\"text\":{\"type\":\"string\",\"description\":\"the chunk's text, or " \
+        "a snippet of it\"}," \
+    "\"lexical_rank\":{\"type\":[\"integer\",\"null\"],\"description\":" \
+        "\"place in the keyword (BM25) list; null when not in it\"}," \
+    "\"vector_rank\":{\"type\":[\"integer\",\"null\"],\"description\":" \
+        "\"place in the embedding list; null when not in it\"}}," \
+    "\"required\":[\"rank\",\"score\",\"chunk_id\",\"source\",\"title\"," \
+        "\"heading_path\",\"url\",\"path\",\"kind\",\"text\",\"lexical_rank\"," \
+        "\"vector_rank\"]," \
+    "\"additionalProperties\":false}"
+
+#define RESULTS_SCHEMA \
+    "{\"type\":\"object\",\"properties\":{" \
+    "\"query\":{\"type\":\"string\"}," \
+    "\"mode\":{\"type\":\"string\",\"enum\":" MODES_ENUM "}," \
+    "\"took_ms\":{\"type\":\"number\"}," \
+    "\"results\":{\"type\":\"array\",\"items\":" RESULT_SCHEMA "}}," \
+    "\"required\":[\"query\",\"mode\",\"took_ms\",\"results\"]," \
+    "\"additionalProperties\":false}"
+
+static const char search_input[] =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"query\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":"
+        STR(QUERY_MAX_CHARS) ",\"description\":\"what to look for: a "
+        "question, words, or an identifier such as cp.async.bulk.tensor or "
+        "__shfl_down_sync\"},"
+    "\"k\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":" STR(SEARCH_K_MAX)
+        ",\"default\":10,\"description\":\"how many results\"},"
+    "\"mode\":{\"type\":\"string\",\"enum\":" MODES_ENUM ",\"default\":"
+        "\"hybrid\",\"description\":\"hybrid fuses keyword and embedding "
+        "ranks (a KB without vectors answers lexical); lexical: keywords "
+        "(BM25) only; vector: embeddings only\"},"
+    "\"sources\":{\"type\":\"array\",\"items\":{\"type\":\"string\","
+        "\"minLength\":1},\"maxItems\":" STR(KB_FILTER_MAX_SOURCES) ","
+        "\"description\":\"only results from these source ids\"},"
+    "\"kinds\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":"
+        KINDS_ENUM "},\"description\":\"only results of these kinds\"},"
+    "\"snippet\":{\"type\":\"boolean\",\"default\":false,\"description\":"
+        "\"true: each text is a window of about 320 bytes around the first "
+        "query word; false: the whole chunk\"}},"
+    "\"required\":[\"query\"],\"additionalProperties\":false}";
+
+static const char get_input[] =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"chunk_id\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":"
+        "9007199254740991,\"description\":\"a search result's chunk_id\"},"
+    "\"section\":{\"type\":\"boolean\",\"default\":false,\"description\":"
+        "\"true: every chunk of the chunk's section, in document order\"}},"
+    "\"required\":[\"chunk_id\"],\"additionalProperties\":false}";
+
+static const char papers_input[] =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"section\":{\"type\":\"string\",\"description\":\"only papers whose "
+        "section path contains this text (case-insensitive)\"}},"
+    "\"required\":[],\"additionalProperties\":false}";
+
+static const char papers_output[] =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"papers\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
+    "\"properties\":{"
+        "\"chunk_id\":{\"type\":\"integer\",\"minimum\":1},"
+        "\"date\":{\"type\":\"string\",\"description\":\"as the list gives "
+            "it, e.g. 2024-03\"},"
+        "\"title\":{\"type\":\"string\"},"
+        "\"section\":{\"type\":\"string\",\"description\":\"the list's "
+            "section path, joined by ' > '\"},"
+        "\"links\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"
+            "\"string\"},\"description\":\"URLs by label: paper, code, "
+            "blog, ...\"}},"
+    "\"required\":[\"chunk_id\",\"date\",\"title\",\"section\",\"links\"],"
+    "\"additionalProperties\":false}}},"
+    "\"required\":[\"papers\"],\"additionalProperties\":false}";
+
+static const char status_input[] =
+    "{\"type\":\"object\",\"properties\":{},\"required\":[],"
+    "\"additionalProperties\":false}";
+
+static const char status_output[] =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"kb\":{\"type\":\"string\",\"description\":\"the KB's directory\"},"
+    "\"schema_version\":{\"type\":\"integer\"},"
+    "\"documents\":{\"type\":\"integer\",\"minimum\":0},"
+    "\"chunks\":{\"type\":\"integer\",\"minimum\":0},"
+    "\"papers\":{\"type\":\"integer\",\"minimum\":0},"
+    "\"embeddings\":{\"type\":\"integer\",\"minimum\":0},"
+    "\"embedder\":{\"type\":\"string\",\"description\":\"what made the "
+        "vectors; empty when the KB has none (search answers lexical)\"},"
+    "\"disk_bytes\":{\"type\":\"integer\",\"minimum\":0},"
+    "\"sources\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
+    "\"properties\":{"
+        "\"id\":{\"type\":\"string\",\"description\":\"what search's "
+            "sources filter takes\"},"
+        "\"title\":{\"type\":\"string\"},"
+        "\"url\":{\"type\":\"string\"},"
+        "\"documents\":{\"type\":\"integer\",\"minimum\":0},"
+        "\"chunks\":{\"type\":\"integer\",\"minimum\":0},"
+        "\"papers\":{\"type\":\"integer\",\"minimum\":0},"
+        "\"last_ingest\":{\"type\":\"integer\",\"description\":\"unix time; "
+            "0: never\"},"
+        "\"last_error\":{\"type\":[\"string\",\"null\"],\"description\":"
+            "\"why the last ingest failed; null if it did not\"}},"
+    "\"required\":[\"id\",\"title\",\"url\",\"documents\",\"chunks\","
+        "\"papers\",\"last_ingest\",\"last_error\"],"
+    "\"additionalProperties\":false}}},"
+    "\"required\":[\"kb\",\"schema_version\",\"documents\",\"chunks\","
+        "\"papers\",\"embeddings\",\"embedder\",\"disk_bytes\",\"sources\"],"
+    "\"additionalProperties\":false}";
+
+/* ---------------------------------------------------------------- results */
+
+/* Result objects are built through these: a call that cannot allocate
+ * clears *ok, and the calls after it do nothing (sticky, like a kb_rc
+ * chain); finish() checks once at the end. */
+static void put_string(cJSON *o, const char *key, const char *s, int *ok)
+{
+    if (*ok && !cJSON_AddStringToObject(o, key, s ? s : ""))
+        *ok = 0;
+}
+
+static void put_number(cJSON *o, const char *key, double x, int *ok)
+{
+    if (*ok && !cJSON_AddNumberToObject(o, key, x))
+        *ok = 0;
+}
+
+/* A rank, or null for 0 (not in that list). */
+static void put_rank(cJSON *o, const char *key, int rank, int *ok)
+{
+    if (*ok && !(rank ? cJSON_AddNumberToObject(o, key, rank)
+                      : cJSON_AddNullToObject(o, key)))
+        *ok = 0;
+}
+
+static void put_item(cJSON *o, const char *key, cJSON *item, int *ok)
+{
+    if (!*ok || !cJSON_AddItemToObject(o, key, item)) {
+        cJSON_Delete(item);
+        *ok = 0;
+    }
+}
+
+static cJSON *put_array(cJSON *o, const char *key, int *ok)
+{
+    cJSON *a = *ok ? cJSON_AddArrayToObject(o, key) : NULL;
+    if (!a)
+        *ok = 0;
+    return a;
+}
+
+/* A new object appended to array a. */
+static cJSON *push_object(cJSON *a, int *ok)
+{
+    cJSON *x = *ok ? cJSON_CreateObject() : NULL;
+    if (!*ok || !cJSON_AddItemToArray(a, x)) {
+        cJSON_Delete(x);
+        *ok = 0;
+        return NULL;
+    }
+    return x;
+}
+
+static void push_string(cJSON *a, const char *s, int *ok)
+{
+    cJSON *x = *ok ? cJSON_CreateString(s ? s : "") : NULL;
+    if (!*ok || !cJSON_AddItemToArray(a, x)) {
+        cJSON_Delete(x);
+        *ok = 0;
+    }
+}
+
+static kb_rc finish(cJSON *root, int ok, cJSON **out, kb_err *err)
+{
+    if (ok && root) {
+        *out = root;
+        return KB_OK;
+    }
+    cJSON_Delete(root);
+    return kb_err_set(err, KB_ERR_NOMEM, "out of memory making JSON");
+}
+
+/* DESIGN.md's `kb query --json` object for r. */
+static kb_rc results_json(const char *query, const kb_results *r, cJSON **out,
+                          kb_err *err)
+{
+    cJSON *root = cJSON_CreateObject();
+    int ok = root != NULL;
+    put_string(root, "query", query, &ok);
+    put_string(root, "mode", kb_mode_name(r->mode), &ok);
+    put_number(root, "took_ms", (double)(int)(r->took_ms * 1000) / 1000.0, &ok);
+    cJSON *arr = put_array(root, "results", &ok);
+    for (size_t i = 0; ok && i < r->n; i++) {
+        const kb_result *x = &r->items[i];
+        cJSON *o = push_object(arr, &ok);
+        put_number(o, "rank", x->rank, &ok);
+        put_number(o, "score", x->score, &ok);
+        put_number(o, "chunk_id", (double)x->chunk_id, &ok);
+        put_string(o, "source", x->source, &ok);
+        put_string(o, "title", x->title, &ok);
+        cJSON *hp = put_array(o, "heading_path", &ok);
+        for (size_t d = 0; d < x->depth; d++)
+            push_string(hp, x->heading_path[d], &ok);
+        put_string(o, "url", x->url, &ok);
+        put_string(o, "path", x->path, &ok);
+        put_string(o, "kind", kb_kind_name(x->kind), &ok);
+        put_string(o, "text", x->text, &ok);
+        put_rank(o, "lexical_rank", x->lexical_rank, &ok);
+        put_rank(o, "vector_rank", x->vector_rank, &ok);
+    }
+    return finish(root, ok, out, err);
+}
+
+/* ---------------------------------------------------------------- handlers */
+
+/* Handlers read arguments kb_tool_run has checked against their schema:
+ * absent ones take the schema's default. */
+static const char *arg_string(const cJSON *args, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static double arg_number(const cJSON *args, const char *key, double dflt)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+static int arg_bool(const cJSON *args, const char *key, int dflt)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, key);
+    return cJSON_IsBool(v) ? cJSON_IsTrue(v) : dflt;
+}
+
+static kb_rc tool_search(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
+                         kb_err *err)
+{
+    kb_query_opts opts;
+    kb_query_opts_init(&opts);
+    opts.text = arg_string(args, "query");
+    opts.k = (int)arg_number(args, "k", 10);
+    opts.snippet = arg_bool(args, "snippet", 0);
+    const char *mode = arg_string(args, "mode");
+    if (mode && kb_mode_parse(mode, &opts.mode) != 0)
+        return kb_err_set(err, KB_ERR_INTERNAL, "search: mode '%s' passed the "
+                          "schema but is no mode", mode);
+    const cJSON *v;
+    cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(args, "sources"))
+        if (opts.filter.nsources < KB_FILTER_MAX_SOURCES)   /* maxItems */
+            opts.filter.sources[opts.filter.nsources++] = v->valuestring;
+    cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(args, "kinds")) {
+        kb_kind kind;
+        if (kb_kind_parse(v->valuestring, &kind) != 0)
+            return kb_err_set(err, KB_ERR_INTERNAL, "search: kind '%s' passed "
+                              "the schema but is no kind", v->valuestring);
+        opts.filter.kinds |= 1u << kind;
+    }
+    kb_results res;
+    kb_rc rc = kb_query_run(ctx->store, ctx->emb, &opts, &res, err);
+    if (rc == KB_OK)
+        rc = results_json(opts.text, &res, out, err);
+    kb_results_release(&res);
+    return rc;
+}
+
+/* The object of search, its query the chunk id: what `kb get --json` has
+ * always printed (mode and took_ms say nothing here). */
+static kb_rc tool_get(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
+                      kb_err *err)
+{
+    int64_t id = (int64_t)arg_number(args, "chunk_id", 0);
+    char query[32];
+    snprintf(query, sizeof query, "%lld", (long long)id);
+    kb_results res;
+    kb_rc rc = kb_get_chunk(ctx->store, id, arg_bool(args, "section", 0), &res,
+                            err);
+    if (rc == KB_OK)
+        rc = results_json(query, &res, out, err);
+    kb_results_release(&res);
+    return rc;
+}
+
+static kb_rc tool_papers(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
+                         kb_err *err)
+{
+    kb_paper_list list;
+    kb_rc rc = kb_papers_list(ctx->store, arg_string(args, "section"), &list, err);
+    if (rc != KB_OK)
+        return rc;
+    cJSON *root = cJSON_CreateObject();
+    int ok = root != NULL;
+    cJSON *arr = put_array(root, "papers", &ok);
+    for (size_t i = 0; ok && i < list.n; i++) {
+        const kb_paper_row *p = &list.items[i];
+        cJSON *o = push_object(arr, &ok);
+        put_number(o, "chunk_id", (double)p->chunk_id, &ok);
+        put_string(o, "date", p->date, &ok);
+        put_string(o, "title", p->title, &ok);
+        put_string(o, "section", p->section, &ok);
+        cJSON *links = cJSON_Parse(p->links_json);
+        if (!cJSON_IsObject(links)) {   /* written by ingest: never, but safe */
+            cJSON_Delete(links);
+            links = cJSON_CreateObject();
+        }
+        put_item(o, "links", links, &ok);
+    }
+    kb_paper_list_release(&list);
+    return finish(root, ok, out, err);
+}
+
+static kb_rc tool_status(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
+                         kb_err *err)
+{
+    kb_status st;
+    kb_rc rc = kb_store_status(ctx->store, &st, err);
+    if (rc != KB_OK)
+        return rc;
+    cJSON *root = cJSON_CreateObject();
+    int ok = root != NULL;
+    put_string(root, "kb", kb_store_dir(ctx->store), &ok);
+    put_number(root, "schema_version", st.schema_version, &ok);
+    put_number(root, "documents", (double)st.documents, &ok);
+    put_number(root, "chunks", (double)st.chunks, &ok);
+    put_number(root, "papers", (double)st.papers, &ok);
+    put_number(root, "embeddings", (double)st.embeddings, &ok);
+    put_string(root, "embedder", st.embedder, &ok);
+    put_number(root, "disk_bytes", (double)st.disk_bytes, &ok);
+    cJSON *arr = put_array(root, "sources", &ok);
+    for (size_t i = 0; ok && i < st.n; i++) {
+        const kb_source_status *s = &st.sources[i];
+        cJSON *x = push_object(arr, &ok);
+        put_string(x, "id", s->id, &ok);
+        put_string(x, "title", s->title, &ok);
+        put_string(x, "url", s->url, &ok);
+        put_number(x, "documents", (double)s->documents, &ok);
+        put_number(x, "chunks", (double)s->chunks, &ok);
+        put_number(x, "papers", (double)s->papers, &ok);
+        put_number(x, "last_ingest", (double)s->last_ingest, &ok);
+        if (s->last_error)
+            put_string(x, "last_error", s->last_error, &ok);
+        else if (ok && !cJSON_AddNullToObject(x, "last_error"))
+            ok = 0;
+    }
+    kb_status_release(&st);
+    return finish(root, ok, out, err);
+}
+
+/* ---------------------------------------------------------------- table */
+
+static const kb_tool tools[] = {
+    { "search",
+      "Search the knowledge base of GPU kernel engineering documents (CUDA "
+      "Programming Guide, PTX ISA, Best Practices and architecture tuning "
+      "guides, Nsight Compute, CUTLASS/CuTe docs, exemplar kernels, the "
+      "kernel-generation literature list, the team's skills) for the "
+      "passages that answer a question or define an identifier such as "
+      "cp.async.bulk.tensor or cudaFuncSetAttribute. Use it first when you "
+      "need facts, API or instruction semantics, or optimisation "
+      "techniques, and cite the url of each result you use. Returns up to k "
+      "ranked results, each with its source id, document title, heading "
+      "path, a deep-link url, its kind (text, code, table, paper, skill) "
+      "and its text (the whole chunk, or with snippet a short window); "
+      "filter by sources and kinds, and call get with a result's chunk_id "
+      "and section for the whole section around it.",
+      search_input, RESULTS_SCHEMA, 1, tool_search },
+    { "get",
+      "Fetch one chunk of the knowledge base by the chunk_id that a search "
+      "result gave, or with section every chunk of that chunk's section in "
+      "document order. Use it when a result's text is cut short or the "
+      "passages around it matter. Returns the object search returns, its "
+      "results in document order with rank counting from 1; query holds "
+      "the chunk id, and mode and took_ms carry no information. An unknown "
+      "chunk_id is an error.",
+      get_input, RESULTS_SCHEMA, 1, tool_get },
+    { "papers",
+      "List the paper records of the kernel-generation literature list "
+      "(date, title, section path and links by label such as paper, code, "
+      "blog), in list order, optionally only those whose section path "
+      "contains section. Use it to survey the work on a topic the list has "
+      "a section for; to find papers about a question, use search with "
+      "kinds [\"paper\"] instead. Without a filter it returns every record, "
+      "hundreds of them.",
+      papers_input, papers_output, 1, tool_papers },
+    { "status",
+      "Describe the knowledge base: each source (id, title, url, how many "
+      "documents, chunks and papers, when it was last ingested and the "
+      "last error), the totals, the embedder its vectors were made with "
+      "(empty: none, so search answers lexical) and its size on disk. Use "
+      "it to learn the source ids that search's sources filter takes, or "
+      "whether the KB is empty or stale. Takes no arguments.",
+      status_input, status_output, 1, tool_status },
+};
+
+const kb_tool *kb_tools(size_t *n)
+{
+    *n = sizeof tools / sizeof tools[0];
+    return tools;
+}
+
+const kb_tool *kb_tool_lookup(const kb_tool *table, size_t n, const char *name)
+{
+    for (size_t i = 0; name && i < n; i++)
+        if (strcmp(table[i].name, name) == 0)
+            return &table[i];
+    return NULL;
+}
+
+const kb_tool *kb_tool_find(const char *name)
+{
+    size_t n;
+    const kb_tool *t = kb_tools(&n);
+    return kb_tool_lookup(t, n, name);
+}
+
+/* ---------------------------------------------------------------- checker */
+
+/* The subset of JSON Schema the checker knows; a schema with any other
+ * keyword is refused, so a table never relies on a check that is not
+ * made. */
+static const char *const known_keywords[] = {
+    "type", "properties", "required", "additionalProperties", "items", "enum",
+    "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems",
+    "description", "default", "title", NULL
+};
+
+typedef struct {
+    const char *tool;
+    kb_err *err;
+} checker;
+
+static int is_integer(const cJSON *v)
+{
+    double d = v->valuedouble;
+    return cJSON_IsNumber(v) && isfinite(d) && floor(d) == d &&
+           fabs(d) <= JSON_INT_MAX;
+}
+
+static int has_type(const cJSON *v, const char *type)
+{
+    if (strcmp(type, "string") == 0) return cJSON_IsString(v);
+    if (strcmp(type, "integer") == 0) return is_integer(v);
+    if (strcmp(type, "number") == 0) return cJSON_IsNumber(v) && isfinite(v->valuedouble);
+    if (strcmp(type, "boolean") == 0) return cJSON_IsBool(v);
+    if (strcmp(type, "array") == 0) return cJSON_IsArray(v);
+    if (strcmp(type, "object") == 0) return cJSON_IsObject(v);
+    if (strcmp(type, "null") == 0) return cJSON_IsNull(v);
+    return 0;
+}
+
+/* A type's name in a message: "an integer". */
+static const char *type_phrase(const char *type)
+{
+    if (strcmp(type, "integer") == 0) return "an integer";
+    if (strcmp(type, "array") == 0) return "an array";
+    if (strcmp(type, "object") == 0) return "an object";
+    if (strcmp(type, "boolean") == 0) return "true or false";
+    if (strcmp(type, "null") == 0) return "null";
+    if (strcmp(type, "number") == 0) return "a number";
+    return "a string";
+}
+
+/* What v is, for "..., not X". */
+static const char *kind_of(const cJSON *v)
+{
+    if (cJSON_IsString(v)) return "a string";
+    if (cJSON_IsBool(v)) return "a boolean";
+    if (cJSON_IsNumber(v)) return "a number";
+    if (cJSON_IsArray(v)) return "an array";
+    if (cJSON_IsObject(v)) return "an object";
+    if (cJSON_IsNull(v)) return "null";
+    return "invalid JSON";
+}
+
+/* Characters (code points) of a UTF-8 string, as JSON Schema counts. */
+static size_t utf8_chars(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
+static int num_kw(const cJSON *schema, const char *kw, double *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(schema, kw);
+    if (!cJSON_IsNumber(v))
+        return 0;
+    *out = v->valuedouble;
+    return 1;
+}
+
+/* Appends the names in array a (strings), joined by ", ". */
+static kb_rc join_names(kb_buf *b, const cJSON *a)
+{
+    kb_rc rc = KB_OK;
+    int first = 1;
+    const cJSON *x;
+    cJSON_ArrayForEach(x, a) {
+        const char *name = cJSON_IsString(x) ? x->valuestring : x->string;
+        if (rc == KB_OK && !first)
+            rc = kb_buf_puts(b, ", ");
+        if (rc == KB_OK && name)
+            rc = kb_buf_puts(b, name);
+        first = 0;
+    }
+    return rc;
+}
+
+/* What a value of schema must be: "an integer from 1 to 50", "one of
+ * hybrid, lexical, vector", "a non-empty string of at most 65536
+ * characters". */
+static kb_rc describe(const cJSON *schema, kb_buf *b)
+{
+    const cJSON *en = cJSON_GetObjectItemCaseSensitive(schema, "enum");
+    if (cJSON_IsArray(en)) {
+        kb_rc rc = kb_buf_puts(b, "one of ");
+        if (rc == KB_OK)
+            rc = join_names(b, en);
+        return rc;
+    }
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(schema, "type");
+    const char *t = cJSON_IsString(type) ? type->valuestring : NULL;
+    double lo = 0, hi = 0, min_len = 0, max_len = 0;
+    int has_lo = num_kw(schema, "minimum", &lo), has_hi = num_kw(schema, "maximum", &hi);
+    kb_rc rc = KB_OK;
+    if (cJSON_IsArray(type)) {   /* ["integer", "null"] */
+        const cJSON *x;
+        cJSON_ArrayForEach(x, type)
+            if (rc == KB_OK && cJSON_IsString(x))
+                rc = kb_buf_printf(b, "%s%s", x == type->child ? "" : " or ",
+                                   type_phrase(x->valuestring));
+        return rc;
+    }
+    if (!t)
+        return kb_buf_puts(b, "a value");
+    num_kw(schema, "minLength", &min_len);
+    if (strcmp(t, "string") == 0 && min_len >= 1)
+        rc = kb_buf_puts(b, min_len == 1 ? "a non-empty string"
+                                         : "a string");
+    else
+        rc = kb_buf_puts(b, type_phrase(t));
+    if (rc == KB_OK && has_lo && has_hi)
+        rc = kb_buf_printf(b, " from %.17g to %.17g", lo, hi);
+    else if (rc == KB_OK && has_lo)
+        rc = kb_buf_printf(b, " of at least %.17g", lo);
+    else if (rc == KB_OK && has_hi)
+        rc = kb_buf_printf(b, " of at most %.17g", hi);
+    if (rc == KB_OK && min_len > 1)
+        rc = kb_buf_printf(b, " of at least %.17g characters", min_len);
+    if (rc == KB_OK && num_kw(schema, "maxLength", &max_len))
+        rc = kb_buf_printf(b, " of at most %.17g characters", max_len);
+    if (rc == KB_OK && num_kw(schema, "minItems", &lo))
+        rc = kb_buf_printf(b, " of at least %.17g items", lo);
+    if (rc == KB_OK && num_kw(schema, "maxItems", &hi))
+        rc = kb_buf_printf(b, " of at most %.17g items", hi);
+    return rc;
+}
+
+/* Fails with "TOOL: LABEL must be <describe(schema)>, not ACTUAL". */
+static kb_rc must_be(const checker *c, const cJSON *schema, const char *label,
+                     const char *actual)
+{
+    kb_buf want;
+    kb_buf_init(&want, 512);
+    kb_rc rc = describe(schema, &want);
+    if (rc == KB_OK)
+        rc = kb_err_set(c->err, KB_ERR_USAGE, "%s: %s must be %s, not %s", c->tool,
+                        label, want.data, actual);
+    else
+        rc = kb_err_set(c->err, KB_ERR_NOMEM, "out of memory");
+    kb_buf_release(&want);
+    return rc;
+}
+
+static kb_rc schema_error(const checker *c, const char *what)
+{
+    return kb_err_set(c->err, KB_ERR_INTERNAL, "tool '%s': its input schema %s",
+                      c->tool, what);
+}
+
+static kb_rc check_value(const checker *c, const cJSON *schema, const cJSON *v,
+                         const char *path);
+
+/* The members of object v against schema's properties, required and
+ * additionalProperties (false only). */
+static kb_rc check_members(const checker *c, const cJSON *schema, const cJSON *v,
+                           const char *path)
+{
+    const cJSON *props = cJSON_GetObjectItemCaseSensitive(schema, "properties");
+    const cJSON *extra = cJSON_GetObjectItemCaseSensitive(schema, "additionalProperties");
+    if (extra && !cJSON_IsFalse(extra))
+        return schema_error(c, "has an additionalProperties other than false");
+    const cJSON *m;
+    cJSON_ArrayForEach(m, v) {
+        const cJSON *ps = cJSON_GetObjectItemCaseSensitive(props, m->string);
+        char sub[256];
+        snprintf(sub, sizeof sub, "%s%s%s", path, *path ? "." : "", m->string);
+        if (ps) {
+            kb_rc rc = check_value(c, ps, m, sub);
+            if (rc != KB_OK)
+                return rc;
+            continue;
+        }
+        if (!extra)
+            continue;
+        kb_buf names;
+        kb_buf_init(&names, 4096);
+        kb_rc rc = join_names(&names, props);
+        if (rc != KB_OK)
+            rc = kb_err_set(c->err, KB_ERR_NOMEM, "out of memory");
+        else if (*path)
+            rc = kb_err_set(c->err, KB_ERR_USAGE, "%s: unknown key '%.64s' in "
+                            "'%s' (keys: %s)", c->tool, m->string, path,
+                            names.len ? names.data : "none");
+        else if (names.len)
+            rc = kb_err_set(c->err, KB_ERR_USAGE, "%s: unknown argument '%.64s' "
+                            "(arguments: %s)", c->tool, m->string, names.data);
+        else
+            rc = kb_err_set(c->err, KB_ERR_USAGE, "%s: unknown argument '%.64s' "
+                            "(it takes none)", c->tool, m->string);
+        kb_buf_release(&names);
+        return rc;
+    }
+    const cJSON *req;
+    cJSON_ArrayForEach(req, cJSON_GetObjectItemCaseSensitive(schema, "required")) {
+        if (!cJSON_IsString(req))
+            return schema_error(c, "has a required entry that is not a name");
+        if (!cJSON_GetObjectItemCaseSensitive(v, req->valuestring))
+            return *path
+                ? kb_err_set(c->err, KB_ERR_USAGE, "%s: '%s' lacks its key '%s'",
+                             c->tool, path, req->valuestring)
+                : kb_err_set(c->err, KB_ERR_USAGE, "%s: missing argument '%s'",
+                             c->tool, req->valuestring);
+    }
+    return KB_OK;
+}
+
+/* Checks v against schema; path names v in messages ("" for the
+ * arguments themselves, "k", "sources[2]"). */
+static kb_rc check_value(const checker *c, const cJSON *schema, const cJSON *v,
+                         const char *path)
+{
+    if (!cJSON_IsObject(schema))
+        return schema_error(c, "is not a JSON object");
+    const cJSON *kw;
+    cJSON_ArrayForEach(kw, schema) {
+        size_t i = 0;
+        while (known_keywords[i] && strcmp(known_keywords[i], kw->string) != 0)
+            i++;
+        if (!known_keywords[i]) {
+            char what[128];
+            snprintf(what, sizeof what, "uses '%.40s', which the checker "
+                     "does not know", kw->string);
+            return schema_error(c, what);
+        }
+    }
+    char label[288], actual[160];
+    if (*path)
+        snprintf(label, sizeof label, "'%s'", path);
+    else
+        snprintf(label, sizeof label, "the arguments");
+
+    /* type */
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(schema, "type");
+    int typed = !type;
+    if (cJSON_IsString(type)) {
+        typed = has_type(v, type->valuestring);
+    } else if (cJSON_IsArray(type)) {
+        const cJSON *t;
+        cJSON_ArrayForEach(t, type)
+            typed |= cJSON_IsString(t) && has_type(v, t->valuestring);
+    }
+    if (!typed) {
+        if (cJSON_IsNumber(v))
+            snprintf(actual, sizeof actual, "%.17g", v->valuedouble);
+        else
+            snprintf(actual, sizeof actual, "%s", kind_of(v));
+        return must_be(c, schema, label, actual);
+    }
+
+    /* enum (of strings) */
+    const cJSON *en = cJSON_GetObjectItemCaseSensitive(schema, "enum");
+    if (en) {
+        int found = 0;
+        const cJSON *e;
+        cJSON_ArrayForEach(e, en)
+            found |= cJSON_IsString(e) && cJSON_IsString(v) &&
+                     strcmp(e->valuestring, v->valuestring) == 0;
+        if (!found) {
+            if (cJSON_IsString(v))
+                snprintf(actual, sizeof actual, "'%.64s'", v->valuestring);
+            else
+                snprintf(actual, sizeof actual, "%s", kind_of(v));
+            return must_be(c, schema, label, actual);
+        }
+    }
+
+    double lo = 0, hi = 0;
+    if (cJSON_IsNumber(v) &&
+        ((num_kw(schema, "minimum", &lo) && v->valuedouble < lo) ||
+         (num_kw(schema, "maximum", &hi) && v->valuedouble > hi))) {
+        snprintf(actual, sizeof actual, "%.17g", v->valuedouble);
+        return must_be(c, schema, label, actual);
+    }
+    if (cJSON_IsString(v)) {
+        double len = (double)utf8_chars(v->valuestring);
+        if ((num_kw(schema, "minLength", &lo) && len < lo) ||
+            (num_kw(schema, "maxLength", &hi) && len > hi)) {
+            if (len == 0)
+                snprintf(actual, sizeof actual, "an empty string");
+            else
+                snprintf(actual, sizeof actual, "one of %.17g characters", len);
+            return must_be(c, schema, label, actual);
+        }
+    }
+    if (cJSON_IsArray(v)) {
+        double n = (double)cJSON_GetArraySize(v);
+        if ((num_kw(schema, "minItems", &lo) && n < lo) ||
+            (num_kw(schema, "maxItems", &hi) && n > hi)) {
+            snprintf(actual, sizeof actual, "an array of %.17g items", n);
+            return must_be(c, schema, label, actual);
+        }
+        const cJSON *items = cJSON_GetObjectItemCaseSensitive(schema, "items");
+        size_t i = 0;
+        const cJSON *x;
+        cJSON_ArrayForEach(x, v) {
+            char sub[288];
+            snprintf(sub, sizeof sub, "%s[%zu]", path, i++);
+            kb_rc rc = items ? check_value(c, items, x, sub) : KB_OK;
+            if (rc != KB_OK)
+                return rc;
+        }
+    }
+    if (cJSON_IsObject(v))
+        return check_members(c, schema, v, path);
+    return KB_OK;
+}
+
+kb_rc kb_tool_check_args(const kb_tool *tool, const cJSON *args, kb_err *err)
+{
+    checker c = { tool->name, err };
+    /* parsed per call: a few microseconds, and nothing shared between
+     * threads */
+    cJSON *schema = cJSON_Parse(tool->input_schema);
+    kb_rc rc;
+    if (!schema)
+        rc = schema_error(&c, "is not JSON");
+    else if (!args)
+        rc = check_members(&c, schema, NULL, "");
+    else
+        rc = check_value(&c, schema, args, "");
+    cJSON_Delete(schema);
+    return rc;
+}
+
+kb_rc kb_tool_run(const kb_tool *tool, kb_tool_ctx *ctx, const cJSON *args,
+                  cJSON **out, kb_err *err)
+{
+    *out = NULL;
+    kb_rc rc = kb_tool_check_args(tool, args, err);
+    if (rc != KB_OK)
+        return rc;
+    rc = tool->fn(ctx, args, out, err);
+    if (rc == KB_OK && !cJSON_IsObject(*out))
+        rc = kb_err_set(err, KB_ERR_INTERNAL, "tool '%s' made no result object",
+                        tool->name);
+    if (rc != KB_OK) {
+        cJSON_Delete(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+kb_rc kb_tool_call(kb_tool_ctx *ctx, const char *name, const cJSON *args,
+                   cJSON **out, kb_err *err)
+{
+    *out = NULL;
+    const kb_tool *tool = kb_tool_find(name);
+    if (tool)
+        return kb_tool_run(tool, ctx, args, out, err);
+    size_t n;
+    const kb_tool *t = kb_tools(&n);
+    kb_buf names;
+    kb_buf_init(&names, 4096);
+    kb_rc rc = KB_OK;
+    for (size_t i = 0; rc == KB_OK && i < n; i++)
+        rc = kb_buf_printf(&names, "%s%s", i ? ", " : "", t[i].name);
+    if (rc == KB_OK)
+        rc = kb_err_set(err, KB_ERR_USAGE, "unknown tool '%.64s' (tools: %s)",
+                        name ? name : "", names.data);
+    else
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    kb_buf_release(&names);
+    return rc;
+}

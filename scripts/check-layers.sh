@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# check-layers.sh [BUILD] - fails when an include or a call runs against the
+# dependency direction of DESIGN.md's Layout (top down):
+#
+#   kb/main.c, the command files -> serve/ -> generator/ -> query/
+#     -> ingest/ -> index/, skills/ -> kb/
+#
+# - a module calls and includes only its own files and the modules below;
+#   index/ and skills/ stand side by side and use neither the other;
+# - the command layer (kb/main.c, kb/cli.c, */cmd_*.c) is called by nobody
+#   but itself; a command file lives beside the highest module it drives;
+# - kb-verify (generator/verify/) uses only the task model (generator/task.c)
+#   and kb/.
+# Includes are read from the sources; calls from the objects' symbols (nm),
+# so a call through a declaration that hides its origin is caught too.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-build}
+case $build in /*) ;; *) build="$top/$build" ;; esac
+cd "$top"
+
+height() {   # a module's place in the direction
+  case $1 in
+    kb) echo 0 ;; index|skills) echo 2 ;; ingest) echo 3 ;; query) echo 4 ;;
+    generator) echo 5 ;; serve) echo 6 ;; *) echo 99 ;;
+  esac
+}
+is_command() { case $1 in kb/main.*|kb/cli.*|*/cmd_*) return 0 ;; esac; return 1; }
+
+# may FROM (a source or header) use TO? Prints the reason when not.
+why_not() {
+  local from=$1 to=$2 fm tm
+  fm=$(dirname "$from"); tm=$(dirname "$to")
+  [ "$from" = kb/main.c ] && return 0
+  if is_command "$to"; then
+    is_command "$from" || { echo "the command layer"; return; }
+    return 0
+  fi
+  case $from in
+    generator/verify/*)
+      case $to in kb/*|generator/verify/*|generator/task.*) return 0 ;; esac
+      echo "not the task model or kb/"; return ;;
+  esac
+  case $to in generator/verify/*) echo "kb-verify's own"; return ;; esac
+  [ "$fm" = "$tm" ] && return 0
+  local fh th
+  fh=$(height "$fm"); th=$(height "$tm")
+  if [ "$th" -gt "$fh" ]; then echo "above it"
+  elif [ "$th" -eq "$fh" ]; then echo "a neighbour, not below it"
+  fi
+}
+
+fail=0
+complain() { echo "layers: $*" >&2; fail=1; }
+
+# 1. includes of the project's own headers
+for f in $(find kb ingest index skills query generator serve -name '*.[ch]' 2>/dev/null | sort); do
+  while read -r inc; do
+    [ -n "$inc" ] || continue
+    w=$(why_not "$f" "$inc")
+    [ -z "$w" ] || complain "$f includes $inc ($w)"
+  done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f")
+done
+
+# 2. calls: each object's undefined symbols, resolved to the object that
+# defines them
+[ -d "$build/obj" ] || { echo "layers: no objects under $build/obj; run make first" >&2; exit 2; }
+objs=$( (cd "$build/obj" && find . -name '*.o') | sed 's|^\./||' | sort |
+       while read -r o; do if [ -f "${o%.o}.c" ]; then echo "$o"; fi; done)   # not stale ones
+declare -A def
+for o in $objs; do
+  while read -r s; do def[$s]=${o%.o}.c; done < <(nm --defined-only -g "$build/obj/$o" |
+                                                   awk '$2 ~ /^[TDBRCV]$/ {print $3}')
+done
+for o in $objs; do
+  src=${o%.o}.c
+  while read -r s; do
+    d=${def[$s]:-}
+    [ -n "$d" ] && [ "$d" != "$src" ] || continue
+    w=$(why_not "$src" "$d")
+    [ -z "$w" ] || complain "$src calls $s of $d ($w)"
+  done < <(nm -u "$build/obj/$o" | awk '{print $2}')
+done
+[ $fail -eq 0 ] && echo "layers: ok ($(echo "$objs" | wc -w) objects)"
+exit $fail
