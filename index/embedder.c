@@ -169,17 +169,6 @@ kb_rc kb_embedder_open_config(const kb_config *cfg, kb_embedder **out,
     return kb_embedder_open_local(cfg->model_dir, cfg->threads, out, err);
 }
 
-kb_rc kb_embedder_open_default(kb_embedder **out, kb_err *err)
-{
-    kb_config cfg;
-    *out = NULL;
-    kb_rc rc = kb_config_load(&cfg, err);
-    if (rc == KB_OK)
-        rc = kb_embedder_open_config(&cfg, out, err);
-    kb_config_release(&cfg);
-    return rc;
-}
-
 void kb_embedder_free(kb_embedder *e)
 {
     if (!e)

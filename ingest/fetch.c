@@ -7,6 +7,7 @@
  * fetch time and the body's SHA-256. The body is written
  * before the sidecar, so a crash between the two leaves a sidecar whose
  * hash does not match: such an entry is ignored, never served. */
+#include "ingest/ingest_int.h"
 #include "kb/http.h"
 
 #include <cjson/cJSON.h>

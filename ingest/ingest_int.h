@@ -133,4 +133,48 @@ kb_rc kb_chunk_doc(const kb_doc *doc, const kb_tokenizer *tok, int max_tokens,
                    kb_chunks *out, kb_err *err);
 void kb_chunks_release(kb_chunks *c);
 
+/* ------------------------------------------------------------ fetch.c */
+
+typedef struct {
+    long connect_timeout_s;   /* default 10 */
+    long timeout_s;           /* whole transfer, default 60 */
+    long low_speed_time_s;    /* cut off after this long below 1 byte/s,
+                                 default 30 */
+    int max_retries;          /* on 5xx/429/network errors, default 3 */
+    long retry_base_ms;       /* backoff base, doubles each retry, default 500;
+                                 each wait (and Retry-After) capped at 30 s */
+    size_t max_bytes;         /* body cap, default 64 MiB */
+    long max_redirects;       /* default 5 */
+} kb_fetch_opts;
+
+void kb_fetch_opts_default(kb_fetch_opts *opts);
+
+typedef struct {
+    kb_buf body;
+    long status;          /* final HTTP status (200, or 304 served from cache) */
+    int from_cache;       /* 1 if the body came from the cache (304) */
+    char *etag;           /* may be NULL; caller frees via release */
+    char *last_modified;  /* may be NULL */
+    char *effective_url;  /* after redirects */
+    int attempts;         /* requests made (1 + retries) */
+} kb_fetch_result;
+
+void kb_fetch_result_init(kb_fetch_result *r);
+void kb_fetch_result_release(kb_fetch_result *r);
+/* GETs url (http/https only). With cache_dir, a cached copy's ETag/
+ * Last-Modified are sent as conditional headers, a 304 returns the cached
+ * body, and a 200 updates the cache atomically: <cache_dir>/<sha256(url)>
+ * holds the body, <sha256(url)>.json the URL, validators, fetch time and
+ * the body's SHA-256 (a cache entry that does not match is ignored). A
+ * failed fetch leaves the cache as it was. Retries 5xx/429/transient
+ * network errors with backoff (honouring Retry-After); 4xx, an oversized
+ * body and too many redirects fail at once. out must have been through
+ * kb_fetch_result_init; its old contents are released, and the caller
+ * releases it with kb_fetch_result_release (also on failure). Errors are
+ * KB_ERR_NET ("cannot fetch 'URL': HTTP 404"), KB_ERR_USAGE for a URL that
+ * is not http(s), KB_ERR_NOMEM. Thread-safe (one easy handle per call). */
+kb_rc kb_fetch_url(const char *url, const char *cache_dir,
+                   const kb_fetch_opts *opts, kb_fetch_result *out,
+                   kb_err *err);
+
 #endif

@@ -151,50 +151,6 @@ typedef struct {
 /* 1 when the filter lets every chunk through. */
 int kb_filter_is_empty(const kb_filter *f);
 
-/* ------------------------------------------------------------------ fetch */
-
-typedef struct {
-    long connect_timeout_s;   /* default 10 */
-    long timeout_s;           /* whole transfer, default 60 */
-    long low_speed_time_s;    /* cut off after this long below 1 byte/s,
-                                 default 30 */
-    int max_retries;          /* on 5xx/429/network errors, default 3 */
-    long retry_base_ms;       /* backoff base, doubles each retry, default 500;
-                                 each wait (and Retry-After) capped at 30 s */
-    size_t max_bytes;         /* body cap, default 64 MiB */
-    long max_redirects;       /* default 5 */
-} kb_fetch_opts;
-
-void kb_fetch_opts_default(kb_fetch_opts *opts);
-
-typedef struct {
-    kb_buf body;
-    long status;          /* final HTTP status (200, or 304 served from cache) */
-    int from_cache;       /* 1 if the body came from the cache (304) */
-    char *etag;           /* may be NULL; caller frees via release */
-    char *last_modified;  /* may be NULL */
-    char *effective_url;  /* after redirects */
-    int attempts;         /* requests made (1 + retries) */
-} kb_fetch_result;
-
-void kb_fetch_result_init(kb_fetch_result *r);
-void kb_fetch_result_release(kb_fetch_result *r);
-/* GETs url (http/https only). With cache_dir, a cached copy's ETag/
- * Last-Modified are sent as conditional headers, a 304 returns the cached
- * body, and a 200 updates the cache atomically: <cache_dir>/<sha256(url)>
- * holds the body, <sha256(url)>.json the URL, validators, fetch time and
- * the body's SHA-256 (a cache entry that does not match is ignored). A
- * failed fetch leaves the cache as it was. Retries 5xx/429/transient
- * network errors with backoff (honouring Retry-After); 4xx, an oversized
- * body and too many redirects fail at once. out must have been through
- * kb_fetch_result_init; its old contents are released, and the caller
- * releases it with kb_fetch_result_release (also on failure). Errors are
- * KB_ERR_NET ("cannot fetch 'URL': HTTP 404"), KB_ERR_USAGE for a URL that
- * is not http(s), KB_ERR_NOMEM. Thread-safe (one easy handle per call). */
-kb_rc kb_fetch_url(const char *url, const char *cache_dir,
-                   const kb_fetch_opts *opts, kb_fetch_result *out,
-                   kb_err *err);
-
 /* ------------------------------------------------------------------ embeddings */
 
 /* An embedder: text -> L2-normalised float vectors. */
@@ -222,9 +178,6 @@ kb_rc kb_embedder_open_remote(const char *url, const char *model,
  * threads). */
 kb_rc kb_embedder_open_config(const kb_config *cfg, kb_embedder **out,
                               kb_err *err);
-/* kb_embedder_open_config with a configuration loaded from the
- * environment for this call, for callers that were handed none. */
-kb_rc kb_embedder_open_default(kb_embedder **out, kb_err *err);
 void kb_embedder_free(kb_embedder *e);
 int kb_embedder_dim(const kb_embedder *e);
 /* "all-MiniLM-L6-v2" or "remote:<model>". */
@@ -352,6 +305,8 @@ typedef struct {
     int k;                                 /* results wanted, default 10 */
     kb_filter filter;                      /* sources and kinds */
     int snippet;                           /* 1: text is a snippet, 0: whole */
+    const kb_config *config;               /* opens the store's default
+                                              embedder when none is given */
 } kb_query_opts;
 
 void kb_query_opts_init(kb_query_opts *opts);
@@ -465,6 +420,7 @@ typedef struct {
     kb_store *store;       /* the open KB; read-only is enough for query/'s */
     kb_embedder *emb;      /* the query embedder; NULL: the store's default,
                               opened on first use and kept with the store */
+    const kb_config *config;   /* where that default comes from */
 } kb_tool_ctx;
 
 /* A handler: runs the operation with args (an object already checked

@@ -367,16 +367,11 @@ nomem:
 
 /* ---------------------------------------------------------------- command */
 
-int cmd_eval(int argc, char **argv, const kb_cli *cli, const kb_command *self)
+/* Parses the command line into o and the modes wanted (*all, else only).
+ * Returns 0, or the exit status of a usage error it has reported. */
+static int parse_options(int argc, char **argv, const kb_command *self,
+                         eval_opts *o, int *all, kb_mode *only)
 {
-    eval_opts o = { .qrels_path = NULL, .k = 10 };
-    /* the order of the table and of the JSON object */
-    mode_run modes[] = {
-        { .mode = KB_MODE_LEXICAL },
-        { .mode = KB_MODE_VECTOR },
-        { .mode = KB_MODE_HYBRID },
-    };
-    const size_t nmodes = sizeof modes / sizeof modes[0];
     static const struct option longopts[] = {
         { "mode", required_argument, NULL, 'm' },
         { "k", required_argument, NULL, 'k' },
@@ -384,16 +379,16 @@ int cmd_eval(int argc, char **argv, const kb_cli *cli, const kb_command *self)
         { "verbose", no_argument, NULL, 'v' },
         { NULL, 0, NULL, 0 },
     };
-    int all = 1, c;
-    kb_mode only = KB_MODE_HYBRID;
+    int c;
     long k;
+    *all = 1;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":k:v", longopts, NULL)) != -1) {
         switch (c) {
         case 'm':
-            all = strcmp(optarg, "all") == 0;   /* the one name not a kb_mode */
-            if (!all && kb_mode_parse(optarg, &only) != 0)
+            *all = strcmp(optarg, "all") == 0;   /* the one name not a kb_mode */
+            if (!*all && kb_mode_parse(optarg, only) != 0)
                 return kb_cli_usage_error(self, "'%s' is no mode (lexical, "
                                           "vector, hybrid or all)", optarg);
             break;
@@ -401,10 +396,10 @@ int cmd_eval(int argc, char **argv, const kb_cli *cli, const kb_command *self)
             if (kb_parse_long(optarg, 1, 1000, &k) != KB_OK)
                 return kb_cli_usage_error(self, "'%s' is not a cut-off "
                                           "(a number from 1 to 1000)", optarg);
-            o.k = (int)k;
+            o->k = (int)k;
             break;
-        case 'j': o.json = 1; break;
-        case 'v': o.verbose = 1; break;
+        case 'j': o->json = 1; break;
+        case 'v': o->verbose = 1; break;
         case ':':
             return kb_cli_usage_error(self, "option '%s' needs a value",
                                       argv[optind - 1]);
@@ -417,12 +412,75 @@ int cmd_eval(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     if (optind + 1 < argc)
         return kb_cli_usage_error(self, "one qrels file only ('%s' is extra)",
                                   argv[optind + 1]);
-    o.qrels_path = argv[optind];
+    o->qrels_path = argv[optind];
+    return 0;
+}
+
+/* Runs every wanted mode. The embedder is opened only for modes that need
+ * it; if it cannot be had, those modes are unavailable (their err says
+ * why) and the others still run. *emb is the caller's to free. */
+static kb_rc run_modes(kb_store *store, const kb_eval_qrels *qrels,
+                       const eval_opts *o, const kb_cli *cli, mode_run *modes,
+                       size_t nmodes, kb_embedder **emb, kb_err *err)
+{
     int want_vectors = 0;
+    for (size_t i = 0; i < nmodes; i++)
+        want_vectors |= modes[i].wanted && modes[i].mode != KB_MODE_LEXICAL;
+    kb_err emb_err;
+    kb_err_clear(&emb_err);
+    kb_rc emb_rc = KB_OK;
+    if (want_vectors) {
+        emb_rc = kb_embedder_open_config(cli->config, emb, &emb_err);
+        if (emb_rc != KB_OK)
+            *emb = NULL;
+    }
+    for (size_t i = 0; i < nmodes; i++) {
+        mode_run *m = &modes[i];
+        if (!m->wanted)
+            continue;
+        if (m->mode != KB_MODE_LEXICAL && !*emb) {
+            kb_err_set(&m->err, emb_rc != KB_OK ? emb_rc : KB_ERR_MODEL, "%s",
+                       emb_err.msg[0] ? emb_err.msg : "no embedder");
+            continue;
+        }
+        kb_rc rc = run_mode(store, *emb, qrels, o, cli, m, err);
+        if (rc != KB_OK)
+            return rc;
+    }
+    return KB_OK;
+}
+
+/* The first wanted mode when no wanted mode could run, else NULL. */
+static const mode_run *none_ran(const mode_run *modes, size_t nmodes)
+{
+    const mode_run *failed = NULL;
+    for (size_t i = nmodes; i-- > 0;)
+        if (modes[i].wanted) {
+            if (modes[i].available)
+                return NULL;
+            failed = &modes[i];
+        }
+    return failed;
+}
+
+int cmd_eval(int argc, char **argv, const kb_cli *cli, const kb_command *self)
+{
+    eval_opts o = { .qrels_path = NULL, .k = 10 };
+    /* the order of the table and of the JSON object */
+    mode_run modes[] = {
+        { .mode = KB_MODE_LEXICAL },
+        { .mode = KB_MODE_VECTOR },
+        { .mode = KB_MODE_HYBRID },
+    };
+    const size_t nmodes = sizeof modes / sizeof modes[0];
+    int all;
+    kb_mode only = KB_MODE_HYBRID;
+    int usage = parse_options(argc, argv, self, &o, &all, &only);
+    if (usage)
+        return usage;
     for (size_t i = 0; i < nmodes; i++) {
         modes[i].name = kb_mode_name(modes[i].mode);
         modes[i].wanted = all || modes[i].mode == only;
-        want_vectors |= modes[i].wanted && modes[i].mode != KB_MODE_LEXICAL;
         kb_err_clear(&modes[i].err);
     }
 
@@ -433,49 +491,17 @@ int cmd_eval(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     kb_embedder *emb = NULL;
     int status = 0;
     kb_rc rc = kb_eval_qrels_load(o.qrels_path, &qrels, &err);
+    if (rc == KB_OK)
+        rc = kb_cli_open_store(cli, KB_STORE_READONLY, &store, &err);
+    if (rc == KB_OK)
+        rc = run_modes(store, &qrels, &o, cli, modes, nmodes, &emb, &err);
     if (rc != KB_OK)
         goto out;
-    rc = kb_cli_open_store(cli, KB_STORE_READONLY, &store, &err);
-    if (rc != KB_OK)
-        goto out;
-
-    /* the embedder only for modes that need it; if it cannot be had, those
-     * modes are unavailable and the others still run */
-    kb_err emb_err;
-    kb_err_clear(&emb_err);
-    kb_rc emb_rc = KB_OK;
-    if (want_vectors) {
-        emb_rc = kb_embedder_open_config(cli->config, &emb, &emb_err);
-        if (emb_rc != KB_OK)
-            emb = NULL;
-    }
-    for (size_t i = 0; i < nmodes; i++) {
-        mode_run *m = &modes[i];
-        if (!m->wanted)
-            continue;
-        if (m->mode != KB_MODE_LEXICAL && !emb) {
-            kb_err_set(&m->err, emb_rc != KB_OK ? emb_rc : KB_ERR_MODEL, "%s",
-                       emb_err.msg[0] ? emb_err.msg : "no embedder");
-            continue;
-        }
-        rc = run_mode(store, emb, &qrels, &o, cli, m, &err);
-        if (rc != KB_OK)
-            goto out;
-    }
-
-    const mode_run *failed = NULL;   /* the first wanted mode, if none ran */
-    for (size_t i = nmodes; i-- > 0;)
-        if (modes[i].wanted) {
-            if (modes[i].available) {
-                failed = NULL;
-                break;
-            }
-            failed = &modes[i];
-        }
     if (o.json)
         rc = print_json(&qrels, modes, nmodes, &o, &err);
     else
         print_human(&qrels, modes, nmodes, &o);
+    const mode_run *failed = none_ran(modes, nmodes);
     if (rc == KB_OK && failed) {
         /* no mode could run: that is a failure of the command */
         fprintf(stderr, "kb: %s\n", failed->err.msg);
@@ -487,10 +513,8 @@ out:
         status = kb_cli_fail(&err);
     for (size_t i = 0; i < nmodes; i++)
         mode_run_release(&modes[i], qrels.n);
-    if (emb)
-        kb_embedder_free(emb);
-    if (store)
-        kb_store_close(store);
+    kb_embedder_free(emb);
+    kb_store_close(store);
     kb_eval_qrels_release(&qrels);
     return status;
 }

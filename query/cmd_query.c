@@ -189,6 +189,7 @@ int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command *self)
                                       1 << 16);
         }
     opts.text = text.data;
+    opts.config = cli->config;
     if (json) {   /* the search tool's object, whole chunks */
         cJSON *args = search_args(&opts, mode);
         kb_buf_release(&text);

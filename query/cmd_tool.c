@@ -12,7 +12,7 @@ int cmd_tool_json(const kb_cli *cli, const char *tool, cJSON *args)
     if (rc == KB_OK)
         rc = kb_cli_open_store(cli, KB_STORE_READONLY, &store, &err);
     if (rc == KB_OK) {
-        kb_tool_ctx ctx = { .store = store, .emb = NULL };
+        kb_tool_ctx ctx = { .store = store, .emb = NULL, .config = cli->config };
         rc = kb_tool_call(&ctx, tool, args, &out, &err);
     }
     if (rc == KB_OK)

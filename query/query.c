@@ -370,14 +370,19 @@ static void embedder_free(void *p)
     kb_embedder_free(p);
 }
 
-/* The embedder to use: the caller's, else the store's default one. */
-static kb_rc query_embedder(kb_store *store, kb_embedder **emb, kb_err *err)
+/* The embedder to use: the caller's, else the store's default one, opened
+ * from the configuration on first use. */
+static kb_rc query_embedder(kb_store *store, const kb_config *cfg,
+                            kb_embedder **emb, kb_err *err)
 {
     if (*emb)
         return KB_OK;
     kb_embedder *e = kb_store_slot_get(store, EMBEDDER_SLOT);
     if (!e) {
-        kb_rc rc = kb_embedder_open_default(&e, err);
+        if (!cfg)
+            return kb_err_set(err, KB_ERR_INTERNAL, "a vector search needs an "
+                              "embedder or a configuration to open one");
+        kb_rc rc = kb_embedder_open_config(cfg, &e, err);
         if (rc == KB_OK)
             rc = kb_store_slot_set(store, EMBEDDER_SLOT, e, embedder_free, err);
         if (rc != KB_OK)
@@ -387,119 +392,156 @@ static kb_rc query_embedder(kb_store *store, kb_embedder **emb, kb_err *err)
     return KB_OK;
 }
 
+/* One query's working state, across its passes. */
+typedef struct {
+    kb_store *store;
+    const kb_query_opts *opts;
+    kb_embedder *emb;          /* NULL without a vector list */
+    kb_hits lex, vec, fused;
+    embed_job job;             /* the query's embedding, on its own thread */
+    pthread_t thread;
+    int threaded;
+    int want_vec;
+    size_t depth;              /* of each candidate list */
+} query_run;
+
+/* Decides whether a vector list is made (out->mode falls back to lexical
+ * on a KB without vectors) and starts embedding the query beside the
+ * lexical search. */
+static kb_rc start_embedding(query_run *q, kb_results *out, kb_err *err)
+{
+    const kb_query_opts *opts = q->opts;
+    q->want_vec = opts->mode != KB_MODE_LEXICAL;
+    if (q->want_vec && !kb_vec_any(q->store)) {
+        if (opts->mode == KB_MODE_VECTOR)
+            return kb_err_set(err, KB_ERR_NOTFOUND, "this KB has no vectors; run "
+                              "'kb ingest' without --no-embed, or use --mode lexical");
+        /* a lexical-only KB still answers the default mode */
+        q->want_vec = 0;
+        out->mode = KB_MODE_LEXICAL;
+    }
+    if (!q->want_vec)
+        return KB_OK;
+    kb_rc rc = query_embedder(q->store, opts->config, &q->emb, err);
+    if (rc == KB_OK)
+        rc = kb_vec_check_embedder(q->store, q->emb, 0, err);
+    if (rc != KB_OK)
+        return rc;
+    q->job.emb = q->emb;
+    q->job.text = opts->text;
+    q->job.q = malloc((size_t)kb_embedder_dim(q->emb) * sizeof *q->job.q);
+    if (!q->job.q)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    kb_err_clear(&q->job.err);
+    q->threaded = pthread_create(&q->thread, NULL, embed_query, &q->job) == 0;
+    if (!q->threaded)
+        embed_query(&q->job);
+    return KB_OK;
+}
+
+/* Fills the candidate lists asked for (the embedding joined on the first
+ * pass), each q->depth deep. */
+static kb_rc search_lists(query_run *q, int pass, int search_lex, int search_vec,
+                          kb_results *out, kb_err *err)
+{
+    kb_rc rc = KB_OK;
+    double t1 = kb_now_ms();
+    if (search_lex) {
+        rc = kb_fts_search(q->store, q->opts->text, &q->opts->filter, q->depth,
+                           &q->lex, err);
+        out->lexical_ms += kb_now_ms() - t1;
+    }
+    if (q->threaded) {
+        pthread_join(q->thread, NULL);
+        q->threaded = 0;
+    }
+    if (pass == 0) {   /* the query's embedding, made beside the search */
+        out->embed_ms = q->job.ms;
+        if (rc == KB_OK && q->want_vec && (rc = q->job.rc) != KB_OK)
+            kb_err_set(err, rc, "%s", q->job.err.msg);
+    }
+    if (rc != KB_OK || !search_vec)
+        return rc;
+    t1 = kb_now_ms();
+    rc = kb_vec_search(q->store, q->job.q, kb_embedder_dim(q->emb), q->depth,
+                       &q->opts->filter, &q->vec, err);
+    out->vector_ms += kb_now_ms() - t1;
+    for (size_t i = 0; rc == KB_OK && i < q->vec.n; i++) {
+        q->vec.items[i].vec_rank = (int)i + 1;
+        q->vec.items[i].vec_score = q->vec.items[i].score;
+    }
+    return rc;
+}
+
+/* The results of the mode's list (fused in hybrid mode). */
+static kb_rc rank_results(query_run *q, kb_results *out, int *backfilled,
+                          kb_err *err)
+{
+    double t1 = kb_now_ms();
+    kb_rc rc = KB_OK;
+    const kb_hits *list = &q->lex;
+    kb_hits_release(&q->fused);
+    if (out->mode == KB_MODE_HYBRID) {
+        rc = fuse_rrf(q->store, &q->lex, &q->vec, &q->fused, err);
+        list = &q->fused;
+    } else if (out->mode == KB_MODE_VECTOR) {
+        list = &q->vec;
+    }
+    if (rc == KB_OK)
+        rc = build_results(q->store, q->opts, list, out, backfilled, err);
+    out->results_ms += kb_now_ms() - t1;
+    return rc;
+}
+
 kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
                    kb_results *out, kb_err *err)
 {
     memset(out, 0, sizeof *out);
     out->mode = opts->mode;
     double t0 = kb_now_ms();
-    kb_hits lex = { 0 }, vec = { 0 }, fused = { 0 };
-    embed_job job = { 0 };
-    pthread_t thread;
-    int threaded = 0;
-    kb_rc rc = KB_OK;
     size_t k = opts->k > 0 ? (size_t)opts->k : 10;
     /* deep enough that section merging still leaves k results */
-    size_t depth = k * 4 + 40;
+    query_run q = { .store = store, .opts = opts, .emb = emb, .depth = k * 4 + 40 };
 
     if (!opts->text || !*opts->text)
         return kb_err_set(err, KB_ERR_USAGE, "empty query");
     /* one read transaction: every statement below sees the same snapshot,
      * so an ingest committing meanwhile cannot remove a chunk between the
      * search and reading its row */
-    if ((rc = kb_store_exec(store, "SAVEPOINT query", err)) != KB_OK)
+    kb_rc rc = kb_store_exec(store, "SAVEPOINT query", err);
+    if (rc != KB_OK)
         return rc;
-    int want_vec = opts->mode != KB_MODE_LEXICAL;
-    if (want_vec && !kb_vec_any(store)) {
-        if (opts->mode == KB_MODE_VECTOR) {
-            rc = kb_err_set(err, KB_ERR_NOTFOUND, "this KB has no vectors; run "
-                            "'kb ingest' without --no-embed, or use --mode lexical");
-            goto out;
-        }
-        /* a lexical-only KB still answers the default mode */
-        want_vec = 0;
-        out->mode = KB_MODE_LEXICAL;
-    }
-    if (want_vec) {
-        if ((rc = query_embedder(store, &emb, err)) != KB_OK ||
-            (rc = kb_vec_check_embedder(store, emb, 0, err)) != KB_OK)
-            goto out;
-        job.emb = emb;
-        job.text = opts->text;
-        job.q = malloc((size_t)kb_embedder_dim(emb) * sizeof *job.q);
-        if (!job.q) {
-            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-            goto out;
-        }
-        kb_err_clear(&job.err);
-        threaded = pthread_create(&thread, NULL, embed_query, &job) == 0;
-        if (!threaded)
-            embed_query(&job);
-    }
+    if ((rc = start_embedding(&q, out, err)) != KB_OK)
+        goto out;
     /* Usually one pass. When the per-document cap leaves the results short
      * of k (one long document fills the candidate lists), a second pass
      * searches the lists that were cut at their depth four times deeper,
      * so that other documents' sections fill the places the cap frees. */
-    int search_lex = opts->mode != KB_MODE_VECTOR, search_vec = want_vec;
+    int search_lex = opts->mode != KB_MODE_VECTOR, search_vec = q.want_vec;
     for (int pass = 0;; pass++) {
-        double t1 = kb_now_ms();
-        if (search_lex) {
-            rc = kb_fts_search(store, opts->text, &opts->filter, depth, &lex, err);
-            out->lexical_ms += kb_now_ms() - t1;
-        }
-        if (threaded) {
-            pthread_join(thread, NULL);
-            threaded = 0;
-        }
-        if (pass == 0) {   /* the query's embedding, made beside the search */
-            out->embed_ms = job.ms;
-            if (rc == KB_OK && want_vec && (rc = job.rc) != KB_OK)
-                kb_err_set(err, rc, "%s", job.err.msg);
-        }
-        if (rc != KB_OK)
-            goto out;
-        if (search_vec) {
-            t1 = kb_now_ms();
-            rc = kb_vec_search(store, job.q, kb_embedder_dim(emb), depth, &opts->filter,
-                               &vec, err);
-            out->vector_ms += kb_now_ms() - t1;
-            if (rc != KB_OK)
-                goto out;
-            for (size_t i = 0; i < vec.n; i++) {
-                vec.items[i].vec_rank = (int)i + 1;
-                vec.items[i].vec_score = vec.items[i].score;
-            }
-        }
-        t1 = kb_now_ms();
         int backfilled = 0;
-        kb_hits_release(&fused);
-        if (out->mode == KB_MODE_HYBRID) {
-            if ((rc = fuse_rrf(store, &lex, &vec, &fused, err)) != KB_OK)
-                goto out;
-            rc = build_results(store, opts, &fused, out, &backfilled, err);
-        } else if (out->mode == KB_MODE_VECTOR) {
-            rc = build_results(store, opts, &vec, out, &backfilled, err);
-        } else {
-            rc = build_results(store, opts, &lex, out, &backfilled, err);
-        }
-        out->results_ms += kb_now_ms() - t1;
-        search_lex = search_lex && lex.n >= depth;   /* cut: there is more */
-        search_vec = search_vec && vec.n >= depth;
+        rc = search_lists(&q, pass, search_lex, search_vec, out, err);
+        if (rc == KB_OK)
+            rc = rank_results(&q, out, &backfilled, err);
+        search_lex = search_lex && q.lex.n >= q.depth;   /* cut: there is more */
+        search_vec = search_vec && q.vec.n >= q.depth;
         if (rc != KB_OK || !backfilled || pass == 1 || (!search_lex && !search_vec))
             break;
         results_clear(out);
         if (search_lex)
-            kb_hits_release(&lex);
+            kb_hits_release(&q.lex);
         if (search_vec)
-            kb_hits_release(&vec);
-        depth *= 4;
+            kb_hits_release(&q.vec);
+        q.depth *= 4;
     }
 out:
+    if (q.threaded)   /* an error before the first pass joined it */
+        pthread_join(q.thread, NULL);
     sqlite3_exec(store->db, "RELEASE query", NULL, NULL, NULL);
-    free(job.q);
-    kb_hits_release(&lex);
-    kb_hits_release(&vec);
-    kb_hits_release(&fused);
+    free(q.job.q);
+    kb_hits_release(&q.lex);
+    kb_hits_release(&q.vec);
+    kb_hits_release(&q.fused);
     out->took_ms = kb_now_ms() - t0;
     if (rc != KB_OK)
         kb_results_release(out);

@@ -280,6 +280,7 @@ static kb_rc tool_search(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
     opts.text = arg_string(args, "query");
     opts.k = (int)arg_number(args, "k", 10);
     opts.snippet = arg_bool(args, "snippet", 0);
+    opts.config = ctx->config;
     const char *mode = arg_string(args, "mode");
     if (mode && kb_mode_parse(mode, &opts.mode) != 0)
         return kb_err_set(err, KB_ERR_INTERNAL, "search: mode '%s' passed the "

@@ -3,6 +3,7 @@
  * Runs every query of the file ROUNDS times in each mode after one warm-up
  * round and prints one line per mode: mode=M n=N p50_ms=X p99_ms=Y. */
 #include "kb/kb.h"
+#include "kb/config.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -25,6 +26,7 @@ int main(int argc, char **argv)
     if (argc > 3 && kb_parse_long(argv[3], 1, 1000, &rounds) != KB_OK)
         return 2;
     kb_err err;
+    kb_config cfg;   /* the environment's embedder, as kb query uses */
     kb_err_clear(&err);
     kb_buf raw;
     kb_buf_init(&raw, 0);
@@ -36,7 +38,8 @@ int main(int argc, char **argv)
     const cJSON *queries = cJSON_GetObjectItem(root, "queries");
     size_t nq = (size_t)cJSON_GetArraySize(queries);
     kb_store *store = NULL;
-    if (kb_store_open(argv[1], KB_STORE_READONLY, &store, &err) != KB_OK) {
+    if (kb_config_load(&cfg, &err) != KB_OK ||
+        kb_store_open(argv[1], KB_STORE_READONLY, &store, &err) != KB_OK) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
@@ -52,6 +55,7 @@ int main(int argc, char **argv)
                 kb_query_opts opts;
                 kb_query_opts_init(&opts);
                 opts.mode = modes[m];
+                opts.config = &cfg;
                 opts.text = cJSON_GetObjectItem(q, "query")->valuestring;
                 kb_results res;
                 double t0 = kb_now_ms();
@@ -83,6 +87,7 @@ int main(int argc, char **argv)
     }
     free(times);
     kb_store_close(store);
+    kb_config_release(&cfg);
     cJSON_Delete(root);
     kb_buf_release(&raw);
     return 0;

@@ -21,6 +21,7 @@
 
 #include "kb/kb.h"
 #include "index/index_int.h"
+#include "kb/config.h"
 
 enum { GOOD, MALFORMED, SHORT, WRONGDIM, DIMCHANGE, R429, E503, E401, HANG };
 
@@ -245,7 +246,10 @@ static void test_no_key(void **state)
     setenv("KB_EMBED_URL", url, 1);
     setenv("KB_EMBED_MODEL", "test-model", 1);
     setenv("KB_EMBED_API_KEY", "sekrit", 1);
-    assert_int_equal(kb_embedder_open_default(&e, &err), KB_OK);
+    kb_config cfg;
+    assert_int_equal(kb_config_load(&cfg, &err), KB_OK);
+    assert_int_equal(kb_embedder_open_config(&cfg, &e, &err), KB_OK);
+    kb_config_release(&cfg);
     assert_int_equal(saw_auth, 1);
     assert_string_equal(kb_embedder_name(e), "remote:test-model");
     kb_embedder_free(e);

@@ -4,7 +4,7 @@
  * 127.0.0.1 (a free port, thread per connection so a route may hang); a
  * few lines of raw socket code serve the one thing an HTTP library will
  * not produce: malformed chunked encoding. Nothing leaves the machine. */
-#include "kb/kb.h"
+#include "ingest/ingest_int.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

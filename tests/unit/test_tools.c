@@ -3,6 +3,7 @@
  * real KB (fixture files, lexical only), and bad arguments refused with
  * messages that say what to do. */
 #include "kb/kb.h"
+#include "kb/config.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 
 static char kb_dir[64];
 static kb_store *store;
+static kb_config config;   /* the environment's: the model's vocabulary sizes chunks */
 
 static int setup(void **state)
 {
@@ -35,7 +37,9 @@ static int setup(void **state)
     snprintf(md, sizeof md, "%s/tests/fixtures/md", top ? top : ".");
     snprintf(cu, sizeof cu, "%s/tests/fixtures/cuda/kernels.cu", top ? top : ".");
     char *targets[] = { md, cu };
-    kb_ingest_opts opts = { 0 };   /* embed off: a lexical KB */
+    if (kb_config_load(&config, &err) != KB_OK)
+        return -1;
+    kb_ingest_opts opts = { .config = &config };   /* embed off: a lexical KB */
     kb_ingest_stats stats;
     kb_log_set_level(KB_LOG_QUIET);
     if (kb_ingest_run(store, &opts, targets, 2, &stats, &err) != KB_OK) {
@@ -49,6 +53,7 @@ static int teardown(void **state)
 {
     (void)state;
     kb_store_close(store);
+    kb_config_release(&config);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", kb_dir);
     return system(cmd) == 0 ? 0 : -1;
@@ -179,7 +184,7 @@ static void validate(const cJSON *schema, const cJSON *v, const char *path)
  * must be valid under the tool's output schema. */
 static cJSON *call_ok(const char *tool, const char *args_json)
 {
-    kb_tool_ctx ctx = { .store = store, .emb = NULL };
+    kb_tool_ctx ctx = { .store = store, .emb = NULL, .config = &config };
     cJSON *args = args_json ? cJSON_Parse(args_json) : NULL;
     if (args_json)
         assert_non_null(args);
@@ -202,7 +207,7 @@ static cJSON *call_ok(const char *tool, const char *args_json)
 static void call_fails(const char *tool, const char *args_json, kb_rc want_rc,
                        const char *want)
 {
-    kb_tool_ctx ctx = { .store = store, .emb = NULL };
+    kb_tool_ctx ctx = { .store = store, .emb = NULL, .config = &config };
     cJSON *args = args_json ? cJSON_Parse(args_json) : NULL;
     if (args_json)
         assert_non_null(args);
@@ -451,7 +456,7 @@ static void test_other_table(void **state)
           "{\"type\":\"string\",\"pattern\":\"^a\"}},\"additionalProperties\":false}",
           "{\"type\":\"object\"}", 1, echo_fn },
     };
-    kb_tool_ctx ctx = { .store = store, .emb = NULL };
+    kb_tool_ctx ctx = { .store = store, .emb = NULL, .config = &config };
     kb_err err;
     kb_err_clear(&err);
     cJSON *args = cJSON_Parse("{\"n\":3}"), *out = NULL;
