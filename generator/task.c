@@ -1,7 +1,7 @@
 /* task.c - kernel tasks: task.json, size expressions, launch overrides in
  * candidate source, source refusal, fast_p. Plain C (cJSON): kb never
  * links CUDA; kb-verify links this from libkb.a. */
-#include "kb/kb.h"
+#include "generator/task.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -371,6 +371,197 @@ static kb_rc parse_role(const char *s, kb_role *out)
     return KB_ERR_PARSE;
 }
 
+/* name, description, kernel, baseline, cpu_ref, level, max_speedup,
+ * dtype, ops and dims */
+static kb_rc parse_header(kb_task *t, const cJSON *root, const char *path,
+                          kb_err *err)
+{
+    const char *s;
+    if (!(s = json_str(root, "name")))
+        return kb_err_set(err, KB_ERR_PARSE, "'%s': missing \"name\"", path);
+    t->name = kb_strdup(s);
+    t->description = kb_strdup((s = json_str(root, "description")) ? s : "");
+    t->kernel = kb_strdup((s = json_str(root, "kernel")) ? s : t->name);
+    t->baseline = kb_strdup((s = json_str(root, "baseline")) ? s : "reference");
+    t->cpu_ref = kb_strdup((s = json_str(root, "cpu_ref")) ? s : t->name);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "level");
+    t->level = cJSON_IsNumber(v) ? v->valueint : 1;
+    v = cJSON_GetObjectItemCaseSensitive(root, "max_speedup");
+    t->max_speedup = cJSON_IsNumber(v) ? v->valuedouble : 50.0;
+    s = json_str(root, "dtype");
+    if (!s || kb_dtype_parse(s, &t->dtype) != 0)
+        return kb_err_set(err, KB_ERR_PARSE, "'%s': bad or missing \"dtype\"", path);
+    kb_buf ops;
+    kb_buf_init(&ops, 0);
+    const cJSON *o;
+    cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(root, "ops"))
+        if (cJSON_IsString(o))
+            kb_buf_printf(&ops, "%s%s", ops.len ? "," : "", o->valuestring);
+    t->ops = kb_buf_detach(&ops);
+    const cJSON *d;
+    cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(root, "dims")) {
+        if (!cJSON_IsString(d) || t->ndims == KB_TASK_MAX_DIMS)
+            return kb_err_set(err, KB_ERR_PARSE, "'%s': bad \"dims\"", path);
+        t->dims[t->ndims++] = kb_strdup(d->valuestring);
+    }
+    return KB_OK;
+}
+
+/* One entry of "params": name, role, type, size or value, dist. */
+static kb_rc parse_param(const cJSON *p, kb_task_param *q, const char *path,
+                         kb_err *err)
+{
+    const char *name = json_str(p, "name");
+    q->name = kb_strdup(name ? name : "?");
+    if (parse_role(json_str(p, "role"), &q->role) != KB_OK)
+        return kb_err_set(err, KB_ERR_PARSE, "'%s': param '%s' has a bad role",
+                          path, q->name);
+    const char *s = json_str(p, "type");
+    if (!s || kb_dtype_parse(s, &q->dtype) != 0)
+        return kb_err_set(err, KB_ERR_PARSE, "'%s': param '%s' has a bad type",
+                          path, q->name);
+    q->size = json_expr(cJSON_GetObjectItemCaseSensitive(p, "size"));
+    q->value = json_expr(cJSON_GetObjectItemCaseSensitive(p, "value"));
+    int buffer = q->role <= KB_ROLE_SCRATCH;
+    if (buffer ? !q->size : !q->value)
+        return kb_err_set(err, KB_ERR_PARSE, "'%s': param '%s' needs \"%s\"",
+                          path, q->name, buffer ? "size" : "value");
+    const cJSON *ds;
+    cJSON_ArrayForEach(ds, cJSON_GetObjectItemCaseSensitive(p, "dist"))
+        if (cJSON_IsString(ds) && q->ndists < KB_TASK_MAX_DISTS)
+            q->dists[q->ndists++] = kb_strdup(ds->valuestring);
+    if ((q->role == KB_ROLE_INPUT || q->role == KB_ROLE_INOUT) && q->ndists < 2)
+        return kb_err_set(err, KB_ERR_PARSE,
+                          "'%s': input '%s' needs at least 2 distributions",
+                          path, q->name);
+    return KB_OK;
+}
+
+static kb_rc parse_params(kb_task *t, const cJSON *root, const char *path,
+                          kb_err *err)
+{
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(root, "params");
+    int np = cJSON_GetArraySize(params);
+    if (!cJSON_IsArray(params) || np < 1)
+        return kb_err_set(err, KB_ERR_PARSE, "'%s': missing \"params\"", path);
+    if (!(t->params = calloc((size_t)np, sizeof *t->params)))
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    const cJSON *p;
+    kb_rc rc = KB_OK;
+    cJSON_ArrayForEach(p, params) {
+        if ((rc = parse_param(p, &t->params[t->nparams++], path, err)) != KB_OK)
+            break;
+    }
+    return rc;
+}
+
+/* "shapes": a name, every dim (positive), and whether it is timed (by
+ * default only the first is) */
+static kb_rc parse_shapes(kb_task *t, const cJSON *root, const char *path,
+                          kb_err *err)
+{
+    const cJSON *shapes = cJSON_GetObjectItemCaseSensitive(root, "shapes");
+    int ns = cJSON_GetArraySize(shapes);
+    if (!cJSON_IsArray(shapes) || ns < 1)
+        return kb_err_set(err, KB_ERR_PARSE, "'%s': missing \"shapes\"", path);
+    if (!(t->shapes = calloc((size_t)ns, sizeof *t->shapes)))
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    const cJSON *sh;
+    cJSON_ArrayForEach(sh, shapes) {
+        kb_shape *q = &t->shapes[t->nshapes++];
+        const char *name = json_str(sh, "name");
+        q->name = kb_strdup(name ? name : "?");
+        const cJSON *tm = cJSON_GetObjectItemCaseSensitive(sh, "timed");
+        q->timed = cJSON_IsBool(tm) ? cJSON_IsTrue(tm) : t->nshapes == 1;
+        for (size_t i = 0; i < t->ndims; i++) {
+            const cJSON *dv = cJSON_GetObjectItemCaseSensitive(sh, t->dims[i]);
+            if (!cJSON_IsNumber(dv) || dv->valuedouble < 1)
+                return kb_err_set(err, KB_ERR_PARSE,
+                                  "'%s': shape '%s' needs a positive '%s'", path,
+                                  q->name, t->dims[i]);
+            q->dims[i] = dv->valuedouble;
+        }
+    }
+    return KB_OK;
+}
+
+/* tolerance by dtype (0 where not given) */
+static void parse_tolerance(kb_task *t, const cJSON *root)
+{
+    const cJSON *tol = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(root, "tolerance"),
+        kb_dtype_name(t->dtype));
+    t->atol = json_expr(cJSON_GetObjectItemCaseSensitive(tol, "atol"));
+    t->rtol = json_expr(cJSON_GetObjectItemCaseSensitive(tol, "rtol"));
+    if (!t->atol)
+        t->atol = kb_strdup("0");
+    if (!t->rtol)
+        t->rtol = kb_strdup("0");
+}
+
+/* launch: an object or an array of objects */
+static kb_rc parse_launches(kb_task *t, const cJSON *root, const char *path,
+                            kb_err *err)
+{
+    const cJSON *la = cJSON_GetObjectItemCaseSensitive(root, "launch");
+    int nl = cJSON_IsArray(la) ? cJSON_GetArraySize(la) : cJSON_IsObject(la);
+    if (nl < 1)
+        return kb_err_set(err, KB_ERR_PARSE, "'%s': missing \"launch\"", path);
+    if (!(t->launches = calloc((size_t)nl, sizeof *t->launches)))
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < nl; i++) {
+        const cJSON *o = cJSON_IsArray(la) ? cJSON_GetArrayItem(la, i) : la;
+        kb_rc rc = parse_launch(o, t->kernel, &t->launches[i], path, err);
+        if (rc)
+            return rc;
+        t->nlaunches++;
+    }
+    return KB_OK;
+}
+
+static kb_rc parse_roofline(kb_task *t, const cJSON *root, const char *path,
+                            kb_err *err)
+{
+    const cJSON *roof = cJSON_GetObjectItemCaseSensitive(root, "roofline");
+    const char *s;
+    t->roof_bytes = json_expr(cJSON_GetObjectItemCaseSensitive(roof, "bytes"));
+    t->roof_flops = json_expr(cJSON_GetObjectItemCaseSensitive(roof, "flops"));
+    t->roof_unit = kb_strdup((s = json_str(roof, "unit")) ? s : "fp32");
+    if (strcmp(t->roof_unit, "fp32") != 0 && strcmp(t->roof_unit, "fp32_tensor3") != 0 &&
+        strcmp(t->roof_unit, "bf16_tensor") != 0 && strcmp(t->roof_unit, "int") != 0)
+        return kb_err_set(err, KB_ERR_PARSE, "'%s': unknown roofline unit '%s' (fp32, "
+                          "fp32_tensor3, bf16_tensor, int)", path, t->roof_unit);
+    return KB_OK;
+}
+
+/* every expression must evaluate on every shape */
+static kb_rc check_shapes(const kb_task *t, const char *path, kb_err *err)
+{
+    for (size_t i = 0; i < t->nshapes; i++) {
+        const kb_shape *q = &t->shapes[i];
+        double x;
+        kb_rc rc = KB_OK;
+        for (size_t j = 0; j < t->nparams && rc == KB_OK; j++)
+            rc = kb_task_eval(t, q, t->params[j].size ? t->params[j].size
+                                                      : t->params[j].value,
+                              &x, err);
+        if (rc == KB_OK)
+            rc = kb_task_eval(t, q, t->atol, &x, err);
+        if (rc == KB_OK)
+            rc = kb_task_eval(t, q, t->rtol, &x, err);
+        for (size_t j = 0; j < t->nlaunches && rc == KB_OK; j++)
+            for (int k = 0; k < 3 && rc == KB_OK; k++) {
+                if (t->launches[j].grid[k])
+                    rc = kb_task_eval(t, q, t->launches[j].grid[k], &x, err);
+                if (rc == KB_OK && t->launches[j].block[k])
+                    rc = kb_task_eval(t, q, t->launches[j].block[k], &x, err);
+            }
+        if (rc != KB_OK)
+            return kb_err_set(err, rc, "'%s': shape '%s'", path, q->name);
+    }
+    return KB_OK;
+}
+
 kb_rc kb_task_load(const char *dir, kb_task **out, kb_err *err)
 {
     kb_buf raw;
@@ -391,170 +582,15 @@ kb_rc kb_task_load(const char *dir, kb_task **out, kb_err *err)
         goto out;
     }
     t->dir = kb_strdup(dir);
-    const char *s;
-    if (!(s = json_str(root, "name"))) {
-        rc = kb_err_set(err, KB_ERR_PARSE, "'%s': missing \"name\"", path);
+    if ((rc = parse_header(t, root, path, err)) ||
+        (rc = parse_params(t, root, path, err)) ||
+        (rc = parse_shapes(t, root, path, err)))
         goto out;
-    }
-    t->name = kb_strdup(s);
-    t->description = kb_strdup((s = json_str(root, "description")) ? s : "");
-    t->kernel = kb_strdup((s = json_str(root, "kernel")) ? s : t->name);
-    t->baseline = kb_strdup((s = json_str(root, "baseline")) ? s : "reference");
-    t->cpu_ref = kb_strdup((s = json_str(root, "cpu_ref")) ? s : t->name);
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "level");
-    t->level = cJSON_IsNumber(v) ? v->valueint : 1;
-    v = cJSON_GetObjectItemCaseSensitive(root, "max_speedup");
-    t->max_speedup = cJSON_IsNumber(v) ? v->valuedouble : 50.0;
-    s = json_str(root, "dtype");
-    if (!s || kb_dtype_parse(s, &t->dtype) != 0) {
-        rc = kb_err_set(err, KB_ERR_PARSE, "'%s': bad or missing \"dtype\"", path);
+    parse_tolerance(t, root);
+    if ((rc = parse_launches(t, root, path, err)) ||
+        (rc = parse_roofline(t, root, path, err)) ||
+        (rc = check_shapes(t, path, err)))
         goto out;
-    }
-    {
-        kb_buf ops;
-        kb_buf_init(&ops, 0);
-        const cJSON *o;
-        cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(root, "ops"))
-            if (cJSON_IsString(o))
-                kb_buf_printf(&ops, "%s%s", ops.len ? "," : "", o->valuestring);
-        t->ops = kb_buf_detach(&ops);
-    }
-    const cJSON *d;
-    cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(root, "dims")) {
-        if (!cJSON_IsString(d) || t->ndims == KB_TASK_MAX_DIMS) {
-            rc = kb_err_set(err, KB_ERR_PARSE, "'%s': bad \"dims\"", path);
-            goto out;
-        }
-        t->dims[t->ndims++] = kb_strdup(d->valuestring);
-    }
-    /* params */
-    const cJSON *params = cJSON_GetObjectItemCaseSensitive(root, "params");
-    int np = cJSON_GetArraySize(params);
-    if (!cJSON_IsArray(params) || np < 1) {
-        rc = kb_err_set(err, KB_ERR_PARSE, "'%s': missing \"params\"", path);
-        goto out;
-    }
-    t->params = calloc((size_t)np, sizeof *t->params);
-    const cJSON *p;
-    cJSON_ArrayForEach(p, params) {
-        kb_task_param *q = &t->params[t->nparams++];
-        const char *name = json_str(p, "name");
-        q->name = kb_strdup(name ? name : "?");
-        if (parse_role(json_str(p, "role"), &q->role) != KB_OK) {
-            rc = kb_err_set(err, KB_ERR_PARSE, "'%s': param '%s' has a bad role",
-                            path, q->name);
-            goto out;
-        }
-        s = json_str(p, "type");
-        if (!s || kb_dtype_parse(s, &q->dtype) != 0) {
-            rc = kb_err_set(err, KB_ERR_PARSE, "'%s': param '%s' has a bad type",
-                            path, q->name);
-            goto out;
-        }
-        q->size = json_expr(cJSON_GetObjectItemCaseSensitive(p, "size"));
-        q->value = json_expr(cJSON_GetObjectItemCaseSensitive(p, "value"));
-        int buffer = q->role <= KB_ROLE_SCRATCH;
-        if (buffer ? !q->size : !q->value) {
-            rc = kb_err_set(err, KB_ERR_PARSE, "'%s': param '%s' needs \"%s\"",
-                            path, q->name, buffer ? "size" : "value");
-            goto out;
-        }
-        const cJSON *ds;
-        cJSON_ArrayForEach(ds, cJSON_GetObjectItemCaseSensitive(p, "dist"))
-            if (cJSON_IsString(ds) && q->ndists < KB_TASK_MAX_DISTS)
-                q->dists[q->ndists++] = kb_strdup(ds->valuestring);
-        if ((q->role == KB_ROLE_INPUT || q->role == KB_ROLE_INOUT) &&
-            q->ndists < 2) {
-            rc = kb_err_set(err, KB_ERR_PARSE,
-                            "'%s': input '%s' needs at least 2 distributions",
-                            path, q->name);
-            goto out;
-        }
-    }
-    /* shapes */
-    const cJSON *shapes = cJSON_GetObjectItemCaseSensitive(root, "shapes");
-    int ns = cJSON_GetArraySize(shapes);
-    if (!cJSON_IsArray(shapes) || ns < 1) {
-        rc = kb_err_set(err, KB_ERR_PARSE, "'%s': missing \"shapes\"", path);
-        goto out;
-    }
-    t->shapes = calloc((size_t)ns, sizeof *t->shapes);
-    const cJSON *sh;
-    cJSON_ArrayForEach(sh, shapes) {
-        kb_shape *q = &t->shapes[t->nshapes++];
-        const char *name = json_str(sh, "name");
-        q->name = kb_strdup(name ? name : "?");
-        const cJSON *tm = cJSON_GetObjectItemCaseSensitive(sh, "timed");
-        q->timed = cJSON_IsBool(tm) ? cJSON_IsTrue(tm) : t->nshapes == 1;
-        for (size_t i = 0; i < t->ndims; i++) {
-            const cJSON *dv = cJSON_GetObjectItemCaseSensitive(sh, t->dims[i]);
-            if (!cJSON_IsNumber(dv) || dv->valuedouble < 1) {
-                rc = kb_err_set(err, KB_ERR_PARSE,
-                                "'%s': shape '%s' needs a positive '%s'", path,
-                                q->name, t->dims[i]);
-                goto out;
-            }
-            q->dims[i] = dv->valuedouble;
-        }
-    }
-    /* tolerance by dtype */
-    const cJSON *tol = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(root, "tolerance"),
-        kb_dtype_name(t->dtype));
-    t->atol = json_expr(cJSON_GetObjectItemCaseSensitive(tol, "atol"));
-    t->rtol = json_expr(cJSON_GetObjectItemCaseSensitive(tol, "rtol"));
-    if (!t->atol)
-        t->atol = kb_strdup("0");
-    if (!t->rtol)
-        t->rtol = kb_strdup("0");
-    /* launch: an object or an array of objects */
-    const cJSON *la = cJSON_GetObjectItemCaseSensitive(root, "launch");
-    int nl = cJSON_IsArray(la) ? cJSON_GetArraySize(la) : cJSON_IsObject(la);
-    if (nl < 1) {
-        rc = kb_err_set(err, KB_ERR_PARSE, "'%s': missing \"launch\"", path);
-        goto out;
-    }
-    t->launches = calloc((size_t)nl, sizeof *t->launches);
-    for (int i = 0; i < nl; i++) {
-        const cJSON *o = cJSON_IsArray(la) ? cJSON_GetArrayItem(la, i) : la;
-        if ((rc = parse_launch(o, t->kernel, &t->launches[i], path, err)))
-            goto out;
-        t->nlaunches++;
-    }
-    const cJSON *roof = cJSON_GetObjectItemCaseSensitive(root, "roofline");
-    t->roof_bytes = json_expr(cJSON_GetObjectItemCaseSensitive(roof, "bytes"));
-    t->roof_flops = json_expr(cJSON_GetObjectItemCaseSensitive(roof, "flops"));
-    t->roof_unit = kb_strdup((s = json_str(roof, "unit")) ? s : "fp32");
-    if (strcmp(t->roof_unit, "fp32") != 0 && strcmp(t->roof_unit, "fp32_tensor3") != 0 &&
-        strcmp(t->roof_unit, "bf16_tensor") != 0 && strcmp(t->roof_unit, "int") != 0) {
-        rc = kb_err_set(err, KB_ERR_PARSE, "'%s': unknown roofline unit '%s' (fp32, "
-                        "fp32_tensor3, bf16_tensor, int)", path, t->roof_unit);
-        goto out;
-    }
-    /* every expression must evaluate on every shape */
-    for (size_t i = 0; i < t->nshapes; i++) {
-        const kb_shape *q = &t->shapes[i];
-        double x;
-        for (size_t j = 0; j < t->nparams && rc == KB_OK; j++)
-            rc = kb_task_eval(t, q, t->params[j].size ? t->params[j].size
-                                                      : t->params[j].value,
-                              &x, err);
-        if (rc == KB_OK)
-            rc = kb_task_eval(t, q, t->atol, &x, err);
-        if (rc == KB_OK)
-            rc = kb_task_eval(t, q, t->rtol, &x, err);
-        for (size_t j = 0; j < t->nlaunches && rc == KB_OK; j++)
-            for (int k = 0; k < 3 && rc == KB_OK; k++) {
-                if (t->launches[j].grid[k])
-                    rc = kb_task_eval(t, q, t->launches[j].grid[k], &x, err);
-                if (rc == KB_OK && t->launches[j].block[k])
-                    rc = kb_task_eval(t, q, t->launches[j].block[k], &x, err);
-            }
-        if (rc != KB_OK) {
-            kb_err_set(err, rc, "'%s': shape '%s'", path, q->name);
-            goto out;
-        }
-    }
 out:
     cJSON_Delete(root);
     kb_buf_release(&raw);

@@ -21,7 +21,8 @@ VERIFY_LIBS := -L$(CUDA_HOME)/lib64 -lnvrtc \
 $(VERIFY_OBJ): ALL_CFLAGS += -I$(CUDA_HOME)/include -DKBV_CUDA_HOME='"$(CUDA_HOME)"' \
                              -DKBV_HARNESS_PATH='"$(HARNESS_FB)"'
 $(VERIFY_OBJ): generator/verify/verify_int.h
-$(BUILD)/obj/generator/verify/kb_verify.o: $(HARNESS_FB)
+# gpu.c embeds the harness with .incbin
+$(BUILD)/obj/generator/verify/gpu.o: $(HARNESS_FB)
 
 # kb-verify's own device code (input generation, comparison), built once
 # for sm_90 with PTX for newer GPUs, and embedded with .incbin.

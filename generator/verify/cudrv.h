@@ -1,7 +1,9 @@
 /* cudrv.h - the CUDA driver API through dlopen, so that kb-verify starts
- * (and --compile-only works) on machines without a driver. Include once,
- * from kb_verify.c, after <cuda.h>: it defines the loader and turns each
- * cuXxx call below into a call through the loaded pointer. */
+ * (and --compile-only works) on machines without a driver. Every file of
+ * kb-verify includes it (through verify_int.h) after <cuda.h>: each cuXxx
+ * call below becomes a call through the loaded pointer. Exactly one file
+ * (gpu.c) defines KBV_CUDRV_IMPL before including it, which defines the
+ * pointers and the loader. */
 #ifndef KBV_CUDRV_H
 #define KBV_CUDRV_H
 
@@ -46,12 +48,19 @@
 
 /* the pointers, typed from cuda.h's own declarations (the versioned
  * names, cuMemAlloc_v2 and the like, come from cuda.h's macros) */
-#define KBV_DECL(f) static __typeof__(f) *kbv_##f;
+#define KBV_DECL(f) extern __typeof__(f) *kbv_##f;
 KBV_CU_FNS(KBV_DECL)
 #undef KBV_DECL
 
-/* Loads libcuda.so.1; returns 0, or -1 with why set. */
-static int kbv_cu_load(const char **why)
+/* Loads libcuda.so.1 (once per process); returns 0, or -1 with why set. */
+int kbv_cu_load(const char **why);
+
+#ifdef KBV_CUDRV_IMPL
+#define KBV_DEF(f) __typeof__(f) *kbv_##f;
+KBV_CU_FNS(KBV_DEF)
+#undef KBV_DEF
+
+int kbv_cu_load(const char **why)
 {
     static int loaded = 0;
     if (loaded)
@@ -71,6 +80,7 @@ static int kbv_cu_load(const char **why)
     loaded = 1;
     return 0;
 }
+#endif
 
 #undef cuCtxSetCurrent
 #define cuCtxSetCurrent (*kbv_cuCtxSetCurrent)

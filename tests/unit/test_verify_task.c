@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kb/kb.h"
+#include "generator/task.h"
 
 static const char *top(void)
 {

@@ -1,0 +1,282 @@
+/* check.c - correctness on one shape: every seed x input distribution, the
+ * reference run first, the candidate's outputs poisoned (NaN and a finite
+ * sentinel by turns) before it runs, then its outputs compared with the
+ * reference's, its inputs checked unchanged and its guards intact. */
+#include "generator/verify/verify_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+double kbv_to_double(const unsigned char *p, kb_dtype t)
+{
+    switch (t) {
+    case KB_DT_F32: { float f; memcpy(&f, p, 4); return f; }
+    case KB_DT_I32: { int32_t x; memcpy(&x, p, 4); return x; }
+    case KB_DT_U32: { uint32_t x; memcpy(&x, p, 4); return x; }
+    case KB_DT_F64: { double x; memcpy(&x, p, 8); return x; }
+    case KB_DT_BF16: { uint32_t u = 0; memcpy((char *)&u + 2, p, 2); float f; memcpy(&f, &u, 4); return f; }
+    default: { /* f16 */
+        uint16_t h; memcpy(&h, p, 2);
+        int e = (h >> 10) & 31, m = h & 1023;
+        double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+        return h & 0x8000 ? -v : v;
+    } }
+}
+
+CUresult kbv_compare(kbv_ctx *v, size_t i, CUdeviceptr cand, CUdeviceptr ref,
+                     double atol, double rtol, kbv_cmp *out)
+{
+    kbv_gpu *g = v->gpu;
+    const kb_task_param *p = &v->task->params[i];
+    kbv_cmp init;
+    memset(&init, 0, sizeof init);
+    init.first_bad = ~0ull;
+    CUdeviceptr res = g->dres + KBV_DRES_COMPARE;
+    CUresult r = cuMemcpyHtoDAsync(res, &init, sizeof init, g->stream);
+    unsigned long long n = v->ps[i].elems;
+    int dt = (int)p->dtype;
+    void *a[] = { &cand, &ref, &n, &dt, &atol, &rtol, &res };
+    if (!r)
+        r = kbv_gpu_launch1(g, g->k_compare, n, a);
+    if (!r)
+        r = cuMemcpyDtoHAsync(out, res, sizeof *out, g->stream);
+    int to;
+    if (!r)
+        r = kbv_gpu_sync(g, 10000, &to);
+    if (!r && out->nbad && out->first_bad < n) {
+        /* the values at the first mismatch, read back exactly */
+        size_t es = kb_dtype_size(p->dtype);
+        unsigned char cb[8] = { 0 }, rb[8] = { 0 };
+        r = cuMemcpyDtoH(cb, cand + out->first_bad * es, es);
+        if (!r)
+            r = cuMemcpyDtoH(rb, ref + out->first_bad * es, es);
+        out->cand_at_first = kbv_to_double(cb, p->dtype);
+        out->ref_at_first = kbv_to_double(rb, p->dtype);
+    }
+    return r;
+}
+
+static double bits_float(unsigned b)
+{
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+
+void kbv_add_num(cJSON *o, const char *k, double x)
+{
+    if (isfinite(x))
+        cJSON_AddNumberToObject(o, k, x);
+    else
+        cJSON_AddStringToObject(o, k, isnan(x) ? "nan" : x > 0 ? "inf" : "-inf");
+}
+
+/* one trial's state */
+typedef struct {
+    const kb_shape *s;
+    double atol, rtol;
+    unsigned long long *before, *after;   /* input checksums */
+    int kind;                             /* the candidate's poison */
+    cJSON *c;                             /* the trial's "checks" entry */
+} trial;
+
+/* Runs the reference on fresh inputs. Returns 0, or -1 (verdict set). */
+static int run_reference(kbv_ctx *v, trial *tr, uint64_t seed, int di, cJSON *dj)
+{
+    int to = 0;
+    CUresult r = kbv_gen_inputs(v, seed, di, dj);
+    if (!r)
+        r = kbv_poison_side(v, 0, KBV_POISON_NAN);
+    if (!r)
+        r = kbv_run_side(v, 0);
+    if (!r)
+        r = kbv_gpu_sync(v->gpu, 60000, &to);
+    if (r || to) {
+        kbv_set_verdict(v, "error", "the reference failed on shape '%s': %s",
+                        tr->s->name, to ? "timeout" : kbv_cu_name(r));
+        if (r && kbv_cu_sticky(r))
+            v->gpu->sticky = 1;
+        return -1;
+    }
+    return 0;
+}
+
+/* Checksums the inputs, poisons the candidate's outputs, rewrites the
+ * guards, runs the candidate within the deadline. Returns 0 or -1. */
+static int run_candidate(kbv_ctx *v, trial *tr)
+{
+    int to = 0;
+    CUresult r = kbv_checksum_inputs(v, tr->before);
+    if (!r)
+        r = kbv_poison_side(v, 1, tr->kind);
+    if (!r)
+        r = kbv_reset_guards(v);
+    if (r) {
+        kbv_cuda_failed(v, r, "preparing a trial");
+        return -1;
+    }
+    double t0 = kb_now_ms();
+    r = kbv_run_side(v, 1);
+    if (r) {
+        kbv_cuda_failed(v, r, "launching the candidate");
+        cJSON_AddStringToObject(tr->c, "error", kbv_cu_name(r));
+        return -1;
+    }
+    r = kbv_gpu_sync(v->gpu, v->o->timeout_ms, &to);
+    cJSON_AddNumberToObject(tr->c, "run_ms", round((kb_now_ms() - t0) * 1000) / 1000);
+    if (to) {
+        v->gpu->sticky = 1;
+        kbv_set_verdict(v, "timeout", "the candidate ran over %.0f ms on "
+                        "shape '%s'", v->o->timeout_ms, tr->s->name);
+        cJSON_AddStringToObject(tr->c, "error", "timeout");
+        return -1;
+    }
+    if (r) {
+        kbv_cuda_failed(v, r, "the candidate failed");
+        cJSON_AddStringToObject(tr->c, "error", kbv_cu_name(r));
+        return -1;
+    }
+    return 0;
+}
+
+/* One output's comparison in the trial's "outputs"; 1 if it matched. */
+static int report_output(kbv_ctx *v, const trial *tr, size_t i, const kbv_cmp *m,
+                         cJSON *outs)
+{
+    const kb_task_param *p = &v->task->params[i];
+    cJSON *oj = cJSON_CreateObject();
+    cJSON_AddItemToArray(outs, oj);
+    cJSON_AddStringToObject(oj, "name", p->name);
+    cJSON_AddNumberToObject(oj, "mismatches", (double)m->nbad);
+    cJSON_AddNumberToObject(oj, "nonfinite", (double)m->nonfinite);
+    kbv_add_num(oj, "max_abs_err", bits_float(m->max_abs_bits));
+    kbv_add_num(oj, "max_rel_err", bits_float(m->max_rel_bits));
+    if (!m->nbad)
+        return 1;
+    cJSON_AddNumberToObject(oj, "first_bad", (double)m->first_bad);
+    kbv_add_num(oj, "candidate_at_first_bad", m->cand_at_first);
+    kbv_add_num(oj, "reference_at_first_bad", m->ref_at_first);
+    kbv_set_verdict(v, "incorrect",
+                    "'%s' differs from the reference on shape '%s' "
+                    "(%llu of %zu elements, first at index %llu: %g "
+                    "instead of %g%s; poison %s)", p->name, tr->s->name,
+                    m->nbad, v->ps[i].elems, m->first_bad,
+                    m->cand_at_first, m->ref_at_first,
+                    m->nonfinite ? ", non-finite output" : "",
+                    tr->kind == KBV_POISON_NAN ? "nan" : "sentinel");
+    return 0;
+}
+
+/* Compares every output with the reference's (*ok cleared on a
+ * mismatch), then queues the inputs' checksums and the guard count into
+ * *gbad and waits for them. */
+static CUresult check_outputs(kbv_ctx *v, trial *tr, int *ok,
+                              unsigned long long *gbad)
+{
+    const kb_task *t = v->task;
+    kbv_gpu *g = v->gpu;
+    CUresult r = CUDA_SUCCESS;
+    cJSON *outs = cJSON_AddArrayToObject(tr->c, "outputs");
+    for (size_t i = 0; i < t->nparams && !r; i++) {
+        const kb_task_param *p = &t->params[i];
+        if (p->role != KB_ROLE_OUTPUT && p->role != KB_ROLE_INOUT)
+            continue;
+        kbv_cmp m;
+        r = kbv_compare(v, i, v->ps[i].cand.ptr, v->ps[i].ref.ptr, tr->atol,
+                        tr->rtol, &m);
+        if (r)
+            break;
+        if (!report_output(v, tr, i, &m, outs))
+            *ok = 0;
+    }
+    /* inputs unchanged, guards intact */
+    if (!r)
+        r = kbv_checksum_inputs(v, tr->after);
+    CUdeviceptr gcount = g->dres + KBV_DRES_GUARDS;
+    if (!r)
+        r = cuMemsetD8Async(gcount, 0, 8, g->stream);
+    for (size_t i = 0; i < t->nparams && !r; i++) {
+        if (v->ps[i].in.base)
+            r = kbv_dbuf_guard_check(g, &v->ps[i].in, gcount);
+        if (!r && v->ps[i].cand.base)
+            r = kbv_dbuf_guard_check(g, &v->ps[i].cand, gcount);
+    }
+    if (!r)
+        r = cuMemcpyDtoHAsync(gbad, gcount, 8, g->stream);
+    int to;
+    if (!r)
+        r = kbv_gpu_sync(g, 10000, &to);
+    return r;
+}
+
+/* The inputs' checksums and the guards; 1 if both are as they were. */
+static int inputs_and_guards(kbv_ctx *v, const trial *tr, unsigned long long gbad)
+{
+    const kb_task *t = v->task;
+    int inputs_ok = 1;
+    for (size_t i = 0; i < t->nparams; i++)
+        if (t->params[i].role == KB_ROLE_INPUT && tr->before[i] != tr->after[i]) {
+            inputs_ok = 0;
+            kbv_set_verdict(v, "incorrect", "the candidate modified its "
+                            "input '%s' on shape '%s'", t->params[i].name,
+                            tr->s->name);
+        }
+    if (gbad)
+        kbv_set_verdict(v, "incorrect", "the candidate wrote %llu bytes "
+                        "outside its buffers on shape '%s'", gbad, tr->s->name);
+    cJSON_AddBoolToObject(tr->c, "inputs_unchanged", inputs_ok);
+    cJSON_AddBoolToObject(tr->c, "guards_intact", gbad == 0);
+    return inputs_ok && gbad == 0;
+}
+
+/* One trial: reference, candidate, checks. Returns 0 if it passed. */
+static int run_trial(kbv_ctx *v, trial *tr, uint64_t seed, int di)
+{
+    cJSON *c = cJSON_CreateObject();
+    tr->c = c;
+    cJSON_AddItemToArray(v->checks, c);
+    cJSON_AddStringToObject(c, "shape", tr->s->name);
+    cJSON_AddNumberToObject(c, "seed", (double)seed);
+    cJSON *dj = cJSON_AddObjectToObject(c, "dist");
+    cJSON_AddStringToObject(c, "poison", tr->kind == KBV_POISON_NAN ? "nan" : "sentinel");
+    if (run_reference(v, tr, seed, di, dj) || run_candidate(v, tr))
+        return -1;
+    int ok = 1;
+    unsigned long long gbad = 0;
+    CUresult r = check_outputs(v, tr, &ok, &gbad);
+    if (r) {
+        kbv_cuda_failed(v, r, "checking the candidate's outputs");
+        return -1;
+    }
+    ok = inputs_and_guards(v, tr, gbad) && ok;
+    cJSON_AddBoolToObject(c, "ok", ok);
+    return ok ? 0 : -1;
+}
+
+int kbv_check_shape(kbv_ctx *v, const kb_shape *s)
+{
+    const kb_task *t = v->task;
+    size_t ndist = 2;
+    for (size_t i = 0; i < t->nparams; i++)
+        if (t->params[i].ndists > ndist)
+            ndist = t->params[i].ndists;
+    trial tr;
+    memset(&tr, 0, sizeof tr);
+    tr.s = s;
+    tr.atol = kbv_shape_tol(v, s, t->atol);
+    tr.rtol = kbv_shape_tol(v, s, t->rtol);
+    tr.before = calloc(t->nparams, 8);
+    tr.after = calloc(t->nparams, 8);
+    int trial_no = 0, failed = 0;
+    for (int si = 0; si < KBV_NSEEDS && !failed; si++)
+        for (size_t di = 0; di < ndist && !failed; di++, trial_no++) {
+            tr.kind = trial_no % 2 ? KBV_POISON_SENTINEL : KBV_POISON_NAN;
+            uint64_t seed = v->seed_base + (uint64_t)trial_no * 7919 +
+                            (uint64_t)(s - t->shapes) * 104729;
+            failed = run_trial(v, &tr, seed, (int)di) != 0;
+        }
+    free(tr.before);
+    free(tr.after);
+    return failed ? -1 : 0;
+}
