@@ -447,17 +447,16 @@ kb_rc kb_eval_summarize(const kb_eval_qrels *qrels,
                         kb_eval_summary *out, kb_err *err)
 {
     memset(out, 0, sizeof *out);
+    size_t cap = 0;   /* of by_kind, filled here alone */
     for (size_t i = 0; i < qrels->n; i++) {
         const char *kind = qrels->queries[i].kind;
         size_t at = 0;
         while (at < out->nkinds && strcmp(out->by_kind[at].kind, kind) != 0)
             at++;
         if (at == out->nkinds) {
-            kb_eval_mean *p = realloc(out->by_kind,
-                                      (out->nkinds + 1) * sizeof *p);
-            if (!p)
+            if (KB_GROW(out->by_kind, out->nkinds + 1, cap) != KB_OK)
                 goto nomem;
-            out->by_kind = p;
+            kb_eval_mean *p = out->by_kind;
             memset(&p[at], 0, sizeof p[at]);
             p[at].kind = kb_strdup(kind);
             out->nkinds++;

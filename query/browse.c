@@ -27,14 +27,9 @@ kb_rc kb_store_status(kb_store *store, kb_status *out, kb_err *err)
     size_t cap = 0;
     int step;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        if (out->n == cap) {
-            cap = cap ? cap * 2 : 16;
-            kb_source_status *p = realloc(out->sources, cap * sizeof *p);
-            if (!p) {
-                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-                goto out;
-            }
-            out->sources = p;
+        if (KB_GROW(out->sources, out->n + 1, cap) != KB_OK) {
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+            goto out;
         }
         kb_source_status *s = &out->sources[out->n++];
         s->id = col_dup(st, 0);
@@ -82,13 +77,8 @@ void kb_status_release(kb_status *s)
 static kb_rc push_result(kb_results *out, size_t *cap, sqlite3_stmt *st,
                          kb_err *err)
 {
-    if (out->n == *cap) {
-        *cap = *cap ? *cap * 2 : 8;
-        kb_result *p = realloc(out->items, *cap * sizeof *p);
-        if (!p)
-            return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-        out->items = p;
-    }
+    if (KB_GROW(out->items, out->n + 1, *cap) != KB_OK)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     kb_result *r = &out->items[out->n++];
     if (kb_result_from_row(st, r) != KB_OK)
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
@@ -143,14 +133,9 @@ kb_rc kb_papers_list(kb_store *store, const char *section, kb_paper_list *out,
     size_t cap = 0;
     int step;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        if (out->n == cap) {
-            cap = cap ? cap * 2 : 64;
-            kb_paper_row *p = realloc(out->items, cap * sizeof *p);
-            if (!p) {
-                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-                break;
-            }
-            out->items = p;
+        if (KB_GROW(out->items, out->n + 1, cap) != KB_OK) {
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+            break;
         }
         kb_paper_row *r = &out->items[out->n++];
         r->chunk_id = sqlite3_column_int64(st, 0);

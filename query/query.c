@@ -106,12 +106,12 @@ static char *make_snippet(const char *text, const char *query, size_t width)
         end++;
     kb_buf s;
     kb_buf_init(&s, 0);
-    if (start > 0)
-        kb_buf_puts(&s, "…");
-    kb_buf_append(&s, text + start, end - start);
-    if (end < len)
-        kb_buf_puts(&s, "…");
-    return kb_buf_detach(&s);
+    kb_rc rc = start > 0 ? kb_buf_puts(&s, "…") : KB_OK;
+    if (rc == KB_OK)
+        rc = kb_buf_append(&s, text + start, end - start);
+    if (rc == KB_OK && end < len)
+        rc = kb_buf_puts(&s, "…");
+    return kb_buf_finish(&s, rc);   /* NULL: out of memory */
 }
 
 kb_rc kb_result_from_row(sqlite3_stmt *st, kb_result *r)
@@ -129,10 +129,10 @@ kb_rc kb_result_from_row(sqlite3_stmt *st, kb_result *r)
     r->text = kb_strdup(text ? text : "");
     kb_buf u;
     kb_buf_init(&u, 0);
-    kb_buf_puts(&u, url ? url : "");
-    if (anchor && *anchor && url && *url)
-        kb_buf_printf(&u, "#%s", anchor);
-    r->url = kb_buf_detach(&u);
+    kb_rc rc = kb_buf_puts(&u, url ? url : "");
+    if (rc == KB_OK && anchor && *anchor && url && *url)
+        rc = kb_buf_printf(&u, "#%s", anchor);
+    r->url = kb_buf_finish(&u, rc);
     cJSON *arr = cJSON_Parse(hp ? hp : "[]");
     size_t n = cJSON_IsArray(arr) ? (size_t)cJSON_GetArraySize(arr) : 0;
     r->heading_path = calloc(n ? n : 1, sizeof *r->heading_path);
@@ -247,7 +247,7 @@ out:
  * shared by hits of the same section: results are merged by section, so
  * fusion counts a section once per list. */
 static kb_rc section_ids(kb_store *store, const kb_hits *h, int *out, char ***keys,
-                         size_t *nkeys, kb_err *err)
+                         size_t *nkeys, size_t *capkeys, kb_err *err)
 {
     sqlite3_stmt *st = NULL;
     kb_rc rc = kb_store_prepare(store, "SELECT document_id || ':' || heading_path"
@@ -261,14 +261,11 @@ static kb_rc section_ids(kb_store *store, const kb_hits *h, int *out, char ***ke
         while (k < *nkeys && strcmp((*keys)[k], key) != 0)
             k++;
         if (k == *nkeys) {
-            char **p = realloc(*keys, (*nkeys + 1) * sizeof *p);
-            if (!p || !(p[*nkeys] = kb_strdup(key))) {
-                if (p)
-                    *keys = p;
+            if (KB_GROW(*keys, *nkeys + 1, *capkeys) != KB_OK ||
+                !((*keys)[*nkeys] = kb_strdup(key))) {
                 rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
                 break;
             }
-            *keys = p;
             (*nkeys)++;
         }
         out[i] = (int)k;
@@ -286,13 +283,13 @@ static kb_rc fuse_rrf(kb_store *store, const kb_hits *a, const kb_hits *b,
 {
     int *sa = calloc(a->n + 1, sizeof *sa), *sb = calloc(b->n + 1, sizeof *sb);
     char **keys = NULL;
-    size_t nkeys = 0;
+    size_t nkeys = 0, capkeys = 0;
     kb_hit *sec = NULL;   /* per section: best chunk, fused score, places */
     kb_rc rc = !sa || !sb ? kb_err_set(err, KB_ERR_NOMEM, "out of memory") : KB_OK;
     if (rc == KB_OK)
-        rc = section_ids(store, a, sa, &keys, &nkeys, err);
+        rc = section_ids(store, a, sa, &keys, &nkeys, &capkeys, err);
     if (rc == KB_OK)
-        rc = section_ids(store, b, sb, &keys, &nkeys, err);
+        rc = section_ids(store, b, sb, &keys, &nkeys, &capkeys, err);
     sec = calloc(nkeys + 1, sizeof *sec);
     if (rc == KB_OK && !sec)
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
