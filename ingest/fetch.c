@@ -221,6 +221,51 @@ static void http_opts_of(const kb_fetch_opts *o, size_t max_bytes,
     h->retry_max_ms = FETCH_MAX_WAIT_MS;
 }
 
+/* A 304: the cached copy is the body, its validators kept where the reply
+ * omits them; the cache's record notes the check. */
+static kb_rc take_cached(kb_http_response *resp, cache_entry *cache,
+                         const char *url, kb_fetch_result *out, kb_err *err)
+{
+    if (!cache->valid)
+        return kb_err_set(err, KB_ERR_NET,
+                          "cannot fetch '%s': HTTP 304 without a cached copy", url);
+    out->status = 304;
+    out->from_cache = 1;
+    take_validators(resp, out);
+    if (!out->etag)
+        out->etag = kb_strdup(cache->etag);
+    if (!out->last_modified)
+        out->last_modified = kb_strdup(cache->last_modified);
+    kb_buf_release(&out->body);
+    out->body = cache->body;              /* moves the buffer */
+    out->body.max = 0;
+    kb_buf_init(&cache->body, 0);
+    kb_err cerr;
+    kb_err_clear(&cerr);
+    if (cache_write_meta(cache, url, out, cache->fetched_at, &cerr) != KB_OK)
+        kb_log_warn("cannot update the cache of '%s': %s", url, cerr.msg);
+    return KB_OK;
+}
+
+/* A 2xx: the reply's body and validators, cached (a 200) where a cache is
+ * kept; a cache that cannot be written costs only a warning. */
+static void take_fresh(kb_http_response *resp, const char *cache_dir,
+                       cache_entry *cache, const char *url, kb_fetch_result *out)
+{
+    out->status = resp->status;
+    take_validators(resp, out);
+    kb_buf_release(&out->body);
+    out->body = resp->body;               /* moves the buffer */
+    out->body.max = 0;
+    kb_buf_init(&resp->body, 0);
+    if (cache_dir && resp->status == 200) {
+        kb_err cerr;
+        kb_err_clear(&cerr);
+        if (cache_store(cache_dir, cache, url, out, &cerr) != KB_OK)
+            kb_log_warn("cannot cache '%s': %s", url, cerr.msg);
+    }
+}
+
 kb_rc kb_fetch_url(const char *url, const char *cache_dir,
                    const kb_fetch_opts *opts, kb_fetch_result *out,
                    kb_err *err)
@@ -267,45 +312,10 @@ kb_rc kb_fetch_url(const char *url, const char *cache_dir,
                             .subject = subject.data };
     rc = kb_http_perform(&req, &ho, &resp, err);
     out->attempts = resp.attempts;
-    if (rc != KB_OK)
-        goto out;
-    if (resp.status == 304) {
-        if (!cache.valid) {
-            rc = kb_err_set(err, KB_ERR_NET,
-                            "cannot fetch '%s': HTTP 304 without a cached copy", url);
-            goto out;
-        }
-        out->status = 304;
-        out->from_cache = 1;
-        take_validators(&resp, out);
-        /* a 304 may omit validators: keep those of the cached copy */
-        if (!out->etag)
-            out->etag = kb_strdup(cache.etag);
-        if (!out->last_modified)
-            out->last_modified = kb_strdup(cache.last_modified);
-        kb_buf_release(&out->body);
-        out->body = cache.body;
-        out->body.max = 0;
-        kb_buf_init(&cache.body, 0);
-        kb_err cerr;
-        kb_err_clear(&cerr);
-        if (cache_write_meta(&cache, url, out, cache.fetched_at, &cerr) != KB_OK)
-            kb_log_warn("cannot update the cache of '%s': %s", url, cerr.msg);
-        goto out;
-    }
-    /* a 2xx */
-    out->status = resp.status;
-    take_validators(&resp, out);
-    kb_buf_release(&out->body);
-    out->body = resp.body;                /* moves the buffer */
-    out->body.max = 0;
-    kb_buf_init(&resp.body, 0);
-    if (cache_dir && resp.status == 200) {
-        kb_err cerr;
-        kb_err_clear(&cerr);
-        if (cache_store(cache_dir, &cache, url, out, &cerr) != KB_OK)
-            kb_log_warn("cannot cache '%s': %s", url, cerr.msg);
-    }
+    if (rc == KB_OK && resp.status == 304)
+        rc = take_cached(&resp, &cache, url, out, err);
+    else if (rc == KB_OK)
+        take_fresh(&resp, cache_dir, &cache, url, out);
 out:
     if (rc != KB_OK) {
         kb_buf_release(&out->body);
