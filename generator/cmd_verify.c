@@ -110,27 +110,31 @@ static int ends_with(const char *s, const char *suf)
     return a >= b && strcmp(s + a - b, suf) == 0;
 }
 
-/* Appends path (taken: freed on failure) to t's candidates. */
-static void add_cand(suite_task *t, char *path)
+/* Appends path (taken: freed on failure; NULL, an allocation that
+ * failed) to t's candidates. Returns KB_OK or KB_ERR_NOMEM. */
+static kb_rc add_cand(suite_task *t, char *path)
 {
     if (!path || KB_GROW(t->cands, t->ncands + 1, t->capcands) != KB_OK) {
         free(path);
-        return;
+        return KB_ERR_NOMEM;
     }
     t->cands[t->ncands++] = path;
+    return KB_OK;
 }
 
-/* appends DIR's *.cu files but reference.cu */
-static void add_cu_files(const char *dir, suite_task *t)
+/* appends DIR's *.cu files but reference.cu (none if there is no DIR) */
+static kb_rc add_cu_files(const char *dir, suite_task *t)
 {
     DIR *d = opendir(dir);
     if (!d)
-        return;
+        return KB_OK;
+    kb_rc rc = KB_OK;
     struct dirent *e;
-    while ((e = readdir(d)))
+    while (rc == KB_OK && (e = readdir(d)))
         if (ends_with(e->d_name, ".cu") && strcmp(e->d_name, "reference.cu"))
-            add_cand(t, kb_path_join(dir, e->d_name));
+            rc = add_cand(t, kb_path_join(dir, e->d_name));
     closedir(d);
+    return rc;
 }
 
 /* Is r better than t's best? faster > correct (by speedup) > the rest. */
@@ -162,74 +166,100 @@ static int cmp_task(const void *a, const void *b)
     return strcmp(((const suite_task *)a)->name, ((const suite_task *)b)->name);
 }
 
-/* Adds the task in folder name of the suite if it holds a task.json. */
-static void add_task(suite *s, const char *name)
+/* Adds the task in folder name of the suite if it holds a task.json.
+ * Returns KB_OK or KB_ERR_NOMEM. */
+static kb_rc add_task(suite *s, const char *name)
 {
     char *dir = kb_path_join(s->path, name);
     char *j = dir ? kb_path_join(dir, "task.json") : NULL;
-    int is_task = j && access(j, R_OK) == 0;
+    if (!j) {
+        free(dir);
+        return KB_ERR_NOMEM;
+    }
+    int is_task = access(j, R_OK) == 0;
     free(j);
-    char *nm = is_task ? kb_strdup(name) : NULL;
+    if (!is_task) {
+        free(dir);
+        return KB_OK;
+    }
+    char *nm = kb_strdup(name);
     if (!nm || KB_GROW(s->ts, s->n + 1, s->cap) != KB_OK) {
         free(nm);
         free(dir);
-        return;
+        return KB_ERR_NOMEM;
     }
     memset(&s->ts[s->n], 0, sizeof s->ts[s->n]);
     s->ts[s->n].name = nm;
     s->ts[s->n++].dir = dir;
+    return KB_OK;
 }
 
-/* The suite's tasks (folders with a task.json), sorted by name. Returns
- * 0, or 1 with the error printed. */
-static int list_tasks(suite *s)
+/* The suite's tasks (folders with a task.json), sorted by name. */
+static kb_rc list_tasks(suite *s, kb_err *err)
 {
     DIR *d = opendir(s->path);
-    if (!d) {
-        fprintf(stderr, "kb: cannot open '%s': %s\n", s->path, strerror(errno));
-        return 1;
-    }
+    if (!d)
+        return kb_err_set(err, KB_ERR_IO, "cannot open '%s': %s", s->path,
+                          strerror(errno));
+    kb_rc rc = KB_OK;
     struct dirent *e;
-    while ((e = readdir(d)))
+    while (rc == KB_OK && (e = readdir(d)))
         if (e->d_name[0] != '.')
-            add_task(s, e->d_name);
+            rc = add_task(s, e->d_name);
     closedir(d);
+    if (rc != KB_OK)
+        return kb_err_set(err, rc, "out of memory listing the tasks in '%s'",
+                          s->path);
     if (s->n > 1)
         qsort(s->ts, s->n, sizeof *s->ts, cmp_task);
-    return 0;
+    return KB_OK;
 }
 
-/* Each task's candidates: CAND_DIR/NAME.cu, CAND_DIR/NAME/ *.cu and
- * CAND_DIR/NAME/candidates/ *.cu. */
-static void find_candidates(suite *s, const char *cand_dir)
+/* Task t's candidates: CAND_DIR/NAME.cu, CAND_DIR/NAME/ *.cu and
+ * CAND_DIR/NAME/candidates/ *.cu. Returns KB_OK or KB_ERR_NOMEM. */
+static kb_rc task_candidates(suite_task *t, const char *cand_dir)
+{
+    kb_buf p;
+    kb_buf_init(&p, 0);
+    kb_rc rc = kb_buf_printf(&p, "%s/%s.cu", cand_dir, t->name);
+    if (rc == KB_OK && access(p.data, R_OK) == 0)
+        rc = add_cand(t, kb_strdup(p.data));
+    kb_buf_reset(&p);
+    if (rc == KB_OK)
+        rc = kb_buf_printf(&p, "%s/%s", cand_dir, t->name);
+    if (rc == KB_OK)
+        rc = add_cu_files(p.data, t);
+    if (rc == KB_OK)
+        rc = kb_buf_puts(&p, "/candidates");
+    if (rc == KB_OK)
+        rc = add_cu_files(p.data, t);
+    kb_buf_release(&p);
+    if (t->ncands > 1)
+        qsort(t->cands, t->ncands, sizeof *t->cands, cmp_str);
+    return rc;
+}
+
+/* Each task's candidates under cand_dir, sorted. */
+static kb_rc find_candidates(suite *s, const char *cand_dir, kb_err *err)
 {
     for (size_t i = 0; i < s->n; i++) {
-        suite_task *t = &s->ts[i];
-        kb_buf p;
-        kb_buf_init(&p, 0);
-        if (kb_buf_printf(&p, "%s/%s.cu", cand_dir, t->name) == KB_OK &&
-            access(p.data, R_OK) == 0)
-            add_cand(t, kb_strdup(p.data));
-        kb_buf_reset(&p);
-        if (kb_buf_printf(&p, "%s/%s", cand_dir, t->name) == KB_OK) {
-            add_cu_files(p.data, t);
-            if (kb_buf_puts(&p, "/candidates") == KB_OK)
-                add_cu_files(p.data, t);
-        }
-        kb_buf_release(&p);
-        if (t->ncands > 1)
-            qsort(t->cands, t->ncands, sizeof *t->cands, cmp_str);
-        s->ncand += t->ncands;
+        if (task_candidates(&s->ts[i], cand_dir) != KB_OK)
+            return kb_err_set(err, KB_ERR_NOMEM, "out of memory finding the "
+                              "candidates in '%s'", cand_dir);
+        s->ncand += s->ts[i].ncands;
     }
+    return KB_OK;
 }
 
-/* One saved result line: scored for its task, if the suite has it. */
-static void score_line(suite *s, const char *line)
+/* One saved result line: scored for its task, if the suite has it; a
+ * line that is no result is passed by. Returns KB_OK or KB_ERR_NOMEM. */
+static kb_rc score_line(suite *s, const char *line)
 {
     kb_verify_result r;
     kb_verify_result_init(&r);
-    if (kb_verify_result_parse(line, &r, NULL) != KB_OK)
-        return;
+    kb_rc rc = kb_verify_result_parse(line, &r, NULL);
+    if (rc != KB_OK)
+        return rc == KB_ERR_NOMEM ? rc : KB_OK;
     const char *base = strrchr(r.task, '/');
     for (size_t i = 0; i < s->n; i++)
         if (!strcmp(s->ts[i].name, base ? base + 1 : r.task)) {
@@ -238,38 +268,52 @@ static void score_line(suite *s, const char *line)
             break;
         }
     kb_verify_result_release(&r);
+    return KB_OK;
 }
 
-/* Results already computed: kb-verify --json lines in DIR's *.json[l].
- * Returns 0, or 1 with the error printed. */
-static int read_results(suite *s, const char *dir)
+/* The results in the file at path scored; a file that cannot be read is
+ * passed by. Returns KB_OK or KB_ERR_NOMEM. */
+static kb_rc score_file(suite *s, const char *path)
+{
+    kb_buf b;
+    kb_buf_init(&b, 0);
+    kb_rc rc = kb_read_file(path, 256u << 20, &b, NULL);
+    if (rc == KB_OK) {
+        for (char *line = b.data; rc == KB_OK && line && *line;) {
+            char *nl = strchr(line, '\n');
+            if (nl)
+                *nl = '\0';
+            rc = score_line(s, line);
+            line = nl ? nl + 1 : NULL;
+        }
+    } else if (rc != KB_ERR_NOMEM) {
+        rc = KB_OK;
+    }
+    kb_buf_release(&b);
+    return rc;
+}
+
+/* Results already computed: kb-verify --json lines in DIR's *.json[l]. */
+static kb_rc read_results(suite *s, const char *dir, kb_err *err)
 {
     DIR *rd = opendir(dir);
-    if (!rd) {
-        fprintf(stderr, "kb: cannot open '%s': %s\n", dir, strerror(errno));
-        return 1;
-    }
+    if (!rd)
+        return kb_err_set(err, KB_ERR_IO, "cannot open '%s': %s", dir,
+                          strerror(errno));
+    kb_rc rc = KB_OK;
     struct dirent *e;
-    while ((e = readdir(rd))) {
+    while (rc == KB_OK && (e = readdir(rd))) {
         if (!ends_with(e->d_name, ".json") && !ends_with(e->d_name, ".jsonl"))
             continue;
         char *path = kb_path_join(dir, e->d_name);
-        kb_buf b;
-        kb_buf_init(&b, 0);
-        if (path && kb_read_file(path, 256u << 20, &b, NULL) == KB_OK) {
-            for (char *line = b.data; line && *line;) {
-                char *nl = strchr(line, '\n');
-                if (nl)
-                    *nl = '\0';
-                score_line(s, line);
-                line = nl ? nl + 1 : NULL;
-            }
-        }
-        kb_buf_release(&b);
+        rc = path ? score_file(s, path) : KB_ERR_NOMEM;
         free(path);
     }
     closedir(rd);
-    return 0;
+    if (rc != KB_OK)
+        return kb_err_set(err, rc, "out of memory reading the results in '%s'",
+                          dir);
+    return KB_OK;
 }
 
 /* Every candidate of every task through v; progress on stderr unless
@@ -395,15 +439,16 @@ static int run_suite(const kb_command *self, const char *suite_dir,
     suite s = { .path = suite_dir };
     kb_err err;
     kb_err_clear(&err);
-    kb_rc rc = KB_OK;
-    int status = list_tasks(&s);
-    if (status == 0 && results)
-        status = read_results(&s, results);
-    else if (status == 0) {
-        find_candidates(&s, cand_dir);
-        rc = run_candidates(&s, v, json, &err);
+    int status = 0;
+    kb_rc rc = list_tasks(&s, &err);
+    if (rc == KB_OK && results) {
+        rc = read_results(&s, results, &err);
+    } else if (rc == KB_OK) {
+        rc = find_candidates(&s, cand_dir, &err);
+        if (rc == KB_OK)
+            rc = run_candidates(&s, v, json, &err);
     }
-    if (status != 0 || rc != KB_OK)
+    if (rc != KB_OK)
         goto out;
     double fp[4];
     suite_fast_p(&s, fp);

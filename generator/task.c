@@ -6,6 +6,7 @@
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -302,7 +303,8 @@ void kb_task_free(kb_task *t)
     free(t);
 }
 
-/* A JSON number or string as an expression string (caller frees). */
+/* A JSON number or string as an expression string (caller frees); NULL
+ * for anything else, or out of memory. */
 static char *json_expr(const cJSON *v)
 {
     if (cJSON_IsString(v))
@@ -310,8 +312,7 @@ static char *json_expr(const cJSON *v)
     if (cJSON_IsNumber(v)) {
         kb_buf b;
         kb_buf_init(&b, 0);
-        kb_buf_printf(&b, "%.17g", v->valuedouble);
-        return kb_buf_detach(&b);
+        return kb_buf_finish(&b, kb_buf_printf(&b, "%.17g", v->valuedouble));
     }
     return NULL;
 }
@@ -393,11 +394,13 @@ static kb_rc parse_header(kb_task *t, const cJSON *root, const char *path,
         return kb_err_set(err, KB_ERR_PARSE, "'%s': bad or missing \"dtype\"", path);
     kb_buf ops;
     kb_buf_init(&ops, 0);
+    kb_rc rc = KB_OK;
     const cJSON *o;
     cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(root, "ops"))
-        if (cJSON_IsString(o))
-            kb_buf_printf(&ops, "%s%s", ops.len ? "," : "", o->valuestring);
-    t->ops = kb_buf_detach(&ops);
+        if (rc == KB_OK && cJSON_IsString(o))
+            rc = kb_buf_printf(&ops, "%s%s", ops.len ? "," : "", o->valuestring);
+    if (!(t->ops = kb_buf_finish(&ops, rc)))
+        return kb_err_set(err, KB_ERR_NOMEM, "'%s': out of memory", path);
     const cJSON *d;
     cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(root, "dims")) {
         if (!cJSON_IsString(d) || t->ndims == KB_TASK_MAX_DIMS)
@@ -720,6 +723,24 @@ static char *join_strings(const char *code)
     return o;
 }
 
+/* Marks the candidate refused and appends the first refusal's reason to
+ * why; later ones are not kept. Out of memory why is emptied, never left
+ * with part of a reason: the refusal stands, and kb_verify_refuse's
+ * caller reads the empty reason as out of memory. */
+static void refuse(kb_buf *why, int *refused, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void refuse(kb_buf *why, int *refused, const char *fmt, ...)
+{
+    if (*refused)
+        return;
+    *refused = 1;
+    va_list ap;
+    va_start(ap, fmt);
+    if (kb_buf_vprintf(why, fmt, ap) != KB_OK)
+        kb_buf_reset(why);
+    va_end(ap);
+}
+
 int kb_verify_refuse(const char *src, kb_buf *why)
 {
     /* %globaltimer sits in asm strings, so it is looked for in the source
@@ -729,36 +750,37 @@ int kb_verify_refuse(const char *src, kb_buf *why)
     char *withstr = strip_comments(src, 1);
     char *joined = withstr ? join_strings(withstr) : NULL;
     int refused = 0;
-#define REFUSE(...) do { if (!refused) kb_buf_printf(why, __VA_ARGS__); refused = 1; } while (0)
     if (!code || !joined) {
         free(code);
         free(withstr);
         free(joined);
-        REFUSE("out of memory");
+        refuse(why, &refused, "out of memory");
         return 1;
     }
     if (strstr(joined, "globaltimer"))
-        REFUSE("reads %%globaltimer: kb-verify owns timing");
+        refuse(why, &refused, "reads %%globaltimer: kb-verify owns timing");
     free(withstr);
     free(joined);
     if (has_word(code, "__managed__", 0))
-        REFUSE("declares __managed__ memory: kb-verify owns allocation");
+        refuse(why, &refused,
+               "declares __managed__ memory: kb-verify owns allocation");
     if (has_word(code, "malloc", 1) || has_word(code, "free", 1) ||
         has_word(code, "cudaMalloc", 1) || has_word(code, "new", 0) ||
         has_word(code, "delete", 0))
-        REFUSE("allocates memory on the device (malloc/free/new): "
-               "kb-verify owns allocation");
+        refuse(why, &refused, "allocates memory on the device "
+               "(malloc/free/new): kb-verify owns allocation");
     if (strstr(code, "<<<") || has_word(code, "cudaLaunchDevice", 1) ||
         has_word(code, "cudaGetParameterBuffer", 1) ||
         has_word(code, "cudaGraphLaunch", 1) ||
         has_word(code, "cudaLaunchKernel", 1))
-        REFUSE("launches kernels from the device: kb-verify owns the launches");
+        refuse(why, &refused, "launches kernels from the device: kb-verify "
+               "owns the launches");
     if (has_word(code, "cudaStreamCreate", 1) ||
         has_word(code, "cudaStreamCreateWithFlags", 1) ||
         has_word(code, "cudaDeviceSynchronize", 1) ||
         has_word(code, "cudaEventRecord", 1))
-        REFUSE("calls the CUDA runtime from the device: kb-verify owns streams "
-               "and events");
+        refuse(why, &refused, "calls the CUDA runtime from the device: "
+               "kb-verify owns streams and events");
     for (const char *p = code; (p = strstr(p, "#")); p++) {
         const char *q = p + 1;
         while (*q == ' ' || *q == '\t')
@@ -788,11 +810,10 @@ int kb_verify_refuse(const char *src, kb_buf *why)
                 e++;
             while (e > q && isspace((unsigned char)e[-1]))
                 e--;
-            REFUSE("includes '%.*s': a candidate is self-contained device code",
-                   (int)(e - q), src + (q - code));
+            refuse(why, &refused, "includes '%.*s': a candidate is "
+                   "self-contained device code", (int)(e - q), src + (q - code));
         }
     }
-#undef REFUSE
     free(code);
     return refused;
 }

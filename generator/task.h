@@ -136,7 +136,9 @@ void kb_launches_free(kb_launch *l, size_t n);
  * refused (%globaltimer, __managed__, device malloc/free/new, device-side
  * launches, host APIs, #include of other files), else 0. Comments are not
  * looked at, nor are string literals, except for %globaltimer, which lives
- * in asm strings: it is looked for in them, adjacent literals joined. */
+ * in asm strings: it is looked for in them, adjacent literals joined. When
+ * the reason cannot be kept for want of memory, why is left empty: still
+ * a refusal, and the caller says "out of memory". */
 int kb_verify_refuse(const char *src, kb_buf *why);
 
 /* The fast_p scores of a suite: for p in ps, the share of ntasks whose

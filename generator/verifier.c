@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -380,21 +379,17 @@ void kb_verifier_opts_init(kb_verifier_opts *o)
     o->timeout_s = 120;
 }
 
-/* kb-verify beside this program, else on the PATH. Caller frees. */
+/* kb-verify beside this program, else on the PATH. Caller frees; NULL
+ * out of memory. */
 static char *default_path(void)
 {
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n > 0) {
-        self[n] = '\0';
-        char *slash = strrchr(self, '/');
-        if (slash) {
-            *slash = '\0';
-            char *p = kb_path_join(self, "kb-verify");
-            if (p && access(p, X_OK) == 0)
-                return p;
-            free(p);
-        }
+    char *dir = kb_exe_dir();
+    if (dir) {
+        char *p = kb_path_join(dir, "kb-verify");
+        free(dir);
+        if (!p || access(p, X_OK) == 0)
+            return p;
+        free(p);
     }
     return kb_strdup("kb-verify");
 }

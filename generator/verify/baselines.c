@@ -37,7 +37,7 @@ int kbv_blas_open(kbv_gpu *g, kb_buf *why)
     if (!b.lib)
         b.lib = dlopen("libcublas.so", RTLD_NOW | RTLD_GLOBAL);
     if (!b.lib) {
-        kb_buf_printf(why, "cannot load cuBLAS: %s", dlerror());
+        kbv_why(why, "cannot load cuBLAS: %s", dlerror());
         return -1;
     }
     blas_create_fn create = (blas_create_fn)dlsym(b.lib, "cublasCreate_v2");
@@ -46,12 +46,12 @@ int kbv_blas_open(kbv_gpu *g, kb_buf *why)
     b.gemmex = (blas_gemmex_fn)dlsym(b.lib, "cublasGemmEx");
     if (!create || !stream || !b.sgemm || !b.gemmex || create(&b.handle) ||
         stream(b.handle, (cudaStream_t)g->stream)) {
-        kb_buf_printf(why, "cannot start cuBLAS");
+        kbv_why(why, "cannot start cuBLAS");
         return -1;
     }
     g->blas = malloc(sizeof *g->blas);
     if (!g->blas) {
-        kb_buf_printf(why, "out of memory");
+        kbv_why(why, "out of memory");
         return -1;
     }
     *g->blas = b;

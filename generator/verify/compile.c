@@ -26,22 +26,24 @@ static const char *cuda_home(void)
     return h && *h ? h : KBV_CUDA_HOME;
 }
 
-/* Where the cubin of key lives. Caller frees. */
+/* Where the cubin of key lives. Caller frees; NULL out of memory. */
 static char *cache_path(const kbv_opts *o, const char *key)
 {
     kb_buf b;
     kb_buf_init(&b, 0);
+    kb_rc rc;
     const char *dir = o->cache_dir ? o->cache_dir : getenv("KB_VERIFY_CACHE");
     if (dir && *dir) {
-        kb_buf_printf(&b, "%s/%s.cubin", dir, key);
+        rc = kb_buf_printf(&b, "%s/%s.cubin", dir, key);
     } else {
         const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
         if (x && *x)
-            kb_buf_printf(&b, "%s/kb/verify/%s.cubin", x, key);
+            rc = kb_buf_printf(&b, "%s/kb/verify/%s.cubin", x, key);
         else
-            kb_buf_printf(&b, "%s/.cache/kb/verify/%s.cubin", h ? h : "/tmp", key);
+            rc = kb_buf_printf(&b, "%s/.cache/kb/verify/%s.cubin",
+                               h ? h : "/tmp", key);
     }
-    return kb_buf_detach(&b);
+    return kb_buf_finish(&b, rc);
 }
 
 /* A cached cubin at cpath into out; returns 1 if there was one. */
@@ -110,17 +112,23 @@ void kbv_compile(const kbv_opts *o, const char *src, const char *name,
     kb_buf_init(&opt_arch, 0);
     kb_buf_init(&opt_inc, 0);
     kb_buf_init(&key, 0);
-    kb_buf_printf(&opt_arch, "--gpu-architecture=%s", arch);
-    kb_buf_printf(&opt_inc, "--include-path=%s/include", cuda_home());
+    char *cpath = NULL;
+    kb_rc rc = kb_buf_printf(&opt_arch, "--gpu-architecture=%s", arch);
+    if (rc == KB_OK)
+        rc = kb_buf_printf(&opt_inc, "--include-path=%s/include", cuda_home());
+    if (rc != KB_OK) {
+        out->log = kb_strdup("out of memory: NVRTC was not run");
+        goto out;
+    }
     const char *opts[] = { opt_arch.data, opt_inc.data, "--std=c++17",
                            "--ptxas-options=-v", "-default-device" };
-    char *cpath = NULL;
-    if (use_cache) {
+    /* without a key (out of memory) the cache is passed by */
+    if (use_cache &&
+        kb_buf_printf(&key, "%s\n%s\n%s\n", arch, opt_inc.data, src) == KB_OK) {
         char hex[65];
-        kb_buf_printf(&key, "%s\n%s\n%s\n", arch, opt_inc.data, src);
         kb_sha256_hex(key.data, key.len, hex);
         cpath = cache_path(o, hex);
-        if (cache_lookup(cpath, out))
+        if (cpath && cache_lookup(cpath, out))
             goto out;
     }
     nvrtc_run(src, name, opts, 5, out);

@@ -160,6 +160,6 @@ int kbv_cpu_ref(const kb_task *t, double **bufs, const double *vals,
             impls[i].fn(t, bufs, vals);
             return 0;
         }
-    kb_buf_printf(why, "no CPU implementation named '%s'", t->cpu_ref);
+    kbv_why(why, "no CPU implementation named '%s'", t->cpu_ref);
     return -1;
 }

@@ -46,7 +46,7 @@ static int open_context(kbv_gpu *g, kb_buf *why)
 {
     const char *lwhy = NULL;
     if (kbv_cu_load(&lwhy) != 0) {
-        kb_buf_printf(why, "no GPU: %s", lwhy);
+        kbv_why(why, "no GPU: %s", lwhy);
         return -1;
     }
     CUresult r = cuInit(0);
@@ -54,7 +54,7 @@ static int open_context(kbv_gpu *g, kb_buf *why)
     if (r == CUDA_SUCCESS)
         r = cuDeviceGetCount(&n);
     if (r != CUDA_SUCCESS || n < 1) {
-        kb_buf_printf(why, "no GPU: %s", r ? kbv_cu_name(r) : "no CUDA device");
+        kbv_why(why, "no GPU: %s", r ? kbv_cu_name(r) : "no CUDA device");
         return -1;
     }
     const char *ord = getenv("KB_VERIFY_DEVICE");
@@ -65,7 +65,7 @@ static int open_context(kbv_gpu *g, kb_buf *why)
         (r = cuDevicePrimaryCtxRetain(&g->ctx, g->dev)) ||
         (r = cuCtxSetCurrent(g->ctx)) ||
         (r = cuStreamCreate(&g->stream, CU_STREAM_NON_BLOCKING))) {
-        kb_buf_printf(why, "cannot open the GPU: %s", kbv_cu_name(r));
+        kbv_why(why, "cannot open the GPU: %s", kbv_cu_name(r));
         return -1;
     }
     return 0;
@@ -113,14 +113,14 @@ int kbv_gpu_open(kbv_gpu *g, kb_buf *why)
         (r = cuModuleGetFunction(&g->k_checksum, g->harness, "kbv_checksum")) ||
         (r = cuModuleGetFunction(&g->k_guard, g->harness, "kbv_guard")) ||
         (r = cuModuleGetFunction(&g->k_compare, g->harness, "kbv_compare"))) {
-        kb_buf_printf(why, "cannot load kb-verify's harness: %s", kbv_cu_name(r));
+        kbv_why(why, "cannot load kb-verify's harness: %s", kbv_cu_name(r));
         return -1;
     }
     /* the L2 flush buffer: written between timed runs, twice the L2 */
     g->flush_bytes = (size_t)(g->l2_bytes > 0 ? g->l2_bytes : 64 << 20) * 2;
     if ((r = cuMemAlloc(&g->flush, g->flush_bytes)) ||
         (r = cuMemAlloc(&g->dres, 4096))) {
-        kb_buf_printf(why, "cannot allocate: %s", kbv_cu_name(r));
+        kbv_why(why, "cannot allocate: %s", kbv_cu_name(r));
         return -1;
     }
     g->ok = 1;

@@ -75,8 +75,9 @@ static cJSON *serve_one(kbv_gpu *gpu, const kbv_opts *o, const cJSON *req)
     if (cJSON_IsTrue(cJSON_GetObjectItem(req, "device_info"))) {
         kb_buf why;
         kb_buf_init(&why, 0);
-        cJSON *res = kbv_gpu_open(gpu, &why) == 0 ? kbv_device_json(gpu, 1)
-                                                   : error_result(why.data);
+        cJSON *res = kbv_gpu_open(gpu, &why) == 0
+                         ? kbv_device_json(gpu, 1)
+                         : error_result(kbv_why_text(&why));
         kb_buf_release(&why);
         return res;
     }
@@ -129,7 +130,7 @@ static int device_info(kbv_gpu *gpu, const kbv_opts *o)
     kb_buf why;
     kb_buf_init(&why, 0);
     if (kbv_gpu_open(gpu, &why)) {
-        fprintf(stderr, "kb-verify: %s\n", why.data);
+        fprintf(stderr, "kb-verify: %s\n", kbv_why_text(&why));
         kb_buf_release(&why);
         return 4;
     }

@@ -130,7 +130,7 @@ static int ref_trial(kbv_ctx *v, const kb_shape *s, size_t si, int di,
     kb_buf_init(&why, 0);
     double tc = kb_now_ms();
     if (kbv_cpu_ref(v->task, h.bufs, h.vals, &why) != 0) {
-        kbv_set_verdict(v, "error", "%s", why.data);
+        kbv_set_verdict(v, "error", "%s", kbv_why_text(&why));
     } else {
         cJSON_AddNumberToObject(c, "cpu_ms", kb_now_ms() - tc);
         int ok = 1;
@@ -162,7 +162,7 @@ static int open_reference(kbv_ctx *v)
     kb_buf why;
     kb_buf_init(&why, 0);
     if (kbv_gpu_open(v->gpu, &why)) {
-        kbv_set_verdict(v, "error", "%s", why.data);
+        kbv_set_verdict(v, "error", "%s", kbv_why_text(&why));
         kb_buf_release(&why);
         return -1;
     }
@@ -217,7 +217,7 @@ out:
     if (!v.verdict)
         kbv_set_verdict(&v, "error", "internal error");
     cJSON_AddStringToObject(v.res, "verdict", v.verdict);
-    cJSON_AddStringToObject(v.res, "reason", v.reason.data ? v.reason.data : "");
+    cJSON_AddStringToObject(v.res, "reason", kbv_why_text(&v.reason));
     cJSON_AddNumberToObject(v.res, "wall_ms", kb_now_ms() - t0);
     cJSON *res = v.res;
     kbv_ctx_release(&v);

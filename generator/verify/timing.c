@@ -319,7 +319,7 @@ int kbv_time_shape(kbv_ctx *v, const kb_shape *s)
     kb_buf why;
     kb_buf_init(&why, 0);
     if (tm.use_blas && kbv_blas_open(v->gpu, &why) != 0) {
-        kbv_set_verdict(v, "error", "%s", why.data);
+        kbv_set_verdict(v, "error", "%s", kbv_why_text(&why));
         kb_buf_release(&why);
         return -1;
     }

@@ -50,6 +50,25 @@ void kbv_ctx_release(kbv_ctx *v)
     kb_buf_release(&v->reason);
 }
 
+void kbv_vwhy(kb_buf *why, const char *fmt, va_list ap)
+{
+    if (kb_buf_vprintf(why, fmt, ap) != KB_OK)
+        kb_buf_reset(why);
+}
+
+void kbv_why(kb_buf *why, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    kbv_vwhy(why, fmt, ap);
+    va_end(ap);
+}
+
+const char *kbv_why_text(const kb_buf *why)
+{
+    return why->len ? why->data : "out of memory";
+}
+
 void kbv_set_verdict(kbv_ctx *v, const char *verdict, const char *fmt, ...)
 {
     if (v->verdict)
@@ -57,7 +76,7 @@ void kbv_set_verdict(kbv_ctx *v, const char *verdict, const char *fmt, ...)
     v->verdict = verdict;
     va_list ap;
     va_start(ap, fmt);
-    kb_buf_vprintf(&v->reason, fmt, ap);
+    kbv_vwhy(&v->reason, fmt, ap);
     va_end(ap);
 }
 
@@ -96,23 +115,37 @@ double kbv_shape_tol(const kbv_ctx *v, const kb_shape *s, const char *e)
 
 /* ------------------------------------------------------------------ the steps */
 
+/* Source held in memory (what names it) into v->src, which has a cap.
+ * Returns 0 or -1 (verdict set). */
+static int put_source(kbv_ctx *v, const char *what, const char *s)
+{
+    if (kb_buf_puts(&v->src, s) == KB_OK)
+        return 0;
+    size_t n = strlen(s);
+    if (n > v->src.max)
+        kbv_set_verdict(v, "error", "%s is too large (%zu bytes, limit %zu)",
+                        what, n, v->src.max);
+    else
+        kbv_set_verdict(v, "error", "out of memory copying %s", what);
+    return -1;
+}
+
 /* The candidate's source into v->src: inline, from its file, or (neither)
  * the reference as its own candidate. Returns 0 or -1 (verdict set). */
 static int read_candidate(kbv_ctx *v, const char *cand_path, const char *src_inline)
 {
     kb_err err;
     kb_err_clear(&err);
-    if (src_inline) {
-        kb_buf_puts(&v->src, src_inline);
-    } else if (cand_path) {
+    if (src_inline)
+        return put_source(v, "the candidate's source", src_inline);
+    if (cand_path) {
         if (kb_read_file(cand_path, 8u << 20, &v->src, &err)) {
             kbv_set_verdict(v, "error", "%s", err.msg);
             return -1;
         }
-    } else {
-        kb_buf_puts(&v->src, v->rsrc.data);
+        return 0;
     }
-    return 0;
+    return put_source(v, "the reference", v->rsrc.data);
 }
 
 /* Refusals, the header comments and their tensor maps; then the launch
@@ -125,7 +158,7 @@ static int admit_candidate(kbv_ctx *v)
     kb_buf_init(&why, 0);
     int refused = kb_verify_refuse(v->src.data, &why);
     if (refused)
-        kbv_set_verdict(v, "refused", "%s", why.data);
+        kbv_set_verdict(v, "refused", "%s", kbv_why_text(&why));
     kb_buf_release(&why);
     if (refused)
         return -1;
@@ -180,7 +213,7 @@ static int compile_candidate(kbv_ctx *v, int compile_only)
             cuCtxSetCurrent(g->ctx);
     }
     if (!compile_only && !g->ok) {
-        kbv_set_verdict(v, "error", "%s", why.data);
+        kbv_set_verdict(v, "error", "%s", kbv_why_text(&why));
         kb_buf_release(&why);
         return -1;
     }
@@ -294,7 +327,7 @@ static void finish_result(kbv_ctx *v, double t0)
     if (!v->verdict)
         kbv_set_verdict(v, "error", "internal error");
     cJSON_AddStringToObject(v->res, "verdict", v->verdict);
-    cJSON_AddStringToObject(v->res, "reason", v->reason.data ? v->reason.data : "");
+    cJSON_AddStringToObject(v->res, "reason", kbv_why_text(&v->reason));
     cJSON *pj = cJSON_AddObjectToObject(v->res, "protocol");
     cJSON_AddNumberToObject(pj, "seeds", KBV_NSEEDS);
     cJSON_AddNumberToObject(pj, "warmup_runs", KBV_NWARM);

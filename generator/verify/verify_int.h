@@ -168,7 +168,17 @@ void kbv_ctx_init(kbv_ctx *v, kbv_gpu *gpu, const kbv_opts *o,
                   const char *task_dir, int versioned);
 /* Frees what v holds but its result (v->res stays the caller's). */
 void kbv_ctx_release(kbv_ctx *v);
-/* The first verdict set wins; later calls do nothing. */
+/* A reason (why a step failed, or a verdict's) kept in a kb_buf: kbv_why
+ * appends to why, printf-style; out of memory it empties why rather than
+ * leave part of a reason there. Every failure gives a reason, so
+ * kbv_why_text reads an empty one as "out of memory": an error line or a
+ * verdict never carries a cut or missing reason. */
+void kbv_why(kb_buf *why, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void kbv_vwhy(kb_buf *why, const char *fmt, va_list ap);
+const char *kbv_why_text(const kb_buf *why);
+/* The first verdict set wins; later calls do nothing. Its reason goes
+ * into v->reason through kbv_vwhy. */
 void kbv_set_verdict(kbv_ctx *v, const char *verdict, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* A CUDA failure while the candidate (or anything after it) ran: "crash",

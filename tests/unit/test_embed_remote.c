@@ -96,7 +96,10 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
         return MHD_YES;
     }
     if (*upload_size) {
-        kb_buf_append(body, upload, *upload_size);
+        /* over the 4 MiB cap or out of memory: the connection is dropped
+         * (no assert in the server's thread), and the client's call fails */
+        if (kb_buf_append(body, upload, *upload_size) != KB_OK)
+            return MHD_NO;
         *upload_size = 0;
         return MHD_YES;
     }

@@ -110,7 +110,8 @@ static void test_committed_tasks(void **state)
         for (size_t l = 0; l < t->nlaunches; l++) {
             kb_buf want;
             kb_buf_init(&want, 0);
-            kb_buf_printf(&want, "void %s(", t->launches[l].kernel);
+            assert_int_equal(kb_buf_printf(&want, "void %s(", t->launches[l].kernel),
+                             KB_OK);
             if (!strstr(src.data, want.data))
                 fail_msg("%s: reference.cu lacks kernel %s", td, t->launches[l].kernel);
             kb_buf_release(&want);
