@@ -96,8 +96,16 @@ $(BUILD)/blas.stamp: FORCE
 deps:
 	$(Q)scripts/deps.sh
 
+# test-only Python tools (tests/requirements.txt) in a virtualenv; the
+# tests that use them find it through $KB_VENV
+VENV := $(BUILD)/venv
+$(VENV)/.stamp: tests/requirements.txt
+	$(Q)rm -rf $(VENV) && python3 -m venv $(VENV)
+	$(Q)$(VENV)/bin/pip install -q --disable-pip-version-check -r tests/requirements.txt
+	$(Q)touch $@
+
 test: deps
-	$(Q)$(MAKE) --no-print-directory all $(UNIT_BIN) $(VERIFY_TARGETS)
+	$(Q)$(MAKE) --no-print-directory all $(UNIT_BIN) $(VERIFY_TARGETS) $(VENV)/.stamp
 	$(Q)scripts/check-layers.sh $(BUILD)
 	$(Q)tests/run.sh $(BUILD)
 

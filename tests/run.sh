@@ -6,7 +6,7 @@ set -u
 build=${1:-build}
 which=${2:-all}
 top=$(cd "$(dirname "$0")/.." && pwd)
-export KB_BIN="$top/$build/kb" KB_BUILD="$top/$build" KB_TOP="$top"
+export KB_BIN="$top/$build/kb" KB_BUILD="$top/$build" KB_TOP="$top" KB_VENV="$top/$build/venv"
 export KB_MIRROR=${KB_MIRROR:-$(cd "$top/.." && pwd)/shared/corpus}
 passed=0 failed=0 skipped=0 failures=()
 
