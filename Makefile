@@ -45,7 +45,7 @@ LDFLAGS ?=
 # Every .c of the library modules goes into libkb.a. The command layer -
 # kb/main.c, kb/cli.c and each command's cmd_*.c, beside the module it
 # drives - is linked into build/kb only: library code cannot call it.
-MODULES  := kb ingest index skills query generator
+MODULES  := kb ingest index skills query generator serve
 ALL_SRC  := $(sort $(wildcard $(MODULES:%=%/*.c)))
 CMD_SRC  := kb/main.c kb/cli.c $(foreach f,$(ALL_SRC),$(if $(findstring /cmd_,$(f)),$(f)))
 LIB_SRC  := $(filter-out $(CMD_SRC),$(ALL_SRC))
