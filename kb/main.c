@@ -60,6 +60,39 @@ static const kb_command commands[] = {
       "  --serve           one kb-verify --serve process for all candidates\n"
       "  --no-timing       correctness only\n"
       "  --timeout S       wall-clock limit per candidate (default 120)\n" },
+    { "skill", cmd_skill, "kb skill SUBCOMMAND [options] (lint, new, verify, approve, "
+      "retire, list, show, export)",
+      "the skill library: lint, create, verify on the GPU, approve, retire, list, export",
+      "  lint [PATH...]          check SKILL.md, kb-task, kernel.cu (compiled with\n"
+      "                          kb-verify), evidence.json, deep links (with a KB),\n"
+      "                          dominance; 'file:line: error: ...', exit 1 on errors\n"
+      "      --no-compile        do not compile the kernels\n"
+      "      --strict            warnings fail too\n"
+      "  new NAME --task T       a draft with the sections to fill\n"
+      "      --from FILE         its kernel.cu\n"
+      "      --author WHO        kb-author\n"
+      "      --description TEXT  the description (else a TODO)\n"
+      "  verify NAME...|--all    run kb-verify on kernel.cu, append the result to\n"
+      "                          evidence.json, set kb-status and kb-speedup\n"
+      "      --timeout S         wall-clock limit per kernel (default 120)\n"
+      "      --from-result FILE  import a kb-verify result made elsewhere (JSON or\n"
+      "                          JSON lines) instead of a run; the one for the\n"
+      "                          skill's task and kernel hash is taken\n"
+      "      --device-info FILE  with --from-result: the device (kb-verify\n"
+      "                          --device-info --json) for the record\n"
+      "  approve NAME --reviewer WHO   a verified skill, approved (the human step)\n"
+      "  retire NAME --reason TEXT     retired: kept, never deleted\n"
+      "  list                    the skills, retired ones hidden\n"
+      "      --status S          draft, verified, approved or retired\n"
+      "      --task T            those of one task\n"
+      "      --all               retired ones too\n"
+      "  show NAME               one skill with its evidence\n"
+      "  export DIR              skills an agent loads as-is (.claude/skills, ...)\n"
+      "      --status S          verified (and approved; default) or approved\n"
+      "options of every subcommand:\n"
+      "  --dir DIR               the library (default corpus/skills)\n"
+      "  --tasks DIR             the tasks (default corpus/tasks)\n"
+      "  --json                  print JSON\n" },
 };
 static const size_t ncommands = sizeof commands / sizeof commands[0];
 

@@ -197,6 +197,24 @@ static kb_rc check_body(const kb_skill *s, kb_skill_diags *d)
     return rc;
 }
 
+/* Placeholders `kb skill new` wrote that are still there. */
+static kb_rc check_todo(const kb_skill *s, kb_skill_diags *d)
+{
+    const char *desc = s->fields[KB_SKILL_DESCRIPTION];
+    kb_rc rc = KB_OK;
+    if (desc && strstr(desc, "TODO"))
+        rc = kb_skill_diag_add(d, s->path, line_of(s, KB_SKILL_DESCRIPTION),
+                               KB_SKILL_WARNING, "todo", "the description is still a TODO");
+    for (size_t i = 0; i < s->nsections && rc == KB_OK; i++) {
+        const kb_skill_section *x = &s->sections[i];
+        const char *t = memmem(s->body + x->start, x->end - x->start, "TODO", 4);
+        if (t)
+            rc = kb_skill_diag_add(d, s->path, x->line, KB_SKILL_WARNING, "todo",
+                                   "the section '%s' holds a TODO", x->title);
+    }
+    return rc;
+}
+
 kb_rc kb_skill_check(const kb_skill *s, kb_skill_diags *d)
 {
     kb_rc rc = check_format(s, d);
@@ -204,5 +222,7 @@ kb_rc kb_skill_check(const kb_skill *s, kb_skill_diags *d)
         rc = check_meta(s, d);
     if (rc == KB_OK)
         rc = check_body(s, d);
+    if (rc == KB_OK)
+        rc = check_todo(s, d);
     return rc;
 }

@@ -286,8 +286,9 @@ static int add_compile(cJSON *rec, const cJSON *result)
     if (!c)
         return 1;
     cJSON *o = cJSON_AddObjectToObject(rec, "compile");
-    cJSON *ks = o ? cJSON_AddArrayToObject(o, "kernels") : NULL;
-    int ok = ks && copy_item(o, c, "arch", NULL);
+    cJSON *ks = o && copy_item(o, c, "arch", NULL) ? cJSON_AddArrayToObject(o, "kernels")
+                                                   : NULL;
+    int ok = ks != NULL;
     const cJSON *k;
     cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(c, "kernels")) {
         cJSON *x = cJSON_CreateObject();
@@ -399,12 +400,14 @@ static kb_rc record_phrases(const cJSON *rec, kb_buf *out)
         if (rc == KB_OK)
             rc = add_phrase(out, &p);
     }
-    /* every timed shape where it did not beat its baseline */
+    /* every timed shape where it did not beat its baseline, and every one
+     * of a result that was no faster */
     const char *baseline = kb_skill_record_str(rec, "baseline");
     const cJSON *t;
     cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(rec, "timings")) {
         double sp = num(t, "speedup", NAN);
-        if (rc != KB_OK || !(sp < 1.0) || o == KB_SKILL_FAILS || o == KB_SKILL_SUSPICIOUS)
+        if (rc != KB_OK || isnan(sp) || (!(sp < 1.0) && o != KB_SKILL_SLOWER) ||
+            o == KB_SKILL_FAILS || o == KB_SKILL_SUSPICIOUS)
             continue;
         kb_buf_reset(&p);
         rc = kb_buf_printf(&p, "%.2fx %s on %s '%s'", sp, *baseline ? baseline : "baseline",

@@ -75,7 +75,7 @@ static kb_rc admit(const kb_skill *s, const cJSON *rec, const char *kernel_sha25
     const char *rhash = kb_skill_record_str(rec, "kernel_sha256");
     const char *reason = kb_skill_record_str(rec, "reason");
     if (kb_skill_status_of(s) == KB_SKILL_RETIRED)
-        return kb_err_set(err, KB_ERR_USAGE, "'%s' is retired: a retired skill is not "
+        return kb_err_set(err, KB_ERR_MISMATCH, "'%s' is retired: a retired skill is not "
                           "verified again (make its kernel a new skill with 'kb skill "
                           "new --from')", name);
     if (!task || strcmp(task, rtask) != 0)
@@ -87,7 +87,7 @@ static kb_rc admit(const kb_skill *s, const cJSON *rec, const char *kernel_sha25
                           name, kernel_sha256);
     switch (kb_skill_record_outcome(rec)) {
     case KB_SKILL_SUSPICIOUS:
-        return kb_err_set(err, KB_ERR_USAGE, "kb-verify found the result for '%s' "
+        return kb_err_set(err, KB_ERR_MISMATCH, "kb-verify found the result for '%s' "
                           "suspicious (%s): a suspicious result never verifies a skill; "
                           "nothing changed", name, reason);
     case KB_SKILL_NO_VERDICT:
@@ -142,7 +142,7 @@ static kb_rc apply_failing(kb_skill *s, const cJSON *rec, kb_buf *what)
     int timed = speedup_text(rec, sp, sizeof sp);
     kb_buf why;
     kb_buf_init(&why, 0);
-    kb_rc rc = kb_buf_printf(&why, "re-verification on %s: %s", kb_skill_record_str(
+    kb_rc rc = kb_buf_printf(&why, "verification on %s: %s", kb_skill_record_str(
                                  cJSON_GetObjectItemCaseSensitive(rec, "device"), "name"),
                              verdict);
     if (rc == KB_OK && timed)
@@ -216,16 +216,16 @@ kb_rc kb_skill_approve(kb_skill *s, const kb_skill_evidence *ev,
         return kb_err_set(err, KB_ERR_USAGE, "approving '%s' needs a reviewer "
                           "(--reviewer WHO)", name);
     if (st == KB_SKILL_APPROVED)
-        return kb_err_set(err, KB_ERR_USAGE, "'%s' is already approved (by %s)", name,
+        return kb_err_set(err, KB_ERR_MISMATCH, "'%s' is already approved (by %s)", name,
                           kb_skill_get(s, "kb-reviewer") ? kb_skill_get(s, "kb-reviewer")
                                                          : "someone");
     if (st != KB_SKILL_VERIFIED)
-        return kb_err_set(err, KB_ERR_USAGE, "'%s' is %s: only a verified skill is "
+        return kb_err_set(err, KB_ERR_MISMATCH, "'%s' is %s: only a verified skill is "
                           "approved ('kb skill verify %s' first)", name,
                           kb_skill_status_name(st), name);
     const char *why = NULL;
     if (!latest_backing(ev, kernel_sha256, &why))
-        return kb_err_set(err, KB_ERR_USAGE, "'%s' cannot be approved: %s ('kb skill "
+        return kb_err_set(err, KB_ERR_MISMATCH, "'%s' cannot be approved: %s ('kb skill "
                           "verify %s' again)", name, why, name);
     kb_rc rc = kb_skill_set(s, "kb-status", "approved");
     if (rc == KB_OK)
@@ -240,7 +240,7 @@ kb_rc kb_skill_retire(kb_skill *s, const char *reason, kb_err *err)
         return kb_err_set(err, KB_ERR_USAGE, "retiring '%s' needs a reason (--reason "
                           "TEXT)", name);
     if (kb_skill_status_of(s) == KB_SKILL_RETIRED)
-        return kb_err_set(err, KB_ERR_USAGE, "'%s' is already retired (%s)", name,
+        return kb_err_set(err, KB_ERR_MISMATCH, "'%s' is already retired (%s)", name,
                           kb_skill_get(s, "kb-retired") ? kb_skill_get(s, "kb-retired")
                                                         : "no reason recorded");
     kb_rc rc = kb_skill_set(s, "kb-status", "retired");

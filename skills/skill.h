@@ -273,11 +273,11 @@ kb_skill_status kb_skill_status_of(const kb_skill *s);
 /* Applies one verification's record (taken: appended to ev, or freed) to
  * s and ev, as DESIGN.md's lifecycle says, with kernel_sha256 the hash of
  * s's kernel.cu now:
- *  - a retired skill is not verified again (KB_ERR_USAGE);
+ *  - a retired skill is not verified again (KB_ERR_MISMATCH);
  *  - a record for another kernel or task is refused (KB_ERR_MISMATCH);
  *  - a suspicious result never makes or strengthens a skill, and a result
  *    without a verdict (kb-verify's own error: no GPU) says nothing of the
- *    kernel: both are refused (KB_ERR_USAGE, KB_ERR_GPU) with s and ev
+ *    kernel: both are refused (KB_ERR_MISMATCH, KB_ERR_GPU) with s and ev
  *    unchanged;
  *  - a record that backs the kernel makes a draft or verified skill
  *    verified; an approved one stays approved when its kernel is the one
@@ -285,19 +285,20 @@ kb_skill_status kb_skill_status_of(const kb_skill *s);
  *    and kb-evidence follow the record;
  *  - a record that fails or is slower retires a verified or approved skill
  *    with the reason (kb-retired); a draft stays a draft;
- *  - kb-when-not is made again from every record (kb_skill_when_not).
+ *  - kb-when-not is made again from the records of the current kernel
+ *    (kb_skill_when_not), when they hold something against it.
  * what gets one line saying what changed. s and ev are not saved here. */
 kb_rc kb_skill_apply_record(kb_skill *s, kb_skill_evidence *ev, cJSON *rec,
                             const char *kernel_sha256, kb_buf *what,
                             kb_err *err);
 /* The human step: only a verified skill whose latest evidence backs its
  * current kernel (kernel_sha256) is approved; kb-reviewer records who.
- * Else KB_ERR_USAGE saying why. */
+ * Else KB_ERR_MISMATCH saying why (KB_ERR_USAGE: no reviewer). */
 kb_rc kb_skill_approve(kb_skill *s, const kb_skill_evidence *ev,
                        const char *kernel_sha256, const char *reviewer,
                        kb_err *err);
 /* Retires s with the reason (kb-retired); kept, never deleted. Retiring
- * a retired skill is KB_ERR_USAGE. */
+ * a retired skill is KB_ERR_MISMATCH. */
 kb_rc kb_skill_retire(kb_skill *s, const char *reason, kb_err *err);
 /* Checks that what s says of itself (kb-status, kb-speedup, kb-evidence)
  * agrees with ev and its kernel (kernel_sha256, NULL: no kernel.cu):
@@ -331,8 +332,8 @@ void kb_skill_lib_release(kb_skill_lib *lib);
  * SKILL.md or no memory fails. */
 kb_rc kb_skill_lib_add(kb_skill_lib *lib, const char *path,
                        kb_skill_diags *diags, kb_err *err);
-/* Every folder of dir that holds a SKILL.md, sorted by name. A missing dir
- * is KB_ERR_NOTFOUND. */
+/* Adds every folder of dir that holds a SKILL.md, sorted by name, to lib
+ * (initialised by the caller). A missing dir is KB_ERR_NOTFOUND. */
 kb_rc kb_skill_lib_load(const char *dir, kb_skill_lib *lib,
                         kb_skill_diags *diags, kb_err *err);
 /* The entry whose skill is named name, or NULL. */
