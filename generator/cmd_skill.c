@@ -749,6 +749,14 @@ static cJSON *skill_json(const kb_skill_lib *lib, const kb_skill_entry *e, int f
              cJSON_AddItemToObject(o, "evidence",
                                    cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(
                                        e->evidence.root, "records"), 1));
+        /* each record's hash, what kb-evidence names */
+        cJSON *hashes = ok ? cJSON_AddArrayToObject(o, "evidence_sha256") : NULL;
+        ok = hashes != NULL;
+        for (size_t i = 0; ok && i < kb_skill_evidence_count(&e->evidence); i++) {
+            char h[65];
+            ok = kb_skill_record_hash(kb_skill_evidence_at(&e->evidence, i), h) == KB_OK &&
+                 cJSON_AddItemToArray(hashes, cJSON_CreateString(h));
+        }
         for (size_t i = 0; ok && i < s->nmeta; i++)
             ok = cJSON_AddStringToObject(m, s->meta[i].key, s->meta[i].value) != NULL;
         for (size_t i = 0; ok && i < s->nsections; i++)

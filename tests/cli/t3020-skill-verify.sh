@@ -71,7 +71,9 @@ sha=$(sha256sum "$L/gelu-vec4/kernel.cu" | cut -d' ' -f1)
 [ "$(json_get "$ev" "j['records'][0]['kernel_sha256']")" = "$sha" ] || fail "the record's kernel hash"
 [ "$(json_get "$ev" "[s['name'] for s in j['records'][0]['shapes']]")" = "['target', 'odd', 'tiny']" ] ||
     fail "the task's shapes are not in the record"
-rec_hash=$(python3 -c "import json,sys,hashlib; r=json.load(open(sys.argv[1]))['records'][0]; print(hashlib.sha256(json.dumps(r,separators=(',',':'),ensure_ascii=False).encode()).hexdigest())" "$L/gelu-vec4/evidence.json")
+# kb-evidence names the record: SHA-256 of its compact JSON as cJSON prints it
+rec_hash=$(json_get "$("$KB_BIN" skill show --dir "$L" gelu-vec4 --json)" "j['evidence_sha256'][0]")
+[ ${#rec_hash} -eq 64 ] || fail "no record hash: $rec_hash"
 contains "$md" "kb-evidence: $rec_hash"
 expect_rc 0 kb skill lint --dir "$L" --no-compile gelu-vec4
 contains "$out" "0 errors"
