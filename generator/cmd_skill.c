@@ -3,7 +3,7 @@
  * lifecycle are skills/'s; verifying runs kb-verify through
  * generator/skill_verify.h. */
 #include "kb/cli.h"
-#include "generator/skill_verify.h"
+#include "generator/skill_gen.h"
 #include "generator/task.h"
 
 #include <errno.h>
@@ -977,6 +977,113 @@ static int sub_export(int argc, char **argv, const kb_cli *cli, const kb_command
     return status;
 }
 
+/* ------------------------------------------------------------------ search */
+
+static cJSON *hits_json(const char *text, const kb_gen_skill_hits *h)
+{
+    cJSON *root = cJSON_CreateObject(), *arr = NULL;
+    int ok = root && cJSON_AddStringToObject(root, "query", text) &&
+             cJSON_AddStringToObject(root, "mode", kb_mode_name(h->all.mode)) &&
+             cJSON_AddNumberToObject(root, "took_ms", h->all.took_ms) &&
+             (arr = cJSON_AddArrayToObject(root, "results"));
+    for (size_t i = 0; ok && i < h->n; i++) {
+        const kb_gen_skill_hit *x = &h->items[i];
+        cJSON *o = cJSON_CreateObject(), *hp = NULL;
+        ok = o && cJSON_AddItemToArray(arr, o) &&
+             cJSON_AddNumberToObject(o, "rank", (double)(i + 1)) &&
+             cJSON_AddStringToObject(o, "name", x->name) &&
+             cJSON_AddStringToObject(o, "status", x->status) &&
+             cJSON_AddStringToObject(o, "speedup", x->speedup) &&
+             cJSON_AddStringToObject(o, "task", x->task) &&
+             cJSON_AddStringToObject(o, "arch", x->arch) &&
+             cJSON_AddStringToObject(o, "dtype", x->dtype) &&
+             cJSON_AddStringToObject(o, "ops", x->ops) &&
+             cJSON_AddNumberToObject(o, "score", x->r->score) &&
+             cJSON_AddNumberToObject(o, "chunk_id", (double)x->r->chunk_id) &&
+             cJSON_AddStringToObject(o, "url", x->r->url) &&
+             cJSON_AddStringToObject(o, "path", x->r->path) &&
+             (hp = cJSON_AddArrayToObject(o, "heading_path")) &&
+             cJSON_AddStringToObject(o, "text", x->r->text);
+        for (size_t d = 0; ok && d < x->r->depth; d++)
+            ok = cJSON_AddItemToArray(hp, cJSON_CreateString(x->r->heading_path[d]));
+    }
+    if (!ok) {
+        cJSON_Delete(root);
+        return NULL;
+    }
+    return root;
+}
+
+static int sub_search(int argc, char **argv, const kb_cli *cli, const kb_command *self)
+{
+    const char *k = NULL, *mode = NULL;
+    int json = 0;
+    kb_gen_skill_query q = { .mode = KB_MODE_HYBRID, .k = 10, .config = cli->config };
+    const sub_opt opts[] = {
+        { "k", &k, NULL }, { "mode", &mode, NULL }, { "arch", &q.arch, NULL },
+        { "dtype", &q.dtype, NULL }, { "ops", &q.ops, NULL }, { "status", &q.status, NULL },
+        { "all", NULL, &q.all }, { "json", NULL, &json }, { NULL, NULL, NULL }
+    };
+    const char *pos[argc];
+    sub_args a = { .pos = pos };
+    int status = parse_sub(self, argc, argv, opts, &a);
+    if (status)
+        return status;
+    long n;
+    kb_skill_status st;
+    if (k && kb_parse_long(k, 1, 50, &n) != KB_OK)
+        return kb_cli_usage_error(self, "search: --k wants a number from 1 to 50, not '%s'", k);
+    if (k)
+        q.k = (int)n;
+    if (mode && kb_mode_parse(mode, &q.mode) != 0)
+        return kb_cli_usage_error(self, "search: unknown mode '%s' (hybrid, lexical, vector)",
+                                  mode);
+    if (q.status && kb_skill_status_parse(q.status, &st) != 0)
+        return kb_cli_usage_error(self, "search: bad --status '%s'", q.status);
+    if (a.npos == 0)
+        return kb_cli_usage_error(self, "search: no query text given");
+    kb_buf text;
+    kb_buf_init(&text, 1 << 16);
+    for (int i = 0; i < a.npos; i++)
+        if ((i && kb_buf_putc(&text, ' ') != KB_OK) || kb_buf_puts(&text, a.pos[i]) != KB_OK) {
+            kb_buf_release(&text);
+            return kb_cli_usage_error(self, "search: the query text is too long");
+        }
+    q.text = text.data;
+    kb_err err;
+    kb_err_clear(&err);
+    kb_store *store = NULL;
+    kb_gen_skill_hits h = { 0 };
+    kb_rc rc = kb_cli_open_store(cli, KB_STORE_READONLY, &store, &err);
+    if (rc == KB_OK)
+        rc = kb_gen_skill_search(store, &q, &h, &err);
+    if (rc != KB_OK) {
+        status = kb_cli_fail(&err);
+    } else if (json) {
+        status = print_json(hits_json(q.text, &h));
+    } else {
+        for (size_t i = 0; i < h.n; i++) {
+            const kb_gen_skill_hit *x = &h.items[i];
+            printf("%zu. %s  %s%s%s%s  task %s%s%s\n   %s\n", i + 1, x->name, x->status,
+                   *x->speedup ? ", " : "", x->speedup, *x->speedup ? "x" : "",
+                   *x->task ? x->task : "-", *x->arch ? ", " : "", x->arch, x->r->url);
+            for (const char *t = x->r->text; *t;) {
+                size_t len = strcspn(t, "\n");
+                if (len)
+                    printf("   %.*s\n", (int)len, t);
+                t += len + (t[len] == '\n');
+            }
+            putchar('\n');
+        }
+        if (!h.n)
+            printf("no skills for '%s'\n", q.text);
+    }
+    kb_gen_skill_hits_release(&h);
+    kb_store_close(store);
+    kb_buf_release(&text);
+    return status;
+}
+
 /* ------------------------------------------------------------------ dispatch */
 
 typedef struct {
@@ -987,14 +1094,14 @@ typedef struct {
 static const skill_sub subs[] = {
     { "lint", sub_lint }, { "new", sub_new }, { "verify", sub_verify },
     { "approve", sub_approve }, { "retire", sub_retire }, { "list", sub_list },
-    { "show", sub_show }, { "export", sub_export },
+    { "show", sub_show }, { "export", sub_export }, { "search", sub_search },
 };
 
 int cmd_skill(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
     if (argc < 2)
         return kb_cli_usage_error(self, "need a subcommand (lint, new, verify, approve, "
-                                  "retire, list, show, export)");
+                                  "retire, list, show, export, search)");
     for (size_t i = 0; i < sizeof subs / sizeof *subs; i++)
         if (strcmp(argv[1], subs[i].name) == 0)
             return subs[i].fn(argc, argv, cli, self);

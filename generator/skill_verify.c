@@ -1,7 +1,7 @@
 /* skill_verify.c - a skill verified through kb-verify (or a result of it
  * imported), and lint's checks that need kb-verify, the task model or
  * the KB. */
-#include "generator/skill_verify.h"
+#include "generator/skill_gen.h"
 #include "generator/task.h"
 #include "kb/kb_int.h"
 

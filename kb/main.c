@@ -61,8 +61,8 @@ static const kb_command commands[] = {
       "  --no-timing       correctness only\n"
       "  --timeout S       wall-clock limit per candidate (default 120)\n" },
     { "skill", cmd_skill, "kb skill SUBCOMMAND [options] (lint, new, verify, approve, "
-      "retire, list, show, export)",
-      "the skill library: lint, create, verify on the GPU, approve, retire, list, export",
+      "retire, list, show, export, search)",
+      "the skill library: lint, create, verify on the GPU, approve, retire, list, export, search",
       "  lint [PATH...]          check SKILL.md, kb-task, kernel.cu (compiled with\n"
       "                          kb-verify), evidence.json, deep links (with a KB),\n"
       "                          dominance; 'file:line: error: ...', exit 1 on errors\n"
@@ -89,10 +89,15 @@ static const kb_command commands[] = {
       "  show NAME               one skill with its evidence\n"
       "  export DIR              skills an agent loads as-is (.claude/skills, ...)\n"
       "      --status S          verified (and approved; default) or approved\n"
-      "options of every subcommand:\n"
+      "  search TEXT...          skills in the KB (ingested: kind skill), one hit each\n"
+      "      --arch A            kb-arch holds A (sm_90; 'sm_80+' holds sm_90)\n"
+      "      --dtype D, --ops O  kb-dtype, kb-ops hold D, O\n"
+      "      --status S          only these (retired ones only when asked: --all)\n"
+      "      --k N, --mode M     skills wanted (default 10); hybrid, lexical, vector\n"
+      "common options:\n"
       "  --dir DIR               the library (default corpus/skills)\n"
-      "  --tasks DIR             the tasks (default corpus/tasks)\n"
-      "  --json                  print JSON\n" },
+      "  --tasks DIR             the tasks (lint, new, verify; default corpus/tasks)\n"
+      "  --json                  print JSON (every subcommand but approve, retire)\n" },
 };
 static const size_t ncommands = sizeof commands / sizeof commands[0];
 

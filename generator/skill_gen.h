@@ -1,16 +1,19 @@
 /*
- * skill_verify.h - the skill library's steps that need what lives above
+ * skill_gen.h - the skill library's steps that need what lives above
  * skills/: kb-verify (through generator/verifier.h) to verify a skill and
- * to compile its kernel for lint, the task model to check kb-task, and the
- * KB to resolve a skill's deep links. skills/ keeps the model, the
- * evidence and the lifecycle; these hand it kb-verify's JSON.
+ * to compile its kernel for lint, the task model to check kb-task, the KB
+ * to resolve a skill's deep links and to search skills. skills/ keeps the
+ * model, the evidence and the lifecycle; these hand it kb-verify's JSON.
+ * One section per file.
  */
-#ifndef KB_SKILL_VERIFY_H
-#define KB_SKILL_VERIFY_H
+#ifndef KB_SKILL_GEN_H
+#define KB_SKILL_GEN_H
 
 #include "kb/kb.h"
 #include "generator/verifier.h"
 #include "skills/skill.h"
+
+/* ------------------------------------------------------------ skill_verify.c */
 
 typedef struct {
     const char *tasks_dir;       /* where kb-task names a task: corpus/tasks */
@@ -51,5 +54,40 @@ kb_rc kb_gen_skill_check_compile(const kb_skill_entry *e, const char *tasks_dir,
  * document's URL, and a section with that anchor). Findings into d. */
 kb_rc kb_gen_skill_check_links(const kb_skill_entry *e, kb_store *store,
                                kb_skill_diags *d, kb_err *err);
+
+/* ------------------------------------------------------------ skill_search.c */
+
+/* What a skill search keeps: filters on the skill's metadata (NULL: any).
+ * arch matches kb-arch's items ("sm_90", or "sm_80+" for 8.0 and up),
+ * dtype and ops an item of kb-dtype and kb-ops (comma-separated), status
+ * kb-status; retired skills only when asked for (status, or all). */
+typedef struct {
+    const char *text;
+    kb_mode mode;
+    int k;                      /* skills wanted, 1-50 */
+    const char *arch, *dtype, *ops, *status;
+    int all;                    /* retired skills too */
+    const kb_config *config;    /* the query embedder's */
+} kb_gen_skill_query;
+
+/* One skill found: its best section (a result of all) and the metadata of
+ * its status line (owned strings, "" when the skill has none). */
+typedef struct {
+    const kb_result *r;
+    char *name, *status, *speedup, *task, *arch, *dtype, *ops;
+} kb_gen_skill_hit;
+
+typedef struct {
+    kb_results all;             /* what the search found, every section */
+    kb_gen_skill_hit *items;
+    size_t n, cap;
+} kb_gen_skill_hits;
+
+/* Searches the KB's chunks of kind skill (kb_query_run), one hit per
+ * skill, kept when its metadata passes q's filters, at most q->k. The
+ * caller releases out with kb_gen_skill_hits_release. */
+kb_rc kb_gen_skill_search(kb_store *store, const kb_gen_skill_query *q,
+                          kb_gen_skill_hits *out, kb_err *err);
+void kb_gen_skill_hits_release(kb_gen_skill_hits *h);
 
 #endif
