@@ -167,13 +167,15 @@ static int copy_item(cJSON *dst, const cJSON *src, const char *key, const char *
 }
 
 /* The device: name, compute capability, SMs and arch from the profile
- * (else the result's own), driver and NVRTC versions (null when kb-verify
- * did not report them). */
+ * (else the result's own); the driver's version (nvidia-smi's, when the
+ * profile gives it), the CUDA version the driver implements and NVRTC's
+ * (kb-verify's): null when neither reports one. */
 static cJSON *make_device(const cJSON *profile, const cJSON *result_dev)
 {
     cJSON *d = cJSON_CreateObject();
     static const char *const keys[] = { "name", "compute_capability", "sms", "arch",
-                                        "driver_version", "nvrtc_version", NULL };
+                                        "driver_version", "cuda_driver_version",
+                                        "nvrtc_version", NULL };
     int ok = d != NULL;
     for (size_t i = 0; ok && keys[i]; i++) {
         const cJSON *src = profile && cJSON_GetObjectItemCaseSensitive(profile, keys[i])

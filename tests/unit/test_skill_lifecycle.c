@@ -128,6 +128,7 @@ static void test_record(void **state)
     const cJSON *d = cJSON_GetObjectItem(rec, "device");
     assert_string_equal(kb_skill_record_str(d, "driver_version"), "580.159.04");
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(d, "nvrtc_version")));
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(d, "cuda_driver_version")));
     assert_string_equal(kb_skill_record_str(d, "arch"), "sm_90");
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(rec, "seeds")), 2);
     const cJSON *checks = cJSON_GetObjectItem(rec, "checks");
@@ -154,11 +155,18 @@ static void test_record(void **state)
     cJSON_Delete(again);
     cJSON_Delete(rec);
 
-    /* without a profile: the result's device, arch made from its capability */
-    rec = record(result("gelu", "faster", "reference", 1, 0.9, 1.1, 2), K1, NULL);
+    /* without a profile: the result's device, arch made from its capability,
+     * the versions kb-verify reports with it */
+    cJSON *res = result("gelu", "faster", "reference", 1, 0.9, 1.1, 2);
+    cJSON *rdev = cJSON_GetObjectItem(res, "device");
+    cJSON_AddStringToObject(rdev, "cuda_driver_version", "13.0");
+    cJSON_AddStringToObject(rdev, "nvrtc_version", "13.0");
+    rec = record(res, K1, NULL);
     d = cJSON_GetObjectItem(rec, "device");
     assert_string_equal(kb_skill_record_str(d, "arch"), "sm_90");
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(d, "driver_version")));
+    assert_string_equal(kb_skill_record_str(d, "cuda_driver_version"), "13.0");
+    assert_string_equal(kb_skill_record_str(d, "nvrtc_version"), "13.0");
     cJSON_Delete(rec);
 
     /* what each verdict says of the kernel */
