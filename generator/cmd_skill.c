@@ -634,19 +634,23 @@ static int save_entry(kb_skill_entry *e)
     return kb_skill_save(&e->skill, &err) == KB_OK ? 0 : kb_cli_fail(&err);
 }
 
-static int sub_approve(int argc, char **argv, const kb_cli *cli, const kb_command *self)
+/* approve and retire: one skill, the one value the step needs (--reviewer,
+ * --reason), the transition, SKILL.md written. */
+static int change_one(int argc, char **argv, const kb_command *self, int approve)
 {
-    const char *dir = DEFAULT_DIR, *reviewer = NULL;
+    const char *dir = DEFAULT_DIR, *value = NULL;
+    const char *opt = approve ? "reviewer" : "reason";
     const sub_opt opts[] = {
-        { "dir", &dir, NULL }, { "reviewer", &reviewer, NULL }, { NULL, NULL, NULL }
+        { "dir", &dir, NULL }, { opt, &value, NULL }, { NULL, NULL, NULL }
     };
     const char *pos[argc];
     sub_args a = { .pos = pos };
     int status = parse_sub(self, argc, argv, opts, &a);
     if (status)
         return status;
-    if (!reviewer)
-        return kb_cli_usage_error(self, "approve: need --reviewer WHO (the human step)");
+    if (!value)
+        return kb_cli_usage_error(self, approve ? "approve: need --reviewer WHO (the "
+                                  "human step)" : "retire: need --reason TEXT");
     kb_skill_lib lib;
     kb_skill_lib_init(&lib);
     kb_skill_diags d;
@@ -654,47 +658,32 @@ static int sub_approve(int argc, char **argv, const kb_cli *cli, const kb_comman
     kb_skill_entry *e = one_skill(self, &a, dir, &lib, &d, &status);
     kb_err err;
     kb_err_clear(&err);
-    if (e && kb_skill_approve(&e->skill, &e->evidence,
-                              *e->kernel_sha256 ? e->kernel_sha256 : NULL, reviewer,
-                              &err) != KB_OK)
+    kb_rc rc = !e ? KB_OK
+             : approve ? kb_skill_approve(&e->skill, &e->evidence,
+                                          *e->kernel_sha256 ? e->kernel_sha256 : NULL,
+                                          value, &err)
+                       : kb_skill_retire(&e->skill, value, &err);
+    if (rc != KB_OK)
         status = kb_cli_fail(&err);
-    else if (e && !(status = save_entry(e)))
-        printf("%s: approved by %s (commit SKILL.md to record it in git)\n", sname(e),
-               reviewer);
+    else if (e && !(status = save_entry(e)) && approve)
+        printf("%s: approved by %s (commit SKILL.md to record it in git)\n", sname(e), value);
+    else if (e && !status)
+        printf("%s: retired (%s); kept in %s\n", sname(e), value, e->dir);
     kb_skill_diags_release(&d);
     kb_skill_lib_release(&lib);
-    (void)cli;
     return status;
+}
+
+static int sub_approve(int argc, char **argv, const kb_cli *cli, const kb_command *self)
+{
+    (void)cli;
+    return change_one(argc, argv, self, 1);
 }
 
 static int sub_retire(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
-    const char *dir = DEFAULT_DIR, *reason = NULL;
-    const sub_opt opts[] = {
-        { "dir", &dir, NULL }, { "reason", &reason, NULL }, { NULL, NULL, NULL }
-    };
-    const char *pos[argc];
-    sub_args a = { .pos = pos };
-    int status = parse_sub(self, argc, argv, opts, &a);
-    if (status)
-        return status;
-    if (!reason)
-        return kb_cli_usage_error(self, "retire: need --reason TEXT");
-    kb_skill_lib lib;
-    kb_skill_lib_init(&lib);
-    kb_skill_diags d;
-    kb_skill_diags_init(&d);
-    kb_skill_entry *e = one_skill(self, &a, dir, &lib, &d, &status);
-    kb_err err;
-    kb_err_clear(&err);
-    if (e && kb_skill_retire(&e->skill, reason, &err) != KB_OK)
-        status = kb_cli_fail(&err);
-    else if (e && !(status = save_entry(e)))
-        printf("%s: retired (%s); kept in %s\n", sname(e), reason, e->dir);
-    kb_skill_diags_release(&d);
-    kb_skill_lib_release(&lib);
     (void)cli;
-    return status;
+    return change_one(argc, argv, self, 0);
 }
 
 /* ------------------------------------------------------------------ list, show */

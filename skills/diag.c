@@ -23,14 +23,22 @@ kb_rc kb_skill_diag_add(kb_skill_diags *d, const char *file, int line,
                         kb_skill_severity sev, const char *rule,
                         const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
+    kb_rc rc = kb_skill_diag_vadd(d, file, line, sev, rule, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+kb_rc kb_skill_diag_vadd(kb_skill_diags *d, const char *file, int line,
+                         kb_skill_severity sev, const char *rule,
+                         const char *fmt, va_list ap)
+{
     if (!d)
         return KB_OK;
     kb_buf msg;
     kb_buf_init(&msg, 0);
-    va_list ap;
-    va_start(ap, fmt);
     kb_rc rc = kb_buf_vprintf(&msg, fmt, ap);
-    va_end(ap);
     char *m = kb_buf_finish(&msg, rc);
     char *f = kb_strdup(file ? file : "");
     if (!m || !f || KB_GROW(d->items, d->n + 1, d->cap) != KB_OK) {

@@ -279,16 +279,10 @@ static void problem(fm_parse *p, int line, const char *rule, const char *fmt, ..
 {
     if (p->rc != KB_OK)
         return;
-    kb_buf m;
-    kb_buf_init(&m, 0);
     va_list ap;
     va_start(ap, fmt);
-    kb_rc rc = kb_buf_vprintf(&m, fmt, ap);
+    p->rc = kb_skill_diag_vadd(p->d, p->path, line, KB_SKILL_ERROR, rule, fmt, ap);
     va_end(ap);
-    if (rc == KB_OK)
-        rc = kb_skill_diag_add(p->d, p->path, line, KB_SKILL_ERROR, rule, "%s", m.data);
-    kb_buf_release(&m);
-    p->rc = rc;
 }
 
 /* The next event into ev (0), or -1 when libyaml stopped on malformed

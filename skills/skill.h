@@ -46,6 +46,10 @@ kb_rc kb_skill_diag_add(kb_skill_diags *d, const char *file, int line,
                         kb_skill_severity sev, const char *rule,
                         const char *fmt, ...)
     __attribute__((format(printf, 6, 7))) KB_MUST_CHECK;
+/* kb_skill_diag_add with the arguments in ap. */
+kb_rc kb_skill_diag_vadd(kb_skill_diags *d, const char *file, int line,
+                         kb_skill_severity sev, const char *rule,
+                         const char *fmt, va_list ap) KB_MUST_CHECK;
 /* The first error of d from item from on, as "file:line: message" into
  * err (KB_ERR_PARSE); KB_OK when there is none. */
 kb_rc kb_skill_diags_fail(const kb_skill_diags *d, size_t from, kb_err *err);
