@@ -313,9 +313,33 @@ typedef enum { KB_MODE_HYBRID = 0, KB_MODE_LEXICAL, KB_MODE_VECTOR } kb_mode;
 const char *kb_mode_name(kb_mode mode);
 int kb_mode_parse(const char *name, kb_mode *out);
 
+/* A sub-query: the caller's own rewrite of the question, searched as a
+ * list of its own and fused with the query's lists like hybrid's (a
+ * lexical list weighs 1, a vector list less). lex: keywords (FTS5); vec:
+ * a question or phrase, embedded; hyde: a hypothetical passage written in
+ * the documents' own words, embedded. */
+typedef enum { KB_SEARCH_LEX = 0, KB_SEARCH_VEC, KB_SEARCH_HYDE } kb_search_type;
+
+typedef struct {
+    kb_search_type type;
+    const char *text;
+} kb_search;
+
+#define KB_QUERY_MAX_SEARCHES 10
+
+/* "lex", "vec", "hyde". */
+const char *kb_search_type_name(kb_search_type type);
+/* Returns 0 and sets *out, or -1 if name is no type. */
+int kb_search_type_parse(const char *name, kb_search_type *out);
+
 typedef struct {
     const char *text;
     kb_mode mode;
+    const kb_search *searches;             /* sub-queries fused with the
+                                              query's lists; the vector
+                                              ones are dropped on a KB
+                                              without vectors */
+    size_t nsearches;                      /* at most KB_QUERY_MAX_SEARCHES */
     int k;                                 /* results wanted, default 10 */
     kb_filter filter;                      /* sources and kinds */
     int snippet;                           /* 1: text is a snippet, 0: whole */
@@ -435,7 +459,15 @@ typedef struct {
     kb_embedder *emb;      /* the query embedder; NULL: the store's default,
                               opened on first use and kept with the store */
     const kb_config *config;   /* where that default comes from */
+    int budget_tokens;     /* the token budget of a search or get result
+                              when the call names none: kb mcp's is
+                              KB_TOOL_BUDGET_DEFAULT, 0 is none (kb query
+                              --json, the REST API) */
 } kb_tool_ctx;
+
+/* What an agent's context gets by default: a result under ~8,000 tokens
+ * (Claude Code warns at 10,000). */
+#define KB_TOOL_BUDGET_DEFAULT 8000
 
 /* A handler: runs the operation with args (an object already checked
  * against the tool's input_schema by kb_tool_run) and sets *out to the
