@@ -362,6 +362,7 @@ typedef struct {
     char *path;               /* mirror-relative, local path, or "" */
     kb_kind kind;
     char *text;
+    char *version;            /* the source's version ("" when it has none) */
     int lexical_rank;         /* 0: not in that list */
     int vector_rank;
     double lexical_score;
@@ -392,6 +393,7 @@ typedef struct {
     char *id;
     char *title;
     char *url;
+    char *version;             /* the manifest's, "" when it gives none */
     size_t documents, chunks, papers;
     long long last_ingest;     /* unix time, 0 if never */
     char *last_error;          /* NULL if the last ingest succeeded */

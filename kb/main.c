@@ -28,11 +28,18 @@ static const kb_command commands[] = {
       "  --kind K          only text, code, table, paper or skill (repeatable)\n"
       "  --json            one JSON object (see README)\n"
       "  --explain         show each list's rank and score\n"
-      "  --full            print whole chunks instead of snippets\n" },
-    { "get", cmd_get, "kb get [--json] [--section] CHUNK_ID",
+      "  --full            print whole chunks instead of snippets\n"
+      "  --lex TEXT        also search these keywords, fused (repeatable)\n"
+      "  --vec TEXT        also search this phrase by meaning (repeatable)\n"
+      "  --hyde TEXT       also search by a hypothetical passage (repeatable);\n"
+      "                    at most 10 of --lex, --vec, --hyde\n"
+      "  --budget TOKENS   with --json: whole results, best first, within about\n"
+      "                    TOKENS tokens (1000-200000; default: no limit)\n" },
+    { "get", cmd_get, "kb get [--json [--budget TOKENS]] [--section] CHUNK_ID",
       "print a whole chunk, or with --section its whole section",
       "  --section         print every chunk of the chunk's section\n"
-      "  --json            print JSON\n" },
+      "  --json            print JSON\n"
+      "  --budget TOKENS   with --json: the chunks that fit about TOKENS tokens\n" },
     { "status", cmd_status, "kb status [--json]",
       "show the KB: sources, documents, chunks, last ingest, size",
       "  --json            print JSON\n" },

@@ -48,7 +48,7 @@ const char *kb_search_type_name(kb_search_type type)
 
 int kb_search_type_parse(const char *name, kb_search_type *out)
 {
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; name && i < 3; i++)
         if (strcmp(name, search_type_names[i]) == 0) {
             *out = (kb_search_type)i;
             return 0;
@@ -73,6 +73,7 @@ static void result_release(kb_result *r)
     free(r->url);
     free(r->path);
     free(r->text);
+    free(r->version);
 }
 
 /* Frees the results themselves; the mode and the timings stay. */
@@ -144,6 +145,8 @@ kb_rc kb_result_from_row(sqlite3_stmt *st, kb_result *r)
     r->path = kb_strdup((const char *)sqlite3_column_text(st, 6));
     kb_kind_parse((const char *)sqlite3_column_text(st, 7), &r->kind);
     r->text = kb_strdup(text ? text : "");
+    const char *version = (const char *)sqlite3_column_text(st, 9);
+    r->version = kb_strdup(version ? version : "");
     kb_buf u;
     kb_buf_init(&u, 0);
     kb_rc rc = kb_buf_puts(&u, url ? url : "");
@@ -159,7 +162,7 @@ kb_rc kb_result_from_row(sqlite3_stmt *st, kb_result *r)
             r->heading_path[r->depth++] = kb_strdup(h->valuestring);
     cJSON_Delete(arr);
     if (!r->source || !r->title || !r->path || !r->url || !r->text ||
-        !r->heading_path)
+        !r->version || !r->heading_path)
         return KB_ERR_NOMEM;
     return KB_OK;
 }
@@ -179,7 +182,7 @@ static kb_rc hydrate(kb_store *store, sqlite3_stmt *st, int64_t id,
         return kb_store_db_error(store, err, "read a chunk");
     if (kb_result_from_row(st, r) != KB_OK)
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    *doc_id = sqlite3_column_int64(st, 9);
+    *doc_id = sqlite3_column_int64(st, KB_RESULT_NCOLUMNS);
     *heading_key = kb_strdup((const char *)sqlite3_column_text(st, 3));
     if (opts->snippet) {
         char *snip = make_snippet(r->text, opts->text, 320);
@@ -200,7 +203,7 @@ static kb_rc build_results(kb_store *store, const kb_query_opts *opts,
 {
     sqlite3_stmt *st = NULL;
     kb_rc rc = kb_store_prepare(store, "SELECT " KB_RESULT_COLUMNS ", c.document_id"
-        " FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id = ?",
+        " FROM " KB_RESULT_TABLES " WHERE c.id = ?",
         &st, err);
     if (rc != KB_OK)
         return rc;
