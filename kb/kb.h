@@ -20,6 +20,9 @@
  * even through a (void) cast. */
 #define KB_MUST_CHECK __attribute__((warn_unused_result))
 
+/* kb's version, as `kb --version` and the servers report it. */
+#define KB_VERSION "0.1.0"
+
 /* ------------------------------------------------------------------ errors */
 
 typedef enum {
@@ -417,7 +420,8 @@ kb_rc kb_get_chunk(kb_store *store, int64_t chunk_id, int whole_section,
                    kb_results *out, kb_err *err);
 
 /* Paper records, optionally only those whose section path contains
- * section (case-insensitive). */
+ * section, and those whose title or section holds every one of words
+ * (split at spaces); both case-insensitive, NULL for none. */
 typedef struct {
     int64_t chunk_id;
     char *date;
@@ -431,8 +435,8 @@ typedef struct {
     size_t n;
 } kb_paper_list;
 
-kb_rc kb_papers_list(kb_store *store, const char *section, kb_paper_list *out,
-                     kb_err *err);
+kb_rc kb_papers_list(kb_store *store, const char *section, const char *words,
+                     kb_paper_list *out, kb_err *err);
 void kb_paper_list_release(kb_paper_list *l);
 
 /* ------------------------------------------------------------------ tools */

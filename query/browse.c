@@ -1,6 +1,7 @@
 /* browse.c - looking around a KB: status, one chunk or section, papers. */
 #include "query/query_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,8 +118,29 @@ kb_rc kb_get_chunk(kb_store *store, int64_t chunk_id, int whole_section,
     return rc;
 }
 
-kb_rc kb_papers_list(kb_store *store, const char *section, kb_paper_list *out,
-                     kb_err *err)
+/* 1 when every word of words (split at spaces) is in title or section,
+ * case-insensitive. */
+static int has_words(const char *title, const char *section, const char *words)
+{
+    char w[256];
+    title = title ? title : "";
+    section = section ? section : "";
+    for (const char *p = words; p && *p;) {
+        while (*p == ' ')
+            p++;
+        size_t n = strcspn(p, " ");
+        if (n == 0)
+            break;
+        snprintf(w, sizeof w, "%.*s", (int)(n < sizeof w ? n : sizeof w - 1), p);
+        if (!strcasestr(title, w) && !strcasestr(section, w))
+            return 0;
+        p += n;
+    }
+    return 1;
+}
+
+kb_rc kb_papers_list(kb_store *store, const char *section, const char *words,
+                     kb_paper_list *out, kb_err *err)
 {
     memset(out, 0, sizeof *out);
     sqlite3_stmt *st = NULL;
@@ -134,6 +156,9 @@ kb_rc kb_papers_list(kb_store *store, const char *section, kb_paper_list *out,
     size_t cap = 0;
     int step;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (!has_words((const char *)sqlite3_column_text(st, 2),
+                       (const char *)sqlite3_column_text(st, 3), words))
+            continue;
         if (KB_GROW(out->items, out->n + 1, cap) != KB_OK) {
             rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
             break;

@@ -79,9 +79,9 @@
 #define BUDGET_PROPERTY \
     "\"budget_tokens\":{\"type\":\"integer\",\"minimum\":" STR(BUDGET_MIN) \
         ",\"maximum\":" STR(BUDGET_MAX) ",\"description\":\"the most tokens " \
-        "the result may take (about 3 bytes of its JSON each); whole results " \
-        "are kept best first and the rest left out, counted in omitted. Over " \
-        "MCP the default is " STR(KB_TOOL_BUDGET_DEFAULT) "\"}"
+        "the result may take (about 3 bytes of its JSON each): whole entries " \
+        "are kept in order, best first, and the rest left out, counted in " \
+        "omitted. Over MCP the default is " STR(KB_TOOL_BUDGET_DEFAULT) "\"}"
 
 static const char search_input[] =
     "{\"type\":\"object\",\"properties\":{"
@@ -131,11 +131,20 @@ static const char get_input[] =
 static const char papers_input[] =
     "{\"type\":\"object\",\"properties\":{"
     "\"section\":{\"type\":\"string\",\"description\":\"only papers whose "
-        "section path contains this text (case-insensitive)\"}},"
+        "section path contains this text (case-insensitive)\"},"
+    "\"words\":{\"type\":\"string\",\"maxLength\":1024,\"description\":"
+        "\"only papers whose title or section holds every one of these words "
+        "(case-insensitive), e.g. 'triton reinforcement'\"},"
+    BUDGET_PROPERTY "},"
     "\"required\":[],\"additionalProperties\":false}";
 
 static const char papers_output[] =
     "{\"type\":\"object\",\"properties\":{"
+    "\"truncated\":{\"type\":\"boolean\",\"description\":\"true when "
+        "records were left out to keep within the token budget\"},"
+    "\"omitted\":{\"type\":\"integer\",\"minimum\":0,\"description\":"
+        "\"how many records were left out (narrow with section or words, or "
+        "raise budget_tokens)\"},"
     "\"papers\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
     "\"properties\":{"
         "\"chunk_id\":{\"type\":\"integer\",\"minimum\":1},"
@@ -149,7 +158,8 @@ static const char papers_output[] =
             "blog, ...\"}},"
     "\"required\":[\"chunk_id\",\"date\",\"title\",\"section\",\"links\"],"
     "\"additionalProperties\":false}}},"
-    "\"required\":[\"papers\"],\"additionalProperties\":false}";
+    "\"required\":[\"truncated\",\"omitted\",\"papers\"],"
+    "\"additionalProperties\":false}";
 
 static const char status_input[] =
     "{\"type\":\"object\",\"properties\":{},\"required\":[],"
@@ -288,18 +298,18 @@ static size_t json_bytes(const cJSON *o)
     return n;
 }
 
-/* Moves the results of arr into the root's "results", best first, while
- * the whole stays within budget tokens (0: no limit); those that do not
- * fit are left out, whole, and "truncated" and "omitted" say so. */
-static void pack_results(cJSON *root, cJSON *arr, int budget, int *ok)
+/* Moves the items of arr into the root's array key, in order, while the
+ * whole stays within budget tokens (0: no limit); those that do not fit
+ * are left out, whole, and "truncated" and "omitted" say so. */
+static void pack_items(cJSON *root, const char *key, cJSON *arr, int budget, int *ok)
 {
     cJSON *kept = *ok ? cJSON_CreateArray() : NULL;
-    /* what the root takes besides its results: the fields so far, these
-     * two and an empty "results" */
+    /* what the root takes besides its items: the fields so far, these
+     * two and an empty array */
     size_t used = *ok ? json_bytes(root) : 0;
     if (!kept || !used)
         *ok = 0;
-    used += sizeof ",\"truncated\":false,\"omitted\":100,\"results\":[]";
+    used += sizeof ",\"truncated\":false,\"omitted\":100,\"\":[]" + strlen(key);
     size_t limit = budget > 0 ? (size_t)budget * BYTES_PER_TOKEN : (size_t)-1;
     size_t omitted = 0;
     cJSON *x;
@@ -320,7 +330,7 @@ static void pack_results(cJSON *root, cJSON *arr, int budget, int *ok)
     if (*ok && !cJSON_AddBoolToObject(root, "truncated", omitted > 0))
         *ok = 0;
     put_number(root, "omitted", (double)omitted, ok);
-    put_item(root, "results", kept, ok);
+    put_item(root, key, kept, ok);
 }
 
 /* DESIGN.md's `kb query --json` object for r, within budget tokens (0: no
@@ -353,7 +363,7 @@ static kb_rc results_json(const char *query, const kb_results *r, int budget,
         put_rank(o, "lexical_rank", x->lexical_rank, &ok);
         put_rank(o, "vector_rank", x->vector_rank, &ok);
     }
-    pack_results(root, arr, budget, &ok);
+    pack_items(root, "results", arr, budget, &ok);
     cJSON_Delete(arr);
     return finish(root, ok, out, err);
 }
@@ -450,12 +460,13 @@ static kb_rc tool_papers(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
                          kb_err *err)
 {
     kb_paper_list list;
-    kb_rc rc = kb_papers_list(ctx->store, arg_string(args, "section"), &list, err);
+    kb_rc rc = kb_papers_list(ctx->store, arg_string(args, "section"),
+                              arg_string(args, "words"), &list, err);
     if (rc != KB_OK)
         return rc;
     cJSON *root = cJSON_CreateObject();
-    int ok = root != NULL;
-    cJSON *arr = put_array(root, "papers", &ok);
+    cJSON *arr = cJSON_CreateArray();
+    int ok = root && arr;
     for (size_t i = 0; ok && i < list.n; i++) {
         const kb_paper_row *p = &list.items[i];
         cJSON *o = push_object(arr, &ok);
@@ -471,6 +482,8 @@ static kb_rc tool_papers(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
         put_item(o, "links", links, &ok);
     }
     kb_paper_list_release(&list);
+    pack_items(root, "papers", arr, arg_budget(ctx, args), &ok);
+    cJSON_Delete(arr);
     return finish(root, ok, out, err);
 }
 
@@ -549,10 +562,12 @@ static const kb_tool tools[] = {
       "List the paper records of the kernel-generation literature list "
       "(date, title, section path and links by label such as paper, code, "
       "blog), in list order, optionally only those whose section path "
-      "contains section. Use it to survey the work on a topic the list has "
-      "a section for; to find papers about a question, use search with "
-      "kinds [\"paper\"] instead. Without a filter it returns every record, "
-      "hundreds of them.",
+      "contains section, or whose title or section holds every one of "
+      "words. Use it to survey the work on a topic the list has a section "
+      "for; to find papers about a question, use search with kinds "
+      "[\"paper\"] instead. "
+      "Without a filter it returns every record, hundreds of them, cut to "
+      "budget_tokens (truncated, omitted).",
       papers_input, papers_output, 1, tool_papers },
     { "status",
       "Describe the knowledge base: each source (id, title, url, the "

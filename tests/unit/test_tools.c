@@ -230,6 +230,16 @@ static const cJSON *get(const cJSON *o, const char *key)
     return v;
 }
 
+/* The result's JSON as the text block of an MCP reply carries it. */
+static size_t printed_bytes(const cJSON *o)
+{
+    char *s = cJSON_PrintUnformatted(o);
+    assert_non_null(s);
+    size_t n = strlen(s);
+    free(s);
+    return n;
+}
+
 /* ------------------------------------------------------------ the table */
 
 static void test_table(void **state)
@@ -361,6 +371,29 @@ static void test_papers(void **state)
     assert_string_equal(get(get(p, "links"), "paper")->valuestring,
                         "https://example.org/alpha");
     cJSON_Delete(some);
+
+    /* words: each in the title or the section, any case */
+    some = call_ok("papers", "{\"words\":\"tile ALPHA\"}");
+    assert_int_equal(cJSON_GetArraySize(get(some, "papers")), 1);
+    assert_string_equal(get(cJSON_GetArrayItem(get(some, "papers"), 0), "title")->valuestring,
+                        "Alpha: A Tile Compiler for Everyone");
+    cJSON_Delete(some);
+    some = call_ok("papers", "{\"words\":\"alpha zzqx\"}");
+    assert_int_equal(cJSON_GetArraySize(get(some, "papers")), 0);
+    cJSON_Delete(some);
+    some = call_ok("papers", "{\"words\":\"compilers\",\"section\":\"compilers\"}");
+    assert_int_equal(cJSON_GetArraySize(get(some, "papers")), m);
+    cJSON_Delete(some);
+
+    /* a budget keeps the first records, whole */
+    assert_true(cJSON_IsFalse(get(all, "truncated")));
+    if (printed_bytes(all) > 3000) {
+        some = call_ok("papers", "{\"budget_tokens\":1000}");
+        assert_true(cJSON_IsTrue(get(some, "truncated")));
+        assert_int_equal(cJSON_GetArraySize(get(some, "papers")) + get(some, "omitted")->valueint, n);
+        assert_true(printed_bytes(some) <= 3000);
+        cJSON_Delete(some);
+    }
     cJSON_Delete(all);
 }
 
@@ -469,16 +502,6 @@ static void test_bad_args(void **state)
 }
 
 /* ------------------------------------------------------------ budgets */
-
-/* The result's JSON as the text block of an MCP reply carries it. */
-static size_t printed_bytes(const cJSON *o)
-{
-    char *s = cJSON_PrintUnformatted(o);
-    assert_non_null(s);
-    size_t n = strlen(s);
-    free(s);
-    return n;
-}
 
 /* Calls tool with args under a caller's default budget. */
 static cJSON *call_budget(const char *tool, const char *args_json, int budget)
