@@ -98,25 +98,31 @@ static void put(cJSON *o, const char *key, cJSON *item, int *ok)
     }
 }
 
-/* The tools/list entry of tool; NULL out of memory or when a schema is
- * not JSON. */
-static cJSON *tool_entry(const kb_tool *tool)
+/* Appends the tools/list entry of tool to arr. */
+static kb_rc tool_entry(cJSON *arr, const kb_tool *tool, kb_err *err)
 {
+    cJSON *in = cJSON_Parse(tool->input_schema), *outs = cJSON_Parse(tool->output_schema);
+    if (!cJSON_IsObject(in) || !cJSON_IsObject(outs)) {
+        cJSON_Delete(in);
+        cJSON_Delete(outs);
+        return kb_err_set(err, KB_ERR_INTERNAL, "tool '%s': its %s schema is not a "
+                          "JSON object", tool->name, cJSON_IsObject(in) ? "output" : "input");
+    }
     cJSON *o = cJSON_CreateObject(), *ann = cJSON_CreateObject();
     int ok = o != NULL;
     put(o, "name", cJSON_CreateString(tool->name), &ok);
     put(o, "description", cJSON_CreateString(tool->description), &ok);
-    put(o, "inputSchema", cJSON_Parse(tool->input_schema), &ok);
-    put(o, "outputSchema", cJSON_Parse(tool->output_schema), &ok);
+    put(o, "inputSchema", in, &ok);
+    put(o, "outputSchema", outs, &ok);
     put(ann, "readOnlyHint", cJSON_CreateBool(tool->read_only), &ok);
     if (!tool->read_only)   /* it runs things, and changes nothing kept */
         put(ann, "destructiveHint", cJSON_CreateFalse(), &ok);
     put(ann, "openWorldHint", cJSON_CreateFalse(), &ok);
     put(o, "annotations", ann, &ok);
-    if (ok)
-        return o;
+    if (ok && cJSON_AddItemToArray(arr, o))
+        return KB_OK;
     cJSON_Delete(o);
-    return NULL;
+    return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
 }
 
 kb_rc kb_mcp_open(const kb_mcp_opts *opts, kb_mcp **out, kb_err *err)
@@ -141,25 +147,22 @@ kb_rc kb_mcp_open(const kb_mcp_opts *opts, kb_mcp **out, kb_err *err)
     m->tools = cJSON_CreateArray();
     if (rc == KB_OK && !m->tools)
         rc = KB_ERR_NOMEM;
+    if (rc != KB_OK)
+        kb_err_set(err, rc, "out of memory");
     for (size_t t = 0; rc == KB_OK && t < m->ntab; t++)
         for (size_t i = 0; rc == KB_OK && i < m->ntables[t]; i++) {
-            cJSON *e = tool_entry(&m->tables[t][i]);
-            if (!e || !cJSON_AddItemToArray(m->tools, e)) {
-                cJSON_Delete(e);
-                rc = KB_ERR_NOMEM;
-            }
-            if (rc == KB_OK)
-                rc = kb_buf_printf(&names, "%s%s", names.len ? ", " : "",
-                                   m->tables[t][i].name);
+            rc = tool_entry(m->tools, &m->tables[t][i], err);
+            if (rc == KB_OK && (rc = kb_buf_printf(&names, "%s%s", names.len ? ", " : "",
+                                                   m->tables[t][i].name)) != KB_OK)
+                kb_err_set(err, rc, "out of memory");
         }
     m->instructions = kb_buf_finish(&text, rc);
     m->names = kb_buf_finish(&names, rc);
     if (rc == KB_OK && opts->tasks_dir && !(m->tasks_dir = kb_strdup(opts->tasks_dir)))
-        rc = KB_ERR_NOMEM;
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     if (rc != KB_OK) {
         kb_mcp_free(m);
-        return kb_err_set(err, KB_ERR_NOMEM, "out of memory making the tool list "
-                          "(or a tool's schema is not JSON)");
+        return rc;
     }
     *out = m;
     return KB_OK;

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SOURCE_MAX_BYTES (1 << 20)
+#define SOURCE_MAX_BYTES 1048576   /* a schema's number: no expression */
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
