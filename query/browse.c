@@ -111,7 +111,8 @@ kb_rc kb_get_chunk(kb_store *store, int64_t chunk_id, int whole_section,
         rc = kb_store_db_error(store, err, "read the chunk");
     sqlite3_finalize(st);
     if (rc == KB_OK && out->n == 0)
-        rc = kb_err_set(err, KB_ERR_NOTFOUND, "no chunk %lld in this KB",
+        rc = kb_err_set(err, KB_ERR_NOTFOUND, "no chunk %lld in this KB; pass a chunk_id "
+                        "that search returned",
                         (long long)chunk_id);
     if (rc != KB_OK)
         kb_results_release(out);
