@@ -18,37 +18,82 @@ __device__ __forceinline__ double u01(unsigned long long h)
     return ((h >> 11) + 0.5) * (1.0 / 9007199254740992.0);
 }
 
-// dist: 0 uniform [a,b), 1 normal(mean a, std b), 2 integers in [a,b),
-// 3 skewed integers in [a,b): three quarters are one value.
+// One value of a distribution for hash h (seed: the fill's, for the
+// skewed distribution's common value). dist: 0 uniform [a,b), 1 normal(mean
+// a, std b), 2 integers in [a,b), 3 skewed integers in [a,b): three
+// quarters are one value.
+__device__ __forceinline__ double draw(unsigned long long h, unsigned long long seed,
+                                       int dist, double a, double b)
+{
+    if (dist == 0)
+        return a + (b - a) * u01(h);
+    if (dist == 1) {
+        double u1 = u01(h), u2 = u01(mix64(h));
+        return a + b * sqrt(-2.0 * log(u1)) * cospi(2.0 * u2);
+    }
+    long long lo = (long long)a, span = (long long)b - lo;
+    if (span < 1)
+        span = 1;
+    if (dist == 3 && (h & 3) != 0)
+        return (double)(lo + (long long)(mix64(seed) % (unsigned long long)span));
+    return (double)(lo + (long long)((h >> 8) % (unsigned long long)span));
+}
+
+__device__ __forceinline__ void store(void *p, int dtype, unsigned long long i, double v)
+{
+    switch (dtype) {
+    case 0: ((float *)p)[i] = (float)v; break;
+    case 1: ((__nv_bfloat16 *)p)[i] = __double2bfloat16(v); break;
+    case 2: ((__half *)p)[i] = __double2half(v); break;
+    case 3: ((int *)p)[i] = (int)v; break;
+    case 4: ((unsigned *)p)[i] = (unsigned)(long long)v; break;
+    default: ((double *)p)[i] = v; break;
+    }
+}
+
+__device__ __forceinline__ double load_as_double(const void *p, int dtype,
+                                                 unsigned long long i)
+{
+    switch (dtype) {
+    case 0: return ((const float *)p)[i];
+    case 1: return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
+    case 2: return __half2float(((const __half *)p)[i]);
+    case 3: return ((const int *)p)[i];
+    case 4: return ((const unsigned *)p)[i];
+    default: return ((const double *)p)[i];
+    }
+}
+
 extern "C" __global__ void kbv_fill(void *p, unsigned long long n, int dtype,
                                     int dist, double a, double b,
                                     unsigned long long seed)
 {
     for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
-         i < n; i += (unsigned long long)gridDim.x * blockDim.x) {
-        unsigned long long h = mix64(seed ^ mix64(i));
-        double v;
-        if (dist == 0) {
-            v = a + (b - a) * u01(h);
-        } else if (dist == 1) {
-            double u1 = u01(h), u2 = u01(mix64(h));
-            v = a + b * sqrt(-2.0 * log(u1)) * cospi(2.0 * u2);
-        } else {
-            long long lo = (long long)a, span = (long long)b - lo;
-            if (span < 1)
-                span = 1;
-            if (dist == 3 && (h & 3) != 0)
-                v = (double)(lo + (long long)(mix64(seed) % (unsigned long long)span));
-            else
-                v = (double)(lo + (long long)((h >> 8) % (unsigned long long)span));
-        }
-        switch (dtype) {
-        case 0: ((float *)p)[i] = (float)v; break;
-        case 1: ((__nv_bfloat16 *)p)[i] = __double2bfloat16(v); break;
-        case 2: ((__half *)p)[i] = __double2half(v); break;
-        case 3: ((int *)p)[i] = (int)v; break;
-        case 4: ((unsigned *)p)[i] = (unsigned)(long long)v; break;
-        default: ((double *)p)[i] = v; break;
+         i < n; i += (unsigned long long)gridDim.x * blockDim.x)
+        store(p, dtype, i, draw(mix64(seed ^ mix64(i)), seed, dist, a, b));
+}
+
+// Changes k of n elements, one at a random place in each of k equal
+// stretches of the buffer (all of them when k >= n), each to a new draw of
+// the same distribution that differs from the old value (up to 16 tries:
+// a distribution of one value cannot change).
+extern "C" __global__ void kbv_perturb(void *p, unsigned long long n, int dtype,
+                                       int dist, double a, double b,
+                                       unsigned long long seed,
+                                       unsigned long long k)
+{
+    if (k > n)
+        k = n;
+    for (unsigned long long j = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+         j < k; j += (unsigned long long)gridDim.x * blockDim.x) {
+        unsigned long long lo = j * n / k, hi = (j + 1) * n / k;
+        unsigned long long i = lo + mix64(seed ^ mix64(j)) % (hi - lo);
+        double old = load_as_double(p, dtype, i);
+        for (unsigned long long t = 0; t < 16; t++) {
+            store(p, dtype, i, draw(mix64(seed ^ mix64(i + 0x51ED270Bull * (t + 1))),
+                                    seed + t, dist, a, b));
+            if (load_as_double(p, dtype, i) != old)
+                break;
         }
     }
 }
@@ -94,19 +139,6 @@ struct kbv_cmp {
     double cand_at_first;
     double ref_at_first;
 };
-
-__device__ __forceinline__ double load_as_double(const void *p, int dtype,
-                                                 unsigned long long i)
-{
-    switch (dtype) {
-    case 0: return ((const float *)p)[i];
-    case 1: return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
-    case 2: return __half2float(((const __half *)p)[i]);
-    case 3: return ((const int *)p)[i];
-    case 4: return ((const unsigned *)p)[i];
-    default: return ((const double *)p)[i];
-    }
-}
 
 // Compares a candidate's output with the reference's: bad where
 // |c - r| > atol + rtol * |r|, where c is non-finite and r finite, or where
