@@ -1047,7 +1047,7 @@ void kb_verify_fast_p(const char *const *verdicts, const double *speedups,
 /* Appends dir/tail to the places (a list of NUL-separated paths in
  * looked) unless it is there already; returns 1 if it holds a task.json
  * (a new place), 0 if not, -1 out of memory. The path goes to *found. */
-static int try_place(kb_buf *looked, size_t *nlooked, const char *dir,
+static int try_place(kb_buf *looked, const char *dir,
                      const char *tail, char **found)
 {
     char *p = dir ? kb_path_join(dir, tail) : kb_strdup(tail);
@@ -1062,7 +1062,6 @@ static int try_place(kb_buf *looked, size_t *nlooked, const char *dir,
         free(p);
         return -1;
     }
-    (*nlooked)++;
     char *j = kb_path_join(p, "task.json");
     int here = j ? access(j, R_OK) == 0 : -1;
     free(j);
@@ -1073,34 +1072,41 @@ static int try_place(kb_buf *looked, size_t *nlooked, const char *dir,
     return here;
 }
 
+/* p (taken) resolved to its real path when it exists, so that one folder
+ * reached two ways is looked in once and said plainly */
+static char *real_path(char *p)
+{
+    char *r = p ? realpath(p, NULL) : NULL;
+    if (!r)
+        return p;
+    free(p);
+    return r;
+}
+
 kb_rc kb_task_find(const char *arg, const char *manifest, char **dir, kb_err *err)
 {
     *dir = NULL;
     kb_buf looked;
     kb_buf_init(&looked, 0);
-    size_t n = 0;
-    int got = try_place(&looked, &n, NULL, arg, dir);
+    int got = try_place(&looked, NULL, arg, dir);
     /* a name, not a path: the tasks folders that kb knows of */
-    char *mdir = NULL, *exe = kb_exe_dir();
+    char *roots[3] = { NULL, kb_strdup("corpus"), NULL };
     if (manifest) {
         const char *slash = strrchr(manifest, '/');
-        mdir = slash ? kb_strndup(manifest, (size_t)(slash - manifest + 1)) : kb_strdup(".");
+        roots[0] = slash ? kb_strndup(manifest, (size_t)(slash - manifest + 1))
+                         : kb_strdup(".");
     }
-    char *share = exe ? kb_path_join(exe, "../share/kb") : NULL;
-    char *real = share ? realpath(share, NULL) : NULL;   /* said as it is */
-    if (real) {
-        free(share);
-        share = real;
-    }
-    const char *roots[] = { mdir, "corpus", share };
-    char *tail = kb_path_join("tasks", arg);
-    for (size_t i = 0; got == 0 && !strchr(arg, '/') && i < 3; i++)
-        if (roots[i])
-            got = tail ? try_place(&looked, &n, roots[i], tail, dir) : -1;
-    free(tail);
-    free(mdir);
+    char *exe = kb_exe_dir();
+    roots[2] = exe ? kb_path_join(exe, "../share/kb") : NULL;
     free(exe);
-    free(share);
+    char *tail = kb_path_join("tasks", arg);
+    for (size_t i = 0; i < 3; i++) {
+        roots[i] = real_path(roots[i]);
+        if (got == 0 && !strchr(arg, '/') && roots[i])
+            got = tail ? try_place(&looked, roots[i], tail, dir) : -1;
+        free(roots[i]);
+    }
+    free(tail);
     kb_rc rc = KB_OK;
     if (got < 0) {
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory looking for task '%s'", arg);
