@@ -12,6 +12,11 @@ int kbv_is_buffer(const kb_task_param *p)
     return p->role <= KB_ROLE_SCRATCH;
 }
 
+int kbv_is_result(const kb_task_param *p)
+{
+    return p->role == KB_ROLE_OUTPUT || p->role == KB_ROLE_INOUT;
+}
+
 static void dbuf_free(kbv_dbuf *b)
 {
     if (b->base)
@@ -97,7 +102,7 @@ CUresult kbv_keep_reference(kbv_ctx *v)
 {
     CUresult r = CUDA_SUCCESS;
     for (size_t i = 0; i < v->task->nparams && !r; i++)
-        if (v->ps[i].prev.base)
+        if (kbv_is_result(&v->task->params[i]))
             r = cuMemcpyDtoDAsync(v->ps[i].prev.ptr, v->ps[i].ref.ptr,
                                   v->ps[i].bytes, v->gpu->stream);
     return r;
@@ -128,7 +133,7 @@ static CUresult alloc_param(kbv_gpu *g, const kb_task_param *p, kbv_param *st,
     r = dbuf_alloc(g, &st->cand, st->bytes);
     if (!r)
         r = dbuf_alloc(g, &st->ref, st->bytes);
-    if (!r && p->role != KB_ROLE_SCRATCH)
+    if (!r && kbv_is_result(p))
         r = dbuf_alloc(g, &st->prev, st->bytes);
     /* the timed runs' outputs are kept and re-checked */
     if (!r && timed && p->role != KB_ROLE_SCRATCH)

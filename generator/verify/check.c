@@ -115,17 +115,12 @@ static int run_reference(kbv_ctx *v, trial *tr, CUresult r)
     return 0;
 }
 
-static int is_result(const kb_task_param *p)
-{
-    return p->role == KB_ROLE_OUTPUT || p->role == KB_ROLE_INOUT;
-}
-
 /* 1 if the reference's results differ from the trial before's beyond the
  * tolerance, 0 if not, -1 on a CUDA failure (verdict set). */
 static int reference_changed(kbv_ctx *v, const trial *tr)
 {
     for (size_t i = 0; i < v->task->nparams; i++) {
-        if (!is_result(&v->task->params[i]))
+        if (!kbv_is_result(&v->task->params[i]))
             continue;
         kbv_cmp m;
         CUresult r = kbv_compare(v, i, v->ps[i].ref.ptr, v->ps[i].prev.ptr,
@@ -273,7 +268,7 @@ static CUresult check_outputs(kbv_ctx *v, trial *tr, int *ok,
     CUresult r = CUDA_SUCCESS;
     cJSON *outs = cJSON_AddArrayToObject(tr->c, "outputs");
     for (size_t i = 0; i < t->nparams && !r; i++) {
-        if (!is_result(&t->params[i]))
+        if (!kbv_is_result(&t->params[i]))
             continue;
         kbv_cmp m, mp;
         r = kbv_compare(v, i, v->ps[i].cand.ptr, v->ps[i].ref.ptr, tr->atol,

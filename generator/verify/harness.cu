@@ -136,18 +136,23 @@ struct kbv_cmp {
     unsigned long long nonfinite;
     unsigned max_abs_bits;           // non-negative floats order as uints
     unsigned max_rel_bits;
-    double cand_at_first;
+    double cand_at_first;            // read back by the host, exactly
     double ref_at_first;
 };
 
 // Compares a candidate's output with the reference's: bad where
 // |c - r| > atol + rtol * |r|, where c is non-finite and r finite, or where
-// r is non-finite and c differs.
+// r is non-finite and c differs. Each thread counts its elements, a warp
+// sums its threads', and one atomic a warp adds them up: an output wrong
+// everywhere (or a reference whose every element changed) must not cost an
+// atomic on one address per element.
 extern "C" __global__ void kbv_compare(const void *cand, const void *ref,
                                        unsigned long long n, int dtype,
                                        double atol, double rtol,
                                        kbv_cmp *res)
 {
+    unsigned long long nbad = 0, first = ~0ull, nonfinite = 0;
+    float max_abs = 0.0f, max_rel = 0.0f;
     for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
          i < n; i += (unsigned long long)gridDim.x * blockDim.x) {
         double c = load_as_double(cand, dtype, i);
@@ -157,22 +162,34 @@ extern "C" __global__ void kbv_compare(const void *cand, const void *ref,
             bad = !(c == r || (isnan(c) && isnan(r)));
         } else if (!isfinite(c)) {
             bad = true;
-            atomicAdd(&res->nonfinite, 1ull);
+            nonfinite++;
         } else {
             double e = fabs(c - r);
             bad = e > atol + rtol * fabs(r);
-            float fe = (float)e;
-            float fr = (float)(e / fmax(fabs(r), 1e-30));
-            atomicMax(&res->max_abs_bits, __float_as_uint(fe));
-            atomicMax(&res->max_rel_bits, __float_as_uint(fr));
+            max_abs = fmaxf(max_abs, (float)e);
+            max_rel = fmaxf(max_rel, (float)(e / fmax(fabs(r), 1e-30)));
         }
-        if (bad) {
-            atomicAdd(&res->nbad, 1ull);
-            unsigned long long old = atomicMin(&res->first_bad, i);
-            if (i < old) {
-                res->cand_at_first = c;   // racy by design: informative only
-                res->ref_at_first = r;
-            }
-        }
+        if (bad && nbad++ == 0)
+            first = i;
     }
+    for (int o = 16; o > 0; o /= 2) {
+        nbad += __shfl_down_sync(0xffffffffu, nbad, o);
+        nonfinite += __shfl_down_sync(0xffffffffu, nonfinite, o);
+        unsigned long long f = __shfl_down_sync(0xffffffffu, first, o);
+        first = f < first ? f : first;
+        max_abs = fmaxf(max_abs, __shfl_down_sync(0xffffffffu, max_abs, o));
+        max_rel = fmaxf(max_rel, __shfl_down_sync(0xffffffffu, max_rel, o));
+    }
+    if ((threadIdx.x & 31) != 0)
+        return;
+    if (nbad) {
+        atomicAdd(&res->nbad, nbad);
+        atomicMin(&res->first_bad, first);
+    }
+    if (nonfinite)
+        atomicAdd(&res->nonfinite, nonfinite);
+    if (max_abs > 0.0f)
+        atomicMax(&res->max_abs_bits, __float_as_uint(max_abs));
+    if (max_rel > 0.0f)
+        atomicMax(&res->max_rel_bits, __float_as_uint(max_rel));
 }

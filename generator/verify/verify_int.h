@@ -222,6 +222,8 @@ void kbv_kernel_attrs(kbv_ctx *v);
 /* ------------------------------------------------------------------ buffers.c */
 
 int kbv_is_buffer(const kb_task_param *p);
+/* 1 for the parameters whose contents are compared: output and inout. */
+int kbv_is_result(const kb_task_param *p);
 /* Allocates every buffer of shape s (with the timed runs' copies when
  * timed) and sets dims and scalars. Returns 0, or -1 with the verdict set. */
 int kbv_shape_alloc(kbv_ctx *v, const kb_shape *s, int timed);
