@@ -74,6 +74,7 @@ static const kb_command commands[] = {
       "  --results DIR     score kb-verify JSON results saved in DIR instead\n"
       "  --serve           one kb-verify --serve process for all candidates\n"
       "  --no-timing       correctness only\n"
+      "  --compile-only    NVRTC only: no GPU needed, nothing runs\n"
       "  --timeout S       wall-clock limit per candidate (default 120)\n" },
 };
 static const size_t ncommands = sizeof commands / sizeof commands[0];
