@@ -63,7 +63,7 @@ static const kb_command commands[] = {
       "serve the KB to coding agents over MCP (stdio; see README)",
       "  --allow-verify    also serve the verify tool, which runs candidate\n"
       "                    kernels on this machine's GPU (kb-verify)\n"
-      "  --tasks DIR       verify's tasks (default corpus/tasks)\n"
+      "  --tasks DIR       verify's tasks (default: where kb verify finds them)\n"
       "  --timeout S       verify's wall-clock limit per candidate (default 120)\n" },
     { "verify", cmd_verify,
       "kb verify [options] TASK CANDIDATE.cu | --suite DIR --candidates DIR",

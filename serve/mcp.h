@@ -55,8 +55,8 @@ typedef struct kb_mcp kb_mcp;
 typedef struct {
     int allow_verify;          /* serve the verify tool: it runs candidate
                                   kernels on the GPU */
-    const char *tasks_dir;     /* where verify's tasks are (NULL:
-                                  corpus/tasks); copied */
+    const char *tasks_dir;     /* where verify's tasks are (NULL: where
+                                  kb verify looks, kb_task_find); copied */
     double verify_timeout_s;   /* per candidate (<= 0: 120) */
 } kb_mcp_opts;
 
@@ -131,10 +131,12 @@ char *kb_mcp_oversized_reply(size_t len);
 /* serve/'s tool table: verify, a candidate kernel checked and timed on
  * the GPU by kb-verify through the verifier (generator/verifier.h). Its
  * settings live in the store's slot, set by kb_serve_verify_attach
- * (defaults without it: corpus/tasks, 120 s). Static; *n its length. */
+ * (defaults without it: the tasks kb verify finds, 120 s). Static; *n its
+ * length. */
 const kb_tool *kb_serve_tools(size_t *n);
-/* Parks verify's settings with store (tasks_dir NULL: corpus/tasks;
- * timeout_s <= 0: 120), for the tool calls on that store. */
+/* Parks verify's settings with store (tasks_dir NULL: the task folders
+ * kb_task_find looks in; timeout_s <= 0: 120), for the tool calls on that
+ * store. */
 kb_rc kb_serve_verify_attach(kb_store *store, const char *tasks_dir,
                              double timeout_s, kb_err *err);
 

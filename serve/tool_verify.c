@@ -2,6 +2,7 @@
  * through the verifier (generator/verifier.h), which runs kb-verify as a
  * child process under a wall-clock limit. */
 #include "serve/mcp.h"
+#include "generator/task.h"
 #include "generator/verifier.h"
 #include "kb/config.h"
 #include "kb/kb_int.h"
@@ -36,9 +37,9 @@ kb_rc kb_serve_verify_attach(kb_store *store, const char *tasks_dir,
                              double timeout_s, kb_err *err)
 {
     verify_settings *v = calloc(1, sizeof *v);
-    if (v)
-        v->tasks_dir = kb_strdup(tasks_dir ? tasks_dir : "corpus/tasks");
-    if (!v || !v->tasks_dir) {
+    if (v && tasks_dir)
+        v->tasks_dir = kb_strdup(tasks_dir);
+    if (!v || (tasks_dir && !v->tasks_dir)) {
         settings_free(v);
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     }
@@ -142,22 +143,41 @@ static kb_rc list_tasks(const char *dir, kb_buf *out)
     return rc;
 }
 
-/* The task's folder under the settings' tasks (caller frees), or NULL
- * with err saying which tasks there are. */
-static char *task_dir(const verify_settings *v, const char *task, kb_err *err)
+/* The task's folder (caller frees), or NULL with err saying why: under
+ * the settings' tasks folder, listing its tasks when the name is none of
+ * them; else where kb verify looks (kb_task_find: beside the manifest,
+ * corpus/, the installed share/kb). A name, never a path: an agent picks
+ * a task, not a folder on this machine. */
+static char *task_dir(const verify_settings *v, const kb_config *cfg,
+                      const char *task, kb_err *err)
 {
     if (!task_name_ok(task)) {
         kb_err_set(err, KB_ERR_USAGE, "verify: 'task' must be a task's name "
                    "such as gelu, not '%.64s'", task);
         return NULL;
     }
-    char *dir = kb_path_join(v->tasks_dir, task);
-    char *json = dir ? kb_path_join(dir, "task.json") : NULL;
-    int found = json && access(json, R_OK) == 0;
-    free(json);
-    if (found)
+    char *dir = NULL;
+    if (!v->tasks_dir) {
+        char *manifest = cfg && cfg->manifest ? kb_strdup(cfg->manifest)
+                                              : kb_manifest_default_path();
+        if (!manifest)
+            kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        else if (kb_task_find(task, manifest, &dir, err) != KB_OK)
+            dir = NULL;
+        free(manifest);
         return dir;
-    free(dir);
+    }
+    char *path = kb_path_join(v->tasks_dir, task);
+    kb_err quiet;   /* the list of tasks says more than the places looked */
+    kb_err_clear(&quiet);
+    if (!path || kb_task_find(path, NULL, &dir, &quiet) == KB_ERR_NOMEM) {
+        free(path);
+        kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    free(path);
+    if (dir)
+        return dir;
     kb_buf names;
     kb_buf_init(&names, 8192);
     if (list_tasks(v->tasks_dir, &names) == KB_OK)
@@ -195,12 +215,13 @@ static kb_rc write_candidate(const char *source, char path[64], kb_err *err)
 static kb_rc tool_verify(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
                          kb_err *err)
 {
-    const verify_settings dflt = { "corpus/tasks", 0 };
+    const verify_settings dflt = { NULL, 0 };
     const verify_settings *v = kb_store_slot_get(ctx->store, SETTINGS_SLOT);
     if (!v)
         v = &dflt;
     const char *source = cJSON_GetStringValue(cJSON_GetObjectItem(args, "source"));
-    char *dir = task_dir(v, cJSON_GetStringValue(cJSON_GetObjectItem(args, "task")), err);
+    char *dir = task_dir(v, ctx->config,
+                         cJSON_GetStringValue(cJSON_GetObjectItem(args, "task")), err);
     if (!dir)
         return err->rc;
     kb_verifier_opts o;
