@@ -572,8 +572,9 @@ static const kb_tool tools[] = {
     { "status",
       "Describe the knowledge base: each source (id, title, url, the "
       "version of its documents, how many documents, chunks and papers, "
-      "when it was last ingested and the last error), the totals, the embedder its vectors were made with "
-      "(empty: none, so search answers lexical) and its size on disk. Use "
+      "when it was last ingested and the last error), the totals, the "
+      "embedder its vectors were made with (empty: none, so search "
+      "answers lexical) and its size on disk. Use "
       "it to learn the source ids that search's sources filter takes, or "
       "whether the KB is empty or stale. Takes no arguments.",
       status_input, status_output, 1, tool_status },
