@@ -38,7 +38,8 @@ static kb_rc write_line(const char *text, kb_err *err)
     return KB_OK;
 }
 
-/* Answers one line (its newline and a '\r' before it gone). */
+/* Answers one line, its newline gone (a '\r' before it is whitespace to
+ * JSON). */
 static kb_rc serve_line(stdio_server *srv, const char *line, size_t len)
 {
     size_t i = 0;
@@ -52,6 +53,18 @@ static kb_rc serve_line(stdio_server *srv, const char *line, size_t len)
     if (rc == KB_OK && reply.text)
         rc = write_line(reply.text, &srv->err);
     free(reply.text);
+    return rc;
+}
+
+/* Answers a line of len bytes that was over the limit, and skipped. */
+static kb_rc refuse_line(stdio_server *srv, size_t len)
+{
+    kb_log_warn("kb mcp: a message of %zu bytes refused (the limit is %u)", len,
+                KB_MCP_MESSAGE_MAX);
+    char *text = kb_mcp_oversized_reply(len);
+    kb_rc rc = text ? write_line(text, &srv->err)
+                    : kb_err_set(&srv->err, KB_ERR_NOMEM, "out of memory");
+    free(text);
     return rc;
 }
 
@@ -92,12 +105,7 @@ static kb_rc serve_stdin(stdio_server *srv)
                 break;
             p++;
             if (skipping) {
-                char *text = kb_mcp_oversized_reply(oversized);
-                rc = text ? write_line(text, &srv->err)
-                          : kb_err_set(&srv->err, KB_ERR_NOMEM, "out of memory");
-                free(text);
-                kb_log_warn("kb mcp: a message of %zu bytes refused (the limit is %u)",
-                            oversized, KB_MCP_MESSAGE_MAX);
+                rc = refuse_line(srv, oversized);
                 skipping = 0;
                 oversized = 0;
             } else {
@@ -108,14 +116,10 @@ static kb_rc serve_stdin(stdio_server *srv)
         if (rc != KB_OK)
             break;
     }
-    if (rc == KB_OK && skipping) {
-        char *text = kb_mcp_oversized_reply(oversized);
-        rc = text ? write_line(text, &srv->err)
-                  : kb_err_set(&srv->err, KB_ERR_NOMEM, "out of memory");
-        free(text);
-    } else if (rc == KB_OK && line.len) {
+    if (rc == KB_OK && skipping)
+        rc = refuse_line(srv, oversized);
+    else if (rc == KB_OK && line.len)
         rc = serve_line(srv, line.data, line.len);
-    }
     kb_buf_release(&line);
     return rc;
 }
