@@ -110,13 +110,15 @@ typedef struct {
                             Mcp-Session-Id with this reply */
 } kb_mcp_reply;
 
-/* Handles one message (msg, len bytes: a JSON-RPC request or
- * notification; a batch array is refused) on session s, running tools
- * with ctx, and sets *reply (released first is not needed: it is
- * overwritten). Returns KB_OK whenever it answered, JSON-RPC errors and
- * failed tool calls included; fails (KB_ERR_NOMEM, err set) only when no
- * reply could be made, reply->text then NULL. t: the HTTP request's
- * headers, NULL for stdio. */
+/* Handles one message (msg, len bytes, no newline needed: a JSON-RPC
+ * request or notification; a batch array is refused) on session s,
+ * running tools with ctx (its store and embedder this thread's; a
+ * budget_tokens of 0 is KB_TOOL_BUDGET_DEFAULT: an agent's context always
+ * has one), and overwrites *reply. Returns KB_OK whenever it answered,
+ * JSON-RPC errors and failed tool calls included; fails (KB_ERR_NOMEM,
+ * err set) only when no reply could be made, reply->text then NULL. t:
+ * the HTTP request's headers, NULL for stdio. A tool call runs on the
+ * calling thread until it is done (verify: up to its timeout). */
 kb_rc kb_mcp_handle(kb_mcp *server, kb_mcp_session *s, kb_tool_ctx *ctx,
                     const char *msg, size_t len, const kb_mcp_transport *t,
                     kb_mcp_reply *reply, kb_err *err);
