@@ -81,8 +81,8 @@ static const char instructions_text[] =
     "(and section true) when a passage is cut short or its surroundings "
     "matter; papers to list the literature on a topic; status for the "
     "sources, their versions and when they were ingested. Results keep "
-    "within budget_tokens (8000 unless you pass more); when truncated is "
-    "true, raise it, lower k, or pass snippet.";
+    "within budget_tokens (8000 unless you pass another); when truncated "
+    "is true, raise it, lower k, or pass snippet.";
 
 static const char verify_instructions[] =
     " Call verify with a task's name and a candidate kernel's source before "
