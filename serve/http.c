@@ -9,6 +9,7 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <openssl/crypto.h>
+#include <poll.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +78,7 @@ struct kb_serve_req {
     int too_big;                   /* the body passed the cap */
     size_t dropped;                /* bytes read past the cap */
     int answered;                  /* a reply is queued */
+    int gone;                      /* the client hung up before it */
     double t0;
     int status;                    /* for the log */
     size_t bytes;
@@ -442,7 +444,7 @@ static void access_log(const kb_serve_req *r, enum MHD_RequestTerminationCode to
         rc = kb_buf_putc(&line, ' ');
     if (rc == KB_OK)
         rc = put_escaped(&line, r->path, 256);
-    const char *why = ended_why(toe);
+    const char *why = r->gone ? "client went away" : ended_why(toe);
     if (rc == KB_OK && r->status)
         rc = kb_buf_printf(&line, " %d", r->status);
     else if (rc == KB_OK)
@@ -638,6 +640,19 @@ static kb_serve_req *req_new(kb_server *srv, struct MHD_Connection *conn,
     return r;
 }
 
+/* 1 if the client has closed its side of the connection: the request
+ * is abandoned (a load client stopping, an agent cancelled), so its work
+ * is not done, as nginx treats a client's FIN before the reply. */
+static int client_gone(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci)
+        return 0;
+    struct pollfd p = { .fd = ci->connect_fd, .events = POLLRDHUP };
+    return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 static void req_free(kb_serve_req *r)
 {
     kb_buf_release(&r->body);
@@ -659,12 +674,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
         *con_cls = r;
         atomic_fetch_add(&srv->inflight, 1);
         enum MHD_Result res = MHD_YES;
-        if (!admit(r, &res))
-            return res;
+        admit(r, &res);
+        return res;
+    }
+    if (r->answered) {   /* refused: what follows is not read */
+        *upload_size = 0;
         return MHD_YES;
     }
-    if (r->answered)
-        return MHD_YES;
     if (*upload_size) {   /* a piece of the body */
         if (!r->too_big && kb_buf_append(&r->body, upload, *upload_size) != KB_OK) {
             r->too_big = 1;
@@ -681,6 +697,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     if (r->too_big)   /* chunked: no length to refuse it by up front */
         return send_error(r, 413, "body_too_large", NULL, NULL, "the request "
                           "body is over the server's cap of %zu bytes", srv->max_body);
+    if (client_gone(conn)) {
+        r->gone = 1;
+        return MHD_NO;
+    }
     if (!(r->w = thread_worker(srv)))
         return send_error(r, 503, "no_worker", NULL, NULL, "%s",
                           "no worker for this thread");

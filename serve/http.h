@@ -59,7 +59,8 @@ struct kb_serve_route {
     unsigned methods;        /* KB_HTTP_M_* */
     unsigned flags;          /* KB_ROUTE_* */
     kb_serve_fn fn;
-    const void *arg;         /* the handler's own data (route->arg) */
+    void *arg;               /* the handler's own data: REST's endpoint, the
+                                MCP transport's session table */
 };
 
 /* The method ("GET"), the path without its query string, both as sent. */

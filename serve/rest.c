@@ -22,7 +22,7 @@ typedef struct {
     const char *summary;
 } rest_op;
 
-static const rest_op ops[] = {
+static rest_op ops[] = {   /* read only; not const for kb_serve_route.arg */
     { "post", "/v1/search", "search", NULL, NULL, 1,
       "ranked, cited passages: the object of `kb query --json`" },
     { "get", "/v1/chunks/{id}", "get", "id", "chunk_id", 0,
