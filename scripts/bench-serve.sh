@@ -95,6 +95,24 @@ echo "kb serve, $(nproc) workers (the default), no access log (-q); wrk with 2 t
 echo
 # warm every worker: its FAISS index and embedder load on its first search
 wrk -t2 -c8 -d5s --timeout 60s -s "$lua" "$url" -- "$tmp/short-hybrid.txt" >/dev/null 2>&1
+# what HTTP and JSON add: the search's own time (took_ms, in the server)
+# against the client's, one request at a time
+python3 - "$url" "$tmp/short-hybrid.txt" <<'PY'
+import http.client, json, sys, time, urllib.parse
+u = urllib.parse.urlsplit(sys.argv[1])
+c = http.client.HTTPConnection(u.hostname, u.port)
+bodies = [l.strip() for l in open(sys.argv[2]) if l.strip()]
+client, server = [], []
+for b in bodies * 3:
+    t = time.perf_counter()
+    c.request("POST", "/v1/search", b)
+    j = json.loads(c.getresponse().read())
+    client.append((time.perf_counter() - t) * 1000)
+    server.append(j["took_ms"])
+med = lambda v: sorted(v)[len(v) // 2]
+print("One client, one request at a time (%d searches, short, hybrid): p50 %.1f ms at the"
+      " client, of which the search itself (took_ms) %.1f ms\n" % (len(client), med(client), med(server)))
+PY
 header
 for c in 1 8 64; do wrk_row "short, hybrid" "$c" "$tmp/short-hybrid.txt"; done
 for c in 1 8 64; do wrk_row "long, hybrid" "$c" "$tmp/long-hybrid.txt"; done

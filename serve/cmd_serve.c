@@ -214,9 +214,12 @@ int cmd_serve(int argc, char **argv, const kb_cli *cli, const kb_command *self)
         o.access_log = !cli->quiet;
         o.kb_dir = dir;
         o.config = cli->config;
-        o.routes = kb_rest_routes(&n);
-        o.nroutes = n;
-        rc = kb_serve_start(&o, &srv, &err);
+        /* the tables served: REST's; the MCP transport's /mcp goes next */
+        const kb_serve_route *rest = kb_rest_routes(&n);
+        if (kb_serve_opts_add(&o, rest, n) != KB_OK)
+            rc = kb_err_set(&err, KB_ERR_INTERNAL, "too many route tables");
+        if (rc == KB_OK)
+            rc = kb_serve_start(&o, &srv, &err);
     }
     if (rc != KB_OK)
         goto out;

@@ -51,8 +51,8 @@ struct kb_server {
     int loopback;                  /* bound to a loopback address */
     size_t max_body;
     int access_log;
-    const kb_serve_route *routes;
-    size_t nroutes;
+    kb_serve_table tables[KB_SERVE_MAX_TABLES];   /* what it serves */
+    size_t ntables;
     int port;
     char url[96];
 };
@@ -529,14 +529,17 @@ static const kb_serve_route *find_route(const kb_server *srv, const char *path,
                                         unsigned method, unsigned *allowed)
 {
     *allowed = 0;
-    for (size_t i = 0; i < srv->nroutes; i++) {
-        const kb_serve_route *rt = &srv->routes[i];
-        if (!path_matches(rt, path))
-            continue;
-        unsigned m = rt->methods | (rt->methods & KB_HTTP_M_GET ? KB_HTTP_M_HEAD : 0);
-        *allowed |= m;
-        if (m & method)
-            return rt;
+    for (size_t t = 0; t < srv->ntables; t++) {
+        const kb_serve_table *tab = &srv->tables[t];
+        for (size_t i = 0; i < tab->n; i++) {
+            const kb_serve_route *rt = &tab->routes[i];
+            if (!path_matches(rt, path))
+                continue;
+            unsigned m = rt->methods | (rt->methods & KB_HTTP_M_GET ? KB_HTTP_M_HEAD : 0);
+            *allowed |= m;
+            if (m & method)
+                return rt;
+        }
     }
     return NULL;
 }
@@ -741,6 +744,14 @@ void kb_serve_opts_init(kb_serve_opts *o)
     o->access_log = 1;
 }
 
+kb_rc kb_serve_opts_add(kb_serve_opts *o, const kb_serve_route *routes, size_t n)
+{
+    if (o->ntables == KB_SERVE_MAX_TABLES)
+        return KB_ERR_USAGE;
+    o->tables[o->ntables++] = (kb_serve_table){ routes, n };
+    return KB_OK;
+}
+
 /* The listening socket for address:port (non-blocking, close-on-exec);
  * sets srv's port, url and loopback. */
 static kb_rc listen_on(kb_server *srv, const char *address, int port,
@@ -815,7 +826,7 @@ kb_rc kb_serve_start(const kb_serve_opts *o, kb_server **out, kb_err *err)
     *out = NULL;
     if (o->port < 0 || o->port > 65535)
         return kb_err_set(err, KB_ERR_USAGE, "port %d is not from 0 to 65535", o->port);
-    if (!o->kb_dir || !o->routes || !o->nroutes)
+    if (!o->kb_dir || !o->ntables)
         return kb_err_set(err, KB_ERR_INTERNAL, "kb_serve_start: no KB or routes");
     kb_server *srv = calloc(1, sizeof *srv);
     if (!srv)
@@ -823,8 +834,8 @@ kb_rc kb_serve_start(const kb_serve_opts *o, kb_server **out, kb_err *err)
     srv->listen_fd = -1;
     srv->max_body = o->max_body ? o->max_body : DEFAULT_MAX_BODY;
     srv->access_log = o->access_log;
-    srv->routes = o->routes;
-    srv->nroutes = o->nroutes;
+    memcpy(srv->tables, o->tables, sizeof srv->tables);
+    srv->ntables = o->ntables;
     if (o->token && *o->token)
         kb_sha256_hex(o->token, strlen(o->token), srv->token_hex);
     unsigned max_conn = o->max_connections ? o->max_connections : DEFAULT_MAX_CONNECTIONS;

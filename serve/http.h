@@ -12,11 +12,12 @@
  * and fill a reply; they never touch libmicrohttpd.
  *
  * Routes: a handler is one row of a kb_serve_route table (path, methods,
- * flags, handler, arg). A server serves the concatenation of the tables it
- * is given, first match wins: REST's (serve/rest.c, kb_rest_routes) and,
- * later, the MCP Streamable HTTP transport's single row for "/mcp" (POST,
- * GET, DELETE; its session table as arg), written the same way. An
- * unknown path is 404, a known path with another method 405 with Allow.
+ * flags, handler, arg). A server serves the tables it is given in order,
+ * first match wins: REST's (serve/rest.c, kb_rest_routes) and, next, the
+ * MCP Streamable HTTP transport's one row for "/mcp" (POST, GET, DELETE;
+ * its session table as arg), written the same way and added to
+ * kb_serve_opts.tables by cmd_serve.c. An unknown path is 404, a known
+ * path with another method 405 with Allow.
  */
 #ifndef KB_SERVE_HTTP_H
 #define KB_SERVE_HTTP_H
@@ -112,6 +113,14 @@ int kb_serve_utf8_valid(const char *s, size_t len);
 
 typedef struct kb_server kb_server;
 
+#define KB_SERVE_MAX_TABLES 8
+
+/* One route table: n rows. */
+typedef struct {
+    const kb_serve_route *routes;
+    size_t n;
+} kb_serve_table;
+
 typedef struct {
     const char *address;     /* numeric IPv4 or IPv6; NULL: 127.0.0.1 */
     int port;                /* 0: the kernel picks (kb_serve_port) */
@@ -124,11 +133,19 @@ typedef struct {
     int access_log;          /* 1: one line per request on stderr */
     const char *kb_dir;      /* the KB every worker opens read-only */
     const kb_config *config; /* the embedder the workers open */
-    const kb_serve_route *routes;   /* served in order; kept, not copied */
-    size_t nroutes;
+    /* the route tables served, searched in order (first match wins);
+     * kept, not copied: REST's (kb_rest_routes), then the MCP
+     * transport's */
+    kb_serve_table tables[KB_SERVE_MAX_TABLES];
+    size_t ntables;
 } kb_serve_opts;
 
 void kb_serve_opts_init(kb_serve_opts *o);
+
+/* Adds a route table to o (KB_ERR_USAGE when o holds
+ * KB_SERVE_MAX_TABLES already). */
+kb_rc kb_serve_opts_add(kb_serve_opts *o, const kb_serve_route *routes,
+                        size_t n) KB_MUST_CHECK;
 
 /* Opens one store per worker (a KB that is not there fails here, with
  * kb_store_open's message), binds and starts serving. *out is freed by
