@@ -28,11 +28,18 @@ static const kb_command commands[] = {
       "  --kind K          only text, code, table, paper or skill (repeatable)\n"
       "  --json            one JSON object (see README)\n"
       "  --explain         show each list's rank and score\n"
-      "  --full            print whole chunks instead of snippets\n" },
-    { "get", cmd_get, "kb get [--json] [--section] CHUNK_ID",
+      "  --full            print whole chunks instead of snippets\n"
+      "  --lex TEXT        also search these keywords, fused (repeatable)\n"
+      "  --vec TEXT        also search this phrase by meaning (repeatable)\n"
+      "  --hyde TEXT       also search by a hypothetical passage (repeatable);\n"
+      "                    at most 10 of --lex, --vec, --hyde\n"
+      "  --budget TOKENS   with --json: whole results, best first, within about\n"
+      "                    TOKENS tokens (1000-200000; default: no limit)\n" },
+    { "get", cmd_get, "kb get [--json [--budget TOKENS]] [--section] CHUNK_ID",
       "print a whole chunk, or with --section its whole section",
       "  --section         print every chunk of the chunk's section\n"
-      "  --json            print JSON\n" },
+      "  --json            print JSON\n"
+      "  --budget TOKENS   with --json: the chunks that fit about TOKENS tokens\n" },
     { "status", cmd_status, "kb status [--json]",
       "show the KB: sources, documents, chunks, last ingest, size",
       "  --json            print JSON\n" },
@@ -40,16 +47,24 @@ static const kb_command commands[] = {
       "list the manifest's sources and each one's state in the KB",
       "  --manifest FILE   sources manifest (default corpus/sources.json)\n"
       "  --json            print JSON\n" },
-    { "papers", cmd_papers, "kb papers [--section S] [--json]",
+    { "papers", cmd_papers, "kb papers [--section S] [--words W] [--json [--budget TOKENS]]",
       "list the literature list's paper records",
       "  --section S       only papers whose section path contains S\n"
-      "  --json            print JSON\n" },
+      "  --words W         only papers whose title or section holds every word of W\n"
+      "  --json            print JSON\n"
+      "  --budget TOKENS   with --json: the records that fit about TOKENS tokens\n" },
     { "eval", cmd_eval, "kb eval [options] QRELS.json",
       "measure retrieval against relevance judgments",
       "  --mode M          lexical, vector, hybrid or all (default all)\n"
       "  --k N             cut-off (default 10)\n"
       "  --json            print JSON\n"
       "  --verbose         per-query results\n" },
+    { "mcp", cmd_mcp, "kb mcp [--allow-verify [--tasks DIR] [--timeout S]]",
+      "serve the KB to coding agents over MCP (stdio; see README)",
+      "  --allow-verify    also serve the verify tool, which runs candidate\n"
+      "                    kernels on this machine's GPU (kb-verify)\n"
+      "  --tasks DIR       verify's tasks (default: where kb verify finds them)\n"
+      "  --timeout S       verify's wall-clock limit per candidate (default 120)\n" },
     { "verify", cmd_verify,
       "kb verify [options] TASK CANDIDATE.cu | --suite DIR --candidates DIR",
       "verify a candidate kernel on the GPU (runs kb-verify), or a task suite",
@@ -59,6 +74,7 @@ static const kb_command commands[] = {
       "  --results DIR     score kb-verify JSON results saved in DIR instead\n"
       "  --serve           one kb-verify --serve process for all candidates\n"
       "  --no-timing       correctness only\n"
+      "  --compile-only    NVRTC only: no GPU needed, nothing runs\n"
       "  --timeout S       wall-clock limit per candidate (default 120)\n" },
     { "serve", cmd_serve, "kb serve [options]",
       "serve the KB over HTTP: REST endpoints for other agents (see README)",
@@ -146,7 +162,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(name, "--version") == 0) {
-        printf("kb 0.1.0\n");
+        printf("kb %s\n", KB_VERSION);
         return 0;
     }
     const kb_command *cmd = NULL;

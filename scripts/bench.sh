@@ -94,6 +94,13 @@ PY
 done
 echo
 
+echo "## kb mcp over stdio"
+echo
+echo "tests/bench/bench_mcp.py, the short queries, 5 rounds ($(basename "$qkb")):"
+echo
+python3 "$top/tests/bench/bench_mcp.py" "$kb" "$qkb" "$top/tests/bench/short-queries.json" 5
+echo
+
 echo "## Retrieval quality (dev set, k = 10)"
 echo
 echo '```'

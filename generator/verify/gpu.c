@@ -110,6 +110,7 @@ int kbv_gpu_open(kbv_gpu *g, kb_buf *why)
     r = CUDA_ERROR_NOT_FOUND;
 #endif
     if (r || (r = cuModuleGetFunction(&g->k_fill, g->harness, "kbv_fill")) ||
+        (r = cuModuleGetFunction(&g->k_perturb, g->harness, "kbv_perturb")) ||
         (r = cuModuleGetFunction(&g->k_checksum, g->harness, "kbv_checksum")) ||
         (r = cuModuleGetFunction(&g->k_guard, g->harness, "kbv_guard")) ||
         (r = cuModuleGetFunction(&g->k_compare, g->harness, "kbv_compare"))) {
