@@ -114,6 +114,21 @@ static const kb_command commands[] = {
       "  --dir DIR               the library (default corpus/skills)\n"
       "  --tasks DIR             the tasks (lint, new, verify; default corpus/tasks)\n"
       "  --json                  print JSON (every subcommand but approve, retire)\n" },
+    { "serve", cmd_serve, "kb serve [options]",
+      "serve the KB over HTTP: REST endpoints for other agents (see README)",
+      "  --listen ADDR:PORT  where to listen (default 127.0.0.1:8377; port 0\n"
+      "                      picks a free one; [::1]:PORT for IPv6); the URL\n"
+      "                      is printed on stdout\n"
+      "  --token-file FILE   ask for 'Authorization: Bearer TOKEN', the token\n"
+      "                      being FILE's first line ($KB_SERVE_TOKEN)\n"
+      "  --threads N         worker threads, each with its own store and\n"
+      "                      embedder (default: one per online CPU)\n"
+      "  --max-body BYTES    request body cap, 413 beyond (default 1048576)\n"
+      "  --timeout S         close a connection idle this long (default 30)\n"
+      "  --max-connections N connections held at once (default 4096)\n"
+      "  --drain-timeout S   on SIGTERM or SIGINT, wait this long for the\n"
+      "                      requests in flight (default 10), then exit 0\n"
+      "  -q                  no access log (one line per request on stderr)\n" },
 };
 static const size_t ncommands = sizeof commands / sizeof commands[0];
 
