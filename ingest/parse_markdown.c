@@ -201,12 +201,13 @@ static int entry_start(const md_state *st, size_t a, size_t b, size_t *after,
     return 0;
 }
 
-/* Strips separators a title keeps before its links ("Title —", "Title |"). */
+/* Strips separators a title keeps before its links ("Title —", "Title |").
+ * An empty title (an entry that is only its date) has no data to trim. */
 static void trim_title(kb_buf *title)
 {
     static const char *const tails[] = { "\xe2\x80\x94", "\xe2\x80\x93",
                                          "\xef\xbd\x9c", "|", "-", ":", ",", "[" };
-    for (int again = 1; again;) {
+    for (int again = title->data != NULL; again;) {
         again = 0;
         size_t n = title->len;
         const char *s = trim(title->data, &n);
@@ -225,7 +226,9 @@ static void trim_title(kb_buf *title)
     }
 }
 
-static void add_paper(md_state *st, const char *date, size_t from, size_t to)
+/* Adds the entry cap[from, to) as a paper record; returns 1 if it was one
+ * (it has a title), 0 if not. */
+static int add_paper(md_state *st, const char *date, size_t from, size_t to)
 {
     /* title: the text before the first link, on one line */
     size_t title_end = to;
@@ -236,6 +239,7 @@ static void add_paper(md_state *st, const char *date, size_t from, size_t to)
     kb_buf_init(&title, 0);
     kb_paper p = { 0 };
     kb_link *links = NULL;
+    int added = 0;
     for (size_t i = from; i < title_end; i++) {
         char c = st->cap.data[i];
         if (kb_buf_putc(&title, c == '\n' ? ' ' : c) != KB_OK) {
@@ -269,6 +273,7 @@ static void add_paper(md_state *st, const char *date, size_t from, size_t to)
         kb_rc rc = kb_doc_add_paper(st->doc, &p);
         if (rc != KB_OK)
             st_fail(st, rc);
+        added = 1;
     }
 out:
     if (links)
@@ -276,11 +281,13 @@ out:
             free(links[i].label);
     free(links);
     kb_buf_release(&title);
+    return added;
 }
 
 /* Reads the captured leaf as literature entries, one per line that starts
  * with "[MM/YYYY]" (lines that do not continue the entry before). Returns
- * 1 if the leaf was entries, 0 if it is ordinary text. */
+ * 1 if the leaf was entries, 0 if it is ordinary text (also when no line
+ * had a title: "- [12/2023]" alone stays text, not lost). */
 static int try_papers(md_state *st)
 {
     const char *t = st->cap.data;
@@ -297,19 +304,20 @@ static int try_papers(md_state *st)
     char cur[8];
     memcpy(cur, date, sizeof cur);
     size_t line = eol < n ? eol + 1 : n;
+    int papers = 0;
     while (line < n) {
         size_t e = line;
         while (e < n && t[e] != '\n')
             e++;
         if (entry_start(st, line, e, &after, date)) {
-            add_paper(st, cur, from, line);
+            papers += add_paper(st, cur, from, line);
             memcpy(cur, date, sizeof cur);
             from = after;
         }
         line = e < n ? e + 1 : n;
     }
-    add_paper(st, cur, from, n);
-    return 1;
+    papers += add_paper(st, cur, from, n);
+    return papers > 0;
 }
 
 /* Ends the current leaf (a paragraph or a list item's own text). */
