@@ -70,12 +70,57 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Adds every supported file under dir (sorted, hidden entries skipped).
- * rel is dir's path relative to the mirror root; folder_url is the URL
- * that the folder's files hang under. */
-static kb_rc walk_folder(const char *dir, const char *rel, const char *format,
-                         const char *folder_url, const char *url_rel,
-                         doc_list *out, kb_err *err)
+/* A walk of a folder tree. Every folder is read once, known by device and
+ * inode, so a link back up (`self -> .`, `sub/up -> ..`) cannot make the
+ * walk endless and two ways to one folder do not store its files twice.
+ * Links to folders are followed after every folder reached without one,
+ * so a file is cited by its own path, not a link's. */
+typedef struct {
+    const char *format;      /* the source's format hint */
+    const char *folder_url;  /* the URL that the tree's files hang under */
+    doc_list *out;
+    struct { dev_t dev; ino_t ino; } *dirs;
+    size_t ndirs, capdirs;
+    struct { char *full, *rel, *url_rel; } *links;
+    size_t nlinks, caplinks;
+} walk;
+
+/* Adds st's folder to the walk: 1 if it is new, 0 if it was read
+ * already, -1 on no memory. */
+static int walk_enter(walk *w, const struct stat *st)
+{
+    for (size_t i = 0; i < w->ndirs; i++)
+        if (w->dirs[i].dev == st->st_dev && w->dirs[i].ino == st->st_ino)
+            return 0;
+    if (KB_GROW(w->dirs, w->ndirs + 1, w->capdirs) != KB_OK)
+        return -1;
+    w->dirs[w->ndirs].dev = st->st_dev;
+    w->dirs[w->ndirs].ino = st->st_ino;
+    w->ndirs++;
+    return 1;
+}
+
+/* Keeps a link to a folder for later; takes the three strings. */
+static kb_rc walk_defer(walk *w, char *full, char *rel, char *url_rel, kb_err *err)
+{
+    if (KB_GROW(w->links, w->nlinks + 1, w->caplinks) != KB_OK) {
+        free(full);
+        free(rel);
+        free(url_rel);
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    }
+    w->links[w->nlinks].full = full;
+    w->links[w->nlinks].rel = rel;
+    w->links[w->nlinks].url_rel = url_rel;
+    w->nlinks++;
+    return KB_OK;
+}
+
+/* Adds every supported file under dir (sorted, hidden entries skipped) to
+ * the walk; links to folders are kept for later. rel is dir's path
+ * relative to the mirror root, url_rel its path under the folder URL. */
+static kb_rc walk_folder(walk *w, const char *dir, const char *rel,
+                         const char *url_rel, kb_err *err)
 {
     DIR *d = opendir(dir);
     if (!d)
@@ -107,20 +152,25 @@ static kb_rc walk_folder(const char *dir, const char *rel, const char *format,
         char *full = kb_path_join(dir, names[i]);
         char *r = kb_path_join(rel, names[i]);
         char *ur = *url_rel ? kb_path_join(url_rel, names[i]) : kb_strdup(names[i]);
-        struct stat st;
+        struct stat lst, st;
         if (!full || !r || !ur) {
             if (rc == KB_OK)
                 rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-        } else if (stat(full, &st) == 0 && S_ISDIR(st.st_mode)) {
-            if (rc == KB_OK)
-                rc = walk_folder(full, r, format, folder_url, ur, out, err);
-        } else if (stat(full, &st) == 0 && S_ISREG(st.st_mode) &&
-                   kb_parser_for(full, format)) {
-            char *url = *folder_url ? kb_path_join(folder_url, ur) : kb_strdup("");
-            if (rc == KB_OK && !url)
+        } else if (rc != KB_OK || lstat(full, &lst) != 0 || stat(full, &st) != 0) {
+            /* after a failure, or a dangling link: nothing to add */
+        } else if (S_ISDIR(st.st_mode) && S_ISLNK(lst.st_mode)) {
+            rc = walk_defer(w, full, r, ur, err);
+            full = r = ur = NULL;
+        } else if (S_ISDIR(st.st_mode)) {
+            int added = walk_enter(w, &st);
+            if (added < 0)
                 rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-            if (rc == KB_OK)
-                rc = doc_list_add(out, r, full, r, url, err);
+            else if (added)
+                rc = walk_folder(w, full, r, ur, err);
+        } else if (S_ISREG(st.st_mode) && kb_parser_for(full, w->format)) {
+            char *url = *w->folder_url ? kb_path_join(w->folder_url, ur) : kb_strdup("");
+            rc = url ? doc_list_add(w->out, r, full, r, url, err)
+                     : kb_err_set(err, KB_ERR_NOMEM, "out of memory");
             free(url);
         }
         free(full);
@@ -129,6 +179,38 @@ static kb_rc walk_folder(const char *dir, const char *rel, const char *format,
         free(names[i]);
     }
     free(names);
+    return rc;
+}
+
+/* Every supported file of the tree at dir (a folder: st, from stat), its
+ * own folders first, then those reached through links, each once. */
+static kb_rc walk_tree(const char *dir, const struct stat *st, const char *rel,
+                       const char *format, const char *folder_url, doc_list *out,
+                       kb_err *err)
+{
+    walk w = { .format = format, .folder_url = folder_url, .out = out };
+    kb_rc rc = walk_enter(&w, st) < 0
+                   ? kb_err_set(err, KB_ERR_NOMEM, "out of memory")
+                   : walk_folder(&w, dir, rel, "", err);
+    /* links found while following links are appended: read them too */
+    for (size_t i = 0; i < w.nlinks && rc == KB_OK; i++) {
+        const char *full = w.links[i].full;
+        struct stat lst;
+        int added = stat(full, &lst) == 0 ? walk_enter(&w, &lst) : 0;
+        if (added < 0)
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        else if (added)
+            rc = walk_folder(&w, full, w.links[i].rel, w.links[i].url_rel, err);
+        else
+            kb_log_warn("skipping '%s': a link to a folder already read", full);
+    }
+    for (size_t i = 0; i < w.nlinks; i++) {
+        free(w.links[i].full);
+        free(w.links[i].rel);
+        free(w.links[i].url_rel);
+    }
+    free(w.links);
+    free(w.dirs);
     return rc;
 }
 
@@ -149,8 +231,8 @@ static kb_rc list_source_docs(const kb_source *src, const char *mirror,
                                 "'%s': %s", m, mirror, strerror(errno));
             } else if (m[ml - 1] == '/' || S_ISDIR(st.st_mode)) {
                 char *rel = kb_strndup(m, m[ml - 1] == '/' ? ml - 1 : ml);
-                rc = walk_folder(full, rel, src->format,
-                                 *src->files_url ? src->files_url : src->url, "", out, err);
+                rc = walk_tree(full, &st, rel, src->format,
+                               *src->files_url ? src->files_url : src->url, out, err);
                 free(rel);
             } else {
                 rc = doc_list_add(out, m, full, m, src->url, err);
@@ -734,7 +816,7 @@ static kb_rc plan_target(ingest_run *r, const char *t, ingest_job *job, kb_err *
     if (rc == KB_OK && !url)
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     if (rc == KB_OK && S_ISDIR(st.st_mode))
-        rc = walk_folder(t, t, "", url, "", &job->docs, err);
+        rc = walk_tree(t, &st, t, "", url, &job->docs, err);
     else if (rc == KB_OK)
         rc = doc_list_add(&job->docs, t, t, t, url, err);
     free(url);

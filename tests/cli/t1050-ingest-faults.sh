@@ -17,4 +17,24 @@ expect_json 0 kb query --mode lexical --json "12/2023"
 [ "$(json_get "$out" "j['results'][0]['path']")" = "$KB_TMP/dates/a.md" ] ||
     fail "the date-only line was not kept as text: $out"
 
+# symlink loops hung a folder ingest, growing without limit (self -> .,
+# sub/up -> ..), and one self -> . ingested each file 41 times: every
+# folder is read once, for ad-hoc folders and mirror folders alike
+loops="$KB_TMP/loops"; mkdir -p "$loops/docs/sub"
+printf '# Top\n\nLoop top document about warp votes.\n' > "$loops/docs/top.md"
+printf '# Sub\n\nLoop sub document about ballot sync.\n' > "$loops/docs/sub/b.md"
+ln -s . "$loops/docs/self"; ln -s .. "$loops/docs/sub/up"; ln -s sub "$loops/docs/again"
+out=$(timeout 60 "$KB_BIN" ingest --no-embed "$loops/docs" 2>&1); rc=$?
+[ "$rc" -eq 0 ] || fail "a folder with symlink loops: exit $rc: $out"
+contains "$out" "a link to a folder already read"
+[ "$(sql "SELECT count(*) FROM documents WHERE key LIKE '$loops/docs/%'")" = 2 ] ||
+    fail "the looped folder's files were not stored once each: $(sql "SELECT key FROM documents")"
+cat > "$loops/m.json" <<JSON
+{"sources":[{"id":"loopy","title":"Loopy","url":"https://example.org/loopy","mirror":["docs/"],"format":"markdown"}]}
+JSON
+out=$(timeout 60 "$KB_BIN" ingest --no-embed --manifest "$loops/m.json" --mirror "$loops" 2>&1); rc=$?
+[ "$rc" -eq 0 ] || fail "a mirror folder with symlink loops: exit $rc: $out"
+[ "$(sql "SELECT group_concat(key, ' ') FROM (SELECT key FROM documents WHERE source_id = 'loopy' ORDER BY key)")" = "docs/sub/b.md docs/top.md" ] ||
+    fail "the looped mirror folder: $(sql "SELECT key FROM documents WHERE source_id = 'loopy'")"
+
 echo ok
