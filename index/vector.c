@@ -14,8 +14,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <omp.h>
-#include <openssl/evp.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,6 +211,9 @@ kb_rc kb_vec_embed_pending(kb_store *store, kb_embedder *emb,
         goto out;
     }
     total = (size_t)sqlite3_column_int64(cnt, 0);
+    /* no vector from weights that were only sampled */
+    if (total && (rc = kb_embedder_check_weights(emb, err)) != KB_OK)
+        goto out;
     if ((rc = kb_store_prepare(store,
             "SELECT c.id, c.heading_path, c.text FROM chunks c WHERE NOT EXISTS"
             " (SELECT 1 FROM embeddings e WHERE e.chunk_id = c.id)"
@@ -304,24 +305,6 @@ static char *index_path(kb_store *store, long long generation)
  * (13 ms on one core). */
 #define SEGMENT (4u << 20)
 
-typedef struct {
-    const unsigned char *data;
-    size_t len, from;            /* segments from, from + 2, ... */
-    unsigned char (*leaves)[32];
-} tree_job;
-
-static void *hash_segments(void *arg)
-{
-    tree_job *j = arg;
-    size_t nseg = (j->len + SEGMENT - 1) / SEGMENT;
-    for (size_t i = j->from; i < nseg; i += 2) {
-        size_t off = i * SEGMENT, n = j->len - off < SEGMENT ? j->len - off : SEGMENT;
-        unsigned n_out = 0;
-        EVP_Digest(j->data + off, n, j->leaves[i], &n_out, EVP_sha256(), NULL);
-    }
-    return NULL;
-}
-
 /* The tree digest of data[0, len) as hex into hex[65]; -1 out of
  * memory. */
 static int tree_digest(const void *data, size_t len, char hex[65])
@@ -330,14 +313,7 @@ static int tree_digest(const void *data, size_t len, char hex[65])
     unsigned char (*leaves)[32] = malloc((nseg ? nseg : 1) * sizeof *leaves);
     if (!leaves)
         return -1;
-    tree_job jobs[2] = { { data, len, 0, leaves }, { data, len, 1, leaves } };
-    pthread_t helper;
-    int threaded = nseg > 1 && pthread_create(&helper, NULL, hash_segments, &jobs[1]) == 0;
-    hash_segments(&jobs[0]);
-    if (threaded)
-        pthread_join(helper, NULL);
-    else
-        hash_segments(&jobs[1]);
+    kb_sha256_blocks(data, len, SEGMENT, leaves);
     kb_sha256_hex(leaves, nseg * sizeof *leaves, hex);
     free(leaves);
     return 0;

@@ -11,6 +11,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ingest/parse_int.h"
 
@@ -842,21 +843,21 @@ static kb_rc plan_jobs(ingest_run *r, char *const *targets, size_t ntargets,
     return rc;
 }
 
-/* The embedder's tokenizer (from the model in mdir), so chunks are sized
- * in its word pieces; NULL (sizes estimated) when its vocabulary is not
- * installed. */
-static kb_tokenizer *open_chunk_tokenizer(const char *mdir)
+/* The embedder's tokenizer (from the model in mdir) into *tok, so chunks
+ * are sized in its word pieces; NULL (sizes estimated) when its
+ * vocabulary is not installed. A vocabulary that is there but not the
+ * model's own is an error: it would size every chunk wrongly. */
+static kb_rc open_chunk_tokenizer(const char *mdir, kb_tokenizer **tok, kb_err *err)
 {
-    char *vocab = mdir && *mdir ? kb_path_join(mdir, "vocab.txt") : kb_strdup("");
-    kb_tokenizer *tok = NULL;
-    kb_err terr;
-    kb_err_clear(&terr);
-    if (kb_tokenizer_open(vocab, &tok, &terr) != KB_OK) {
-        tok = NULL;
-        kb_log_debug("chunk sizes estimated: %s", terr.msg);
-    }
+    *tok = NULL;
+    char *vocab = mdir && *mdir ? kb_path_join(mdir, "vocab.txt") : NULL;
+    int there = vocab && access(vocab, F_OK) == 0;
     free(vocab);
-    return tok;
+    if (!there) {
+        kb_log_debug("chunk sizes estimated: no vocabulary in '%s'", mdir ? mdir : "");
+        return KB_OK;
+    }
+    return kb_tokenizer_open_model(mdir, tok, err);
 }
 
 /* Runs every job that was planned, recording each source's pass. A failing
@@ -931,11 +932,11 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
 
     kb_rc rc = check_targets(&r, targets, ntargets, err);
     if (rc == KB_OK)
+        rc = open_chunk_tokenizer(opts->config->model_dir, &r.tok, err);
+    if (rc == KB_OK)
         rc = plan_jobs(&r, targets, ntargets, err);
-    if (rc == KB_OK) {
-        r.tok = open_chunk_tokenizer(opts->config->model_dir);
+    if (rc == KB_OK)
         rc = run_jobs(&r, err);
-    }
     if (rc == KB_OK && (opts->embed || opts->reembed))
         rc = embed_pending(&r, err);
     if (rc == KB_OK && (stats->sources_failed || stats->docs_failed)) {

@@ -97,6 +97,13 @@ kb_rc kb_write_file_atomic(const char *path, const void *data, size_t len,
 kb_rc kb_mkdirs(const char *path, kb_err *err);
 /* Lower-case hex SHA-256 of data into hex[65]. */
 void kb_sha256_hex(const void *data, size_t len, char hex[65]);
+/* n bytes as lower-case hex into hex[2n + 1]. */
+void kb_hex_encode(const void *bytes, size_t n, char *hex);
+/* The SHA-256 of each block bytes of data[0, len) (the last block may be
+ * shorter) into md[0 .. ceil(len / block)), on two threads when there is
+ * more than one block. */
+void kb_sha256_blocks(const void *data, size_t len, size_t block,
+                      unsigned char (*md)[32]);
 /* SHA-256 of a file's contents. */
 kb_rc kb_sha256_file(const char *path, char hex[65], kb_err *err);
 /* strdup that aborts on no memory is NOT used: returns NULL on failure. */

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,10 +288,11 @@ kb_rc kb_mkdirs(const char *path, kb_err *err)
     return rc;
 }
 
-static void hex_digest(const unsigned char *md, unsigned n, char *hex)
+void kb_hex_encode(const void *bytes, size_t n, char *hex)
 {
     static const char digits[] = "0123456789abcdef";
-    for (unsigned i = 0; i < n; i++) {
+    const unsigned char *md = bytes;
+    for (size_t i = 0; i < n; i++) {
         hex[2 * i] = digits[md[i] >> 4];
         hex[2 * i + 1] = digits[md[i] & 15];
     }
@@ -302,7 +304,38 @@ void kb_sha256_hex(const void *data, size_t len, char hex[65])
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned n = 0;
     EVP_Digest(data, len, md, &n, EVP_sha256(), NULL);
-    hex_digest(md, n, hex);
+    kb_hex_encode(md, n, hex);
+}
+
+typedef struct {
+    const unsigned char *data;
+    size_t len, block, from;     /* blocks from, from + 2, ... */
+    unsigned char (*md)[32];
+} blocks_job;
+
+static void *hash_blocks(void *arg)
+{
+    blocks_job *j = arg;
+    for (size_t off = j->from * j->block; off < j->len; off += 2 * j->block) {
+        size_t n = j->len - off < j->block ? j->len - off : j->block;
+        unsigned mdlen = 0;
+        EVP_Digest(j->data + off, n, j->md[off / j->block], &mdlen, EVP_sha256(), NULL);
+    }
+    return NULL;
+}
+
+void kb_sha256_blocks(const void *data, size_t len, size_t block,
+                      unsigned char (*md)[32])
+{
+    blocks_job jobs[2] = { { data, len, block, 0, md }, { data, len, block, 1, md } };
+    pthread_t helper;
+    int threaded = len > block &&
+                   pthread_create(&helper, NULL, hash_blocks, &jobs[1]) == 0;
+    hash_blocks(&jobs[0]);
+    if (threaded)
+        pthread_join(helper, NULL);
+    else
+        hash_blocks(&jobs[1]);
 }
 
 kb_rc kb_sha256_file(const char *path, char hex[65], kb_err *err)
@@ -329,7 +362,7 @@ kb_rc kb_sha256_file(const char *path, char hex[65], kb_err *err)
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned len = 0;
     EVP_DigestFinal_ex(ctx, md, &len);
-    hex_digest(md, len, hex);
+    kb_hex_encode(md, len, hex);
 out:
     EVP_MD_CTX_free(ctx);
     fclose(f);

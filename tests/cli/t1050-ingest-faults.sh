@@ -37,4 +37,20 @@ out=$(timeout 60 "$KB_BIN" ingest --no-embed --manifest "$loops/m.json" --mirror
 [ "$(sql "SELECT group_concat(key, ' ') FROM (SELECT key FROM documents WHERE source_id = 'loopy' ORDER BY key)")" = "docs/sub/b.md docs/top.md" ] ||
     fail "the looped mirror folder: $(sql "SELECT key FROM documents WHERE source_id = 'loopy'")"
 
+# a damaged vocab.txt sized every chunk wrongly without a word: it is the
+# model's own (its pinned SHA-256) or ingest stops, before writing
+model=${KB_MODEL_DIR-$HOME/.cache/kb/models/all-MiniLM-L6-v2}
+if [ -f "$model/vocab.txt" ]; then
+    mkdir -p "$KB_TMP/model"
+    head -n 1000 "$model/vocab.txt" > "$KB_TMP/model/vocab.txt"
+    printf '# Vocab\n\nChunked by a cut vocabulary.\n' > "$KB_TMP/vocab.md"
+    KB_MODEL_DIR="$KB_TMP/model" expect_rc 1 kb ingest --no-embed "$KB_TMP/vocab.md"
+    contains "$out" "vocab.txt' is truncated or corrupt; run 'make deps'"
+    [ "$(sql "SELECT count(*) FROM documents WHERE key = '$KB_TMP/vocab.md'")" = 0 ] ||
+        fail "a document was chunked with a damaged vocabulary"
+    # no vocabulary at all: sizes are estimated, as before
+    rm "$KB_TMP/model/vocab.txt"
+    KB_MODEL_DIR="$KB_TMP/model" expect_rc 0 kb ingest --no-embed "$KB_TMP/vocab.md"
+fi
+
 echo ok
