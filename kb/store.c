@@ -188,6 +188,35 @@ static kb_rc migrate(kb_store *store, int from, kb_err *err)
     return rc;
 }
 
+/* PRAGMA quick_check: KB_OK, or KB_ERR_DB with SQLite's first complaint and
+ * how to recover. */
+static kb_rc quick_check(kb_store *store, kb_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    kb_rc rc = kb_store_prepare(store, "PRAGMA quick_check(1)", &st, err);
+    if (rc != KB_OK)
+        return rc;
+    int step = sqlite3_step(st);
+    const char *res = step == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+    if (step != SQLITE_ROW) {
+        rc = kb_store_db_error(store, err, "check the database");
+    } else if (!res || strcmp(res, "ok") != 0) {
+        /* SQLite's first complaint, without its "*** in database main ***" */
+        const char *why = res ? res : "no answer";
+        if (strncmp(why, "***", 3) == 0 && strchr(why, '\n'))
+            why = strchr(why, '\n') + 1;
+        int n = (int)strcspn(why, "\n");
+        rc = kb_err_set(err, KB_ERR_DB,
+                        "'%s/kb.sqlite' fails SQLite's integrity check (%.*s); nothing"
+                        " was written: move it away and run 'kb ingest' to read the"
+                        " sources again, or recover what it holds with \"sqlite3"
+                        " '%s/kb.sqlite' .recover | sqlite3 recovered.sqlite\"",
+                        store->dir, n, why, store->dir);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 kb_rc kb_store_open(const char *dir, int flags, kb_store **out, kb_err *err)
 {
     *out = NULL;
@@ -256,6 +285,10 @@ kb_rc kb_store_open(const char *dir, int flags, kb_store **out, kb_err *err)
     }
     /* a quick integrity probe: a damaged file fails here, clearly */
     if ((rc = kb_store_exec(store, "SELECT count(*) FROM sources", err)) != KB_OK)
+        goto out;
+    /* a writer checks every page first: writing into a damaged database
+     * spreads the damage (0.1 s for the corpus's 43 MB) */
+    if (!store->readonly && (rc = quick_check(store, err)) != KB_OK)
         goto out;
     *out = store;
 out:

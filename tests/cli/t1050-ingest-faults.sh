@@ -53,4 +53,31 @@ if [ -f "$model/vocab.txt" ]; then
     KB_MODEL_DIR="$KB_TMP/model" expect_rc 0 kb ingest --no-embed "$KB_TMP/vocab.md"
 fi
 
+# a database that fails PRAGMA quick_check: ingest wrote into it (opening
+# probed one SELECT); now it stops before writing and says how to recover
+export KB_DIR="$KB_TMP/damaged"
+for i in 1 2 3 4 5 6; do
+    printf '# Page %s\n\n%s\n' "$i" "$(seq -s ' ' 1 400 | sed "s/[0-9]*/word$i&/g")" > "$KB_TMP/p$i.md"
+done
+expect_rc 0 kb ingest --no-embed "$KB_TMP"/p*.md
+sqlite3 "$KB_DIR/kb.sqlite" "PRAGMA wal_checkpoint(TRUNCATE)" >/dev/null
+python3 - "$KB_DIR/kb.sqlite" <<'PY' || fail "no table page to damage"
+import sys
+path = sys.argv[1]
+b = bytearray(open(path, 'rb').read())
+size = int.from_bytes(b[16:18], 'big') or 65536
+# the last table leaf page (type 13) gets an impossible header
+pages = [p for p in range(1, len(b) // size) if b[p * size] == 13]
+p = pages[-1]
+b[p * size:p * size + 8] = b'\x0d\xff\xff\xff\xff\xff\xff\xff'
+open(path, 'wb').write(b)
+PY
+before=$(sha256sum "$KB_DIR/kb.sqlite")
+printf '# New\n\nWritten into a damaged database.\n' > "$KB_TMP/new.md"
+expect_rc 1 kb ingest --no-embed "$KB_TMP/new.md"
+contains "$out" "kb.sqlite' fails SQLite's integrity check (Page "
+contains "$out" "nothing was written: move it away and run 'kb ingest'"
+contains "$out" ".recover | sqlite3 recovered.sqlite"
+[ "$(sha256sum "$KB_DIR/kb.sqlite")" = "$before" ] || fail "the damaged database was written"
+
 echo ok
