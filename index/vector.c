@@ -211,6 +211,10 @@ kb_rc kb_vec_embed_pending(kb_store *store, kb_embedder *emb,
         goto out;
     }
     total = (size_t)sqlite3_column_int64(cnt, 0);
+    /* a statement left stepped keeps its read snapshot: every later BEGIN
+     * IMMEDIATE after another process wrote is SQLITE_BUSY_SNAPSHOT, at
+     * once, "database is locked" */
+    sqlite3_reset(cnt);
     /* no vector from weights that were only sampled */
     if (total && (rc = kb_embedder_check_weights(emb, err)) != KB_OK)
         goto out;

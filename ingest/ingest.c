@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -912,6 +914,48 @@ static kb_rc embed_pending(ingest_run *r, kb_err *err)
     return rc;
 }
 
+/* One ingest at a time per KB: a second waits for the first to finish
+ * (its documents and its embedding pass), saying so, instead of
+ * interleaving transactions with it. The lock is DIR/ingest.lock held
+ * with flock, so it goes with the process, killed or not. Sets *fd to the
+ * locked file (the caller closes it to unlock). */
+static kb_rc lock_ingest(kb_store *store, int *fd, kb_err *err)
+{
+    *fd = -1;
+    char *path = kb_path_join(kb_store_dir(store), "ingest.lock");
+    if (!path)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    kb_rc rc = KB_OK;
+    int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (f < 0) {
+        rc = kb_err_set(err, KB_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+        goto out;
+    }
+    if (flock(f, LOCK_EX | LOCK_NB) != 0) {
+        char pid[24] = "";
+        ssize_t n = pread(f, pid, sizeof pid - 1, 0);
+        pid[n > 0 ? strcspn(pid, "\n") : 0] = '\0';
+        kb_log_info("waiting for another ingest into '%s'%s%s%s to finish",
+                    kb_store_dir(store), *pid ? " (pid " : "", pid, *pid ? ")" : "");
+        int lrc;
+        while ((lrc = flock(f, LOCK_EX)) != 0 && errno == EINTR)
+            ;
+        if (lrc != 0) {
+            rc = kb_err_set(err, KB_ERR_IO, "cannot lock '%s': %s", path, strerror(errno));
+            close(f);
+            goto out;
+        }
+    }
+    char pid[24];
+    int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(f, 0) != 0 || pwrite(f, pid, (size_t)n, 0) != n)
+        kb_log_debug("cannot write the pid into '%s': %s", path, strerror(errno));
+    *fd = f;
+out:
+    free(path);
+    return rc;
+}
+
 kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
                     char *const *targets, size_t ntargets,
                     kb_ingest_stats *stats, kb_err *err)
@@ -930,7 +974,10 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
     if (r.mirror && !*r.mirror)
         r.mirror = NULL;
 
+    int lock = -1;
     kb_rc rc = check_targets(&r, targets, ntargets, err);
+    if (rc == KB_OK)
+        rc = lock_ingest(store, &lock, err);
     if (rc == KB_OK)
         rc = open_chunk_tokenizer(opts->config->model_dir, &r.tok, err);
     if (rc == KB_OK)
@@ -950,5 +997,7 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
     kb_tokenizer_free(r.tok);
     kb_manifest_release(&r.manifest);
     free(r.manifest_path);
+    if (lock >= 0)
+        close(lock);
     return rc;
 }
