@@ -90,7 +90,10 @@ char *kb_buf_finish(kb_buf *b, kb_rc rc);
 
 /* Reads a whole file into b (appending); fails if it exceeds max_bytes. */
 kb_rc kb_read_file(const char *path, size_t max_bytes, kb_buf *b, kb_err *err);
-/* Writes data to path atomically (temp file + fsync + rename). */
+/* Writes data to path atomically: a temp file beside it made with
+ * mkostemp (a fresh name, O_EXCL: a link planted there is never written
+ * through), fsync, rename (a link at path is replaced, not followed). The
+ * file gets its folder's permissions less execute (0600 in a 0700 KB). */
 kb_rc kb_write_file_atomic(const char *path, const void *data, size_t len,
                            kb_err *err);
 /* mkdir -p. */

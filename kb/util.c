@@ -221,13 +221,32 @@ kb_rc kb_write_file_atomic(const char *path, const void *data, size_t len,
     kb_buf_init(&tmp, 0);
     kb_rc rc = KB_OK;
     int fd = -1;
-    if (kb_buf_printf(&tmp, "%s.tmp.%ld", path, (long)getpid()) != KB_OK) {
+    /* a fresh name, O_EXCL: nothing planted there (a link to elsewhere) is
+     * written through */
+    if (kb_buf_printf(&tmp, "%s.tmp.XXXXXX", path) != KB_OK) {
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
         goto out;
     }
-    fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    fd = mkostemp(tmp.data, O_CLOEXEC);
     if (fd < 0) {
         rc = kb_err_set(err, KB_ERR_IO, "cannot create '%s': %s", tmp.data,
+                        strerror(errno));
+        kb_buf_release(&tmp);   /* not ours to unlink */
+        goto out;
+    }
+    /* the folder's permissions, less execute: private in a private KB */
+    char *slash = strrchr(tmp.data, '/');
+    struct stat dst;
+    int ok;
+    if (slash) {
+        *slash = '\0';
+        ok = stat(slash == tmp.data ? "/" : tmp.data, &dst) == 0;
+        *slash = '/';
+    } else {
+        ok = stat(".", &dst) == 0;
+    }
+    if (ok && fchmod(fd, dst.st_mode & 0666) != 0) {
+        rc = kb_err_set(err, KB_ERR_IO, "cannot set the mode of '%s': %s", tmp.data,
                         strerror(errno));
         goto out;
     }
@@ -252,6 +271,7 @@ kb_rc kb_write_file_atomic(const char *path, const void *data, size_t len,
         goto out;
     }
     fd = -1;
+    /* rename replaces a link at path, never what it points to */
     if (rename(tmp.data, path) != 0)
         rc = kb_err_set(err, KB_ERR_IO, "cannot rename '%s' to '%s': %s",
                         tmp.data, path, strerror(errno));

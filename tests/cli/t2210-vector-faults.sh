@@ -69,4 +69,28 @@ for how in scale swap minus5 ntotal length cut old; do
     expect_rc 0 kb query --mode vector -k 5 "$q"
     lacks "$out" "warning"
 done
+
+# planted links (issue 15 item 12): the temp file had a name known in
+# advance (<file>.tmp.<pid>) and was opened without O_EXCL, so a plain
+# kb query wrote the index through a link to a path of the planter's
+# choosing; and a link at the index file's own name was left in place
+gen=$(sql "SELECT value FROM meta WHERE key='vec_generation'")
+rm -f "$f"
+printf 'precious\n' > "$KB_TMP/victim"
+(
+    # this subshell's pid is the query's: exec keeps it
+    ln -s "$KB_TMP/victim" "$KB_DIR/vectors.$gen.faiss.tmp.$BASHPID"
+    exec "$KB_BIN" query --mode vector -k 5 "$q" >/dev/null 2>"$KB_TMP/err"
+) || fail "query with a planted temp link: $(cat "$KB_TMP/err")"
+[ "$(cat "$KB_TMP/victim")" = precious ] || fail "the index was written through a planted link"
+[ -f "$f" ] && [ ! -L "$f" ] || fail "the index file was not written as a plain file"
+cmp -s "$f" "$KB_TMP/good.faiss" || fail "the index file written beside a planted link is not whole"
+rm -f "$KB_DIR"/vectors.*.faiss.tmp.*
+# a link at the index file's name: read as damaged, replaced, its target untouched
+printf 'precious too\n' > "$KB_TMP/victim2"
+rm -f "$f" && ln -s "$KB_TMP/victim2" "$f"
+expect_json 0 kb query --mode vector --json -k 5 "$q"
+[ "$(results "$out")" = "$want" ] || fail "results with a linked index file"
+[ "$(cat "$KB_TMP/victim2")" = "precious too" ] || fail "the link's target was written"
+[ -f "$f" ] && [ ! -L "$f" ] || fail "the index file is still a link"
 echo ok
