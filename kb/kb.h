@@ -96,7 +96,8 @@ kb_rc kb_read_file(const char *path, size_t max_bytes, kb_buf *b, kb_err *err);
  * file gets its folder's permissions less execute (0600 in a 0700 KB). */
 kb_rc kb_write_file_atomic(const char *path, const void *data, size_t len,
                            kb_err *err);
-/* mkdir -p. */
+/* mkdir -p; a new folder is 0755, never more open than the one it is
+ * made in. */
 kb_rc kb_mkdirs(const char *path, kb_err *err);
 /* Lower-case hex SHA-256 of data into hex[65]. */
 void kb_sha256_hex(const void *data, size_t len, char hex[65]);

@@ -294,7 +294,18 @@ kb_rc kb_mkdirs(const char *path, kb_err *err)
         if (*s == '/' || *s == '\0') {
             char c = *s;
             *s = '\0';
-            if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+            /* 0755, never more open than the folder it is made in (a
+             * cache inside a private KB is private) */
+            mode_t mode = 0755;
+            struct stat up;
+            char *slash = strrchr(p, '/');
+            if (slash && slash > p) {
+                *slash = '\0';
+                if (stat(p, &up) == 0)
+                    mode &= up.st_mode & 0777;
+                *slash = '/';
+            }
+            if (mkdir(p, mode) != 0 && errno != EEXIST) {
                 rc = kb_err_set(err, KB_ERR_IO, "cannot create directory '%s': %s",
                                 p, strerror(errno));
                 break;

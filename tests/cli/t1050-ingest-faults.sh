@@ -80,4 +80,22 @@ contains "$out" "nothing was written: move it away and run 'kb ingest'"
 contains "$out" ".recover | sqlite3 recovered.sqlite"
 [ "$(sha256sum "$KB_DIR/kb.sqlite")" = "$before" ] || fail "the damaged database was written"
 
+# a KB was world-readable (0755 / 0644 under umask 022); a team's private
+# notes may be in it (issue 15 item 13): it is made 0700, its files 0600,
+# its folders no more open; a folder the user made or opened up keeps its
+# mode, and what kb writes there follows it
+umask 022
+printf '# Private\n\nA private note.\n' > "$KB_TMP/private.md"
+mkdir -m 755 "$KB_TMP/pub"
+expect_rc 0 kb --kb "$KB_TMP/pub/new/deeper/kb" ingest --no-embed "$KB_TMP/private.md"
+[ "$(stat -c %a "$KB_TMP/pub/new/deeper/kb")" = 700 ] || fail "a new KB is $(stat -c %a "$KB_TMP/pub/new/deeper/kb"), not 700"
+[ "$(stat -c %a "$KB_TMP/pub/new/deeper")" = 755 ] || fail "a new KB's parent is $(stat -c %a "$KB_TMP/pub/new/deeper")"
+for f in kb.sqlite ingest.lock; do
+    [ "$(stat -c %a "$KB_TMP/pub/new/deeper/kb/$f")" = 600 ] || fail "$f is $(stat -c %a "$KB_TMP/pub/new/deeper/kb/$f"), not 600"
+done
+mkdir -m 755 "$KB_TMP/shared"
+expect_rc 0 kb --kb "$KB_TMP/shared" ingest --no-embed "$KB_TMP/private.md"
+[ "$(stat -c %a "$KB_TMP/shared")" = 755 ] || fail "kb changed the mode of a KB folder the user made"
+[ "$(stat -c %a "$KB_TMP/shared/kb.sqlite")" = 644 ] || fail "a shared KB's database is $(stat -c %a "$KB_TMP/shared/kb.sqlite")"
+
 echo ok
