@@ -98,4 +98,14 @@ expect_rc 0 kb --kb "$KB_TMP/shared" ingest --no-embed "$KB_TMP/private.md"
 [ "$(stat -c %a "$KB_TMP/shared")" = 755 ] || fail "kb changed the mode of a KB folder the user made"
 [ "$(stat -c %a "$KB_TMP/shared/kb.sqlite")" = 644 ] || fail "a shared KB's database is $(stat -c %a "$KB_TMP/shared/kb.sqlite")"
 
+# a URL's secrets were stored whole in sources.last_error and printed
+export KB_DIR="$KB_TMP/urls"
+expect_rc 1 kb ingest --no-embed 'http://bob:pa55word@127.0.0.1:9/doc.md?token=s3cr3t'
+contains "$out" "cannot fetch 'http://...@127.0.0.1:9/doc.md?...'"
+lacks "$out" "s3cr3t"
+lacks "$out" "pa55word"
+e=$(sql "SELECT group_concat(last_error) FROM sources WHERE last_error IS NOT NULL")
+contains "$e" "127.0.0.1:9/doc.md?..."
+lacks "$e" "s3cr3t"
+
 echo ok
