@@ -4,6 +4,7 @@
 #include "kb/config.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -71,6 +72,36 @@ static kb_rc doc_list_add(doc_list *l, const char *key, const char *file,
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Appends path to b as a URL's path: bytes other than letters, digits,
+ * "/" and "-._~!$&'()*+,;=:@" percent-encoded (a space, a line break, a
+ * '#' or '?' in a file name would otherwise break the link). */
+static kb_rc put_url_path(kb_buf *b, const char *path)
+{
+    static const char safe[] = "/-._~!$&'()*+,;=:@";
+    kb_rc rc = KB_OK;
+    for (const unsigned char *p = (const unsigned char *)path; *p && rc == KB_OK; p++)
+        rc = isalnum(*p) || (*p < 0x80 && strchr(safe, *p))
+                 ? kb_buf_putc(b, (char)*p) : kb_buf_printf(b, "%%%02X", *p);
+    return rc;
+}
+
+/* base + "/" + rel as a URL, rel encoded (caller frees; NULL out of
+ * memory). */
+static char *url_join(const char *base, const char *rel)
+{
+    kb_buf u;
+    kb_buf_init(&u, 0);
+    size_t n = strlen(base);
+    while (n && base[n - 1] == '/')
+        n--;
+    kb_rc rc = kb_buf_append(&u, base, n);
+    if (rc == KB_OK)
+        rc = kb_buf_putc(&u, '/');
+    if (rc == KB_OK)
+        rc = put_url_path(&u, rel);
+    return kb_buf_finish(&u, rc);
 }
 
 /* A walk of a folder tree. Every folder is read once, known by device and
@@ -171,7 +202,7 @@ static kb_rc walk_folder(walk *w, const char *dir, const char *rel,
             else if (added)
                 rc = walk_folder(w, full, r, ur, err);
         } else if (S_ISREG(st.st_mode) && kb_parser_for(full, w->format)) {
-            char *url = *w->folder_url ? kb_path_join(w->folder_url, ur) : kb_strdup("");
+            char *url = *w->folder_url ? url_join(w->folder_url, ur) : kb_strdup("");
             rc = url ? doc_list_add(w->out, r, full, r, url, err)
                      : kb_err_set(err, KB_ERR_NOMEM, "out of memory");
             free(url);
@@ -704,13 +735,16 @@ static kb_rc run_job(kb_store *store, const kb_ingest_opts *opts,
     return result;
 }
 
-/* "file:///abs/path" for a local path (caller frees; NULL out of memory). */
+/* "file:///abs/path" for a local path, encoded (caller frees; NULL out
+ * of memory). */
 static char *file_url(const char *path)
 {
     char *abs = realpath(path, NULL);
     kb_buf url;
     kb_buf_init(&url, 0);
-    kb_rc rc = kb_buf_printf(&url, "file://%s", abs ? abs : path);
+    kb_rc rc = kb_buf_puts(&url, "file://");
+    if (rc == KB_OK)
+        rc = put_url_path(&url, abs ? abs : path);
     free(abs);
     return kb_buf_finish(&url, rc);
 }
@@ -718,6 +752,57 @@ static char *file_url(const char *path)
 static int is_url(const char *s)
 {
     return strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0;
+}
+
+/* 1 if s starts with a URL scheme ("ftp://", "file://"). */
+static int has_scheme(const char *s)
+{
+    if (!isalpha((unsigned char)*s))
+        return 0;
+    size_t n = 1;
+    while (isalnum((unsigned char)s[n]) || strchr("+-.", s[n]))
+        n++;
+    return s[n] && strncmp(s + n, "://", 3) == 0;
+}
+
+/* A target as ingest reads it, into *out (caller frees): a file:// URL is
+ * the local path it names (percent-decoded), http(s) URLs, ids and paths
+ * stay as they are; any other URL (ftp://...) is an error, not a source
+ * id that is not there. */
+static kb_rc target_of(const char *t, char **out, kb_err *err)
+{
+    *out = NULL;
+    if (!has_scheme(t) || is_url(t)) {
+        *out = kb_strdup(t);
+        return *out ? KB_OK : kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    }
+    const char *p = NULL;
+    if (strncmp(t, "file:///", 8) == 0)
+        p = t + 7;
+    else if (strncmp(t, "file://localhost/", 17) == 0)
+        p = t + 16;
+    if (!p)
+        return kb_err_set(err, KB_ERR_USAGE, "cannot ingest '%s': kb fetches http://"
+                          " and https:// URLs, and reads local files (a path, or"
+                          " file:///path)", t);
+    kb_buf b;
+    kb_buf_init(&b, 0);
+    kb_rc rc = KB_OK;
+    for (; *p && *p != '?' && *p != '#' && rc == KB_OK; p++) {
+        if (*p != '%') {
+            rc = kb_buf_putc(&b, *p);
+        } else if (isxdigit((unsigned char)p[1]) && isxdigit((unsigned char)p[2]) &&
+                   (p[1] != '0' || p[2] != '0')) {
+            char hex[3] = { p[1], p[2], '\0' };
+            rc = kb_buf_putc(&b, (char)strtol(hex, NULL, 16));
+            p += 2;
+        } else {
+            kb_buf_release(&b);
+            return kb_err_set(err, KB_ERR_USAGE, "cannot ingest '%s': a bad %%-escape", t);
+        }
+    }
+    *out = kb_buf_finish(&b, rc);
+    return *out ? KB_OK : kb_err_set(err, KB_ERR_NOMEM, "out of memory");
 }
 
 /* One kb_ingest_run: what its steps share. */
@@ -974,8 +1059,14 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
     if (r.mirror && !*r.mirror)
         r.mirror = NULL;
 
-    int lock = -1;
-    kb_rc rc = check_targets(&r, targets, ntargets, err);
+    int lock = -1, embed_failed = 0;
+    char **tv = calloc(ntargets ? ntargets : 1, sizeof *tv);
+    kb_rc rc = tv ? KB_OK : kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < ntargets && rc == KB_OK; i++)
+        rc = target_of(targets[i], &tv[i], err);
+    targets = tv;
+    if (rc == KB_OK)
+        rc = check_targets(&r, targets, ntargets, err);
     if (rc == KB_OK)
         rc = lock_ingest(store, &lock, err);
     if (rc == KB_OK)
@@ -984,9 +1075,21 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
         rc = plan_jobs(&r, targets, ntargets, err);
     if (rc == KB_OK)
         rc = run_jobs(&r, err);
-    if (rc == KB_OK && (opts->embed || opts->reembed))
-        rc = embed_pending(&r, err);
-    if (rc == KB_OK && (stats->sources_failed || stats->docs_failed)) {
+    if (rc == KB_OK && (opts->embed || opts->reembed)) {
+        kb_err eerr;
+        kb_err_clear(&eerr);
+        rc = embed_pending(&r, &eerr);
+        /* documents stored, their vectors not: some of the work stands */
+        if (rc != KB_OK && stats->docs_changed > 0) {
+            kb_err_set(&r.first, rc, "the documents were stored but not embedded:"
+                       " %s; run 'kb ingest' again to embed them", eerr.msg);
+            embed_failed = 1;
+            rc = KB_OK;
+        } else if (rc != KB_OK) {
+            kb_err_set(err, rc, "%s", eerr.msg);
+        }
+    }
+    if (rc == KB_OK && (stats->sources_failed || stats->docs_failed || embed_failed)) {
         rc = KB_ERR_PARTIAL;
         kb_err_set(err, r.first.rc, "%s", r.first.msg);
     }
@@ -999,5 +1102,8 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
     free(r.manifest_path);
     if (lock >= 0)
         close(lock);
+    for (size_t i = 0; tv && i < ntargets; i++)
+        free(tv[i]);
+    free(tv);
     return rc;
 }

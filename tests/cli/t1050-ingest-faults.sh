@@ -108,4 +108,27 @@ e=$(sql "SELECT group_concat(last_error) FROM sources WHERE last_error IS NOT NU
 contains "$e" "127.0.0.1:9/doc.md?..."
 lacks "$e" "s3cr3t"
 
+# file:// and other URLs were read as source ids; a local file's URL kept
+# raw spaces and line breaks; a failed embedding after documents were
+# stored exited 1, not 3 (issue 15 item 17)
+export KB_DIR="$KB_TMP/small"
+mkdir -p "$KB_TMP/odd dir"
+printf '# Odd\n\nA file named oddly, about named barriers.\n' > "$KB_TMP/odd dir/a b#1?.md"
+expect_rc 0 kb ingest --no-embed "file://$KB_TMP/odd%20dir/a%20b%231%3F.md"
+[ "$(sql "SELECT url FROM documents WHERE key = '$KB_TMP/odd dir/a b#1?.md'")" = "file://$KB_TMP/odd%20dir/a%20b%231%3F.md" ] ||
+    fail "a file:// target: $(sql "SELECT key, url FROM documents")"
+printf '# Nl\n\nA name with a line break.\n' > "$KB_TMP/odd dir/new"$'\n'"line.md"
+expect_rc 0 kb ingest --no-embed "$KB_TMP/odd dir"
+[ "$(sql "SELECT count(*) FROM documents WHERE instr(url, ' ') OR instr(url, char(10))")" = 0 ] ||
+    fail "URLs with raw spaces or line breaks: $(sql "SELECT url FROM documents")"
+expect_rc 2 kb ingest --no-embed ftp://example.org/doc.md
+contains "$out" "cannot ingest 'ftp://example.org/doc.md': kb fetches http:// and https:// URLs"
+lacks "$out" "neither a source"
+printf '# Unembedded\n\nStored, then the model is missing.\n' > "$KB_TMP/unembedded.md"
+KB_MODEL_DIR="$KB_TMP/no-model" expect_rc 3 kb ingest "$KB_TMP/unembedded.md"
+contains "$out" "the documents were stored but not embedded: model directory '$KB_TMP/no-model' not found"
+[ "$(sql "SELECT count(*) FROM documents WHERE key = '$KB_TMP/unembedded.md'")" = 1 ] || fail "the document was not stored"
+# nothing stored and the model missing: that is a failure
+KB_MODEL_DIR="$KB_TMP/no-model" expect_rc 1 kb ingest "$KB_TMP/unembedded.md"
+
 echo ok

@@ -65,6 +65,7 @@ for how in scale swap minus5 ntotal length cut old; do
     [ "$rc" -eq 0 ] || fail "$how: exit $rc: $(cat "$KB_TMP/err")"
     [ "$(results "$out")" = "$want" ] || fail "$how: the damaged file was used: $(results "$out") not $want"
     contains "$(cat "$KB_TMP/err")" "rebuilding it from kb.sqlite"
+    lacks "$(cat "$KB_TMP/err")" "No such file"   # no stale errno in the story
     cmp -s "$f" "$KB_TMP/good.faiss" || fail "$how: the file was not rewritten whole"
     expect_rc 0 kb query --mode vector -k 5 "$q"
     lacks "$out" "warning"
