@@ -45,6 +45,7 @@ typedef struct {
     int containers;          /* open lists and quotes */
     int list_depth;
     int li_fresh;            /* the next leaf starts a list item */
+    const char *input, *input_end;   /* what md_parse was given */
 } md_state;
 
 static void st_fail(md_state *st, kb_rc rc)
@@ -779,9 +780,20 @@ static int on_leave_block(MD_BLOCKTYPE type, void *detail, void *ud)
     return st->rc != KB_OK;
 }
 
-static char *attr_dup(const MD_ATTRIBUTE *a)
+/* md4c can report a run one byte past the input (an unterminated link at
+ * the end of a table cell): a run that starts inside the input is cut at
+ * its end, so (data, len) is all that is ever read. */
+static MD_SIZE clamp(const md_state *st, const MD_CHAR *text, MD_SIZE size)
 {
-    return kb_strndup(a->text ? a->text : "", a->size);
+    if (text >= st->input && text <= st->input_end &&
+        size > (MD_SIZE)(st->input_end - text))
+        return (MD_SIZE)(st->input_end - text);
+    return size;
+}
+
+static char *attr_dup(const md_state *st, const MD_ATTRIBUTE *a)
+{
+    return a->text ? kb_strndup(a->text, clamp(st, a->text, a->size)) : kb_strdup("");
 }
 
 static int on_enter_span(MD_SPANTYPE type, void *detail, void *ud)
@@ -796,7 +808,7 @@ static int on_enter_span(MD_SPANTYPE type, void *detail, void *ud)
         }
         md_link *l = &st->links[st->nlinks++];
         l->start = l->end = st->cap.len;
-        l->href = attr_dup(&((MD_SPAN_A_DETAIL *)detail)->href);
+        l->href = attr_dup(st, &((MD_SPAN_A_DETAIL *)detail)->href);
         st->link_open = 1;
     } else if (type == MD_SPAN_CODE && !st->in_code) {
         /* converted pages glue inline code to words ("use`x`and") */
@@ -918,6 +930,7 @@ static void inline_html_anchor(md_state *st, const char *s, size_t n)
 static int on_text(MD_TEXTTYPE type, const MD_CHAR *text, MD_SIZE size, void *ud)
 {
     md_state *st = ud;
+    size = clamp(st, text, size);
     if (st->in_code) {
         put(st, &st->code, text, size);
         return st->rc != KB_OK;
@@ -985,6 +998,8 @@ kb_rc kb_parse_markdown(const char *data, size_t len, const char *path,
     md_state st;
     memset(&st, 0, sizeof st);
     st.doc = doc;
+    st.input = data;
+    st.input_end = data + len;
     st.sphinx = converted_from_sphinx(data, len);
     kb_strset_init(&st.seen);
     kb_buf_init(&st.cap, 0);
