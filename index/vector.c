@@ -12,10 +12,13 @@
 #include <faiss/c_api/utils/distances_c.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define EMBED_BATCH 32
@@ -208,6 +211,13 @@ kb_rc kb_vec_embed_pending(kb_store *store, kb_embedder *emb,
         goto out;
     }
     total = (size_t)sqlite3_column_int64(cnt, 0);
+    /* a statement left stepped keeps its read snapshot: every later BEGIN
+     * IMMEDIATE after another process wrote is SQLITE_BUSY_SNAPSHOT, at
+     * once, "database is locked" */
+    sqlite3_reset(cnt);
+    /* no vector from weights that were only sampled */
+    if (total && (rc = kb_embedder_check_weights(emb, err)) != KB_OK)
+        goto out;
     if ((rc = kb_store_prepare(store,
             "SELECT c.id, c.heading_path, c.text FROM chunks c WHERE NOT EXISTS"
             " (SELECT 1 FROM embeddings e WHERE e.chunk_id = c.id)"
@@ -283,6 +293,139 @@ static char *index_path(kb_store *store, long long generation)
     kb_buf_init(&p, 0);
     kb_rc rc = kb_buf_printf(&p, "%s/vectors.%lld.faiss", store->dir, generation);
     return kb_buf_finish(&p, rc);
+}
+
+/* The index file is FAISS's serialisation and then this trailer, fixed
+ * length: "kbfaiss1 <20-digit length> <digest of those bytes>\n".
+ * The file is checked whole before FAISS reads a byte of it, so a
+ * damaged one (a scaled vector, swapped ids, an ntotal of 2^40 in the
+ * header) is rebuilt from SQLite, never used. */
+#define TRAILER_MAGIC "kbfaiss1 "
+#define TRAILER_LEN (sizeof TRAILER_MAGIC - 1 + 20 + 1 + 64 + 1)
+
+/* The digest is a SHA-256 tree of one level: SHA-256 over the SHA-256 of
+ * each 4 MiB segment, the segments hashed on two threads, since a fresh
+ * `kb query` checks the whole 16 MB file before its first vector search
+ * (13 ms on one core). */
+#define SEGMENT (4u << 20)
+
+/* The tree digest of data[0, len) as hex into hex[65]; -1 out of
+ * memory. */
+static int tree_digest(const void *data, size_t len, char hex[65])
+{
+    size_t nseg = (len + SEGMENT - 1) / SEGMENT;
+    unsigned char (*leaves)[32] = malloc((nseg ? nseg : 1) * sizeof *leaves);
+    if (!leaves)
+        return -1;
+    kb_sha256_blocks(data, len, SEGMENT, leaves);
+    kb_sha256_hex(leaves, nseg * sizeof *leaves, hex);
+    free(leaves);
+    return 0;
+}
+
+/* The bytes of the index file for index, trailer included, into out. */
+static kb_rc serialize_index(const FaissIndex *index, kb_buf *out, kb_err *err)
+{
+    char *data = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&data, &len);
+    if (!f)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    int bad = faiss_write_index(index, f) != 0;
+    if (fclose(f) != 0 && !bad) {
+        free(data);
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    }
+    kb_rc rc = KB_OK;
+    if (bad) {
+        rc = faiss_error(err, "write the vector index");
+    } else {
+        char hex[65];
+        if (tree_digest(data, len, hex) != 0)
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        else if (kb_buf_append(out, data, len) != KB_OK ||
+            kb_buf_printf(out, TRAILER_MAGIC "%020zu %s\n", len, hex) != KB_OK)
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    }
+    free(data);
+    return rc;
+}
+
+/* Checks the trailer of an index file's bytes data[0, size); returns NULL
+ * if they are whole (*len: the FAISS bytes), else why not. */
+static const char *check_trailer(const char *data, size_t size, size_t *len)
+{
+    static const char no_sum[] = "has no checksum (written by an older kb, or cut short)";
+    if (size < TRAILER_LEN)
+        return no_sum;
+    const char *t = data + size - TRAILER_LEN;
+    if (memcmp(t, TRAILER_MAGIC, sizeof TRAILER_MAGIC - 1) != 0)
+        return no_sum;
+    t += sizeof TRAILER_MAGIC - 1;
+    size_t n = 0;
+    for (int i = 0; i < 20; i++) {
+        if (t[i] < '0' || t[i] > '9')
+            return "has a damaged checksum";
+        n = n * 10 + (size_t)(t[i] - '0');
+    }
+    if (n != size - TRAILER_LEN)
+        return "is not the size it was written with";
+    char hex[65];
+    if (tree_digest(data, n, hex) != 0)
+        return "cannot be checked (out of memory)";
+    if (memcmp(hex, t + 21, 64) != 0 || t[85] != '\n')
+        return "does not match its checksum (damaged)";
+    *len = n;
+    return NULL;
+}
+
+/* FAISS's index from the file at path if it is whole, else NULL (having
+ * said why in the log). The file is mapped, not copied, checked, and
+ * given to FAISS from the same memory, so what was checked is what FAISS
+ * reads. A file over max_bytes is not looked at. */
+static FaissIndex *read_index_file(const char *path, size_t max_bytes)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            kb_log_debug("vector index '%s' is missing: rebuilding it", path);
+        else
+            kb_log_warn("cannot open '%s': %s: rebuilding the vector index from"
+                        " kb.sqlite", path, strerror(errno));
+        return NULL;
+    }
+    FaissIndex *index = NULL;
+    struct stat st;
+    void *map = MAP_FAILED;
+    size_t size = 0, len = 0;
+    const char *why = NULL;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        why = "is not a readable file";
+    else if ((size = (size_t)st.st_size) > max_bytes)
+        why = "is far larger than its vectors";
+    else if (size == 0)
+        why = "is empty";
+    else if ((map = mmap(NULL, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0)) == MAP_FAILED)
+        why = "cannot be mapped";
+    else
+        why = check_trailer(map, size, &len);
+    close(fd);
+    if (!why) {
+        FILE *f = fmemopen(map, len, "rb");
+        if (!f || faiss_read_index(f, 0, &index) != 0) {
+            const char *msg = f ? faiss_get_last_error() : NULL;
+            kb_log_warn("vector index '%s' cannot be read (%s): rebuilding it"
+                        " from kb.sqlite", path, msg ? msg : "out of memory");
+            index = NULL;
+        }
+        if (f)
+            fclose(f);
+    } else {
+        kb_log_warn("vector index '%s' %s: rebuilding it from kb.sqlite", path, why);
+    }
+    if (map != MAP_FAILED)
+        munmap(map, size);
+    return index;
 }
 
 /* Removes vector files of other generations (they can never be used). */
@@ -398,25 +541,18 @@ kb_rc kb_vec_rebuild(kb_store *store, kb_err *err)
         return rc;
     long long gen = meta_ll(store, "vec_generation");
     char *path = index_path(store, gen);
-    kb_buf tmp;
-    kb_buf_init(&tmp, 0);
-    if (!path || kb_buf_printf(&tmp, "%s.tmp.%ld", path, (long)getpid()) != KB_OK) {
+    kb_buf bytes;
+    kb_buf_init(&bytes, 0);
+    if (!path)
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    } else if (faiss_write_index_fname(index, tmp.data) != 0) {
-        rc = faiss_error(err, "write the vector index");
-        unlink(tmp.data);
-    } else if (rename(tmp.data, path) != 0) {
-        rc = kb_err_set(err, KB_ERR_IO, "cannot write '%s': %s", path,
-                        strerror(errno));
-        unlink(tmp.data);
-    } else {
+    else if ((rc = serialize_index(index, &bytes, err)) == KB_OK &&
+             (rc = kb_write_file_atomic(path, bytes.data, bytes.len, err)) == KB_OK)
         remove_stale_files(store, gen);
-    }
+    kb_buf_release(&bytes);
     kb_rc irc = vec_install(store, index, (int)dim, gen, err);
     if (rc == KB_OK)
         rc = irc;
     free(path);
-    kb_buf_release(&tmp);
     return rc;
 }
 
@@ -455,17 +591,20 @@ static kb_rc vec_load(kb_store *store, int dim, kb_err *err)
     char *path = index_path(store, gen);
     if (!path)
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    FaissIndex *index = NULL;
-    if (access(path, R_OK) == 0 &&
-        faiss_read_index_fname(path, 0, &index) == 0 &&
-        faiss_Index_d(index) == dim && (size_t)faiss_Index_ntotal(index) == count) {
-        free(path);
-    } else {
-        if (index)
-            faiss_Index_free(index);
+    /* FAISS's own bytes for a flat index, with room for a graph's links */
+    size_t max_bytes = (count + 1) * ((size_t)dim * sizeof(float) + 1024) + (1u << 20);
+    FaissIndex *index = read_index_file(path, max_bytes);
+    if (index && (faiss_Index_d(index) != dim ||
+                  (size_t)faiss_Index_ntotal(index) != count)) {
+        kb_log_warn("vector index '%s' holds %lld vectors of %d dimensions, not"
+                    " %zu of %d: rebuilding it from kb.sqlite", path,
+                    (long long)faiss_Index_ntotal(index), faiss_Index_d(index),
+                    count, dim);
+        faiss_Index_free(index);
         index = NULL;
-        kb_log_debug("vector index '%s' missing or stale: rebuilding", path);
-        free(path);
+    }
+    free(path);
+    if (!index) {
         if (!store->readonly || access(store->dir, W_OK) == 0) {
             /* a derived file: any process that can write the folder may
              * refresh it */

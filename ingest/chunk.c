@@ -218,15 +218,19 @@ done:
     return rc;
 }
 
-/* Length of the longest prefix of s[0..len) that fits budget tokens, cut at
- * the best boundary available: a blank line, a line end, a sentence end,
- * a space. Always at least one character. */
+/* Length of the longest prefix of s[0..len) that fits budget tokens and
+ * max_bytes bytes, cut at the best boundary available: a blank line, a
+ * line end, a sentence end, a space. Always at least one character. Costs
+ * at most a few dozen counts of max_bytes, however long s is. */
 static size_t fit_prefix(const kb_tokenizer *tok, const char *s, size_t len,
-                         size_t budget)
+                         size_t budget, size_t max_bytes)
 {
     /* binary search on length for the largest piece within budget */
     /* no word piece is longer than a few dozen bytes: search only there */
-    size_t lo = 1, hi = len < budget * 32 ? len : budget * 32, best = 1;
+    size_t hi = len < budget * 32 ? len : budget * 32;
+    if (hi > max_bytes)
+        hi = max_bytes;
+    size_t lo = 1, best = 1;
     char *tmp = malloc(hi + 1);
     if (!tmp)
         return len;
@@ -318,9 +322,19 @@ static kb_rc start_pending(chunker *ch, const kb_block *b, kb_kind kind,
     return KB_OK;
 }
 
-/* Adds block b's text to the chunks, cut into pieces that fit budget: a
- * block that would fit a chunk on its own starts a fresh one rather than
- * be split. Papers and code blocks end their chunk. */
+/* Word pieces of the rest of a block, s (NUL-terminated, len bytes), for
+ * the question "does it fit a chunk?": a rest longer than a chunk may be
+ * never fits, and is not counted (counting it after every piece was the
+ * chunker's quadratic cost). */
+static size_t rest_tokens(const kb_tokenizer *tok, const char *s, size_t len)
+{
+    return len <= KB_CHUNK_MAX_BYTES ? kb_chunk_count_tokens(tok, s) : SIZE_MAX;
+}
+
+/* Adds block b's text to the chunks, cut into pieces that fit budget (and
+ * KB_CHUNK_MAX_BYTES): a block that would fit a chunk on its own starts a
+ * fresh one rather than be split. Papers and code blocks end their
+ * chunk. */
 static kb_rc add_block(chunker *ch, const kb_block *b, kb_kind kind,
                        size_t prefix, size_t budget, size_t btok)
 {
@@ -329,21 +343,26 @@ static kb_rc add_block(chunker *ch, const kb_block *b, kb_kind kind,
     const char *s = b->text;
     size_t len = strlen(s);
     kb_rc rc = KB_OK;
+    if (len > KB_CHUNK_MAX_BYTES)
+        btok = SIZE_MAX;
     while (len > 0 && rc == KB_OK) {
         if (!p->first && (rc = start_pending(ch, b, kind, prefix)) != KB_OK)
             return rc;
         size_t room = budget > p->tokens + 1 ? budget - p->tokens - 1 : 0;
+        /* the text so far, the separator, the piece */
+        size_t room_bytes = KB_CHUNK_MAX_BYTES > p->text.len + 2
+                                ? KB_CHUNK_MAX_BYTES - p->text.len - 2 : 0;
         size_t take;
-        if (btok <= room) {
+        if (btok <= room && len <= room_bytes) {
             take = len;
         } else if (p->tokens > 0) {
-            if (btok <= budget || room < 16) {
+            if (btok <= budget || room < 16 || room_bytes < 64) {
                 rc = emit(ch, p);
                 continue;
             }
-            take = fit_prefix(tok, s, len, room);
+            take = fit_prefix(tok, s, len, room, room_bytes);
         } else {
-            take = fit_prefix(tok, s, len, budget);
+            take = fit_prefix(tok, s, len, budget, KB_CHUNK_MAX_BYTES);
         }
         if (p->text.len)
             rc = kb_buf_puts(&p->text, kind == KB_KIND_TABLE ? "\n" : "\n\n");
@@ -360,7 +379,7 @@ static kb_rc add_block(chunker *ch, const kb_block *b, kb_kind kind,
         }
         if (len > 0) {
             rc = emit(ch, p);
-            btok = kb_chunk_count_tokens(tok, s);
+            btok = rest_tokens(tok, s, len);
         }
     }
     if (rc == KB_OK && (kind == KB_KIND_PAPER || kind == KB_KIND_CODE))

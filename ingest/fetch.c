@@ -221,14 +221,37 @@ static void http_opts_of(const kb_fetch_opts *o, size_t max_bytes,
     h->retry_max_ms = FETCH_MAX_WAIT_MS;
 }
 
+/* url as messages show it, which sources.last_error keeps: without a
+ * user and password before the host, a query string or a fragment, where
+ * tokens travel (caller frees; NULL out of memory). */
+static char *shown_url(const char *url)
+{
+    const char *host = strstr(url, "://");
+    host = host ? host + 3 : url;
+    size_t hlen = strcspn(host, "/?#");
+    const char *at = memchr(host, '@', hlen);
+    kb_buf b;
+    kb_buf_init(&b, 0);
+    kb_rc rc = kb_buf_append(&b, url, (size_t)(host - url));
+    if (rc == KB_OK && at)
+        rc = kb_buf_puts(&b, "...@");
+    const char *rest = at ? at + 1 : host;
+    if (rc == KB_OK)
+        rc = kb_buf_append(&b, rest, strcspn(rest, "?#"));
+    if (rc == KB_OK && rest[strcspn(rest, "?#")])
+        rc = kb_buf_puts(&b, rest[strcspn(rest, "?#")] == '?' ? "?..." : "#...");
+    return kb_buf_finish(&b, rc);
+}
+
 /* A 304: the cached copy is the body, its validators kept where the reply
  * omits them; the cache's record notes the check. */
 static kb_rc take_cached(kb_http_response *resp, cache_entry *cache,
-                         const char *url, kb_fetch_result *out, kb_err *err)
+                         const char *url, const char *shown, kb_fetch_result *out,
+                         kb_err *err)
 {
     if (!cache->valid)
         return kb_err_set(err, KB_ERR_NET,
-                          "cannot fetch '%s': HTTP 304 without a cached copy", url);
+                          "cannot fetch '%s': HTTP 304 without a cached copy", shown);
     out->status = 304;
     out->from_cache = 1;
     take_validators(resp, out);
@@ -243,14 +266,15 @@ static kb_rc take_cached(kb_http_response *resp, cache_entry *cache,
     kb_err cerr;
     kb_err_clear(&cerr);
     if (cache_write_meta(cache, url, out, cache->fetched_at, &cerr) != KB_OK)
-        kb_log_warn("cannot update the cache of '%s': %s", url, cerr.msg);
+        kb_log_warn("cannot update the cache of '%s': %s", shown, cerr.msg);
     return KB_OK;
 }
 
 /* A 2xx: the reply's body and validators, cached (a 200) where a cache is
  * kept; a cache that cannot be written costs only a warning. */
 static void take_fresh(kb_http_response *resp, const char *cache_dir,
-                       cache_entry *cache, const char *url, kb_fetch_result *out)
+                       cache_entry *cache, const char *url, const char *shown,
+                       kb_fetch_result *out)
 {
     out->status = resp->status;
     take_validators(resp, out);
@@ -262,7 +286,7 @@ static void take_fresh(kb_http_response *resp, const char *cache_dir,
         kb_err cerr;
         kb_err_clear(&cerr);
         if (cache_store(cache_dir, cache, url, out, &cerr) != KB_OK)
-            kb_log_warn("cannot cache '%s': %s", url, cerr.msg);
+            kb_log_warn("cannot cache '%s': %s", shown, cerr.msg);
     }
 }
 
@@ -293,7 +317,8 @@ kb_rc kb_fetch_url(const char *url, const char *cache_dir,
 
     kb_fetch_result_release(out);
     kb_fetch_result_init(out);
-    if (kb_buf_printf(&subject, "cannot fetch '%s'", url) != KB_OK) {
+    char *shown = shown_url(url);
+    if (!shown || kb_buf_printf(&subject, "cannot fetch '%s'", shown) != KB_OK) {
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
         goto out;
     }
@@ -313,9 +338,9 @@ kb_rc kb_fetch_url(const char *url, const char *cache_dir,
     rc = kb_http_perform(&req, &ho, &resp, err);
     out->attempts = resp.attempts;
     if (rc == KB_OK && resp.status == 304)
-        rc = take_cached(&resp, &cache, url, out, err);
+        rc = take_cached(&resp, &cache, url, shown, out, err);
     else if (rc == KB_OK)
-        take_fresh(&resp, cache_dir, &cache, url, out);
+        take_fresh(&resp, cache_dir, &cache, url, shown, out);
 out:
     if (rc != KB_OK) {
         kb_buf_release(&out->body);
@@ -325,6 +350,7 @@ out:
     kb_buf_release(&lines[0]);
     kb_buf_release(&lines[1]);
     kb_buf_release(&subject);
+    free(shown);
     cache_release(&cache);
     return rc;
 }

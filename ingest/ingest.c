@@ -4,13 +4,17 @@
 #include "kb/config.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ingest/parse_int.h"
 
@@ -70,12 +74,87 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Adds every supported file under dir (sorted, hidden entries skipped).
- * rel is dir's path relative to the mirror root; folder_url is the URL
- * that the folder's files hang under. */
-static kb_rc walk_folder(const char *dir, const char *rel, const char *format,
-                         const char *folder_url, const char *url_rel,
-                         doc_list *out, kb_err *err)
+/* Appends path to b as a URL's path: bytes other than letters, digits,
+ * "/" and "-._~!$&'()*+,;=:@" percent-encoded (a space, a line break, a
+ * '#' or '?' in a file name would otherwise break the link). */
+static kb_rc put_url_path(kb_buf *b, const char *path)
+{
+    static const char safe[] = "/-._~!$&'()*+,;=:@";
+    kb_rc rc = KB_OK;
+    for (const unsigned char *p = (const unsigned char *)path; *p && rc == KB_OK; p++)
+        rc = isalnum(*p) || (*p < 0x80 && strchr(safe, *p))
+                 ? kb_buf_putc(b, (char)*p) : kb_buf_printf(b, "%%%02X", *p);
+    return rc;
+}
+
+/* base + "/" + rel as a URL, rel encoded (caller frees; NULL out of
+ * memory). */
+static char *url_join(const char *base, const char *rel)
+{
+    kb_buf u;
+    kb_buf_init(&u, 0);
+    size_t n = strlen(base);
+    while (n && base[n - 1] == '/')
+        n--;
+    kb_rc rc = kb_buf_append(&u, base, n);
+    if (rc == KB_OK)
+        rc = kb_buf_putc(&u, '/');
+    if (rc == KB_OK)
+        rc = put_url_path(&u, rel);
+    return kb_buf_finish(&u, rc);
+}
+
+/* A walk of a folder tree. Every folder is read once, known by device and
+ * inode, so a link back up (`self -> .`, `sub/up -> ..`) cannot make the
+ * walk endless and two ways to one folder do not store its files twice.
+ * Links to folders are followed after every folder reached without one,
+ * so a file is cited by its own path, not a link's. */
+typedef struct {
+    const char *format;      /* the source's format hint */
+    const char *folder_url;  /* the URL that the tree's files hang under */
+    doc_list *out;
+    struct { dev_t dev; ino_t ino; } *dirs;
+    size_t ndirs, capdirs;
+    struct { char *full, *rel, *url_rel; } *links;
+    size_t nlinks, caplinks;
+} walk;
+
+/* Adds st's folder to the walk: 1 if it is new, 0 if it was read
+ * already, -1 on no memory. */
+static int walk_enter(walk *w, const struct stat *st)
+{
+    for (size_t i = 0; i < w->ndirs; i++)
+        if (w->dirs[i].dev == st->st_dev && w->dirs[i].ino == st->st_ino)
+            return 0;
+    if (KB_GROW(w->dirs, w->ndirs + 1, w->capdirs) != KB_OK)
+        return -1;
+    w->dirs[w->ndirs].dev = st->st_dev;
+    w->dirs[w->ndirs].ino = st->st_ino;
+    w->ndirs++;
+    return 1;
+}
+
+/* Keeps a link to a folder for later; takes the three strings. */
+static kb_rc walk_defer(walk *w, char *full, char *rel, char *url_rel, kb_err *err)
+{
+    if (KB_GROW(w->links, w->nlinks + 1, w->caplinks) != KB_OK) {
+        free(full);
+        free(rel);
+        free(url_rel);
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    }
+    w->links[w->nlinks].full = full;
+    w->links[w->nlinks].rel = rel;
+    w->links[w->nlinks].url_rel = url_rel;
+    w->nlinks++;
+    return KB_OK;
+}
+
+/* Adds every supported file under dir (sorted, hidden entries skipped) to
+ * the walk; links to folders are kept for later. rel is dir's path
+ * relative to the mirror root, url_rel its path under the folder URL. */
+static kb_rc walk_folder(walk *w, const char *dir, const char *rel,
+                         const char *url_rel, kb_err *err)
 {
     DIR *d = opendir(dir);
     if (!d)
@@ -107,20 +186,25 @@ static kb_rc walk_folder(const char *dir, const char *rel, const char *format,
         char *full = kb_path_join(dir, names[i]);
         char *r = kb_path_join(rel, names[i]);
         char *ur = *url_rel ? kb_path_join(url_rel, names[i]) : kb_strdup(names[i]);
-        struct stat st;
+        struct stat lst, st;
         if (!full || !r || !ur) {
             if (rc == KB_OK)
                 rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-        } else if (stat(full, &st) == 0 && S_ISDIR(st.st_mode)) {
-            if (rc == KB_OK)
-                rc = walk_folder(full, r, format, folder_url, ur, out, err);
-        } else if (stat(full, &st) == 0 && S_ISREG(st.st_mode) &&
-                   kb_parser_for(full, format)) {
-            char *url = *folder_url ? kb_path_join(folder_url, ur) : kb_strdup("");
-            if (rc == KB_OK && !url)
+        } else if (rc != KB_OK || lstat(full, &lst) != 0 || stat(full, &st) != 0) {
+            /* after a failure, or a dangling link: nothing to add */
+        } else if (S_ISDIR(st.st_mode) && S_ISLNK(lst.st_mode)) {
+            rc = walk_defer(w, full, r, ur, err);
+            full = r = ur = NULL;
+        } else if (S_ISDIR(st.st_mode)) {
+            int added = walk_enter(w, &st);
+            if (added < 0)
                 rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-            if (rc == KB_OK)
-                rc = doc_list_add(out, r, full, r, url, err);
+            else if (added)
+                rc = walk_folder(w, full, r, ur, err);
+        } else if (S_ISREG(st.st_mode) && kb_parser_for(full, w->format)) {
+            char *url = *w->folder_url ? url_join(w->folder_url, ur) : kb_strdup("");
+            rc = url ? doc_list_add(w->out, r, full, r, url, err)
+                     : kb_err_set(err, KB_ERR_NOMEM, "out of memory");
             free(url);
         }
         free(full);
@@ -129,6 +213,38 @@ static kb_rc walk_folder(const char *dir, const char *rel, const char *format,
         free(names[i]);
     }
     free(names);
+    return rc;
+}
+
+/* Every supported file of the tree at dir (a folder: st, from stat), its
+ * own folders first, then those reached through links, each once. */
+static kb_rc walk_tree(const char *dir, const struct stat *st, const char *rel,
+                       const char *format, const char *folder_url, doc_list *out,
+                       kb_err *err)
+{
+    walk w = { .format = format, .folder_url = folder_url, .out = out };
+    kb_rc rc = walk_enter(&w, st) < 0
+                   ? kb_err_set(err, KB_ERR_NOMEM, "out of memory")
+                   : walk_folder(&w, dir, rel, "", err);
+    /* links found while following links are appended: read them too */
+    for (size_t i = 0; i < w.nlinks && rc == KB_OK; i++) {
+        const char *full = w.links[i].full;
+        struct stat lst;
+        int added = stat(full, &lst) == 0 ? walk_enter(&w, &lst) : 0;
+        if (added < 0)
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        else if (added)
+            rc = walk_folder(&w, full, w.links[i].rel, w.links[i].url_rel, err);
+        else
+            kb_log_warn("skipping '%s': a link to a folder already read", full);
+    }
+    for (size_t i = 0; i < w.nlinks; i++) {
+        free(w.links[i].full);
+        free(w.links[i].rel);
+        free(w.links[i].url_rel);
+    }
+    free(w.links);
+    free(w.dirs);
     return rc;
 }
 
@@ -149,8 +265,8 @@ static kb_rc list_source_docs(const kb_source *src, const char *mirror,
                                 "'%s': %s", m, mirror, strerror(errno));
             } else if (m[ml - 1] == '/' || S_ISDIR(st.st_mode)) {
                 char *rel = kb_strndup(m, m[ml - 1] == '/' ? ml - 1 : ml);
-                rc = walk_folder(full, rel, src->format,
-                                 *src->files_url ? src->files_url : src->url, "", out, err);
+                rc = walk_tree(full, &st, rel, src->format,
+                               *src->files_url ? src->files_url : src->url, out, err);
                 free(rel);
             } else {
                 rc = doc_list_add(out, m, full, m, src->url, err);
@@ -619,13 +735,16 @@ static kb_rc run_job(kb_store *store, const kb_ingest_opts *opts,
     return result;
 }
 
-/* "file:///abs/path" for a local path (caller frees; NULL out of memory). */
+/* "file:///abs/path" for a local path, encoded (caller frees; NULL out
+ * of memory). */
 static char *file_url(const char *path)
 {
     char *abs = realpath(path, NULL);
     kb_buf url;
     kb_buf_init(&url, 0);
-    kb_rc rc = kb_buf_printf(&url, "file://%s", abs ? abs : path);
+    kb_rc rc = kb_buf_puts(&url, "file://");
+    if (rc == KB_OK)
+        rc = put_url_path(&url, abs ? abs : path);
     free(abs);
     return kb_buf_finish(&url, rc);
 }
@@ -633,6 +752,57 @@ static char *file_url(const char *path)
 static int is_url(const char *s)
 {
     return strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0;
+}
+
+/* 1 if s starts with a URL scheme ("ftp://", "file://"). */
+static int has_scheme(const char *s)
+{
+    if (!isalpha((unsigned char)*s))
+        return 0;
+    size_t n = 1;
+    while (isalnum((unsigned char)s[n]) || strchr("+-.", s[n]))
+        n++;
+    return s[n] && strncmp(s + n, "://", 3) == 0;
+}
+
+/* A target as ingest reads it, into *out (caller frees): a file:// URL is
+ * the local path it names (percent-decoded), http(s) URLs, ids and paths
+ * stay as they are; any other URL (ftp://...) is an error, not a source
+ * id that is not there. */
+static kb_rc target_of(const char *t, char **out, kb_err *err)
+{
+    *out = NULL;
+    if (!has_scheme(t) || is_url(t)) {
+        *out = kb_strdup(t);
+        return *out ? KB_OK : kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    }
+    const char *p = NULL;
+    if (strncmp(t, "file:///", 8) == 0)
+        p = t + 7;
+    else if (strncmp(t, "file://localhost/", 17) == 0)
+        p = t + 16;
+    if (!p)
+        return kb_err_set(err, KB_ERR_USAGE, "cannot ingest '%s': kb fetches http://"
+                          " and https:// URLs, and reads local files (a path, or"
+                          " file:///path)", t);
+    kb_buf b;
+    kb_buf_init(&b, 0);
+    kb_rc rc = KB_OK;
+    for (; *p && *p != '?' && *p != '#' && rc == KB_OK; p++) {
+        if (*p != '%') {
+            rc = kb_buf_putc(&b, *p);
+        } else if (isxdigit((unsigned char)p[1]) && isxdigit((unsigned char)p[2]) &&
+                   (p[1] != '0' || p[2] != '0')) {
+            char hex[3] = { p[1], p[2], '\0' };
+            rc = kb_buf_putc(&b, (char)strtol(hex, NULL, 16));
+            p += 2;
+        } else {
+            kb_buf_release(&b);
+            return kb_err_set(err, KB_ERR_USAGE, "cannot ingest '%s': a bad %%-escape", t);
+        }
+    }
+    *out = kb_buf_finish(&b, rc);
+    return *out ? KB_OK : kb_err_set(err, KB_ERR_NOMEM, "out of memory");
 }
 
 /* One kb_ingest_run: what its steps share. */
@@ -734,7 +904,7 @@ static kb_rc plan_target(ingest_run *r, const char *t, ingest_job *job, kb_err *
     if (rc == KB_OK && !url)
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     if (rc == KB_OK && S_ISDIR(st.st_mode))
-        rc = walk_folder(t, t, "", url, "", &job->docs, err);
+        rc = walk_tree(t, &st, t, "", url, &job->docs, err);
     else if (rc == KB_OK)
         rc = doc_list_add(&job->docs, t, t, t, url, err);
     free(url);
@@ -760,21 +930,21 @@ static kb_rc plan_jobs(ingest_run *r, char *const *targets, size_t ntargets,
     return rc;
 }
 
-/* The embedder's tokenizer (from the model in mdir), so chunks are sized
- * in its word pieces; NULL (sizes estimated) when its vocabulary is not
- * installed. */
-static kb_tokenizer *open_chunk_tokenizer(const char *mdir)
+/* The embedder's tokenizer (from the model in mdir) into *tok, so chunks
+ * are sized in its word pieces; NULL (sizes estimated) when its
+ * vocabulary is not installed. A vocabulary that is there but not the
+ * model's own is an error: it would size every chunk wrongly. */
+static kb_rc open_chunk_tokenizer(const char *mdir, kb_tokenizer **tok, kb_err *err)
 {
-    char *vocab = mdir && *mdir ? kb_path_join(mdir, "vocab.txt") : kb_strdup("");
-    kb_tokenizer *tok = NULL;
-    kb_err terr;
-    kb_err_clear(&terr);
-    if (kb_tokenizer_open(vocab, &tok, &terr) != KB_OK) {
-        tok = NULL;
-        kb_log_debug("chunk sizes estimated: %s", terr.msg);
-    }
+    *tok = NULL;
+    char *vocab = mdir && *mdir ? kb_path_join(mdir, "vocab.txt") : NULL;
+    int there = vocab && access(vocab, F_OK) == 0;
     free(vocab);
-    return tok;
+    if (!there) {
+        kb_log_debug("chunk sizes estimated: no vocabulary in '%s'", mdir ? mdir : "");
+        return KB_OK;
+    }
+    return kb_tokenizer_open_model(mdir, tok, err);
 }
 
 /* Runs every job that was planned, recording each source's pass. A failing
@@ -829,6 +999,48 @@ static kb_rc embed_pending(ingest_run *r, kb_err *err)
     return rc;
 }
 
+/* One ingest at a time per KB: a second waits for the first to finish
+ * (its documents and its embedding pass), saying so, instead of
+ * interleaving transactions with it. The lock is DIR/ingest.lock held
+ * with flock, so it goes with the process, killed or not. Sets *fd to the
+ * locked file (the caller closes it to unlock). */
+static kb_rc lock_ingest(kb_store *store, int *fd, kb_err *err)
+{
+    *fd = -1;
+    char *path = kb_path_join(kb_store_dir(store), "ingest.lock");
+    if (!path)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    kb_rc rc = KB_OK;
+    int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (f < 0) {
+        rc = kb_err_set(err, KB_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+        goto out;
+    }
+    if (flock(f, LOCK_EX | LOCK_NB) != 0) {
+        char pid[24] = "";
+        ssize_t n = pread(f, pid, sizeof pid - 1, 0);
+        pid[n > 0 ? strcspn(pid, "\n") : 0] = '\0';
+        kb_log_info("waiting for another ingest into '%s'%s%s%s to finish",
+                    kb_store_dir(store), *pid ? " (pid " : "", pid, *pid ? ")" : "");
+        int lrc;
+        while ((lrc = flock(f, LOCK_EX)) != 0 && errno == EINTR)
+            ;
+        if (lrc != 0) {
+            rc = kb_err_set(err, KB_ERR_IO, "cannot lock '%s': %s", path, strerror(errno));
+            close(f);
+            goto out;
+        }
+    }
+    char pid[24];
+    int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(f, 0) != 0 || pwrite(f, pid, (size_t)n, 0) != n)
+        kb_log_debug("cannot write the pid into '%s': %s", path, strerror(errno));
+    *fd = f;
+out:
+    free(path);
+    return rc;
+}
+
 kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
                     char *const *targets, size_t ntargets,
                     kb_ingest_stats *stats, kb_err *err)
@@ -847,16 +1059,37 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
     if (r.mirror && !*r.mirror)
         r.mirror = NULL;
 
-    kb_rc rc = check_targets(&r, targets, ntargets, err);
+    int lock = -1, embed_failed = 0;
+    char **tv = calloc(ntargets ? ntargets : 1, sizeof *tv);
+    kb_rc rc = tv ? KB_OK : kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < ntargets && rc == KB_OK; i++)
+        rc = target_of(targets[i], &tv[i], err);
+    targets = tv;
+    if (rc == KB_OK)
+        rc = check_targets(&r, targets, ntargets, err);
+    if (rc == KB_OK)
+        rc = lock_ingest(store, &lock, err);
+    if (rc == KB_OK)
+        rc = open_chunk_tokenizer(opts->config->model_dir, &r.tok, err);
     if (rc == KB_OK)
         rc = plan_jobs(&r, targets, ntargets, err);
-    if (rc == KB_OK) {
-        r.tok = open_chunk_tokenizer(opts->config->model_dir);
+    if (rc == KB_OK)
         rc = run_jobs(&r, err);
+    if (rc == KB_OK && (opts->embed || opts->reembed)) {
+        kb_err eerr;
+        kb_err_clear(&eerr);
+        rc = embed_pending(&r, &eerr);
+        /* documents stored, their vectors not: some of the work stands */
+        if (rc != KB_OK && stats->docs_changed > 0) {
+            kb_err_set(&r.first, rc, "the documents were stored but not embedded:"
+                       " %s; run 'kb ingest' again to embed them", eerr.msg);
+            embed_failed = 1;
+            rc = KB_OK;
+        } else if (rc != KB_OK) {
+            kb_err_set(err, rc, "%s", eerr.msg);
+        }
     }
-    if (rc == KB_OK && (opts->embed || opts->reembed))
-        rc = embed_pending(&r, err);
-    if (rc == KB_OK && (stats->sources_failed || stats->docs_failed)) {
+    if (rc == KB_OK && (stats->sources_failed || stats->docs_failed || embed_failed)) {
         rc = KB_ERR_PARTIAL;
         kb_err_set(err, r.first.rc, "%s", r.first.msg);
     }
@@ -867,5 +1100,10 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
     kb_tokenizer_free(r.tok);
     kb_manifest_release(&r.manifest);
     free(r.manifest_path);
+    if (lock >= 0)
+        close(lock);
+    for (size_t i = 0; tv && i < ntargets; i++)
+        free(tv[i]);
+    free(tv);
     return rc;
 }

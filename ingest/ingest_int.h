@@ -129,12 +129,18 @@ typedef struct {
 /* The encoder's window (KB_TOK_MAX_LEN, 256 pieces) less the [CLS] and
  * [SEP] it adds: a chunk this long is embedded whole. */
 #define KB_CHUNK_MAX_TOKENS 254
+/* A chunk's text is also at most this many bytes: a 20 MB "word" is one
+ * [UNK] piece, and must not become one 20 MB chunk. Far above any real
+ * chunk (the corpus's longest is 2.4 KB). */
+#define KB_CHUNK_MAX_BYTES 8192
 
 /* Counts word pieces: with tok, exactly; without, an estimate that follows
  * BERT's pre-tokenisation (words, punctuation, long words in pieces). */
 size_t kb_chunk_count_tokens(const kb_tokenizer *tok, const char *text);
 /* Splits doc into chunks of at most max_tokens word pieces each, including
- * the heading-path prefix the embedder sees. Borrowed pointers in the
+ * the heading-path prefix the embedder sees, and of at most
+ * KB_CHUNK_MAX_BYTES of text; in time linear in the document's length.
+ * Borrowed pointers in the
  * chunks point into doc: release the chunks before the doc. */
 kb_rc kb_chunk_doc(const kb_doc *doc, const kb_tokenizer *tok, int max_tokens,
                    kb_chunks *out, kb_err *err);

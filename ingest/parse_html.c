@@ -69,6 +69,7 @@ typedef struct {
     size_t nframes;
     unsigned long nheadings;
     kb_strset slugs;                /* anchors given out, for unique slugs */
+    int too_deep;                   /* markup past MAX_FRAMES was flattened */
 } walker;
 
 static void walk_children(walker *w, xmlNode *node);
@@ -296,16 +297,47 @@ static kb_rc acc_text(textacc *t, const char *s)
     return rc;
 }
 
+/* The text of n's subtree where it is nested too deep to be walked
+ * (MAX_FRAMES): kept, its structure not, gone through without recursion
+ * (parent pointers), collapsed into t, or raw into b when t is NULL. */
+static void flat_text(walker *w, textacc *t, kb_buf *b, xmlNode *top)
+{
+    w->too_deep = 1;
+    xmlNode *n = top->children;
+    while (n && w->rc == KB_OK) {
+        if ((n->type == XML_TEXT_NODE || n->type == XML_CDATA_SECTION_NODE) && n->content) {
+            if (t) {
+                t->space = 1;
+                w->rc = acc_text(t, (const char *)n->content);
+            } else {
+                w->rc = kb_buf_puts(b, (const char *)n->content);
+            }
+        }
+        if (n->type == XML_ELEMENT_NODE && n->children && !dropped(w, n)) {
+            n = n->children;
+            continue;
+        }
+        while (n != top && !n->next)
+            n = n->parent;
+        if (n == top)
+            break;
+        n = n->next;
+    }
+}
+
 /* Gathers the collapsed inline text of n's subtree into t, skipping what
  * is dropped. */
 static void gather(walker *w, textacc *t, xmlNode *n, int depth)
 {
+    if (depth >= MAX_FRAMES) {
+        flat_text(w, t, NULL, n);
+        return;
+    }
     for (xmlNode *c = n->children; c && w->rc == KB_OK; c = c->next) {
         if (c->type == XML_TEXT_NODE || c->type == XML_CDATA_SECTION_NODE) {
             if (c->content)
                 w->rc = acc_text(t, (const char *)c->content);
-        } else if (c->type == XML_ELEMENT_NODE && depth < MAX_FRAMES &&
-                   !dropped(w, c)) {
+        } else if (c->type == XML_ELEMENT_NODE && !dropped(w, c)) {
             if (name_is(c, "br") || name_is(c, "p") || name_is(c, "li") ||
                 name_is(c, "div") || name_is(c, "td") || name_is(c, "th"))
                 t->space = 1;
@@ -320,12 +352,15 @@ static void gather(walker *w, textacc *t, xmlNode *n, int depth)
 /* Gathers the raw text of a <pre> subtree: white space as it is. */
 static void gather_raw(walker *w, kb_buf *b, xmlNode *n, int depth)
 {
+    if (depth >= MAX_FRAMES) {
+        flat_text(w, NULL, b, n);
+        return;
+    }
     for (xmlNode *c = n->children; c && w->rc == KB_OK; c = c->next) {
         if (c->type == XML_TEXT_NODE || c->type == XML_CDATA_SECTION_NODE) {
             if (c->content)
                 w->rc = kb_buf_puts(b, (const char *)c->content);
-        } else if (c->type == XML_ELEMENT_NODE && depth < MAX_FRAMES &&
-                   !dropped(w, c)) {
+        } else if (c->type == XML_ELEMENT_NODE && !dropped(w, c)) {
             if (name_is(c, "br"))
                 w->rc = kb_buf_putc(b, '\n');
             else
@@ -702,8 +737,10 @@ static void walk_element(walker *w, xmlNode *n)
         kb_buf_release(&t.b);
         return;
     }
-    if (w->nframes >= MAX_FRAMES)
+    if (w->nframes >= MAX_FRAMES) {
+        flat_text(w, &w->para, NULL, n);
         return;
+    }
     int block = name_in(n, block_tags) || name_is(n, "table");
     if (block)
         flush(w);
@@ -794,10 +831,13 @@ kb_rc kb_parse_html(const char *data, size_t len, const char *path,
     if (only_blank(data, len))
         return KB_OK;
     xmlInitParser();
+    /* XML_PARSE_HUGE: without it libxml2 stops at 256 levels of nesting,
+     * an error that NOERROR hides, and everything after the deep part
+     * was dropped; the document is at most 32 MiB either way */
     htmlDocPtr hd = htmlReadMemory(data, (int)len, NULL, NULL,
                                    HTML_PARSE_RECOVER | HTML_PARSE_NOERROR |
                                    HTML_PARSE_NOWARNING | HTML_PARSE_NONET |
-                                   HTML_PARSE_COMPACT);
+                                   HTML_PARSE_COMPACT | XML_PARSE_HUGE);
     if (!hd)
         return kb_err_set(err, KB_ERR_PARSE, "cannot parse '%s' as HTML", path);
     xmlNode *root = xmlDocGetRootElement(hd);
@@ -842,6 +882,9 @@ kb_rc kb_parse_html(const char *data, size_t len, const char *path,
     flush_label(w);
 
     kb_rc rc = w->rc;
+    if (rc == KB_OK && w->too_deep)
+        kb_log_warn("'%s': markup nested deeper than %d levels: its text is kept"
+                    " without its structure", path, MAX_FRAMES);
     sec_truncate(w, 0);
     kb_strset_release(&w->slugs);
     free(w->label);

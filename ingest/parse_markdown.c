@@ -45,6 +45,7 @@ typedef struct {
     int containers;          /* open lists and quotes */
     int list_depth;
     int li_fresh;            /* the next leaf starts a list item */
+    const char *input, *input_end;   /* what md_parse was given */
 } md_state;
 
 static void st_fail(md_state *st, kb_rc rc)
@@ -201,12 +202,13 @@ static int entry_start(const md_state *st, size_t a, size_t b, size_t *after,
     return 0;
 }
 
-/* Strips separators a title keeps before its links ("Title —", "Title |"). */
+/* Strips separators a title keeps before its links ("Title —", "Title |").
+ * An empty title (an entry that is only its date) has no data to trim. */
 static void trim_title(kb_buf *title)
 {
     static const char *const tails[] = { "\xe2\x80\x94", "\xe2\x80\x93",
                                          "\xef\xbd\x9c", "|", "-", ":", ",", "[" };
-    for (int again = 1; again;) {
+    for (int again = title->data != NULL; again;) {
         again = 0;
         size_t n = title->len;
         const char *s = trim(title->data, &n);
@@ -225,7 +227,9 @@ static void trim_title(kb_buf *title)
     }
 }
 
-static void add_paper(md_state *st, const char *date, size_t from, size_t to)
+/* Adds the entry cap[from, to) as a paper record; returns 1 if it was one
+ * (it has a title), 0 if not. */
+static int add_paper(md_state *st, const char *date, size_t from, size_t to)
 {
     /* title: the text before the first link, on one line */
     size_t title_end = to;
@@ -236,6 +240,7 @@ static void add_paper(md_state *st, const char *date, size_t from, size_t to)
     kb_buf_init(&title, 0);
     kb_paper p = { 0 };
     kb_link *links = NULL;
+    int added = 0;
     for (size_t i = from; i < title_end; i++) {
         char c = st->cap.data[i];
         if (kb_buf_putc(&title, c == '\n' ? ' ' : c) != KB_OK) {
@@ -269,6 +274,7 @@ static void add_paper(md_state *st, const char *date, size_t from, size_t to)
         kb_rc rc = kb_doc_add_paper(st->doc, &p);
         if (rc != KB_OK)
             st_fail(st, rc);
+        added = 1;
     }
 out:
     if (links)
@@ -276,11 +282,13 @@ out:
             free(links[i].label);
     free(links);
     kb_buf_release(&title);
+    return added;
 }
 
 /* Reads the captured leaf as literature entries, one per line that starts
  * with "[MM/YYYY]" (lines that do not continue the entry before). Returns
- * 1 if the leaf was entries, 0 if it is ordinary text. */
+ * 1 if the leaf was entries, 0 if it is ordinary text (also when no line
+ * had a title: "- [12/2023]" alone stays text, not lost). */
 static int try_papers(md_state *st)
 {
     const char *t = st->cap.data;
@@ -297,19 +305,20 @@ static int try_papers(md_state *st)
     char cur[8];
     memcpy(cur, date, sizeof cur);
     size_t line = eol < n ? eol + 1 : n;
+    int papers = 0;
     while (line < n) {
         size_t e = line;
         while (e < n && t[e] != '\n')
             e++;
         if (entry_start(st, line, e, &after, date)) {
-            add_paper(st, cur, from, line);
+            papers += add_paper(st, cur, from, line);
             memcpy(cur, date, sizeof cur);
             from = after;
         }
         line = e < n ? e + 1 : n;
     }
-    add_paper(st, cur, from, n);
-    return 1;
+    papers += add_paper(st, cur, from, n);
+    return papers > 0;
 }
 
 /* Ends the current leaf (a paragraph or a list item's own text). */
@@ -771,9 +780,20 @@ static int on_leave_block(MD_BLOCKTYPE type, void *detail, void *ud)
     return st->rc != KB_OK;
 }
 
-static char *attr_dup(const MD_ATTRIBUTE *a)
+/* md4c can report a run one byte past the input (an unterminated link at
+ * the end of a table cell): a run that starts inside the input is cut at
+ * its end, so (data, len) is all that is ever read. */
+static MD_SIZE clamp(const md_state *st, const MD_CHAR *text, MD_SIZE size)
 {
-    return kb_strndup(a->text ? a->text : "", a->size);
+    if (text >= st->input && text <= st->input_end &&
+        size > (MD_SIZE)(st->input_end - text))
+        return (MD_SIZE)(st->input_end - text);
+    return size;
+}
+
+static char *attr_dup(const md_state *st, const MD_ATTRIBUTE *a)
+{
+    return a->text ? kb_strndup(a->text, clamp(st, a->text, a->size)) : kb_strdup("");
 }
 
 static int on_enter_span(MD_SPANTYPE type, void *detail, void *ud)
@@ -788,7 +808,7 @@ static int on_enter_span(MD_SPANTYPE type, void *detail, void *ud)
         }
         md_link *l = &st->links[st->nlinks++];
         l->start = l->end = st->cap.len;
-        l->href = attr_dup(&((MD_SPAN_A_DETAIL *)detail)->href);
+        l->href = attr_dup(st, &((MD_SPAN_A_DETAIL *)detail)->href);
         st->link_open = 1;
     } else if (type == MD_SPAN_CODE && !st->in_code) {
         /* converted pages glue inline code to words ("use`x`and") */
@@ -910,6 +930,7 @@ static void inline_html_anchor(md_state *st, const char *s, size_t n)
 static int on_text(MD_TEXTTYPE type, const MD_CHAR *text, MD_SIZE size, void *ud)
 {
     md_state *st = ud;
+    size = clamp(st, text, size);
     if (st->in_code) {
         put(st, &st->code, text, size);
         return st->rc != KB_OK;
@@ -977,6 +998,8 @@ kb_rc kb_parse_markdown(const char *data, size_t len, const char *path,
     md_state st;
     memset(&st, 0, sizeof st);
     st.doc = doc;
+    st.input = data;
+    st.input_end = data + len;
     st.sphinx = converted_from_sphinx(data, len);
     kb_strset_init(&st.seen);
     kb_buf_init(&st.cap, 0);

@@ -26,6 +26,65 @@ kb_rc kb_cli_print_json(cJSON *root, kb_err *err)
     return KB_OK;
 }
 
+/* The length of the UTF-8 sequence at s (n bytes left) and its code point,
+ * or 0 if it is not one (overlong, surrogate, cut short, beyond U+10FFFF). */
+static size_t utf8_seq(const unsigned char *s, size_t n, unsigned long *cp)
+{
+    size_t len = s[0] >= 0xF0 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC2 ? 2 : 0;
+    if (s[0] > 0xF4 || len == 0 || len > n)
+        return 0;
+    unsigned long c = s[0] & (0x7F >> len);
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        c = c << 6 | (s[i] & 0x3F);
+    }
+    static const unsigned long least[] = { 0, 0, 0x80, 0x800, 0x10000 };
+    if (c < least[len] || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+        return 0;
+    *cp = c;
+    return len;
+}
+
+void kb_cli_put_safe(FILE *f, const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s, *end = p + n;
+    while (p < end) {
+        const unsigned char *run = p;   /* what needs no escape, in one write */
+        unsigned long cp = 0;
+        size_t len = 0;
+        while (p < end) {
+            if (*p >= 0x20 && *p < 0x7F) {
+                p++;
+            } else if (*p == '\n' || *p == '\t') {
+                p++;
+            } else if (*p >= 0x80 && (len = utf8_seq(p, (size_t)(end - p), &cp)) &&
+                       cp >= 0xA0 && !(cp >= 0x202A && cp <= 0x202E) &&
+                       !(cp >= 0x2066 && cp <= 0x2069)) {
+                p += len;
+            } else {
+                break;
+            }
+        }
+        fwrite(run, 1, (size_t)(p - run), f);
+        if (p == end)
+            break;
+        if (*p == '\r' && p + 1 < end && p[1] == '\n') {
+            p++;   /* a CRLF line end is a line end */
+        } else if (*p >= 0x80 && len) {
+            fprintf(f, "\\u%04lx", cp);   /* C1 control, bidi override */
+            p += len;
+        } else {
+            fprintf(f, "\\x%02x", *p++);
+        }
+    }
+}
+
+void kb_cli_puts_safe(FILE *f, const char *s)
+{
+    kb_cli_put_safe(f, s, strlen(s));
+}
+
 int kb_cli_fail(const kb_err *err)
 {
     fprintf(stderr, "kb: %s\n", err->msg[0] ? err->msg : kb_rc_name(err->rc));

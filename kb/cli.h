@@ -55,6 +55,14 @@ int kb_cli_parse_plain(int argc, char **argv, const kb_command *self,
 /* Prints root as one line of JSON on stdout and frees it (root may be
  * NULL: out of memory). Returns KB_OK, or KB_ERR_NOMEM with err set. */
 kb_rc kb_cli_print_json(cJSON *root, kb_err *err);
+/* Writes s[0, n) to f for a person at a terminal, text from documents
+ * shown as it is but for what a terminal would obey: control characters
+ * (C0 other than tab and line feed, DEL, C1), bytes that are not UTF-8
+ * and the bidirectional overrides are written escaped ("\x1b",
+ * "\u202e"), so a document cannot retitle or clear the terminal, move
+ * its cursor or disguise a link. kb_cli_puts_safe: a whole string. */
+void kb_cli_put_safe(FILE *f, const char *s, size_t n);
+void kb_cli_puts_safe(FILE *f, const char *s);
 /* 1 if argv holds -h or --help (before a "--"). */
 int kb_cli_wants_help(int argc, char **argv);
 

@@ -93,13 +93,24 @@ char *kb_buf_finish(kb_buf *b, kb_rc rc);
 
 /* Reads a whole file into b (appending); fails if it exceeds max_bytes. */
 kb_rc kb_read_file(const char *path, size_t max_bytes, kb_buf *b, kb_err *err);
-/* Writes data to path atomically (temp file + fsync + rename). */
+/* Writes data to path atomically: a temp file beside it made with
+ * mkostemp (a fresh name, O_EXCL: a link planted there is never written
+ * through), fsync, rename (a link at path is replaced, not followed). The
+ * file gets its folder's permissions less execute (0600 in a 0700 KB). */
 kb_rc kb_write_file_atomic(const char *path, const void *data, size_t len,
                            kb_err *err);
-/* mkdir -p. */
+/* mkdir -p; a new folder is 0755, never more open than the one it is
+ * made in. */
 kb_rc kb_mkdirs(const char *path, kb_err *err);
 /* Lower-case hex SHA-256 of data into hex[65]. */
 void kb_sha256_hex(const void *data, size_t len, char hex[65]);
+/* n bytes as lower-case hex into hex[2n + 1]. */
+void kb_hex_encode(const void *bytes, size_t n, char *hex);
+/* The SHA-256 of each block bytes of data[0, len) (the last block may be
+ * shorter) into md[0 .. ceil(len / block)), on two threads when there is
+ * more than one block. */
+void kb_sha256_blocks(const void *data, size_t len, size_t block,
+                      unsigned char (*md)[32]);
 /* SHA-256 of a file's contents. */
 kb_rc kb_sha256_file(const char *path, char hex[65], kb_err *err);
 /* strdup that aborts on no memory is NOT used: returns NULL on failure. */

@@ -188,6 +188,59 @@ static kb_rc migrate(kb_store *store, int from, kb_err *err)
     return rc;
 }
 
+/* Creates the KB directory, private (0700: a team's notes and skills may
+ * be in it), its parents as usual (0755); a directory already there keeps
+ * its mode, so `chmod 755 DIR` shares a KB. */
+static kb_rc make_kb_dir(const char *dir, kb_err *err)
+{
+    char *parent = kb_strdup(dir);
+    if (!parent)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    size_t n = strlen(parent);
+    while (n > 1 && parent[n - 1] == '/')
+        parent[--n] = '\0';
+    char *slash = strrchr(parent, '/');
+    kb_rc rc = KB_OK;
+    if (slash && slash != parent) {
+        *slash = '\0';
+        rc = kb_mkdirs(parent, err);
+    }
+    free(parent);
+    if (rc == KB_OK && mkdir(dir, 0700) != 0 && errno != EEXIST)
+        rc = kb_err_set(err, KB_ERR_IO, "cannot create directory '%s': %s", dir,
+                        strerror(errno));
+    return rc;
+}
+
+/* PRAGMA quick_check: KB_OK, or KB_ERR_DB with SQLite's first complaint and
+ * how to recover. */
+static kb_rc quick_check(kb_store *store, kb_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    kb_rc rc = kb_store_prepare(store, "PRAGMA quick_check(1)", &st, err);
+    if (rc != KB_OK)
+        return rc;
+    int step = sqlite3_step(st);
+    const char *res = step == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+    if (step != SQLITE_ROW) {
+        rc = kb_store_db_error(store, err, "check the database");
+    } else if (!res || strcmp(res, "ok") != 0) {
+        /* SQLite's first complaint, without its "*** in database main ***" */
+        const char *why = res ? res : "no answer";
+        if (strncmp(why, "***", 3) == 0 && strchr(why, '\n'))
+            why = strchr(why, '\n') + 1;
+        int n = (int)strcspn(why, "\n");
+        rc = kb_err_set(err, KB_ERR_DB,
+                        "'%s/kb.sqlite' fails SQLite's integrity check (%.*s); nothing"
+                        " was written: move it away and run 'kb ingest' to read the"
+                        " sources again, or recover what it holds with \"sqlite3"
+                        " '%s/kb.sqlite' .recover | sqlite3 recovered.sqlite\"",
+                        store->dir, n, why, store->dir);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 kb_rc kb_store_open(const char *dir, int flags, kb_store **out, kb_err *err)
 {
     *out = NULL;
@@ -202,14 +255,15 @@ kb_rc kb_store_open(const char *dir, int flags, kb_store **out, kb_err *err)
     kb_rc rc = KB_OK;
     struct stat st;
 
-    if (stat(dbpath, &st) != 0) {
+    int created = stat(dbpath, &st) != 0;
+    if (created) {
         if (!(flags & KB_STORE_CREATE)) {
             rc = kb_err_set(err, KB_ERR_NOTFOUND,
                             "no KB in '%s'; run 'kb ingest' first (or give "
                             "--kb DIR)", dir);
             goto out;
         }
-        if ((rc = kb_mkdirs(dir, err)) != KB_OK)
+        if ((rc = make_kb_dir(dir, err)) != KB_OK)
             goto out;
         if (access(dir, W_OK) != 0) {
             rc = kb_err_set(err, KB_ERR_IO, "cannot create a KB in '%s': %s",
@@ -226,6 +280,12 @@ kb_rc kb_store_open(const char *dir, int flags, kb_store **out, kb_err *err)
         goto out;
     }
     sqlite3_busy_timeout(store->db, 10000);
+    /* a new database file gets its folder's permissions less execute, as
+     * kb_write_file_atomic's files do; SQLite gives its -wal and -shm the
+     * database's */
+    struct stat dst;
+    if (!store->readonly && created && stat(dir, &dst) == 0)
+        chmod(dbpath, dst.st_mode & 0666);
     int version = kb_store_schema_version(store);
     if (version < 0) {
         rc = kb_store_db_error(store, err, "read the schema");
@@ -256,6 +316,10 @@ kb_rc kb_store_open(const char *dir, int flags, kb_store **out, kb_err *err)
     }
     /* a quick integrity probe: a damaged file fails here, clearly */
     if ((rc = kb_store_exec(store, "SELECT count(*) FROM sources", err)) != KB_OK)
+        goto out;
+    /* a writer checks every page first: writing into a damaged database
+     * spreads the damage (0.1 s for the corpus's 43 MB) */
+    if (!store->readonly && (rc = quick_check(store, err)) != KB_OK)
         goto out;
     *out = store;
 out:

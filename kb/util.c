@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,13 +221,32 @@ kb_rc kb_write_file_atomic(const char *path, const void *data, size_t len,
     kb_buf_init(&tmp, 0);
     kb_rc rc = KB_OK;
     int fd = -1;
-    if (kb_buf_printf(&tmp, "%s.tmp.%ld", path, (long)getpid()) != KB_OK) {
+    /* a fresh name, O_EXCL: nothing planted there (a link to elsewhere) is
+     * written through */
+    if (kb_buf_printf(&tmp, "%s.tmp.XXXXXX", path) != KB_OK) {
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
         goto out;
     }
-    fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    fd = mkostemp(tmp.data, O_CLOEXEC);
     if (fd < 0) {
         rc = kb_err_set(err, KB_ERR_IO, "cannot create '%s': %s", tmp.data,
+                        strerror(errno));
+        kb_buf_release(&tmp);   /* not ours to unlink */
+        goto out;
+    }
+    /* the folder's permissions, less execute: private in a private KB */
+    char *slash = strrchr(tmp.data, '/');
+    struct stat dst;
+    int ok;
+    if (slash) {
+        *slash = '\0';
+        ok = stat(slash == tmp.data ? "/" : tmp.data, &dst) == 0;
+        *slash = '/';
+    } else {
+        ok = stat(".", &dst) == 0;
+    }
+    if (ok && fchmod(fd, dst.st_mode & 0666) != 0) {
+        rc = kb_err_set(err, KB_ERR_IO, "cannot set the mode of '%s': %s", tmp.data,
                         strerror(errno));
         goto out;
     }
@@ -251,6 +271,7 @@ kb_rc kb_write_file_atomic(const char *path, const void *data, size_t len,
         goto out;
     }
     fd = -1;
+    /* rename replaces a link at path, never what it points to */
     if (rename(tmp.data, path) != 0)
         rc = kb_err_set(err, KB_ERR_IO, "cannot rename '%s' to '%s': %s",
                         tmp.data, path, strerror(errno));
@@ -273,7 +294,18 @@ kb_rc kb_mkdirs(const char *path, kb_err *err)
         if (*s == '/' || *s == '\0') {
             char c = *s;
             *s = '\0';
-            if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+            /* 0755, never more open than the folder it is made in (a
+             * cache inside a private KB is private) */
+            mode_t mode = 0755;
+            struct stat up;
+            char *slash = strrchr(p, '/');
+            if (slash && slash > p) {
+                *slash = '\0';
+                if (stat(p, &up) == 0)
+                    mode &= up.st_mode & 0777;
+                *slash = '/';
+            }
+            if (mkdir(p, mode) != 0 && errno != EEXIST) {
                 rc = kb_err_set(err, KB_ERR_IO, "cannot create directory '%s': %s",
                                 p, strerror(errno));
                 break;
@@ -287,10 +319,11 @@ kb_rc kb_mkdirs(const char *path, kb_err *err)
     return rc;
 }
 
-static void hex_digest(const unsigned char *md, unsigned n, char *hex)
+void kb_hex_encode(const void *bytes, size_t n, char *hex)
 {
     static const char digits[] = "0123456789abcdef";
-    for (unsigned i = 0; i < n; i++) {
+    const unsigned char *md = bytes;
+    for (size_t i = 0; i < n; i++) {
         hex[2 * i] = digits[md[i] >> 4];
         hex[2 * i + 1] = digits[md[i] & 15];
     }
@@ -302,7 +335,38 @@ void kb_sha256_hex(const void *data, size_t len, char hex[65])
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned n = 0;
     EVP_Digest(data, len, md, &n, EVP_sha256(), NULL);
-    hex_digest(md, n, hex);
+    kb_hex_encode(md, n, hex);
+}
+
+typedef struct {
+    const unsigned char *data;
+    size_t len, block, from;     /* blocks from, from + 2, ... */
+    unsigned char (*md)[32];
+} blocks_job;
+
+static void *hash_blocks(void *arg)
+{
+    blocks_job *j = arg;
+    for (size_t off = j->from * j->block; off < j->len; off += 2 * j->block) {
+        size_t n = j->len - off < j->block ? j->len - off : j->block;
+        unsigned mdlen = 0;
+        EVP_Digest(j->data + off, n, j->md[off / j->block], &mdlen, EVP_sha256(), NULL);
+    }
+    return NULL;
+}
+
+void kb_sha256_blocks(const void *data, size_t len, size_t block,
+                      unsigned char (*md)[32])
+{
+    blocks_job jobs[2] = { { data, len, block, 0, md }, { data, len, block, 1, md } };
+    pthread_t helper;
+    int threaded = len > block &&
+                   pthread_create(&helper, NULL, hash_blocks, &jobs[1]) == 0;
+    hash_blocks(&jobs[0]);
+    if (threaded)
+        pthread_join(helper, NULL);
+    else
+        hash_blocks(&jobs[1]);
 }
 
 kb_rc kb_sha256_file(const char *path, char hex[65], kb_err *err)
@@ -329,7 +393,7 @@ kb_rc kb_sha256_file(const char *path, char hex[65], kb_err *err)
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned len = 0;
     EVP_DigestFinal_ex(ctx, md, &len);
-    hex_digest(md, len, hex);
+    kb_hex_encode(md, len, hex);
 out:
     EVP_MD_CTX_free(ctx);
     fclose(f);

@@ -55,15 +55,27 @@ int cmd_get(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     if (rc == KB_OK)
         rc = kb_get_chunk(store, id, section, &res, &err);
     if (rc == KB_OK) {
+        /* document text, escaped for the terminal (kb_cli_put_safe) */
         const kb_result *first = &res.items[0];
-        printf("[%s] ", first->source);
-        for (size_t d = 0; d < first->depth; d++)
-            printf("%s%s", d ? " > " : "", first->heading_path[d]);
-        printf("\n%s\n", first->url);
-        if (*first->path)
-            printf("%s\n", first->path);
-        for (size_t i = 0; i < res.n; i++)
-            printf("\n%s\n", res.items[i].text);
+        putchar('[');
+        kb_cli_puts_safe(stdout, first->source);
+        fputs("] ", stdout);
+        for (size_t d = 0; d < first->depth; d++) {
+            fputs(d ? " > " : "", stdout);
+            kb_cli_puts_safe(stdout, first->heading_path[d]);
+        }
+        putchar('\n');
+        kb_cli_puts_safe(stdout, first->url);
+        putchar('\n');
+        if (*first->path) {
+            kb_cli_puts_safe(stdout, first->path);
+            putchar('\n');
+        }
+        for (size_t i = 0; i < res.n; i++) {
+            putchar('\n');
+            kb_cli_puts_safe(stdout, res.items[i].text);
+            putchar('\n');
+        }
     }
     kb_results_release(&res);
     kb_store_close(store);

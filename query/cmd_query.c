@@ -31,14 +31,15 @@ static int is_query_word(const char *query, const char *s, size_t n)
     return 0;
 }
 
-/* Prints text indented, with the query's words highlighted on a terminal. */
+/* Prints text indented, with the query's words highlighted on a terminal;
+ * what a terminal would obey is escaped (kb_cli_put_safe). */
 static void print_text(const kb_cli *cli, const char *text, const char *query)
 {
     fputs("   ", stdout);
     const char *p = text;
     while (*p) {
+        const char *w = p;
         if (isalnum((unsigned char)*p)) {
-            const char *w = p;
             while (*p && isalnum((unsigned char)*p))
                 p++;
             size_t n = (size_t)(p - w);
@@ -48,7 +49,9 @@ static void print_text(const kb_cli *cli, const char *text, const char *query)
             fputs("\n   ", stdout);
             p++;
         } else {
-            putchar(*p++);
+            while (*p && *p != '\n' && !isalnum((unsigned char)*p))
+                p++;
+            kb_cli_put_safe(stdout, w, (size_t)(p - w));
         }
     }
     putchar('\n');
@@ -58,22 +61,30 @@ static void print_human(const kb_cli *cli, const kb_query_opts *opts,
                         const kb_results *r, int explain)
 {
     if (r->n == 0) {
-        printf("no results for '%s'\n", opts->text);
+        fputs("no results for '", stdout);
+        kb_cli_puts_safe(stdout, opts->text);
+        fputs("'\n", stdout);
         return;
     }
     for (size_t i = 0; i < r->n; i++) {
         const kb_result *x = &r->items[i];
-        printf("%s%d.%s %s[%s]%s ", BOLD(cli), x->rank, RESET(cli), CYAN(cli),
-               x->source, RESET(cli));
-        for (size_t d = 0; d < x->depth; d++)
-            printf("%s%s%s", d ? " > " : "", d + 1 == x->depth ? BOLD(cli) : "",
-                   x->heading_path[d]);
+        printf("%s%d.%s %s[", BOLD(cli), x->rank, RESET(cli), CYAN(cli));
+        kb_cli_puts_safe(stdout, x->source);
+        printf("]%s ", RESET(cli));
+        for (size_t d = 0; d < x->depth; d++) {
+            printf("%s%s", d ? " > " : "", d + 1 == x->depth ? BOLD(cli) : "");
+            kb_cli_puts_safe(stdout, x->heading_path[d]);
+        }
         printf("%s  %s(%s)%s\n", RESET(cli), DIM(cli), kb_kind_name(x->kind),
                RESET(cli));
-        if (*x->url)
-            printf("   %s%s%s\n", DIM(cli), x->url, RESET(cli));
-        if (*x->path)
-            printf("   %s%s%s\n", DIM(cli), x->path, RESET(cli));
+        const char *lines[] = { x->url, x->path };
+        for (size_t l = 0; l < 2; l++) {
+            if (!*lines[l])
+                continue;
+            printf("   %s", DIM(cli));
+            kb_cli_puts_safe(stdout, lines[l]);
+            printf("%s\n", RESET(cli));
+        }
         print_text(cli, x->text, opts->text);
         if (explain) {
             printf("   %schunk %lld, score %.4f; lexical ", DIM(cli),

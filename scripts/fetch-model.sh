@@ -60,6 +60,6 @@ for f in "$model" "$vocab"; do
   cp "$f" "$dest/.$b.tmp.$$"
   mv -f "$dest/.$b.tmp.$$" "$dest/$b"
 done
-rm -f "$dest/.kb-verified"   # the embedder re-checks the hash
+rm -f "$dest/.kb-verified" "$dest/.kb-verified2"   # the embedder re-checks the hash
 installed_ok || die "installed files in '$dest' do not match the pinned hashes"
 say "installed all-MiniLM-L6-v2 into '$dest'"

@@ -43,6 +43,11 @@ expect_json 0 kb query --mode lexical --json "split-K stream scheduling skinny"
 [ "$(json_get "$out" "j['results'][0]['source']")" = readme ] || fail "fetch_url source: $out"
 [ "$(json_get "$out" "j['results'][0]['url']")" = "$base/repo/#tiling" ] || fail "fetch_url cites url: $out"
 ls "$KB_DIR"/cache/*.json >/dev/null || fail "no cache"
+# the cache of a private KB is private too
+[ "$(stat -c %a "$KB_DIR/cache")" = 700 ] || fail "the cache folder is $(stat -c %a "$KB_DIR/cache")"
+for c in "$KB_DIR"/cache/*; do
+    [ "$(stat -c %a "$c")" = 600 ] || fail "'$c' is $(stat -c %a "$c"), not 600"
+done
 [ -n "$(sql "SELECT last_modified FROM documents WHERE source_id='page'")" ] || fail "Last-Modified not recorded"
 
 # again: conditional requests (304), nothing re-parsed

@@ -1,6 +1,7 @@
 /* test_embedder.c - the local all-MiniLM-L6-v2 against the reference
  * embeddings (tests/fixtures/parity/embeddings.jsonl), batching, and a
- * broken model: missing, truncated, corrupt header, wrong hash. */
+ * broken model: missing, truncated, corrupt header, wrong hash, bit rot
+ * under the stamp, a damaged vocabulary. */
 #include "index/index.h"
 #include "tests/unit/test_util.h"
 
@@ -278,12 +279,47 @@ static void test_corrupt(void **state)
     free(dir);
 }
 
-/* A good copy is verified once, then opened from the stamp; changing the
- * file afterwards (new mtime) is noticed. */
+/* The stamp's key line for the file at path as it is now. */
+static void stamp_key(const char *path, char *key, size_t n)
+{
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    snprintf(key, n, "kb-verified 2 %lld %lld.%09ld %lld.%09ld %llu %s\n",
+             (long long)sb.st_size, (long long)sb.st_mtim.tv_sec,
+             (long)sb.st_mtim.tv_nsec, (long long)sb.st_ctim.tv_sec,
+             (long)sb.st_ctim.tv_nsec, (unsigned long long)sb.st_ino,
+             "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db");
+}
+
+/* Bit rot that keeps the file's times: what the stamp cannot see. The
+ * stamp's key is made to match the changed file, its block hashes kept. */
+static void rot(const char *model, const char *stamp, off_t at)
+{
+    overwrite(model, at, "\x42\x42\x42\x42", 4);
+    kb_buf old, fresh;
+    kb_buf_init(&old, 0);
+    kb_buf_init(&fresh, 0);
+    tu_read_file(stamp, 0, &old);
+    char key[320];
+    stamp_key(model, key, sizeof key);
+    tu_puts(&fresh, key);
+    tu_puts(&fresh, strchr(old.data, '\n') + 1);
+    tu_write_file(stamp, fresh.data, fresh.len);
+    kb_buf_release(&old);
+    kb_buf_release(&fresh);
+}
+
+/* A good copy is hashed whole once, then opened from the stamp: its key
+ * (size, mtime, ctime, inode) and the SHA-256 of every 1 MiB block, of
+ * which an open hashes the first and two others again. Changing the file
+ * (new times) is noticed; bit rot that keeps the times (4 KiB flipped in
+ * the weights stored wrong vectors, issue 15 item 7) is caught in the
+ * first block by every open, elsewhere by a sampled open or by the whole
+ * check that comes before any vector is stored. */
 static void test_stamp(void **state)
 {
     char *dir = make_model("good", 0, 0, NULL);
-    char *stamp = kb_path_join(dir, ".kb-verified");
+    char *stamp = kb_path_join(dir, ".kb-verified2");
     char *model = kb_path_join(dir, "model.safetensors");
     struct stat sb;
     assert_int_not_equal(stat(stamp, &sb), 0);   /* a fresh copy: no stamp */
@@ -293,29 +329,138 @@ static void test_stamp(void **state)
     double t0 = kb_now_ms();
     assert_int_equal(kb_embedder_open_local(dir, 1, &e, &err), KB_OK);
     double first = kb_now_ms() - t0;
-    /* the stamp: "SIZE MTIME_S.MTIME_NS INODE SHA256\n" of the verified file */
-    assert_int_equal(stat(model, &sb), 0);
-    char want[256];
-    snprintf(want, sizeof want, "%lld %lld.%09ld %llu %s\n", (long long)sb.st_size,
-             (long long)sb.st_mtim.tv_sec, (long)sb.st_mtim.tv_nsec,
-             (unsigned long long)sb.st_ino, kb_embedder_weights_hash(e));
-    kb_buf got;
+    /* the stamp: the key, then each block's SHA-256 */
+    kb_buf want, got, raw;
+    kb_buf_init(&want, 0);
     kb_buf_init(&got, 0);
-    assert_int_equal(kb_read_file(stamp, 4096, &got, &err), KB_OK);
-    assert_string_equal(got.data, want);
-    kb_buf_release(&got);
+    kb_buf_init(&raw, 0);
+    char key[320];
+    stamp_key(model, key, sizeof key);
+    tu_puts(&want, key);
+    tu_read_file(model, 0, &raw);
+    size_t nblocks = 0;
+    for (size_t off = 0; off < raw.len; off += 1u << 20, nblocks++) {
+        char hex[65];
+        kb_sha256_hex(raw.data + off, raw.len - off < (1u << 20) ? raw.len - off : 1u << 20, hex);
+        tu_printf(&want, "%s\n", hex);
+    }
+    assert_true(nblocks > 80);
+    tu_read_file(stamp, 0, &got);
+    assert_string_equal(got.data, want.data);
+    /* it was hashed whole just now: no second pass */
+    t0 = kb_now_ms();
+    assert_int_equal(kb_embedder_check_weights(e, &err), KB_OK);
+    assert_true(kb_now_ms() - t0 < 5);
     kb_embedder_free(e);
     t0 = kb_now_ms();
     assert_int_equal(kb_embedder_open_local(dir, 1, &e, &err), KB_OK);
     double second = kb_now_ms() - t0;
+    /* opened from the stamp: the whole check is still to come */
+    assert_int_equal(kb_embedder_check_weights(e, &err), KB_OK);
     kb_embedder_free(e);
-    fprintf(stderr, "open: %.1f ms verifying, %.1f ms from the stamp\n", first, second);
+    fprintf(stderr, "open: %.1f ms hashing the whole file, %.1f ms from the stamp\n",
+            first, second);
+    assert_true(second < first);
+
+    /* rot in the first block: every open sees it */
+    rot(model, stamp, 600000);
+    expect_model_error(dir, "rot in the first block");
+    assert_int_not_equal(stat(stamp, &sb), 0);   /* the stamp is gone with it */
+    free(dir);
+    free(model);
+    free(stamp);
+
+    /* rot in the middle, where a sampled open may not look: the whole
+     * check refuses it, and the next open hashes the whole file */
+    dir = make_model("rot", 0, 0, NULL);
+    stamp = kb_path_join(dir, ".kb-verified2");
+    model = kb_path_join(dir, "model.safetensors");
+    assert_int_equal(kb_embedder_open_local(dir, 1, &e, &err), KB_OK);
+    kb_embedder_free(e);
+    rot(model, stamp, 50000000);
+    kb_err_clear(&err);
+    if (kb_embedder_open_local(dir, 1, &e, &err) == KB_OK) {
+        assert_int_equal(kb_embedder_check_weights(e, &err), KB_ERR_MODEL);
+        assert_non_null(strstr(err.msg, "truncated or corrupt"));
+        kb_embedder_free(e);
+    }
+    expect_model_error(dir, "rot in the middle, after the whole check");
+
+    /* a new mtime (the file changed the ordinary way) */
+    free(dir);
+    dir = make_model("changed", 0, 0, NULL);
+    free(model);
+    model = kb_path_join(dir, "model.safetensors");
+    assert_int_equal(kb_embedder_open_local(dir, 1, &e, &err), KB_OK);
+    kb_embedder_free(e);
     usleep(10000);
     flip_weight(model);
     expect_model_error(dir, "changed after the stamp");
+    kb_buf_release(&want);
+    kb_buf_release(&got);
+    kb_buf_release(&raw);
     free(model);
     free(stamp);
     free(dir);
+}
+
+/* vocab.txt was never checked: two tokens swapped, or the file cut to
+ * 1,000 lines, silently changed vectors and chunk sizes (issue 15 item
+ * 7). It has a pinned SHA-256, for the embedder and the chunker alike. */
+static void swap_tokens(const char *path)
+{
+    kb_buf v;
+    kb_buf_init(&v, 0);
+    tu_read_file(path, 0, &v);
+    /* "cat" and "dog", far apart, trade places */
+    char *a = strstr(v.data, "\ncat\n"), *b = strstr(v.data, "\ndog\n");
+    assert_non_null(a);
+    assert_non_null(b);
+    memcpy(a + 1, "dog", 3);
+    memcpy(b + 1, "cat", 3);
+    tu_write_file(path, v.data, v.len);
+    kb_buf_release(&v);
+}
+
+static void cut_vocab(const char *path)
+{
+    kb_buf v;
+    kb_buf_init(&v, 0);
+    tu_read_file(path, 0, &v);
+    char *p = v.data;
+    for (int i = 0; i < 1000; i++)
+        p = strchr(p, '\n') + 1;
+    tu_write_file(path, v.data, (size_t)(p - v.data));
+    kb_buf_release(&v);
+}
+
+static void test_vocab(void **state)
+{
+    void (*const damage[])(const char *) = { swap_tokens, cut_vocab };
+    for (size_t i = 0; i < 2; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "vocab%zu", i);
+        char *dir = make_model(name, 0, 1, NULL);
+        char *vocab = kb_path_join(dir, "vocab.txt");
+        damage[i](vocab);
+        expect_model_error(dir, "damaged vocab.txt");
+        kb_tokenizer *tok = NULL;
+        kb_err err;
+        kb_err_clear(&err);
+        assert_int_equal(kb_tokenizer_open_model(dir, &tok, &err), KB_ERR_MODEL);
+        assert_null(tok);
+        assert_non_null(strstr(err.msg, "vocab.txt' is truncated or corrupt"));
+        /* what tools and tests load as it is still loads */
+        assert_int_equal(kb_tokenizer_open(vocab, &tok, &err), KB_OK);
+        kb_tokenizer_free(tok);
+        free(vocab);
+        free(dir);
+    }
+    kb_tokenizer *tok = NULL;
+    kb_err err;
+    kb_err_clear(&err);
+    assert_int_equal(kb_tokenizer_open_model(model_dir, &tok, &err), KB_OK);
+    kb_tokenizer_free(tok);
 }
 
 static void test_query_latency(void **state)
@@ -346,6 +491,7 @@ int main(void)
         cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_corrupt),
         cmocka_unit_test(test_stamp),
+        cmocka_unit_test(test_vocab),
         cmocka_unit_test(test_query_latency),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

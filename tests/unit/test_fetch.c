@@ -544,6 +544,34 @@ static void test_404_no_retry(void **state)
     kb_fetch_result_release(&r);
 }
 
+/* A URL's secrets (a password before the host, a token in the query) were
+ * stored whole in sources.last_error and printed (issue 15 item 14):
+ * messages show the URL without them. */
+static void test_messages_hide_secrets(void **state)
+{
+    kb_fetch_opts o = fast_opts();
+    kb_fetch_result r;
+    kb_fetch_result_init(&r);
+    kb_err err;
+    kb_err_clear(&err);
+    char url[256], want[256];
+    snprintf(url, sizeof url, "http://alice:hunter2@127.0.0.1:%u/missing?token=s3cr3t#top",
+             port_);
+    assert_int_equal(kb_fetch_url(url, cache_dir, &o, &r, &err), KB_ERR_NET);
+    snprintf(want, sizeof want, "cannot fetch 'http://...@127.0.0.1:%u/missing?...': HTTP 404",
+             port_);
+    assert_string_equal(err.msg, want);
+    assert_int_equal(atomic_load(&hits[R_MISSING]), 1);   /* it was asked for */
+    kb_fetch_result_release(&r);
+    kb_fetch_result_init(&r);
+    kb_err_clear(&err);
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/missing#frag", port_);
+    assert_int_equal(kb_fetch_url(url, cache_dir, &o, &r, &err), KB_ERR_NET);
+    snprintf(want, sizeof want, "cannot fetch 'http://127.0.0.1:%u/missing#...': HTTP 404", port_);
+    assert_string_equal(err.msg, want);
+    kb_fetch_result_release(&r);
+}
+
 static void test_redirects(void **state)
 {
     kb_fetch_opts o = fast_opts();
@@ -821,6 +849,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_retry_bounded, each_up, each_down),
         cmocka_unit_test_setup_teardown(test_retry_after_honoured, each_up, each_down),
         cmocka_unit_test_setup_teardown(test_404_no_retry, each_up, each_down),
+        cmocka_unit_test_setup_teardown(test_messages_hide_secrets, each_up, each_down),
         cmocka_unit_test_setup_teardown(test_redirects, each_up, each_down),
         cmocka_unit_test_setup_teardown(test_only_http, each_up, each_down),
         cmocka_unit_test_setup_teardown(test_body_cap, each_up, each_down),

@@ -133,6 +133,87 @@ static void test_chunk_tiny_siblings_merge(void **state)
     kb_doc_release(&doc);
 }
 
+/* The vocabulary's tokenizer when the model is installed (the chunker's
+ * real counter), else NULL (its estimate). */
+static kb_tokenizer *open_tokenizer(void)
+{
+    char *dir = tu_model_dir();
+    char *vocab = dir ? kb_path_join(dir, "vocab.txt") : NULL;
+    kb_tokenizer *tok = NULL;
+    kb_err err;
+    kb_err_clear(&err);
+    if (vocab && access(vocab, R_OK) == 0 && kb_tokenizer_open(vocab, &tok, &err) != KB_OK)
+        fail_msg("%s", err.msg);
+    free(vocab);
+    free(dir);
+    return tok;
+}
+
+/* Chunks one paragraph of len bytes (a 20-word cycle, or one word when
+ * word is set) and checks every chunk's size and that the text is whole;
+ * returns the milliseconds it took. */
+static double chunk_paragraph(const kb_tokenizer *tok, size_t len, int one_word)
+{
+    static const char *const words[] = {
+        "the", "kernel", "warp", "shared", "memory", "occupancy", "register",
+        "tile", "thread", "block", "latency", "bandwidth", "coalesced", "access",
+        "pattern", "instruction", "pipeline", "tensor", "core", "async.",
+    };
+    kb_buf t;
+    kb_buf_init(&t, 0);
+    for (size_t i = 0; t.len < len; i++) {
+        if (one_word)
+            assert_int_equal(kb_buf_putc(&t, (char)('a' + i % 26)), KB_OK);
+        else
+            tu_printf(&t, "%s%s", i ? " " : "", words[i % 20]);
+    }
+    kb_doc doc;
+    kb_doc_init(&doc);
+    kb_doc_heading(&doc, 1, "Big", "big");
+    assert_int_equal(kb_doc_add(&doc, KB_KIND_TEXT, t.data, t.len), KB_OK);
+    kb_chunks c;
+    kb_err err;
+    kb_err_clear(&err);
+    double t0 = kb_now_ms();
+    assert_int_equal(kb_chunk_doc(&doc, tok, KB_CHUNK_MAX_TOKENS, &c, &err), KB_OK);
+    double ms = kb_now_ms() - t0;
+    size_t total = 0;
+    for (size_t i = 0; i < c.n; i++) {
+        size_t n = strlen(c.items[i].text);
+        assert_true(c.items[i].tokens <= KB_CHUNK_MAX_TOKENS);
+        assert_true(n <= KB_CHUNK_MAX_BYTES);
+        /* in order, nothing dropped but the space at a cut */
+        assert_memory_equal(c.items[i].text, t.data + total, n);
+        total += n;
+        total += total < t.len && t.data[total] == ' ';
+    }
+    assert_int_equal(total, t.len);
+    kb_chunks_release(&c);
+    kb_doc_release(&doc);
+    kb_buf_release(&t);
+    return ms;
+}
+
+/* The chunker re-counted the rest of a block after every piece: a 4 MB
+ * paragraph took 48 s (issue 15 item 2). Now the cost grows with the
+ * length, not its square; and a 4 MB "word", one [UNK] piece, is cut
+ * into pieces of at most KB_CHUNK_MAX_BYTES, not stored as one chunk. */
+static void test_chunk_linear_and_bounded(void **state)
+{
+    (void)state;
+    kb_tokenizer *tok = open_tokenizer();
+    double t1 = chunk_paragraph(tok, 1u << 20, 0);
+    double t4 = chunk_paragraph(tok, 4u << 20, 0);
+    printf("1 MB paragraph: %.0f ms, 4 MB: %.0f ms (%s)\n", t1, t4,
+           tok ? "vocabulary" : "estimate");
+    /* linear is 4x; quadratic was 16x: allow noise, not the square */
+    assert_true(t4 < 8 * t1 + 500);
+    assert_true(t4 < 20000);
+    double tw = chunk_paragraph(tok, 4u << 20, 1);
+    printf("4 MB word: %.0f ms\n", tw);
+    kb_tokenizer_free(tok);
+}
+
 /* ------------------------------------------------------------ FTS5 */
 
 static void test_fts_match_identifiers(void **state)
@@ -176,6 +257,54 @@ static void test_fts_idents(void **state)
 }
 
 /* Every user text runs as a MATCH without an FTS5 syntax error. */
+static size_t count_or(const char *m)
+{
+    size_t n = 0;
+    for (const char *p = m; (p = strstr(p, " OR \"")) != NULL; p++)
+        n++;
+    return n;
+}
+
+/* Every word was OR-ed into the MATCH, however often: 10 KiB of words
+ * took 7 s, 60 KiB over two minutes (issue 15 item 4). A term now comes
+ * at most 3 times (a repeat is weight, as BM25 sums over terms), and at
+ * most 32 distinct terms, in the order typed. */
+static void test_fts_match_dedup_and_cap(void **state)
+{
+    (void)state;
+    kb_buf m, q;
+    kb_buf_init(&m, 0);
+    kb_buf_init(&q, 0);
+    assert_int_equal(kb_fts_build_match("shared memory, shared Memory and SHARED "
+                                        "cp.async cp.async shared", &m), KB_OK);
+    assert_string_equal(m.data, "\"shared\" OR \"memory\" OR \"shared\" OR \"memory\" OR "
+                                "\"shared\" OR (\"cp async\" OR idents : \"cpasync\") OR "
+                                "(\"cp async\" OR idents : \"cpasync\")");
+    kb_buf_reset(&m);
+    /* stop words alone: the same rule */
+    assert_int_equal(kb_fts_build_match("is it is it is it is", &m), KB_OK);
+    assert_string_equal(m.data, "\"is\" OR \"it\" OR \"is\" OR \"it\" OR \"is\" OR \"it\"");
+
+    /* 60 KiB of one word is three terms */
+    while (q.len < 60 * 1024)
+        tu_puts(&q, "occupancy ");
+    kb_buf_reset(&m);
+    assert_int_equal(kb_fts_build_match(q.data, &m), KB_OK);
+    assert_string_equal(m.data, "\"occupancy\" OR \"occupancy\" OR \"occupancy\"");
+
+    /* 2,000 distinct words: the first 32 */
+    kb_buf_reset(&q);
+    for (int i = 0; i < 2000; i++)
+        tu_printf(&q, "w%c%c%c ", 'a' + i % 26, 'a' + i / 26 % 26, 'a' + i / 676);
+    kb_buf_reset(&m);
+    assert_int_equal(kb_fts_build_match(q.data, &m), KB_OK);
+    assert_int_equal(count_or(m.data), 31);
+    assert_true(strncmp(m.data, "\"waaa\" OR \"wbaa\" OR ", 20) == 0);
+    assert_null(strstr(m.data, "\"wgba\""));   /* word 32 (0-based) */
+    kb_buf_release(&m);
+    kb_buf_release(&q);
+}
+
 static void test_fts_never_syntax_error(void **state)
 {
     (void)state;
@@ -290,8 +419,10 @@ int main(void)
         cmocka_unit_test(test_chunk_budget_and_code),
         cmocka_unit_test(test_chunk_tiny_section_and_papers),
         cmocka_unit_test(test_chunk_tiny_siblings_merge),
+        cmocka_unit_test(test_chunk_linear_and_bounded),
         cmocka_unit_test(test_fts_match_identifiers),
         cmocka_unit_test(test_fts_idents),
+        cmocka_unit_test(test_fts_match_dedup_and_cap),
         cmocka_unit_test(test_fts_never_syntax_error),
         cmocka_unit_test(test_store_schema),
         cmocka_unit_test(test_faiss_links),

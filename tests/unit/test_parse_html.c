@@ -320,6 +320,38 @@ static void test_truncated(void **state)
     free(path);
 }
 
+/* Markup nested past libxml2's 256 levels was cut there, its error hidden:
+ * everything after the deep part was dropped (issue 15 item 8). Now it
+ * is kept, and markup past the walker's own 512 levels keeps its text. */
+static void test_deep_nesting(void **state)
+{
+    (void)state;
+    static const int depths[] = { 255, 300, 600, 100000 };
+    for (size_t i = 0; i < sizeof depths / sizeof depths[0]; i++) {
+        kb_buf h;
+        kb_buf_init(&h, 0);
+        tu_puts(&h, "<html><body><h1>Deep page</h1><p>Before the deep part.</p>");
+        for (int d = 0; d < depths[i]; d++)
+            tu_puts(&h, "<div>");
+        tu_puts(&h, "<p>Inside <b>the</b> deep part.</p>");
+        for (int d = 0; d < depths[i]; d++)
+            tu_puts(&h, "</div>");
+        tu_puts(&h, "<h2 id=\"after\">After</h2><p>Text after the deep part.</p>"
+                    "</body></html>");
+        kb_doc doc;
+        kb_err err;
+        assert_int_equal(parse_str(h.data, h.len, &doc, &err), KB_OK);
+        if (!anywhere(&doc, "Inside the deep part."))
+            fail_msg("%d levels: the deep part's text is lost", depths[i]);
+        const kb_block *b = block_at(&doc, "after");
+        if (!b || !strstr(b->text, "Text after the deep part."))
+            fail_msg("%d levels: what follows the deep part is lost", depths[i]);
+        assert_string_equal(innermost(b), "After");
+        kb_doc_release(&doc);
+        kb_buf_release(&h);
+    }
+}
+
 static void test_binary(void **state)
 {
     (void)state;
@@ -534,6 +566,7 @@ int main(void)
         cmocka_unit_test(test_simple_fixture),
         cmocka_unit_test(test_dita_fixture),
         cmocka_unit_test(test_truncated),
+        cmocka_unit_test(test_deep_nesting),
         cmocka_unit_test(test_binary),
         cmocka_unit_test(test_empty),
         cmocka_unit_test(test_title_and_text),

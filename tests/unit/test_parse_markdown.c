@@ -306,6 +306,43 @@ static void test_papers_fixture(void **state)
     kb_doc_release(&doc);
 }
 
+/* A line that is only a paper's date has no title: it was written through
+ * a NULL title (SIGSEGV, issue 15 item 1); it is text, kept, no paper. */
+static void test_paper_date_alone(void **state)
+{
+    (void)state;
+    static const char *const inputs[] = {
+        "- [12/2023]\n", "[0026]\n", "[12/2023]", "\\[2024-01]   \n",
+    };
+    for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
+        kb_doc doc;
+        kb_doc_init(&doc);
+        kb_err err;
+        kb_err_clear(&err);
+        assert_int_equal(kb_parse_markdown(inputs[i], strlen(inputs[i]), "x.md",
+                                           &doc, &err), KB_OK);
+        assert_int_equal(tu_count_kind(&doc, KB_KIND_PAPER), 0);
+        assert_int_equal(doc.nblocks, 1);
+        assert_int_equal(doc.blocks[0].kind, KB_KIND_TEXT);
+        assert_non_null(strchr(doc.blocks[0].text, ']'));
+        kb_doc_release(&doc);
+    }
+
+    /* beside real entries, a date-only line is no paper, the others are */
+    static const char list[] = "[03/2024] Alpha Compiler [paper](https://a.example)\n"
+                               "[04/2024]\n"
+                               "[05/2024] Beta Kernels [code](https://b.example)\n";
+    kb_doc doc;
+    kb_doc_init(&doc);
+    kb_err err;
+    kb_err_clear(&err);
+    assert_int_equal(kb_parse_markdown(list, sizeof list - 1, "l.md", &doc, &err), KB_OK);
+    assert_int_equal(tu_count_kind(&doc, KB_KIND_PAPER), 2);
+    assert_non_null(find_paper(&doc, "Alpha Compiler"));
+    assert_non_null(find_paper(&doc, "Beta Kernels"));
+    kb_doc_release(&doc);
+}
+
 /* ------------------------------------------------------------ mirror */
 
 static void test_mirror_survey(void **state)
@@ -435,6 +472,7 @@ int main(void)
         cmocka_unit_test(test_explicit_anchors),
         cmocka_unit_test(test_sphinx_anchors),
         cmocka_unit_test(test_papers_fixture),
+        cmocka_unit_test(test_paper_date_alone),
         cmocka_unit_test(test_mirror_survey),
         cmocka_unit_test(test_mirror_nvidia),
     };
