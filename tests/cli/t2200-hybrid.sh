@@ -110,6 +110,7 @@ contains "$out" "no vectors"
 expect_json 0 kb query --json "thread block clusters"
 [ "$(json_get "$out" "j['mode']")" = lexical ] || fail "fallback mode"
 # a missing model: one clear error naming the fix
-expect_rc 1 env KB_MODEL_DIR="$KB_TMP/nomodel" "$KB_BIN" ingest -q --manifest "$MANIFEST" hopper-tuning-guide --force
+expect_rc 3 env KB_MODEL_DIR="$KB_TMP/nomodel" "$KB_BIN" ingest -q --manifest "$MANIFEST" hopper-tuning-guide --force
 contains "$out" "make deps"
+contains "$out" "stored but not embedded"
 echo ok
