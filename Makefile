@@ -4,6 +4,7 @@
 #   make deps       install packages, the FAISS C API and the model (idempotent)
 #   make test       deps, build, unit + CLI tests
 #   make check      the test suite under ASan + UBSan
+#   make fuzz       each fuzz target for FUZZ_SECONDS (60) under libFuzzer
 #   make demo       deps, build, ingest the mirror, answer a query
 #   make bench      the figures of BENCHMARKS.md
 #   make install PREFIX=/usr/local DESTDIR=
@@ -92,6 +93,8 @@ $(BUILD)/blas.stamp: FORCE
 
 # ---- kb-verify (CUDA driver API + NVRTC), only where a toolkit is found ----
 -include generator/verify.mk
+# ---- fuzz targets: replayed by make test, run by make fuzz ----
+include tests/fuzz/fuzz.mk
 
 deps:
 	$(Q)scripts/deps.sh
@@ -105,7 +108,7 @@ $(VENV)/.stamp: tests/requirements.txt
 	$(Q)touch $@
 
 test: deps
-	$(Q)$(MAKE) --no-print-directory all $(UNIT_BIN) $(VERIFY_TARGETS) $(VENV)/.stamp
+	$(Q)$(MAKE) --no-print-directory all $(UNIT_BIN) $(FUZZ_REPLAY) $(VERIFY_TARGETS) $(VENV)/.stamp
 	$(Q)scripts/check-layers.sh $(BUILD)
 	$(Q)tests/run.sh $(BUILD)
 
@@ -113,7 +116,7 @@ test: deps
 layers: all
 	$(Q)scripts/check-layers.sh $(BUILD)
 
-unit: all $(UNIT_BIN)
+unit: all $(UNIT_BIN) $(FUZZ_REPLAY)
 	$(Q)tests/run.sh $(BUILD) unit
 
 cli: all
@@ -123,7 +126,7 @@ check: deps
 	$(Q)$(MAKE) --no-print-directory BUILD=build-asan \
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
 	  LDFLAGS="-fsanitize=address,undefined" FAISS_CAPI=build/faiss-capi all \
-	  $(UNIT_SRC:tests/unit/%.c=build-asan/tests/%)
+	  $(UNIT_SRC:tests/unit/%.c=build-asan/tests/%) $(FUZZ_NAMES:%=build-asan/tests/test_fuzz_%)
 	$(Q)ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  tests/run.sh build-asan
 
@@ -144,4 +147,4 @@ install: all
 	$(if $(wildcard $(BUILD)/kb-verify),install -m 755 $(BUILD)/kb-verify $(DESTDIR)$(PREFIX)/bin/kb-verify)
 
 clean:
-	rm -rf $(BUILD)/obj $(BUILD)/tests $(BUILD)/kb $(BUILD)/kb-verify $(BUILD)/libkb.a build-asan
+	rm -rf $(BUILD)/obj $(BUILD)/tests $(BUILD)/kb $(BUILD)/kb-verify $(BUILD)/libkb.a build-asan build-fuzz

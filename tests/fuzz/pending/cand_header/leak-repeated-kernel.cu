@@ -1,0 +1,1 @@
+//kb-launch:kernel= kernel=

@@ -1,0 +1,2 @@
+/* a comment
+__global__ void k(int *p) { /* 
