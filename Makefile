@@ -143,6 +143,7 @@ install: all
 	install -m 755 $(BUILD)/kb $(DESTDIR)$(PREFIX)/bin/kb
 	install -d $(DESTDIR)$(PREFIX)/share/kb
 	install -m 644 corpus/sources.json $(DESTDIR)$(PREFIX)/share/kb/sources.json
+	cp -R corpus/tasks $(DESTDIR)$(PREFIX)/share/kb/
 	$(if $(wildcard $(BUILD)/kb-verify),install -m 755 $(BUILD)/kb-verify $(DESTDIR)$(PREFIX)/bin/kb-verify)
 
 clean:

@@ -14,52 +14,48 @@
 
 /* ------------------------------------------------------------------ one candidate */
 
-static void print_one(const kb_verify_result *r)
+/* The result as text on stdout (kb_verify_result_text). Returns KB_OK
+ * or KB_ERR_NOMEM with err set. */
+static kb_rc print_one(const kb_verify_result *r, kb_err *err)
 {
-    printf("%s: %s\n  %s\n", r->task, r->verdict_name, r->reason);
-    for (size_t i = 0; i < r->ntimings; i++) {
-        const kb_verify_timing *t = &r->timings[i];
-        printf("  %s: candidate %.4f ms, %s %.4f ms, roofline floor %.4f ms, "
-               "speedup %.2fx\n", t->shape, t->candidate_ms.median, t->baseline,
-               t->baseline_ms.median, t->floor_ms, t->speedup);
-    }
-    if (r->has_wall)
-        printf("  wall %.0f ms\n", r->wall_ms);
+    kb_buf b;
+    kb_buf_init(&b, 0);
+    kb_rc rc = kb_verify_result_text(r->json, &b);
+    if (rc == KB_OK)
+        fputs(b.data, stdout);
+    kb_buf_release(&b);
+    return rc == KB_OK ? KB_OK : kb_err_set(err, rc, "out of memory printing the result");
 }
 
-/* A task directory: DIR itself, or corpus/tasks/NAME. Caller frees. */
-static char *task_dir_for(const char *arg)
+/* The task directory arg names (kb_task_find), beside the manifest of
+ * cli's configuration first. Caller frees *dir. */
+static kb_rc find_task(const kb_cli *cli, const char *arg, char **dir, kb_err *err)
 {
-    char *j = kb_path_join(arg, "task.json");
-    int here = j && access(j, R_OK) == 0;
-    free(j);
-    if (here)
-        return kb_strdup(arg);
-    char *d = kb_path_join("corpus/tasks", arg);
-    j = d ? kb_path_join(d, "task.json") : NULL;
-    int there = j && access(j, R_OK) == 0;
-    free(j);
-    if (there)
-        return d;
-    free(d);
-    return NULL;
+    char *manifest = cli->config && cli->config->manifest
+                     ? kb_strdup(cli->config->manifest) : kb_manifest_default_path();
+    if (!manifest)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    kb_rc rc = kb_task_find(arg, manifest, dir, err);
+    free(manifest);
+    return rc;
 }
 
-/* The exit status for a verdict: 0 kept (correct, faster), 4 error, 1 else. */
+/* The exit status for a verdict: 0 kept (correct, faster; compiled when
+ * only compiling), 4 error, 1 else. */
 static int verdict_status(kb_verify_verdict v)
 {
-    return kb_verify_verdict_ok(v) ? 0 : v == KB_VERIFY_ERROR ? 4 : 1;
+    return kb_verify_verdict_ok(v) || v == KB_VERIFY_COMPILED ? 0
+           : v == KB_VERIFY_ERROR ? 4 : 1;
 }
 
-static int verify_one(kb_verifier *v, const char *task, const char *cand,
-                      int json)
+static int verify_one(const kb_cli *cli, kb_verifier *v, const char *task,
+                      const char *cand, int json)
 {
-    char *dir = task_dir_for(task);
-    if (!dir) {
-        fprintf(stderr, "kb: no task '%s' (a directory with task.json, or "
-                "a name under corpus/tasks)\n", task);
-        return 1;
-    }
+    kb_err err;
+    kb_err_clear(&err);
+    char *dir = NULL;
+    if (find_task(cli, task, &dir, &err) != KB_OK)
+        return kb_cli_fail(&err);
     if (access(cand, R_OK) != 0) {
         fprintf(stderr, "kb: cannot open '%s': %s\n", cand, strerror(errno));
         free(dir);
@@ -67,15 +63,13 @@ static int verify_one(kb_verifier *v, const char *task, const char *cand,
     }
     kb_verify_result r;
     kb_verify_result_init(&r);
-    kb_err err;
-    kb_err_clear(&err);
     kb_rc rc = kb_verifier_run(v, dir, cand, &r, &err);
     free(dir);
     if (rc == KB_OK && json) {
         rc = kb_cli_print_json(r.json, &err);
         r.json = NULL;   /* printed and freed */
     } else if (rc == KB_OK) {
-        print_one(&r);
+        rc = print_one(&r, &err);
     }
     int status = rc == KB_OK ? verdict_status(r.verdict) : kb_cli_fail(&err);
     kb_verify_result_release(&r);
@@ -97,7 +91,21 @@ typedef struct {
     suite_task *ts;
     size_t n, cap;
     size_t ncand;              /* candidates run, or results scored */
+    size_t nerror;             /* of them, ended in "error" */
+    char *first_error;         /* the first one's reason */
 } suite;
+
+/* Counts r into the suite's tally of results and errors. Returns KB_OK
+ * or KB_ERR_NOMEM. */
+static kb_rc tally(suite *s, const kb_verify_result *r)
+{
+    s->ncand++;
+    if (r->verdict != KB_VERIFY_ERROR)
+        return KB_OK;
+    if (s->nerror++ == 0 && !(s->first_error = kb_strdup(r->reason)))
+        return KB_ERR_NOMEM;
+    return KB_OK;
+}
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -246,7 +254,6 @@ static kb_rc find_candidates(suite *s, const char *cand_dir, kb_err *err)
         if (task_candidates(&s->ts[i], cand_dir) != KB_OK)
             return kb_err_set(err, KB_ERR_NOMEM, "out of memory finding the "
                               "candidates in '%s'", cand_dir);
-        s->ncand += s->ts[i].ncands;
     }
     return KB_OK;
 }
@@ -261,14 +268,14 @@ static kb_rc score_line(suite *s, const char *line)
     if (rc != KB_OK)
         return rc == KB_ERR_NOMEM ? rc : KB_OK;
     const char *base = strrchr(r.task, '/');
-    for (size_t i = 0; i < s->n; i++)
+    for (size_t i = 0; i < s->n && rc == KB_OK; i++)
         if (!strcmp(s->ts[i].name, base ? base + 1 : r.task)) {
-            s->ncand++;
+            rc = tally(s, &r);
             consider(&s->ts[i], &r);
             break;
         }
     kb_verify_result_release(&r);
-    return KB_OK;
+    return rc;
 }
 
 /* The results in the file at path scored; a file that cannot be read is
@@ -330,6 +337,10 @@ static kb_rc run_candidates(suite *s, kb_verifier *v, int json, kb_err *err)
             if (!json)
                 fprintf(stderr, "%-12s %-14s %s\n", s->ts[i].name,
                         r.verdict_name, s->ts[i].cands[k]);
+            if (tally(s, &r) != KB_OK) {
+                kb_verify_result_release(&r);
+                return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+            }
             consider(&s->ts[i], &r);
         }
     return KB_OK;
@@ -426,6 +437,7 @@ static void suite_release(suite *s)
         kb_verify_result_release(&t->best);
     }
     free(s->ts);
+    free(s->first_error);
     memset(s, 0, sizeof *s);
 }
 
@@ -460,6 +472,19 @@ static int run_suite(const kb_command *self, const char *suite_dir,
         fprintf(stderr, "kb %s: no tasks (task.json) under '%s'\n", self->name,
                 suite_dir);
         status = 1;
+    } else if (rc == KB_OK && s.ncand == 0) {
+        fprintf(stderr, results ? "kb %s: no results of the suite's tasks in '%s'\n"
+                : "kb %s: no candidates in '%s' (TASK.cu, TASK/*.cu or "
+                "TASK/candidates/*.cu for a task of the suite)\n", self->name,
+                results ? results : cand_dir);
+        status = 1;
+    } else if (rc == KB_OK && s.nerror == s.ncand) {
+        /* no verdict on any kernel: the scores above mean nothing */
+        fprintf(stderr, "kb %s: %s %zu candidate%s ended in 'error' (no "
+                "verdict on any kernel): %s\n", self->name,
+                s.ncand > 1 ? "all" : "the", s.ncand, s.ncand > 1 ? "s" : "",
+                s.first_error);
+        status = 4;
     }
 out:
     if (rc != KB_OK)
@@ -488,6 +513,8 @@ int cmd_verify(int argc, char **argv, const kb_cli *cli, const kb_command *self)
             opts.serve = 1;
         else if (!strcmp(a, "--no-timing"))
             opts.no_timing = 1;
+        else if (!strcmp(a, "--compile-only"))
+            opts.compile_only = 1;
         else if (!strcmp(a, "--suite") && i + 1 < argc)
             suite_dir = argv[++i];
         else if (!strcmp(a, "--candidates") && i + 1 < argc)
@@ -517,7 +544,7 @@ int cmd_verify(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     if (kb_verifier_open(&opts, &v, &err) != KB_OK)
         return kb_cli_fail(&err);
     int status = suite_dir ? run_suite(self, suite_dir, cands, results, v, json)
-                           : verify_one(v, pos[0], pos[1], json);
+                           : verify_one(cli, v, pos[0], pos[1], json);
     kb_verifier_free(v);
     return status;
 }

@@ -1,6 +1,7 @@
 /* task.c - kernel tasks: task.json, size expressions, launch overrides in
- * candidate source, source refusal, fast_p. Plain C (cJSON): kb never
- * links CUDA; kb-verify links this from libkb.a. */
+ * candidate source, source refusal, fast_p, finding a task by name, a
+ * result as text. Plain C (cJSON): kb never links CUDA; kb-verify links
+ * this from libkb.a. */
 #include "generator/task.h"
 
 #include <cjson/cJSON.h>
@@ -9,6 +10,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------------ dtypes */
 
@@ -1038,4 +1040,183 @@ void kb_verify_fast_p(const char *const *verdicts, const double *speedups,
         }
         out[j] = ntasks ? (double)k / (double)ntasks : 0.0;
     }
+}
+
+/* ------------------------------------------------------------------ finding a task */
+
+/* Appends dir/tail to the places (a list of NUL-separated paths in
+ * looked) unless it is there already; returns 1 if it holds a task.json
+ * (a new place), 0 if not, -1 out of memory. The path goes to *found. */
+static int try_place(kb_buf *looked, const char *dir,
+                     const char *tail, char **found)
+{
+    char *p = dir ? kb_path_join(dir, tail) : kb_strdup(tail);
+    if (!p)
+        return -1;
+    for (size_t off = 0; off < looked->len; off += strlen(looked->data + off) + 1)
+        if (strcmp(looked->data + off, p) == 0) {
+            free(p);
+            return 0;
+        }
+    if (kb_buf_append(looked, p, strlen(p) + 1) != KB_OK) {
+        free(p);
+        return -1;
+    }
+    char *j = kb_path_join(p, "task.json");
+    int here = j ? access(j, R_OK) == 0 : -1;
+    free(j);
+    if (here != 1)
+        free(p);
+    else
+        *found = p;
+    return here;
+}
+
+/* p (taken) resolved to its real path when it exists, so that one folder
+ * reached two ways is looked in once and said plainly */
+static char *real_path(char *p)
+{
+    char *r = p ? realpath(p, NULL) : NULL;
+    if (!r)
+        return p;
+    free(p);
+    return r;
+}
+
+kb_rc kb_task_find(const char *arg, const char *manifest, char **dir, kb_err *err)
+{
+    *dir = NULL;
+    kb_buf looked;
+    kb_buf_init(&looked, 0);
+    int got = try_place(&looked, NULL, arg, dir);
+    /* a name, not a path: the tasks folders that kb knows of */
+    char *roots[3] = { NULL, kb_strdup("corpus"), NULL };
+    if (manifest) {
+        const char *slash = strrchr(manifest, '/');
+        roots[0] = slash ? kb_strndup(manifest, (size_t)(slash - manifest + 1))
+                         : kb_strdup(".");
+    }
+    char *exe = kb_exe_dir();
+    roots[2] = exe ? kb_path_join(exe, "../share/kb") : NULL;
+    free(exe);
+    char *tail = kb_path_join("tasks", arg);
+    for (size_t i = 0; i < 3; i++) {
+        roots[i] = real_path(roots[i]);
+        if (got == 0 && !strchr(arg, '/') && roots[i])
+            got = tail ? try_place(&looked, roots[i], tail, dir) : -1;
+        free(roots[i]);
+    }
+    free(tail);
+    kb_rc rc = KB_OK;
+    if (got < 0) {
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory looking for task '%s'", arg);
+    } else if (got == 0) {
+        /* the places, quoted, in the order looked */
+        kb_buf where;
+        kb_buf_init(&where, 0);
+        kb_rc wr = KB_OK;
+        for (size_t off = 0; wr == KB_OK && off < looked.len;
+             off += strlen(looked.data + off) + 1)
+            wr = kb_buf_printf(&where, "%s'%s'", off ? ", " : "", looked.data + off);
+        rc = kb_err_set(err, KB_ERR_NOTFOUND, "no task '%s' (a directory with "
+                        "task.json): looked in %s", arg,
+                        wr == KB_OK ? where.data : "too many places to list");
+        kb_buf_release(&where);
+    }
+    kb_buf_release(&looked);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ a result as text */
+
+static const char *res_str(const cJSON *o, const char *k)
+{
+    const char *s = cJSON_GetStringValue(cJSON_GetObjectItem(o, k));
+    return s ? s : "";
+}
+
+static double res_num(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItem(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+/* log's lines, each after prefix; with only set, just those holding it */
+static kb_rc text_lines(kb_buf *b, const char *log, const char *prefix,
+                        const char *only)
+{
+    kb_rc rc = KB_OK;
+    for (const char *p = log; rc == KB_OK && p && *p;) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        char *line = kb_strndup(p, len);
+        if (!line)
+            return KB_ERR_NOMEM;
+        if (len && (!only || strstr(line, only)))
+            rc = kb_buf_printf(b, "%s%s\n", prefix, line);
+        free(line);
+        p = e ? e + 1 : NULL;
+    }
+    return rc;
+}
+
+/* "kernel K: 31 registers, 0 B static shared memory, ..." of what the
+ * compile reported (ptxas's figures, and the driver's once it ran) */
+static kb_rc text_kernel(kb_buf *b, const cJSON *k)
+{
+    static const struct { const char *key, *fmt; } parts[] = {
+        { "registers", "%s%.0f registers" },
+        { "shared_static_bytes", "%s%.0f B static shared memory" },
+        { "local_bytes", "%s%.0f B local memory" },
+        { "stack_bytes", "%s%.0f B stack" },
+        { "max_threads_per_block", "%s%.0f threads a block at most" },
+    };
+    kb_rc rc = kb_buf_printf(b, "  kernel %s:", res_str(k, "name"));
+    const char *sep = " ";
+    for (size_t i = 0; rc == KB_OK && i < sizeof parts / sizeof parts[0]; i++)
+        if (cJSON_IsNumber(cJSON_GetObjectItem(k, parts[i].key))) {
+            rc = kb_buf_printf(b, parts[i].fmt, sep, res_num(k, parts[i].key));
+            sep = ", ";
+        }
+    if (rc == KB_OK && cJSON_GetObjectItem(k, "spill_store_bytes")) {
+        double st = res_num(k, "spill_store_bytes"), ld = res_num(k, "spill_load_bytes");
+        rc = st || ld ? kb_buf_printf(b, "%sspills: %.0f B stored, %.0f B loaded", sep, st, ld)
+                      : kb_buf_printf(b, "%sno spills", sep);
+    }
+    return rc == KB_OK ? kb_buf_putc(b, '\n') : rc;
+}
+
+kb_rc kb_verify_result_text(const cJSON *res, kb_buf *out)
+{
+    const cJSON *cj = cJSON_GetObjectItem(res, "compile"), *it;
+    const char *verdict = res_str(res, "verdict");
+    kb_rc rc = kb_buf_printf(out, "%s: %s\n  %s\n", res_str(res, "task"), verdict,
+                             res_str(res, "reason"));
+    /* NVRTC's log: whole when it did not compile, else its warnings */
+    if (rc == KB_OK && cj && !cJSON_IsTrue(cJSON_GetObjectItem(cj, "ok")))
+        rc = kb_buf_puts(out, "  NVRTC's log:\n");
+    if (rc == KB_OK && cj)
+        rc = cJSON_IsTrue(cJSON_GetObjectItem(cj, "ok"))
+             ? text_lines(out, res_str(cj, "log"), "  NVRTC: ", "warning")
+             : text_lines(out, res_str(cj, "log"), "    ", NULL);
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(cj, "kernels"))
+        if (rc == KB_OK)
+            rc = text_kernel(out, it);
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(res, "timings"))
+        if (rc == KB_OK)
+            rc = kb_buf_printf(out, "  %s: candidate %.4f ms, %s %.4f ms, roofline "
+                               "floor %.4f ms, speedup %.2fx\n", res_str(it, "shape"),
+                               res_num(cJSON_GetObjectItem(it, "candidate_ms"), "median"),
+                               res_str(it, "baseline"),
+                               res_num(cJSON_GetObjectItem(it, "baseline_ms"), "median"),
+                               res_num(it, "floor_ms"), res_num(it, "speedup"));
+    if (rc == KB_OK && cJSON_IsBool(cJSON_GetObjectItem(res, "matches_library")))
+        rc = kb_buf_printf(out, "  %s the library: %.3fx (parity is within 3%% "
+                           "either way)\n",
+                           cJSON_IsTrue(cJSON_GetObjectItem(res, "matches_library"))
+                           ? "matches" : "does not match",
+                           res_num(res, "library_ratio"));
+    if (rc == KB_OK && cJSON_IsNumber(cJSON_GetObjectItem(res, "wall_ms")))
+        rc = kb_buf_printf(out, "  wall %.0f ms\n", res_num(res, "wall_ms"));
+    return rc;
 }

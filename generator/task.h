@@ -14,6 +14,8 @@
 
 #include "kb/kb.h"
 
+#include <cjson/cJSON.h>
+
 /* A kernel task (corpus/tasks/<name>/task.json + reference.cu), parsed in
  * plain C so that kb never links CUDA; kb-verify links this too. The
  * format is documented in README.md ("GPU verification"). */
@@ -147,5 +149,20 @@ int kb_verify_refuse(const char *src, kb_buf *why);
 void kb_verify_fast_p(const char *const *verdicts, const double *speedups,
                       size_t ntasks, const double *ps, size_t np,
                       double *out);
+
+/* Finds the task directory that arg names: arg itself when it holds a
+ * task.json; else, for a name (no '/'), tasks/NAME beside the manifest
+ * (when manifest is given: kb_config's, or the default one), then under
+ * corpus/ (the working directory) and PREFIX/share/kb/ (beside an
+ * installed PREFIX/bin). On success *dir is the caller's to free; else
+ * KB_ERR_NOTFOUND with every place looked in, or KB_ERR_NOMEM. */
+kb_rc kb_task_find(const char *arg, const char *manifest, char **dir, kb_err *err);
+
+/* Appends kb-verify's result res (its JSON) as text to out: the task,
+ * verdict and reason; NVRTC's log when the candidate did not compile (its
+ * warnings when it did); each kernel's registers, shared and local memory
+ * and spills; each timed shape; parity with a library baseline; the wall
+ * time. KB_ERR_NOMEM past out's cap. */
+kb_rc kb_verify_result_text(const cJSON *res, kb_buf *out) KB_MUST_CHECK;
 
 #endif /* KB_TASK_H */

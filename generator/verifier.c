@@ -173,6 +173,10 @@ static kb_rc result_from_json(cJSON *json, kb_verify_result *out, kb_err *err)
     const cJSON *x = cJSON_GetObjectItem(json, "speedup_geomean");
     out->has_speedup = cJSON_IsNumber(x);
     out->speedup_geomean = num(json, "speedup_geomean");
+    x = cJSON_GetObjectItem(json, "matches_library");
+    out->has_library = cJSON_IsBool(x);
+    out->matches_library = cJSON_IsTrue(x);
+    out->library_ratio = num(json, "library_ratio");
     x = cJSON_GetObjectItem(json, "wall_ms");
     out->has_wall = x != NULL;
     out->wall_ms = num(json, "wall_ms");
@@ -397,9 +401,6 @@ static char *default_path(void)
 kb_rc kb_verifier_open(const kb_verifier_opts *opts, kb_verifier **out, kb_err *err)
 {
     *out = NULL;
-    if (opts->compile_only && opts->serve)
-        return kb_err_set(err, KB_ERR_USAGE, "kb-verify --serve does not "
-                          "compile only: run it one-shot");
     kb_verifier *v = calloc(1, sizeof *v);
     if (!v)
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
@@ -508,6 +509,8 @@ static int send_request(kb_verifier *v, const char *task_dir, const char *cand)
     cJSON_AddStringToObject(req, "candidate", cand);
     if (v->opts.no_timing)
         cJSON_AddBoolToObject(req, "no_timing", 1);
+    if (v->opts.compile_only)
+        cJSON_AddBoolToObject(req, "compile_only", 1);
     char *s = cJSON_PrintUnformatted(req);
     cJSON_Delete(req);
     if (!s)

@@ -91,6 +91,9 @@ typedef struct {
     char *reason;
     int has_speedup;           /* speedup_geomean is there: it was timed */
     double speedup_geomean;
+    int has_library;           /* timed against a library (cuBLAS): */
+    int matches_library;       /* within 3% of it either way */
+    double library_ratio;      /* the library's time over the candidate's */
     int has_wall;
     double wall_ms;            /* kb-verify's own time for it */
     int sticky_error;          /* it left kb-verify's CUDA context unusable */
@@ -122,13 +125,13 @@ typedef struct {
                                   child's start included (<= 0: 120) */
     int serve;                 /* one kb-verify --serve for every run */
     int no_timing;             /* correctness only */
-    int compile_only;          /* NVRTC only, no GPU (not with serve) */
+    int compile_only;          /* NVRTC only, no GPU (with serve: asked
+                                  per request) */
 } kb_verifier_opts;
 
 void kb_verifier_opts_init(kb_verifier_opts *o);
 /* A runner for opts (copied). Nothing starts yet: a --serve child starts
- * with the first run. KB_ERR_USAGE for compile_only with serve. *out is
- * freed with kb_verifier_free. */
+ * with the first run. *out is freed with kb_verifier_free. */
 kb_rc kb_verifier_open(const kb_verifier_opts *opts, kb_verifier **out,
                        kb_err *err);
 /* The kb-verify it runs. */

@@ -91,8 +91,15 @@ kb_rc kb_parse_cuda(const char *data, size_t len, const char *path,
                     kb_doc *doc, kb_err *err);
 kb_rc kb_parse_text(const char *data, size_t len, const char *path,
                     kb_doc *doc, kb_err *err);
-/* Picks a parser from the file name (extension), else from format hint
- * ("html", "markdown", "rst", "cuda-source", "text"), else by sniffing.
+/* parse_skill.c: a SKILL.md (skills/skill.h) as blocks of kind skill: the
+ * heading "NAME (STATUS, SPEEDUPx)", the description with a line of the
+ * skill's metadata and "When to apply" first, then the other sections. A
+ * SKILL.md that does not parse is KB_ERR_PARSE with its file:line. */
+kb_rc kb_parse_skill(const char *data, size_t len, const char *path,
+                     kb_doc *doc, kb_err *err);
+/* Picks a parser from the file name (SKILL.md, else the extension), else
+ * from format hint ("html", "markdown", "rst", "cuda-source", "text"),
+ * else by sniffing.
  * Returns NULL for a file kb does not ingest (images, binaries). */
 kb_parse_fn kb_parser_for(const char *path, const char *format_hint);
 /* The GitHub-style slug of a heading ("Loop Counters: Signed" ->

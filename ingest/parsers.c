@@ -188,6 +188,8 @@ kb_parse_fn kb_parser_for(const char *path, const char *format_hint)
 {
     if (!path)
         path = "";
+    if (strcmp(kb_ingest_basename(path), "SKILL.md") == 0)
+        return kb_parse_skill;     /* a skill of the library, through skills/ */
     int skip = 0;
     char ext[16];
     kb_parse_fn fn = by_extension(extension(path, ext, sizeof ext), &skip);

@@ -75,6 +75,9 @@ int cmd_sources(int, char **, const kb_cli *, const kb_command *);
 int cmd_papers(int, char **, const kb_cli *, const kb_command *);
 int cmd_eval(int, char **, const kb_cli *, const kb_command *);
 int cmd_verify(int, char **, const kb_cli *, const kb_command *);
+int cmd_skill(int, char **, const kb_cli *, const kb_command *);
+int cmd_serve(int, char **, const kb_cli *, const kb_command *);
+int cmd_mcp(int, char **, const kb_cli *, const kb_command *);
 
 /* query/cmd_tool.c: the --json of a command that is a tool (kb.h,
  * "tools"): runs the tool named tool with args on the KB of the command

@@ -30,6 +30,8 @@ struct kb_config {
     char *llm_url;           /* KB_LLM_URL: the generator's LLM endpoint */
     char *llm_model;         /* KB_LLM_MODEL */
     char *llm_api_key;       /* KB_LLM_API_KEY: never printed */
+    char *serve_token;       /* KB_SERVE_TOKEN: kb serve's bearer token,
+                                never printed */
     int no_color;            /* NO_COLOR set and not empty */
 };
 

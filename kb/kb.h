@@ -20,6 +20,9 @@
  * even through a (void) cast. */
 #define KB_MUST_CHECK __attribute__((warn_unused_result))
 
+/* kb's version, as `kb --version` and the servers report it. */
+#define KB_VERSION "0.1.0"
+
 /* ------------------------------------------------------------------ errors */
 
 typedef enum {
@@ -324,9 +327,33 @@ typedef enum { KB_MODE_HYBRID = 0, KB_MODE_LEXICAL, KB_MODE_VECTOR } kb_mode;
 const char *kb_mode_name(kb_mode mode);
 int kb_mode_parse(const char *name, kb_mode *out);
 
+/* A sub-query: the caller's own rewrite of the question, searched as a
+ * list of its own and fused with the query's lists like hybrid's (a
+ * lexical list weighs 1, a vector list less). lex: keywords (FTS5); vec:
+ * a question or phrase, embedded; hyde: a hypothetical passage written in
+ * the documents' own words, embedded. */
+typedef enum { KB_SEARCH_LEX = 0, KB_SEARCH_VEC, KB_SEARCH_HYDE } kb_search_type;
+
+typedef struct {
+    kb_search_type type;
+    const char *text;
+} kb_search;
+
+#define KB_QUERY_MAX_SEARCHES 10
+
+/* "lex", "vec", "hyde". */
+const char *kb_search_type_name(kb_search_type type);
+/* Returns 0 and sets *out, or -1 if name is no type. */
+int kb_search_type_parse(const char *name, kb_search_type *out);
+
 typedef struct {
     const char *text;
     kb_mode mode;
+    const kb_search *searches;             /* sub-queries fused with the
+                                              query's lists; the vector
+                                              ones are dropped on a KB
+                                              without vectors */
+    size_t nsearches;                      /* at most KB_QUERY_MAX_SEARCHES */
     int k;                                 /* results wanted, default 10 */
     kb_filter filter;                      /* sources and kinds */
     int snippet;                           /* 1: text is a snippet, 0: whole */
@@ -349,6 +376,7 @@ typedef struct {
     char *path;               /* mirror-relative, local path, or "" */
     kb_kind kind;
     char *text;
+    char *version;            /* the source's version ("" when it has none) */
     int lexical_rank;         /* 0: not in that list */
     int vector_rank;
     double lexical_score;
@@ -379,6 +407,7 @@ typedef struct {
     char *id;
     char *title;
     char *url;
+    char *version;             /* the manifest's, "" when it gives none */
     size_t documents, chunks, papers;
     long long last_ingest;     /* unix time, 0 if never */
     char *last_error;          /* NULL if the last ingest succeeded */
@@ -402,7 +431,8 @@ kb_rc kb_get_chunk(kb_store *store, int64_t chunk_id, int whole_section,
                    kb_results *out, kb_err *err);
 
 /* Paper records, optionally only those whose section path contains
- * section (case-insensitive). */
+ * section, and those whose title or section holds every one of words
+ * (split at spaces); both case-insensitive, NULL for none. */
 typedef struct {
     int64_t chunk_id;
     char *date;
@@ -416,8 +446,8 @@ typedef struct {
     size_t n;
 } kb_paper_list;
 
-kb_rc kb_papers_list(kb_store *store, const char *section, kb_paper_list *out,
-                     kb_err *err);
+kb_rc kb_papers_list(kb_store *store, const char *section, const char *words,
+                     kb_paper_list *out, kb_err *err);
 void kb_paper_list_release(kb_paper_list *l);
 
 /* ------------------------------------------------------------------ tools */
@@ -446,7 +476,15 @@ typedef struct {
     kb_embedder *emb;      /* the query embedder; NULL: the store's default,
                               opened on first use and kept with the store */
     const kb_config *config;   /* where that default comes from */
+    int budget_tokens;     /* the token budget of a search or get result
+                              when the call names none: kb mcp's is
+                              KB_TOOL_BUDGET_DEFAULT, 0 is none (kb query
+                              --json, the REST API) */
 } kb_tool_ctx;
+
+/* What an agent's context gets by default: a result under ~8,000 tokens
+ * (Claude Code warns at 10,000). */
+#define KB_TOOL_BUDGET_DEFAULT 8000
 
 /* A handler: runs the operation with args (an object already checked
  * against the tool's input_schema by kb_tool_run) and sets *out to the

@@ -28,11 +28,18 @@ static const kb_command commands[] = {
       "  --kind K          only text, code, table, paper or skill (repeatable)\n"
       "  --json            one JSON object (see README)\n"
       "  --explain         show each list's rank and score\n"
-      "  --full            print whole chunks instead of snippets\n" },
-    { "get", cmd_get, "kb get [--json] [--section] CHUNK_ID",
+      "  --full            print whole chunks instead of snippets\n"
+      "  --lex TEXT        also search these keywords, fused (repeatable)\n"
+      "  --vec TEXT        also search this phrase by meaning (repeatable)\n"
+      "  --hyde TEXT       also search by a hypothetical passage (repeatable);\n"
+      "                    at most 10 of --lex, --vec, --hyde\n"
+      "  --budget TOKENS   with --json: whole results, best first, within about\n"
+      "                    TOKENS tokens (1000-200000; default: no limit)\n" },
+    { "get", cmd_get, "kb get [--json [--budget TOKENS]] [--section] CHUNK_ID",
       "print a whole chunk, or with --section its whole section",
       "  --section         print every chunk of the chunk's section\n"
-      "  --json            print JSON\n" },
+      "  --json            print JSON\n"
+      "  --budget TOKENS   with --json: the chunks that fit about TOKENS tokens\n" },
     { "status", cmd_status, "kb status [--json]",
       "show the KB: sources, documents, chunks, last ingest, size",
       "  --json            print JSON\n" },
@@ -40,16 +47,24 @@ static const kb_command commands[] = {
       "list the manifest's sources and each one's state in the KB",
       "  --manifest FILE   sources manifest (default corpus/sources.json)\n"
       "  --json            print JSON\n" },
-    { "papers", cmd_papers, "kb papers [--section S] [--json]",
+    { "papers", cmd_papers, "kb papers [--section S] [--words W] [--json [--budget TOKENS]]",
       "list the literature list's paper records",
       "  --section S       only papers whose section path contains S\n"
-      "  --json            print JSON\n" },
+      "  --words W         only papers whose title or section holds every word of W\n"
+      "  --json            print JSON\n"
+      "  --budget TOKENS   with --json: the records that fit about TOKENS tokens\n" },
     { "eval", cmd_eval, "kb eval [options] QRELS.json",
       "measure retrieval against relevance judgments",
       "  --mode M          lexical, vector, hybrid or all (default all)\n"
       "  --k N             cut-off (default 10)\n"
       "  --json            print JSON\n"
       "  --verbose         per-query results\n" },
+    { "mcp", cmd_mcp, "kb mcp [--allow-verify [--tasks DIR] [--timeout S]]",
+      "serve the KB to coding agents over MCP (stdio; see README)",
+      "  --allow-verify    also serve the verify tool, which runs candidate\n"
+      "                    kernels on this machine's GPU (kb-verify)\n"
+      "  --tasks DIR       verify's tasks (default: where kb verify finds them)\n"
+      "  --timeout S       verify's wall-clock limit per candidate (default 120)\n" },
     { "verify", cmd_verify,
       "kb verify [options] TASK CANDIDATE.cu | --suite DIR --candidates DIR",
       "verify a candidate kernel on the GPU (runs kb-verify), or a task suite",
@@ -59,7 +74,61 @@ static const kb_command commands[] = {
       "  --results DIR     score kb-verify JSON results saved in DIR instead\n"
       "  --serve           one kb-verify --serve process for all candidates\n"
       "  --no-timing       correctness only\n"
+      "  --compile-only    NVRTC only: no GPU needed, nothing runs\n"
       "  --timeout S       wall-clock limit per candidate (default 120)\n" },
+    { "skill", cmd_skill, "kb skill SUBCOMMAND [options] (lint, new, verify, approve, "
+      "retire, list, show, export, search)",
+      "the skill library: lint, create, verify on the GPU, approve, retire, list, export, search",
+      "  lint [PATH...]          check SKILL.md, kb-task, kernel.cu (compiled with\n"
+      "                          kb-verify), evidence.json, deep links (with a KB),\n"
+      "                          dominance; 'file:line: error: ...', exit 1 on errors\n"
+      "      --no-compile        do not compile the kernels\n"
+      "      --strict            warnings fail too\n"
+      "  new NAME --task T       a draft with the sections to fill\n"
+      "      --from FILE         its kernel.cu\n"
+      "      --author WHO        kb-author\n"
+      "      --description TEXT  the description (else a TODO)\n"
+      "  verify NAME...|--all    run kb-verify on kernel.cu, append the result to\n"
+      "                          evidence.json, set kb-status and kb-speedup\n"
+      "      --timeout S         wall-clock limit per kernel (default 120)\n"
+      "      --from-result FILE  import a kb-verify result made elsewhere (JSON or\n"
+      "                          JSON lines) instead of a run; the one for the\n"
+      "                          skill's task and kernel hash is taken\n"
+      "      --device-info FILE  with --from-result: the device (kb-verify\n"
+      "                          --device-info --json) for the record\n"
+      "  approve NAME --reviewer WHO   a verified skill, approved (the human step)\n"
+      "  retire NAME --reason TEXT     retired: kept, never deleted\n"
+      "  list                    the skills, retired ones hidden\n"
+      "      --status S          draft, verified, approved or retired\n"
+      "      --task T            those of one task\n"
+      "      --all               retired ones too\n"
+      "  show NAME               one skill with its evidence\n"
+      "  export DIR              skills an agent loads as-is (.claude/skills, ...)\n"
+      "      --status S          verified (and approved; default) or approved\n"
+      "  search TEXT...          skills in the KB (ingested: kind skill), one hit each\n"
+      "      --arch A            kb-arch holds A (sm_90; 'sm_80+' holds sm_90)\n"
+      "      --dtype D, --ops O  kb-dtype, kb-ops hold D, O\n"
+      "      --status S          only these (retired ones only when asked: --all)\n"
+      "      --k N, --mode M     skills wanted (default 10); hybrid, lexical, vector\n"
+      "common options:\n"
+      "  --dir DIR               the library (default corpus/skills)\n"
+      "  --tasks DIR             the tasks (lint, new, verify; default corpus/tasks)\n"
+      "  --json                  print JSON (every subcommand but approve, retire)\n" },
+    { "serve", cmd_serve, "kb serve [options]",
+      "serve the KB over HTTP: REST endpoints for other agents (see README)",
+      "  --listen ADDR:PORT  where to listen (default 127.0.0.1:8377; port 0\n"
+      "                      picks a free one; [::1]:PORT for IPv6); the URL\n"
+      "                      is printed on stdout\n"
+      "  --token-file FILE   ask for 'Authorization: Bearer TOKEN', the token\n"
+      "                      being FILE's first line ($KB_SERVE_TOKEN)\n"
+      "  --threads N         worker threads, each with its own store and\n"
+      "                      embedder (default: one per online CPU)\n"
+      "  --max-body BYTES    request body cap, 413 beyond (default 1048576)\n"
+      "  --timeout S         close a connection idle this long (default 30)\n"
+      "  --max-connections N connections held at once (default 4096)\n"
+      "  --drain-timeout S   on SIGTERM or SIGINT, wait this long for the\n"
+      "                      requests in flight (default 10), then exit 0\n"
+      "  -q                  no access log (one line per request on stderr)\n" },
 };
 static const size_t ncommands = sizeof commands / sizeof commands[0];
 
@@ -131,7 +200,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(name, "--version") == 0) {
-        printf("kb 0.1.0\n");
+        printf("kb %s\n", KB_VERSION);
         return 0;
     }
     const kb_command *cmd = NULL;

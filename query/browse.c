@@ -1,6 +1,7 @@
 /* browse.c - looking around a KB: status, one chunk or section, papers. */
 #include "query/query_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +16,7 @@ kb_rc kb_store_status(kb_store *store, kb_status *out, kb_err *err)
     memset(out, 0, sizeof *out);
     sqlite3_stmt *st = NULL;
     kb_rc rc = kb_store_prepare(store,
-        "SELECT s.id, s.title, s.url, s.last_ingest, s.last_error,"
+        "SELECT s.id, s.title, s.url, s.last_ingest, s.last_error, s.version,"
         " (SELECT count(*) FROM documents d WHERE d.source_id = s.id),"
         " (SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.document_id"
         "   WHERE d.source_id = s.id),"
@@ -37,9 +38,10 @@ kb_rc kb_store_status(kb_store *store, kb_status *out, kb_err *err)
         s->url = col_dup(st, 2);
         s->last_ingest = sqlite3_column_int64(st, 3);
         s->last_error = sqlite3_column_type(st, 4) == SQLITE_NULL ? NULL : col_dup(st, 4);
-        s->documents = (size_t)sqlite3_column_int64(st, 5);
-        s->chunks = (size_t)sqlite3_column_int64(st, 6);
-        s->papers = (size_t)sqlite3_column_int64(st, 7);
+        s->version = col_dup(st, 5);
+        s->documents = (size_t)sqlite3_column_int64(st, 6);
+        s->chunks = (size_t)sqlite3_column_int64(st, 7);
+        s->papers = (size_t)sqlite3_column_int64(st, 8);
         out->documents += s->documents;
         out->chunks += s->chunks;
         out->papers += s->papers;
@@ -67,6 +69,7 @@ void kb_status_release(kb_status *s)
         free(s->sources[i].id);
         free(s->sources[i].title);
         free(s->sources[i].url);
+        free(s->sources[i].version);
         free(s->sources[i].last_error);
     }
     free(s->sources);
@@ -92,11 +95,10 @@ kb_rc kb_get_chunk(kb_store *store, int64_t chunk_id, int whole_section,
     memset(out, 0, sizeof *out);
     sqlite3_stmt *st = NULL;
     const char *sql = whole_section
-        ? "SELECT " KB_RESULT_COLUMNS " FROM chunks c JOIN documents d ON d.id ="
-          " c.document_id JOIN chunks me ON me.id = ?1 WHERE c.document_id ="
+        ? "SELECT " KB_RESULT_COLUMNS " FROM " KB_RESULT_TABLES
+          " JOIN chunks me ON me.id = ?1 WHERE c.document_id ="
           " me.document_id AND c.heading_path = me.heading_path ORDER BY c.ord"
-        : "SELECT " KB_RESULT_COLUMNS " FROM chunks c JOIN documents d ON d.id ="
-          " c.document_id WHERE c.id = ?1";
+        : "SELECT " KB_RESULT_COLUMNS " FROM " KB_RESULT_TABLES " WHERE c.id = ?1";
     kb_rc rc = kb_store_prepare(store, sql, &st, err);
     if (rc != KB_OK)
         return rc;
@@ -109,15 +111,37 @@ kb_rc kb_get_chunk(kb_store *store, int64_t chunk_id, int whole_section,
         rc = kb_store_db_error(store, err, "read the chunk");
     sqlite3_finalize(st);
     if (rc == KB_OK && out->n == 0)
-        rc = kb_err_set(err, KB_ERR_NOTFOUND, "no chunk %lld in this KB",
+        rc = kb_err_set(err, KB_ERR_NOTFOUND, "no chunk %lld in this KB; pass a chunk_id "
+                        "that search returned",
                         (long long)chunk_id);
     if (rc != KB_OK)
         kb_results_release(out);
     return rc;
 }
 
-kb_rc kb_papers_list(kb_store *store, const char *section, kb_paper_list *out,
-                     kb_err *err)
+/* 1 when every word of words (split at spaces) is in title or section,
+ * case-insensitive. */
+static int has_words(const char *title, const char *section, const char *words)
+{
+    char w[256];
+    title = title ? title : "";
+    section = section ? section : "";
+    for (const char *p = words; p && *p;) {
+        while (*p == ' ')
+            p++;
+        size_t n = strcspn(p, " ");
+        if (n == 0)
+            break;
+        snprintf(w, sizeof w, "%.*s", (int)(n < sizeof w ? n : sizeof w - 1), p);
+        if (!strcasestr(title, w) && !strcasestr(section, w))
+            return 0;
+        p += n;
+    }
+    return 1;
+}
+
+kb_rc kb_papers_list(kb_store *store, const char *section, const char *words,
+                     kb_paper_list *out, kb_err *err)
 {
     memset(out, 0, sizeof *out);
     sqlite3_stmt *st = NULL;
@@ -133,6 +157,9 @@ kb_rc kb_papers_list(kb_store *store, const char *section, kb_paper_list *out,
     size_t cap = 0;
     int step;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (!has_words((const char *)sqlite3_column_text(st, 2),
+                       (const char *)sqlite3_column_text(st, 3), words))
+            continue;
         if (KB_GROW(out->items, out->n + 1, cap) != KB_OK) {
             rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
             break;

@@ -8,29 +8,39 @@
 int cmd_get(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
     int json = 0, section = 0;
+    long budget = 0;
     const char *id_arg = NULL;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
+        if (strcmp(argv[i], "--json") == 0) {
             json = 1;
-        else if (strcmp(argv[i], "--section") == 0)
+        } else if (strcmp(argv[i], "--budget") == 0) {
+            /* the number's range is the get tool's to check */
+            if (i + 1 >= argc || kb_parse_long(argv[i + 1], 1, 1000000000L, &budget) != KB_OK)
+                return kb_cli_usage_error(self, "--budget wants a number of tokens");
+            i++;
+        } else if (strcmp(argv[i], "--section") == 0) {
             section = 1;
-        else if (argv[i][0] == '-' && argv[i][1])
+        } else if (argv[i][0] == '-' && argv[i][1]) {
             return kb_cli_usage_error(self, "unknown option '%s'", argv[i]);
-        else if (!id_arg)
+        } else if (!id_arg) {
             id_arg = argv[i];
-        else
+        } else {
             return kb_cli_usage_error(self, "unexpected argument '%s'", argv[i]);
+        }
     }
     long id;
     if (!id_arg)
         return kb_cli_usage_error(self, "no chunk id given");
     if (kb_parse_long(id_arg, 1, 0x7fffffffL, &id) != KB_OK)
         return kb_cli_usage_error(self, "'%s' is not a chunk id", id_arg);
+    if (budget && !json)
+        return kb_cli_usage_error(self, "--budget needs --json");
 
     if (json) {   /* the get tool's object */
         cJSON *args = cJSON_CreateObject();
         if (!cJSON_AddNumberToObject(args, "chunk_id", (double)id) ||
-            !cJSON_AddBoolToObject(args, "section", section)) {
+            !cJSON_AddBoolToObject(args, "section", section) ||
+            (budget && !cJSON_AddNumberToObject(args, "budget_tokens", (double)budget))) {
             cJSON_Delete(args);
             args = NULL;
         }

@@ -2,20 +2,48 @@
 #include "kb/cli.h"
 
 #include <cjson/cJSON.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 int cmd_papers(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
-    const char *section = NULL;
-    int json, status = kb_cli_parse_plain(argc, argv, self, "section", &section,
-                                          &json);
-    if (status)
-        return status;
+    static const struct option longopts[] = {
+        { "section", required_argument, NULL, 's' },
+        { "words", required_argument, NULL, 'w' },
+        { "budget", required_argument, NULL, 'b' },
+        { "json", no_argument, NULL, 'j' },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *section = NULL, *words = NULL;
+    long budget = 0;
+    int json = 0, c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        switch (c) {
+        case 's': section = optarg; break;
+        case 'w': words = optarg; break;
+        case 'b':   /* the number's range is the papers tool's to check */
+            if (kb_parse_long(optarg, 1, 1000000000L, &budget) != KB_OK)
+                return kb_cli_usage_error(self, "--budget wants a number of "
+                                          "tokens, not '%s'", optarg);
+            break;
+        case 'j': json = 1; break;
+        default:
+            return kb_cli_usage_error(self, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return kb_cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
+    if (budget && !json)
+        return kb_cli_usage_error(self, "--budget needs --json");
     if (json) {   /* the papers tool's object */
         cJSON *args = cJSON_CreateObject();
-        if (section && !cJSON_AddStringToObject(args, "section", section)) {
+        if (!args || (section && !cJSON_AddStringToObject(args, "section", section)) ||
+            (words && !cJSON_AddStringToObject(args, "words", words)) ||
+            (budget && !cJSON_AddNumberToObject(args, "budget_tokens", (double)budget))) {
             cJSON_Delete(args);
             args = NULL;
         }
@@ -27,7 +55,7 @@ int cmd_papers(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     kb_paper_list list = { 0 };
     kb_rc rc = kb_cli_open_store(cli, KB_STORE_READONLY, &store, &err);
     if (rc == KB_OK)
-        rc = kb_papers_list(store, section, &list, &err);
+        rc = kb_papers_list(store, section, words, &list, &err);
     if (rc == KB_OK) {
         const char *last = "";
         for (size_t i = 0; i < list.n; i++) {

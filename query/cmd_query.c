@@ -112,13 +112,14 @@ static void print_human(const kb_cli *cli, const kb_query_opts *opts,
 }
 
 /* The search tool's arguments for the command line's options (mode NULL:
- * not given). NULL when out of memory. */
-static cJSON *search_args(const kb_query_opts *opts, const char *mode)
+ * not given; budget 0: none). NULL when out of memory. */
+static cJSON *search_args(const kb_query_opts *opts, const char *mode, long budget)
 {
     cJSON *a = cJSON_CreateObject(), *arr = NULL;
     int ok = a && cJSON_AddStringToObject(a, "query", opts->text) &&
              cJSON_AddNumberToObject(a, "k", opts->k) &&
-             (!mode || cJSON_AddStringToObject(a, "mode", mode));
+             (!mode || cJSON_AddStringToObject(a, "mode", mode)) &&
+             (!budget || cJSON_AddNumberToObject(a, "budget_tokens", (double)budget));
     if (ok && opts->filter.nsources)
         ok = (arr = cJSON_AddArrayToObject(a, "sources")) != NULL;
     for (size_t i = 0; ok && i < opts->filter.nsources; i++)
@@ -128,6 +129,14 @@ static cJSON *search_args(const kb_query_opts *opts, const char *mode)
     for (int k = KB_KIND_TEXT; ok && k <= KB_KIND_SKILL; k++)
         if (opts->filter.kinds & (1u << k))
             ok = cJSON_AddItemToArray(arr, cJSON_CreateString(kb_kind_name((kb_kind)k)));
+    if (ok && opts->nsearches)
+        ok = (arr = cJSON_AddArrayToObject(a, "searches")) != NULL;
+    for (size_t i = 0; ok && i < opts->nsearches; i++) {
+        cJSON *s = cJSON_CreateObject();
+        ok = cJSON_AddItemToArray(arr, s) &&
+             cJSON_AddStringToObject(s, "type", kb_search_type_name(opts->searches[i].type)) &&
+             cJSON_AddStringToObject(s, "query", opts->searches[i].text);
+    }
     if (!ok) {
         cJSON_Delete(a);
         return NULL;
@@ -144,14 +153,20 @@ int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command *self)
         { "json", no_argument, NULL, 'j' },
         { "explain", no_argument, NULL, 'e' },
         { "full", no_argument, NULL, 'f' },
+        { "budget", required_argument, NULL, 'b' },
+        { "lex", required_argument, NULL, 'L' },
+        { "vec", required_argument, NULL, 'V' },
+        { "hyde", required_argument, NULL, 'H' },
         { NULL, 0, NULL, 0 },
     };
     kb_query_opts opts;
     kb_query_opts_init(&opts);
     opts.snippet = 1;
+    kb_search searches[KB_QUERY_MAX_SEARCHES];
+    opts.searches = searches;
     int json = 0, explain = 0, c;
     const char *mode = NULL;
-    long k = 10;
+    long k = 10, budget = 0;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "k:", longopts, NULL)) != -1) {
@@ -180,6 +195,24 @@ int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command *self)
             opts.filter.kinds |= 1u << kind;
             break;
         }
+        case 'b':
+            /* the number's range is the search tool's to check */
+            if (kb_parse_long(optarg, 1, 1000000000L, &budget) != KB_OK)
+                return kb_cli_usage_error(self, "--budget wants a number of "
+                                          "tokens, not '%s'", optarg);
+            break;
+        case 'L':
+        case 'V':
+        case 'H':
+            if (opts.nsearches == KB_QUERY_MAX_SEARCHES)
+                return kb_cli_usage_error(self, "at most %d sub-queries (--lex, "
+                                          "--vec, --hyde)", KB_QUERY_MAX_SEARCHES);
+            if (!*optarg)
+                return kb_cli_usage_error(self, "an empty sub-query");
+            searches[opts.nsearches].type = c == 'L' ? KB_SEARCH_LEX
+                                          : c == 'V' ? KB_SEARCH_VEC : KB_SEARCH_HYDE;
+            searches[opts.nsearches++].text = optarg;
+            break;
         case 'j': json = 1; break;
         case 'e': explain = 1; break;
         case 'f': opts.snippet = 0; break;
@@ -189,6 +222,8 @@ int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     }
     if (optind >= argc)
         return kb_cli_usage_error(self, "no query text given");
+    if (budget && !json)
+        return kb_cli_usage_error(self, "--budget needs --json");
     opts.k = (int)k;
     kb_buf text;
     kb_buf_init(&text, 1 << 16);
@@ -202,7 +237,7 @@ int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     opts.text = text.data;
     opts.config = cli->config;
     if (json) {   /* the search tool's object, whole chunks */
-        cJSON *args = search_args(&opts, mode);
+        cJSON *args = search_args(&opts, mode, budget);
         kb_buf_release(&text);
         return cmd_tool_json(cli, "search", args);
     }

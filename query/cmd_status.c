@@ -40,14 +40,15 @@ int cmd_status(int argc, char **argv, const kb_cli *cli, const kb_command *self)
                (double)st.disk_bytes / 1e6);
         printf("embeddings: %zu%s%s\n\n", st.embeddings, *st.embedder ? " by " : "",
                st.embedder);
-        printf("%-32s %6s %7s %6s  %-19s %s\n", "source", "docs", "chunks",
-               "papers", "last ingest", "state");
+        printf("%-32s %-12s %6s %7s %6s  %-19s %s\n", "source", "version", "docs",
+               "chunks", "papers", "last ingest", "state");
         for (size_t i = 0; i < st.n; i++) {
             const kb_source_status *s = &st.sources[i];
             char when[32];
             format_time(s->last_ingest, when, sizeof when);
-            printf("%-32s %6zu %7zu %6zu  %-19s %s\n", s->id, s->documents,
-                   s->chunks, s->papers, when, s->last_error ? s->last_error : "ok");
+            printf("%-32s %-12s %6zu %7zu %6zu  %-19s %s\n", s->id,
+                   s->version && *s->version ? s->version : "-", s->documents, s->chunks,
+                   s->papers, when, s->last_error ? s->last_error : "ok");
         }
     }
     kb_status_release(&st);

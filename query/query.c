@@ -39,6 +39,23 @@ int kb_mode_parse(const char *name, kb_mode *out)
     return -1;
 }
 
+static const char *const search_type_names[] = { "lex", "vec", "hyde" };
+
+const char *kb_search_type_name(kb_search_type type)
+{
+    return (size_t)type < 3 ? search_type_names[type] : "lex";
+}
+
+int kb_search_type_parse(const char *name, kb_search_type *out)
+{
+    for (int i = 0; name && i < 3; i++)
+        if (strcmp(name, search_type_names[i]) == 0) {
+            *out = (kb_search_type)i;
+            return 0;
+        }
+    return -1;
+}
+
 void kb_query_opts_init(kb_query_opts *opts)
 {
     memset(opts, 0, sizeof *opts);
@@ -56,6 +73,7 @@ static void result_release(kb_result *r)
     free(r->url);
     free(r->path);
     free(r->text);
+    free(r->version);
 }
 
 /* Frees the results themselves; the mode and the timings stay. */
@@ -127,6 +145,8 @@ kb_rc kb_result_from_row(sqlite3_stmt *st, kb_result *r)
     r->path = kb_strdup((const char *)sqlite3_column_text(st, 6));
     kb_kind_parse((const char *)sqlite3_column_text(st, 7), &r->kind);
     r->text = kb_strdup(text ? text : "");
+    const char *version = (const char *)sqlite3_column_text(st, 9);
+    r->version = kb_strdup(version ? version : "");
     kb_buf u;
     kb_buf_init(&u, 0);
     kb_rc rc = kb_buf_puts(&u, url ? url : "");
@@ -142,7 +162,7 @@ kb_rc kb_result_from_row(sqlite3_stmt *st, kb_result *r)
             r->heading_path[r->depth++] = kb_strdup(h->valuestring);
     cJSON_Delete(arr);
     if (!r->source || !r->title || !r->path || !r->url || !r->text ||
-        !r->heading_path)
+        !r->version || !r->heading_path)
         return KB_ERR_NOMEM;
     return KB_OK;
 }
@@ -162,7 +182,7 @@ static kb_rc hydrate(kb_store *store, sqlite3_stmt *st, int64_t id,
         return kb_store_db_error(store, err, "read a chunk");
     if (kb_result_from_row(st, r) != KB_OK)
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    *doc_id = sqlite3_column_int64(st, 9);
+    *doc_id = sqlite3_column_int64(st, KB_RESULT_NCOLUMNS);
     *heading_key = kb_strdup((const char *)sqlite3_column_text(st, 3));
     if (opts->snippet) {
         char *snip = make_snippet(r->text, opts->text, 320);
@@ -183,7 +203,7 @@ static kb_rc build_results(kb_store *store, const kb_query_opts *opts,
 {
     sqlite3_stmt *st = NULL;
     kb_rc rc = kb_store_prepare(store, "SELECT " KB_RESULT_COLUMNS ", c.document_id"
-        " FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id = ?",
+        " FROM " KB_RESULT_TABLES " WHERE c.id = ?",
         &st, err);
     if (rc != KB_OK)
         return rc;
@@ -274,39 +294,65 @@ static kb_rc section_ids(kb_store *store, const kb_hits *h, int *out, char ***ke
     return rc;
 }
 
-/* Reciprocal rank fusion of the two lists at the level of sections: each
- * list ranks sections by their best chunk, a section scores the sum of
- * 1 / (RRF_K + rank) over the lists, and stands for its best chunk (the
- * lexical one when both lists have it). */
-static kb_rc fuse_rrf(kb_store *store, const kb_hits *a, const kb_hits *b,
+/* One candidate list of a query: the query's own lexical or vector list,
+ * or one of the caller's sub-queries (kb_query_opts.searches). */
+typedef struct {
+    int vector;            /* 1: FAISS over the text's embedding; 0: FTS5 */
+    const char *text;
+    size_t row;            /* a vector list's row in the embedding batch */
+    kb_hits hits;
+    int search;            /* searched in the next pass */
+} query_list;
+
+/* the query's own lexical and vector lists, then its sub-queries */
+#define MAX_LISTS (2 + KB_QUERY_MAX_SEARCHES)
+
+/* Reciprocal rank fusion of the lists at the level of sections: each list
+ * ranks sections by their best chunk, a section scores the sum over the
+ * lists of w / (RRF_K + rank) (w = 1 for a lexical list,
+ * RRF_VECTOR_WEIGHT for a vector one), and stands for its best chunk in
+ * the first list that has it (the query's lexical list comes first). Its
+ * lexical and vector places are its best places in the lists of each
+ * kind. */
+static kb_rc fuse_rrf(kb_store *store, const query_list *lists, size_t nlists,
                       kb_hits *out, kb_err *err)
 {
-    int *sa = calloc(a->n + 1, sizeof *sa), *sb = calloc(b->n + 1, sizeof *sb);
+    int *ids[MAX_LISTS] = { 0 };   /* per list and hit: its section */
     char **keys = NULL;
     size_t nkeys = 0, capkeys = 0;
     kb_hit *sec = NULL;   /* per section: best chunk, fused score, places */
-    kb_rc rc = !sa || !sb ? kb_err_set(err, KB_ERR_NOMEM, "out of memory") : KB_OK;
-    if (rc == KB_OK)
-        rc = section_ids(store, a, sa, &keys, &nkeys, &capkeys, err);
-    if (rc == KB_OK)
-        rc = section_ids(store, b, sb, &keys, &nkeys, &capkeys, err);
-    sec = calloc(nkeys + 1, sizeof *sec);
-    if (rc == KB_OK && !sec)
-        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    for (int l = 0; rc == KB_OK && l < 2; l++) {
-        const kb_hits *list = l ? b : a;
-        const int *ids = l ? sb : sa;
+    size_t *seen = NULL;  /* per section: 1 + the last list that counted it */
+    kb_rc rc = KB_OK;
+    for (size_t l = 0; rc == KB_OK && l < nlists; l++) {
+        ids[l] = calloc(lists[l].hits.n + 1, sizeof *ids[l]);
+        rc = ids[l] ? section_ids(store, &lists[l].hits, ids[l], &keys, &nkeys,
+                                  &capkeys, err)
+                    : kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    }
+    if (rc == KB_OK) {
+        sec = calloc(nkeys + 1, sizeof *sec);
+        seen = calloc(nkeys + 1, sizeof *seen);
+        if (!sec || !seen)
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    }
+    for (size_t l = 0; rc == KB_OK && l < nlists; l++) {
+        const query_list *list = &lists[l];
         int rank = 0;
-        for (size_t i = 0; i < list->n; i++) {
-            kb_hit *h = &sec[ids[i]];
-            int *place = l ? &h->vec_rank : &h->lex_rank;
-            if (*place)   /* the section's best chunk in this list came first */
+        for (size_t i = 0; i < list->hits.n; i++) {
+            size_t k = (size_t)ids[l][i];
+            if (seen[k] == l + 1)   /* the section's best chunk in this list came first */
                 continue;
-            *place = ++rank;
-            *(l ? &h->vec_score : &h->lex_score) = list->items[i].score;
-            h->score += (l ? RRF_VECTOR_WEIGHT : 1.0) / (RRF_K + rank);
+            seen[k] = l + 1;
+            rank++;
+            kb_hit *h = &sec[k];
+            int *place = list->vector ? &h->vec_rank : &h->lex_rank;
+            if (!*place || rank < *place) {
+                *place = rank;
+                *(list->vector ? &h->vec_score : &h->lex_score) = list->hits.items[i].score;
+            }
+            h->score += (list->vector ? RRF_VECTOR_WEIGHT : 1.0) / (RRF_K + rank);
             if (!h->id)
-                h->id = list->items[i].id;
+                h->id = list->hits.items[i].id;
         }
     }
     for (size_t k = 0; rc == KB_OK && k < nkeys; k++) {
@@ -317,7 +363,7 @@ static kb_rc fuse_rrf(kb_store *store, const kb_hits *a, const kb_hits *b,
         else
             out->items[out->n - 1] = sec[k];
     }
-    /* insertion sort: the lists are short */
+    /* insertion sort (stable): the lists are short */
     for (size_t i = 1; rc == KB_OK && i < out->n; i++) {
         kb_hit h = out->items[i];
         size_t j = i;
@@ -331,18 +377,20 @@ static kb_rc fuse_rrf(kb_store *store, const kb_hits *a, const kb_hits *b,
         free(keys[k]);
     free(keys);
     free(sec);
-    free(sa);
-    free(sb);
+    free(seen);
+    for (size_t l = 0; l < nlists; l++)
+        free(ids[l]);
     return rc;
 }
 
-/* The query's embedding, computed on a thread of its own while the
- * lexical search runs: on two cores hybrid costs the slower of the two,
- * not their sum. */
+/* The texts of the vector lists, embedded in one batch on a thread of its
+ * own while the lexical search runs: on two cores hybrid costs the slower
+ * of the two, not their sum. */
 typedef struct {
     kb_embedder *emb;
-    const char *text;
-    float *q;
+    const char *texts[MAX_LISTS];
+    size_t n;
+    float *q;              /* n rows of the embedder's dimension */
     kb_rc rc;
     kb_err err;
     double ms;
@@ -351,9 +399,8 @@ typedef struct {
 static void *embed_query(void *arg)
 {
     embed_job *job = arg;
-    const char *texts[1] = { job->text };
     double t0 = kb_now_ms();
-    job->rc = kb_embedder_embed(job->emb, texts, 1, job->q, &job->err);
+    job->rc = kb_embedder_embed(job->emb, job->texts, job->n, job->q, &job->err);
     job->ms = kb_now_ms() - t0;
     return NULL;
 }
@@ -394,30 +441,56 @@ typedef struct {
     kb_store *store;
     const kb_query_opts *opts;
     kb_embedder *emb;          /* NULL without a vector list */
-    kb_hits lex, vec, fused;
-    embed_job job;             /* the query's embedding, on its own thread */
+    query_list lists[MAX_LISTS];
+    size_t nlists;
+    kb_hits fused;
+    embed_job job;             /* the vector lists' texts, on their own thread */
     pthread_t thread;
     int threaded;
-    int want_vec;
     size_t depth;              /* of each candidate list */
 } query_run;
 
-/* Decides whether a vector list is made (out->mode falls back to lexical
- * on a KB without vectors) and starts embedding the query beside the
- * lexical search. */
-static kb_rc start_embedding(query_run *q, kb_results *out, kb_err *err)
+static void add_list(query_run *q, int vector, const char *text)
+{
+    query_list *l = &q->lists[q->nlists++];
+    l->vector = vector;
+    l->text = text;
+    l->search = 1;
+    if (vector) {
+        l->row = q->job.n;
+        q->job.texts[q->job.n++] = text;
+    }
+}
+
+/* Decides the candidate lists - the query's own, by its mode, then its
+ * sub-queries - and starts embedding the vector lists' texts beside the
+ * lexical search. A KB without vectors answers lexically: its vector
+ * lists are dropped (out->mode says lexical for hybrid), except in vector
+ * mode, which is an error there. */
+static kb_rc plan_lists(query_run *q, kb_results *out, kb_err *err)
 {
     const kb_query_opts *opts = q->opts;
-    q->want_vec = opts->mode != KB_MODE_LEXICAL;
-    if (q->want_vec && !kb_vec_any(q->store)) {
+    int want_vec = opts->mode != KB_MODE_LEXICAL;
+    for (size_t i = 0; i < opts->nsearches; i++)
+        want_vec |= opts->searches[i].type != KB_SEARCH_LEX;
+    if (want_vec && !kb_vec_any(q->store)) {
         if (opts->mode == KB_MODE_VECTOR)
             return kb_err_set(err, KB_ERR_NOTFOUND, "this KB has no vectors; run "
                               "'kb ingest' without --no-embed, or use --mode lexical");
-        /* a lexical-only KB still answers the default mode */
-        q->want_vec = 0;
-        out->mode = KB_MODE_LEXICAL;
+        want_vec = 0;
+        if (opts->mode == KB_MODE_HYBRID)
+            out->mode = KB_MODE_LEXICAL;
     }
-    if (!q->want_vec)
+    if (opts->mode != KB_MODE_VECTOR)
+        add_list(q, 0, opts->text);
+    if (opts->mode != KB_MODE_LEXICAL && want_vec)
+        add_list(q, 1, opts->text);
+    for (size_t i = 0; i < opts->nsearches; i++) {
+        int vector = opts->searches[i].type != KB_SEARCH_LEX;
+        if (!vector || want_vec)
+            add_list(q, vector, opts->searches[i].text);
+    }
+    if (!want_vec)
         return KB_OK;
     kb_rc rc = query_embedder(q->store, opts->config, &q->emb, err);
     if (rc == KB_OK)
@@ -425,8 +498,7 @@ static kb_rc start_embedding(query_run *q, kb_results *out, kb_err *err)
     if (rc != KB_OK)
         return rc;
     q->job.emb = q->emb;
-    q->job.text = opts->text;
-    q->job.q = malloc((size_t)kb_embedder_dim(q->emb) * sizeof *q->job.q);
+    q->job.q = malloc(q->job.n * (size_t)kb_embedder_dim(q->emb) * sizeof *q->job.q);
     if (!q->job.q)
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     kb_err_clear(&q->job.err);
@@ -436,58 +508,82 @@ static kb_rc start_embedding(query_run *q, kb_results *out, kb_err *err)
     return KB_OK;
 }
 
-/* Fills the candidate lists asked for (the embedding joined on the first
- * pass), each q->depth deep. */
-static kb_rc search_lists(query_run *q, int pass, int search_lex, int search_vec,
-                          kb_results *out, kb_err *err)
+/* Fills the candidate lists to be searched in this pass (the embeddings
+ * joined on the first pass), each q->depth deep. */
+static kb_rc search_lists(query_run *q, int pass, kb_results *out, kb_err *err)
 {
     kb_rc rc = KB_OK;
     double t1 = kb_now_ms();
-    if (search_lex) {
-        rc = kb_fts_search(q->store, q->opts->text, &q->opts->filter, q->depth,
-                           &q->lex, err);
-        out->lexical_ms += kb_now_ms() - t1;
+    int searched = 0;
+    for (size_t l = 0; rc == KB_OK && l < q->nlists; l++) {
+        query_list *list = &q->lists[l];
+        if (list->vector || !list->search)
+            continue;
+        rc = kb_fts_search(q->store, list->text, &q->opts->filter, q->depth,
+                           &list->hits, err);
+        searched = 1;
     }
+    if (searched)
+        out->lexical_ms += kb_now_ms() - t1;
     if (q->threaded) {
         pthread_join(q->thread, NULL);
         q->threaded = 0;
     }
-    if (pass == 0) {   /* the query's embedding, made beside the search */
+    if (pass == 0) {   /* the embeddings, made beside the search */
         out->embed_ms = q->job.ms;
-        if (rc == KB_OK && q->want_vec && (rc = q->job.rc) != KB_OK)
+        if (rc == KB_OK && q->job.n && (rc = q->job.rc) != KB_OK)
             kb_err_set(err, rc, "%s", q->job.err.msg);
     }
-    if (rc != KB_OK || !search_vec)
-        return rc;
     t1 = kb_now_ms();
-    rc = kb_vec_search(q->store, q->job.q, kb_embedder_dim(q->emb), q->depth,
-                       &q->opts->filter, &q->vec, err);
-    out->vector_ms += kb_now_ms() - t1;
-    for (size_t i = 0; rc == KB_OK && i < q->vec.n; i++) {
-        q->vec.items[i].vec_rank = (int)i + 1;
-        q->vec.items[i].vec_score = q->vec.items[i].score;
+    searched = 0;
+    int dim = q->emb ? kb_embedder_dim(q->emb) : 0;
+    for (size_t l = 0; rc == KB_OK && l < q->nlists; l++) {
+        query_list *list = &q->lists[l];
+        if (!list->vector || !list->search)
+            continue;
+        rc = kb_vec_search(q->store, q->job.q + list->row * (size_t)dim, dim,
+                           q->depth, &q->opts->filter, &list->hits, err);
+        for (size_t i = 0; rc == KB_OK && i < list->hits.n; i++) {
+            list->hits.items[i].vec_rank = (int)i + 1;
+            list->hits.items[i].vec_score = list->hits.items[i].score;
+        }
+        searched = 1;
     }
+    if (searched)
+        out->vector_ms += kb_now_ms() - t1;
     return rc;
 }
 
-/* The results of the mode's list (fused in hybrid mode). */
+/* The results of the one list, or of all of them fused. */
 static kb_rc rank_results(query_run *q, kb_results *out, int *backfilled,
                           kb_err *err)
 {
     double t1 = kb_now_ms();
     kb_rc rc = KB_OK;
-    const kb_hits *list = &q->lex;
+    const kb_hits *list = &q->lists[0].hits;
     kb_hits_release(&q->fused);
-    if (out->mode == KB_MODE_HYBRID) {
-        rc = fuse_rrf(q->store, &q->lex, &q->vec, &q->fused, err);
+    if (q->nlists > 1) {
+        rc = fuse_rrf(q->store, q->lists, q->nlists, &q->fused, err);
         list = &q->fused;
-    } else if (out->mode == KB_MODE_VECTOR) {
-        list = &q->vec;
     }
     if (rc == KB_OK)
         rc = build_results(q->store, q->opts, list, out, backfilled, err);
     out->results_ms += kb_now_ms() - t1;
     return rc;
+}
+
+/* The arguments kb_query_run cannot search. */
+static kb_rc check_opts(const kb_query_opts *opts, kb_err *err)
+{
+    if (!opts->text || !*opts->text)
+        return kb_err_set(err, KB_ERR_USAGE, "empty query");
+    if (opts->nsearches > KB_QUERY_MAX_SEARCHES)
+        return kb_err_set(err, KB_ERR_USAGE, "%zu sub-queries; at most %d",
+                          opts->nsearches, KB_QUERY_MAX_SEARCHES);
+    for (size_t i = 0; i < opts->nsearches; i++)
+        if (!opts->searches[i].text || !*opts->searches[i].text)
+            return kb_err_set(err, KB_ERR_USAGE, "sub-query %zu is empty", i + 1);
+    return KB_OK;
 }
 
 kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
@@ -500,35 +596,35 @@ kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
     /* deep enough that section merging still leaves k results */
     query_run q = { .store = store, .opts = opts, .emb = emb, .depth = k * 4 + 40 };
 
-    if (!opts->text || !*opts->text)
-        return kb_err_set(err, KB_ERR_USAGE, "empty query");
+    kb_rc rc = check_opts(opts, err);
+    if (rc != KB_OK)
+        return rc;
     /* one read transaction: every statement below sees the same snapshot,
      * so an ingest committing meanwhile cannot remove a chunk between the
      * search and reading its row */
-    kb_rc rc = kb_store_exec(store, "SAVEPOINT query", err);
-    if (rc != KB_OK)
+    if ((rc = kb_store_exec(store, "SAVEPOINT query", err)) != KB_OK)
         return rc;
-    if ((rc = start_embedding(&q, out, err)) != KB_OK)
+    if ((rc = plan_lists(&q, out, err)) != KB_OK)
         goto out;
     /* Usually one pass. When the per-document cap leaves the results short
      * of k (one long document fills the candidate lists), a second pass
      * searches the lists that were cut at their depth four times deeper,
      * so that other documents' sections fill the places the cap frees. */
-    int search_lex = opts->mode != KB_MODE_VECTOR, search_vec = q.want_vec;
     for (int pass = 0;; pass++) {
-        int backfilled = 0;
-        rc = search_lists(&q, pass, search_lex, search_vec, out, err);
+        int backfilled = 0, more = 0;
+        rc = search_lists(&q, pass, out, err);
         if (rc == KB_OK)
             rc = rank_results(&q, out, &backfilled, err);
-        search_lex = search_lex && q.lex.n >= q.depth;   /* cut: there is more */
-        search_vec = search_vec && q.vec.n >= q.depth;
-        if (rc != KB_OK || !backfilled || pass == 1 || (!search_lex && !search_vec))
+        for (size_t l = 0; l < q.nlists; l++) {   /* cut: there is more */
+            q.lists[l].search = q.lists[l].search && q.lists[l].hits.n >= q.depth;
+            more |= q.lists[l].search;
+        }
+        if (rc != KB_OK || !backfilled || pass == 1 || !more)
             break;
         results_clear(out);
-        if (search_lex)
-            kb_hits_release(&q.lex);
-        if (search_vec)
-            kb_hits_release(&q.vec);
+        for (size_t l = 0; l < q.nlists; l++)
+            if (q.lists[l].search)
+                kb_hits_release(&q.lists[l].hits);
         q.depth *= 4;
     }
 out:
@@ -536,8 +632,8 @@ out:
         pthread_join(q.thread, NULL);
     sqlite3_exec(store->db, "RELEASE query", NULL, NULL, NULL);
     free(q.job.q);
-    kb_hits_release(&q.lex);
-    kb_hits_release(&q.vec);
+    for (size_t l = 0; l < q.nlists; l++)
+        kb_hits_release(&q.lists[l].hits);
     kb_hits_release(&q.fused);
     out->took_ms = kb_now_ms() - t0;
     if (rc != KB_OK)

@@ -7,18 +7,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
 #define SEARCH_K_MAX 50
 #define QUERY_MAX_CHARS 65536
+#define BUDGET_MIN 1000
+#define BUDGET_MAX 200000
+/* A token of a result is taken as 3 bytes of its JSON: fewer than the 4
+ * of English prose, since code, identifiers and JSON's escapes cut into
+ * more tokens - a budget should not be overrun by the estimate. */
+#define BYTES_PER_TOKEN 3
 #define JSON_INT_MAX 9007199254740991.0   /* 2^53 - 1: exact in a double */
 
 /* ---------------------------------------------------------------- schemas */
 
 #define KINDS_ENUM "[\"text\",\"code\",\"table\",\"paper\",\"skill\"]"
 #define MODES_ENUM "[\"hybrid\",\"lexical\",\"vector\"]"
+#define SEARCH_TYPES_ENUM "[\"lex\",\"vec\",\"hyde\"]"
 
 /* One result of search and get: DESIGN.md's `kb query --json` fields. */
 #define RESULT_SCHEMA \
@@ -41,13 +49,15 @@
     "\"kind\":{\"type\":\"string\",\"enum\":" KINDS_ENUM "}," \
     "\"text\":{\"type\":\"string\",\"description\":\"the chunk's text, or " \
         "a snippet of it\"}," \
+    "\"version\":{\"type\":\"string\",\"description\":\"the version of " \
+        "the source's documents (e.g. 13.x, 9.1); empty when unknown\"}," \
     "\"lexical_rank\":{\"type\":[\"integer\",\"null\"],\"description\":" \
         "\"place in the keyword (BM25) list; null when not in it\"}," \
     "\"vector_rank\":{\"type\":[\"integer\",\"null\"],\"description\":" \
         "\"place in the embedding list; null when not in it\"}}," \
     "\"required\":[\"rank\",\"score\",\"chunk_id\",\"source\",\"title\"," \
-        "\"heading_path\",\"url\",\"path\",\"kind\",\"text\",\"lexical_rank\"," \
-        "\"vector_rank\"]," \
+        "\"heading_path\",\"url\",\"path\",\"kind\",\"text\",\"version\"," \
+        "\"lexical_rank\",\"vector_rank\"]," \
     "\"additionalProperties\":false}"
 
 #define RESULTS_SCHEMA \
@@ -55,9 +65,23 @@
     "\"query\":{\"type\":\"string\"}," \
     "\"mode\":{\"type\":\"string\",\"enum\":" MODES_ENUM "}," \
     "\"took_ms\":{\"type\":\"number\"}," \
+    "\"truncated\":{\"type\":\"boolean\",\"description\":\"true when " \
+        "results were left out to keep within the token budget\"}," \
+    "\"omitted\":{\"type\":\"integer\",\"minimum\":0,\"description\":" \
+        "\"how many results were left out (raise budget_tokens, lower k, " \
+        "or pass snippet for them)\"}," \
     "\"results\":{\"type\":\"array\",\"items\":" RESULT_SCHEMA "}}," \
-    "\"required\":[\"query\",\"mode\",\"took_ms\",\"results\"]," \
+    "\"required\":[\"query\",\"mode\",\"took_ms\",\"truncated\",\"omitted\"," \
+        "\"results\"]," \
     "\"additionalProperties\":false}"
+
+/* budget_tokens, as search and get take it */
+#define BUDGET_PROPERTY \
+    "\"budget_tokens\":{\"type\":\"integer\",\"minimum\":" STR(BUDGET_MIN) \
+        ",\"maximum\":" STR(BUDGET_MAX) ",\"description\":\"the most tokens " \
+        "the result may take (about 3 bytes of its JSON each): whole entries " \
+        "are kept in order, best first, and the rest left out, counted in " \
+        "omitted. Over MCP the default is " STR(KB_TOOL_BUDGET_DEFAULT) "\"}"
 
 static const char search_input[] =
     "{\"type\":\"object\",\"properties\":{"
@@ -78,7 +102,21 @@ static const char search_input[] =
         KINDS_ENUM "},\"description\":\"only results of these kinds\"},"
     "\"snippet\":{\"type\":\"boolean\",\"default\":false,\"description\":"
         "\"true: each text is a window of about 320 bytes around the first "
-        "query word; false: the whole chunk\"}},"
+        "query word; false: the whole chunk\"},"
+    BUDGET_PROPERTY ","
+    "\"searches\":{\"type\":\"array\",\"maxItems\":" STR(KB_QUERY_MAX_SEARCHES)
+        ",\"description\":\"your own rewrites of the question, each searched "
+        "as a list of its own and fused with query's lists by reciprocal rank "
+        "(as hybrid fuses keywords and embeddings)\",\"items\":{\"type\":"
+        "\"object\",\"properties\":{"
+        "\"type\":{\"type\":\"string\",\"enum\":" SEARCH_TYPES_ENUM ","
+            "\"description\":\"lex: keywords and identifiers (BM25); vec: a "
+            "question or phrase, matched by meaning; hyde: a short hypothetical "
+            "passage written as the documents would put the answer, matched by "
+            "meaning\"},"
+        "\"query\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":"
+            STR(QUERY_MAX_CHARS) "}},"
+        "\"required\":[\"type\",\"query\"],\"additionalProperties\":false}}},"
     "\"required\":[\"query\"],\"additionalProperties\":false}";
 
 static const char get_input[] =
@@ -86,17 +124,27 @@ static const char get_input[] =
     "\"chunk_id\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":"
         "9007199254740991,\"description\":\"a search result's chunk_id\"},"
     "\"section\":{\"type\":\"boolean\",\"default\":false,\"description\":"
-        "\"true: every chunk of the chunk's section, in document order\"}},"
+        "\"true: every chunk of the chunk's section, in document order\"},"
+    BUDGET_PROPERTY "},"
     "\"required\":[\"chunk_id\"],\"additionalProperties\":false}";
 
 static const char papers_input[] =
     "{\"type\":\"object\",\"properties\":{"
     "\"section\":{\"type\":\"string\",\"description\":\"only papers whose "
-        "section path contains this text (case-insensitive)\"}},"
+        "section path contains this text (case-insensitive)\"},"
+    "\"words\":{\"type\":\"string\",\"maxLength\":1024,\"description\":"
+        "\"only papers whose title or section holds every one of these words "
+        "(case-insensitive), e.g. 'triton reinforcement'\"},"
+    BUDGET_PROPERTY "},"
     "\"required\":[],\"additionalProperties\":false}";
 
 static const char papers_output[] =
     "{\"type\":\"object\",\"properties\":{"
+    "\"truncated\":{\"type\":\"boolean\",\"description\":\"true when "
+        "records were left out to keep within the token budget\"},"
+    "\"omitted\":{\"type\":\"integer\",\"minimum\":0,\"description\":"
+        "\"how many records were left out (narrow with section or words, or "
+        "raise budget_tokens)\"},"
     "\"papers\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
     "\"properties\":{"
         "\"chunk_id\":{\"type\":\"integer\",\"minimum\":1},"
@@ -110,7 +158,8 @@ static const char papers_output[] =
             "blog, ...\"}},"
     "\"required\":[\"chunk_id\",\"date\",\"title\",\"section\",\"links\"],"
     "\"additionalProperties\":false}}},"
-    "\"required\":[\"papers\"],\"additionalProperties\":false}";
+    "\"required\":[\"truncated\",\"omitted\",\"papers\"],"
+    "\"additionalProperties\":false}";
 
 static const char status_input[] =
     "{\"type\":\"object\",\"properties\":{},\"required\":[],"
@@ -133,15 +182,19 @@ static const char status_output[] =
             "sources filter takes\"},"
         "\"title\":{\"type\":\"string\"},"
         "\"url\":{\"type\":\"string\"},"
+        "\"version\":{\"type\":\"string\",\"description\":\"the version of "
+            "its documents the manifest names; empty when it names none\"},"
         "\"documents\":{\"type\":\"integer\",\"minimum\":0},"
         "\"chunks\":{\"type\":\"integer\",\"minimum\":0},"
         "\"papers\":{\"type\":\"integer\",\"minimum\":0},"
         "\"last_ingest\":{\"type\":\"integer\",\"description\":\"unix time; "
             "0: never\"},"
+        "\"ingested\":{\"type\":[\"string\",\"null\"],\"description\":"
+            "\"when it was last ingested, ISO 8601 in UTC; null: never\"},"
         "\"last_error\":{\"type\":[\"string\",\"null\"],\"description\":"
             "\"why the last ingest failed; null if it did not\"}},"
-    "\"required\":[\"id\",\"title\",\"url\",\"documents\",\"chunks\","
-        "\"papers\",\"last_ingest\",\"last_error\"],"
+    "\"required\":[\"id\",\"title\",\"url\",\"version\",\"documents\","
+        "\"chunks\",\"papers\",\"last_ingest\",\"ingested\",\"last_error\"],"
     "\"additionalProperties\":false}}},"
     "\"required\":[\"kb\",\"schema_version\",\"documents\",\"chunks\","
         "\"papers\",\"embeddings\",\"embedder\",\"disk_bytes\",\"sources\"],"
@@ -170,6 +223,23 @@ static void put_rank(cJSON *o, const char *key, int rank, int *ok)
     if (*ok && !(rank ? cJSON_AddNumberToObject(o, key, rank)
                       : cJSON_AddNullToObject(o, key)))
         *ok = 0;
+}
+
+static void put_string_or_null(cJSON *o, const char *key, const char *s, int *ok)
+{
+    if (*ok && !(s ? cJSON_AddStringToObject(o, key, s) : cJSON_AddNullToObject(o, key)))
+        *ok = 0;
+}
+
+/* Unix time t as ISO 8601 in UTC ("2026-12-01T12:06:31Z") in buf, or NULL
+ * for 0 (never). */
+static const char *iso_time(long long t, char *buf, size_t n)
+{
+    time_t tt = (time_t)t;
+    struct tm tm;
+    if (t <= 0 || !gmtime_r(&tt, &tm) || !strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        return NULL;
+    return buf;
 }
 
 static void put_item(cJSON *o, const char *key, cJSON *item, int *ok)
@@ -219,16 +289,61 @@ static kb_rc finish(cJSON *root, int ok, cJSON **out, kb_err *err)
     return kb_err_set(err, KB_ERR_NOMEM, "out of memory making JSON");
 }
 
-/* DESIGN.md's `kb query --json` object for r. */
-static kb_rc results_json(const char *query, const kb_results *r, cJSON **out,
-                          kb_err *err)
+/* The bytes o takes in the result's JSON, unformatted; 0 out of memory. */
+static size_t json_bytes(const cJSON *o)
+{
+    char *s = cJSON_PrintUnformatted(o);
+    size_t n = s ? strlen(s) : 0;
+    free(s);
+    return n;
+}
+
+/* Moves the items of arr into the root's array key, in order, while the
+ * whole stays within budget tokens (0: no limit); those that do not fit
+ * are left out, whole, and "truncated" and "omitted" say so. */
+static void pack_items(cJSON *root, const char *key, cJSON *arr, int budget, int *ok)
+{
+    cJSON *kept = *ok ? cJSON_CreateArray() : NULL;
+    /* what the root takes besides its items: the fields so far, these
+     * two and an empty array */
+    size_t used = *ok ? json_bytes(root) : 0;
+    if (!kept || !used)
+        *ok = 0;
+    used += sizeof ",\"truncated\":false,\"omitted\":100,\"\":[]" + strlen(key);
+    size_t limit = budget > 0 ? (size_t)budget * BYTES_PER_TOKEN : (size_t)-1;
+    size_t omitted = 0;
+    cJSON *x;
+    while (*ok && (x = cJSON_DetachItemFromArray(arr, 0)) != NULL) {
+        if (!omitted) {
+            size_t n = json_bytes(x) + 1;   /* and a comma */
+            if (n == 1) {
+                *ok = 0;
+            } else if (used + n <= limit) {
+                used += n;
+                cJSON_AddItemToArray(kept, x);
+                continue;
+            }
+        }
+        omitted++;   /* it and every result after it stay out */
+        cJSON_Delete(x);
+    }
+    if (*ok && !cJSON_AddBoolToObject(root, "truncated", omitted > 0))
+        *ok = 0;
+    put_number(root, "omitted", (double)omitted, ok);
+    put_item(root, key, kept, ok);
+}
+
+/* DESIGN.md's `kb query --json` object for r, within budget tokens (0: no
+ * limit). */
+static kb_rc results_json(const char *query, const kb_results *r, int budget,
+                          cJSON **out, kb_err *err)
 {
     cJSON *root = cJSON_CreateObject();
-    int ok = root != NULL;
+    cJSON *arr = cJSON_CreateArray();
+    int ok = root && arr;
     put_string(root, "query", query, &ok);
     put_string(root, "mode", kb_mode_name(r->mode), &ok);
     put_number(root, "took_ms", (double)(int)(r->took_ms * 1000) / 1000.0, &ok);
-    cJSON *arr = put_array(root, "results", &ok);
     for (size_t i = 0; ok && i < r->n; i++) {
         const kb_result *x = &r->items[i];
         cJSON *o = push_object(arr, &ok);
@@ -244,9 +359,12 @@ static kb_rc results_json(const char *query, const kb_results *r, cJSON **out,
         put_string(o, "path", x->path, &ok);
         put_string(o, "kind", kb_kind_name(x->kind), &ok);
         put_string(o, "text", x->text, &ok);
+        put_string(o, "version", x->version, &ok);
         put_rank(o, "lexical_rank", x->lexical_rank, &ok);
         put_rank(o, "vector_rank", x->vector_rank, &ok);
     }
+    pack_items(root, "results", arr, budget, &ok);
+    cJSON_Delete(arr);
     return finish(root, ok, out, err);
 }
 
@@ -272,9 +390,16 @@ static int arg_bool(const cJSON *args, const char *key, int dflt)
     return cJSON_IsBool(v) ? cJSON_IsTrue(v) : dflt;
 }
 
+/* budget_tokens, else the caller's default. */
+static int arg_budget(const kb_tool_ctx *ctx, const cJSON *args)
+{
+    return (int)arg_number(args, "budget_tokens", ctx->budget_tokens);
+}
+
 static kb_rc tool_search(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
                          kb_err *err)
 {
+    kb_search searches[KB_QUERY_MAX_SEARCHES];
     kb_query_opts opts;
     kb_query_opts_init(&opts);
     opts.text = arg_string(args, "query");
@@ -296,10 +421,20 @@ static kb_rc tool_search(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
                               "the schema but is no kind", v->valuestring);
         opts.filter.kinds |= 1u << kind;
     }
+    cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(args, "searches")) {
+        kb_search *s = &searches[opts.nsearches];
+        if (opts.nsearches == KB_QUERY_MAX_SEARCHES ||   /* maxItems */
+            kb_search_type_parse(arg_string(v, "type"), &s->type) != 0)
+            return kb_err_set(err, KB_ERR_INTERNAL, "search: searches passed "
+                              "the schema but are not sub-queries");
+        s->text = arg_string(v, "query");
+        opts.nsearches++;
+    }
+    opts.searches = searches;
     kb_results res;
     kb_rc rc = kb_query_run(ctx->store, ctx->emb, &opts, &res, err);
     if (rc == KB_OK)
-        rc = results_json(opts.text, &res, out, err);
+        rc = results_json(opts.text, &res, arg_budget(ctx, args), out, err);
     kb_results_release(&res);
     return rc;
 }
@@ -316,7 +451,7 @@ static kb_rc tool_get(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
     kb_rc rc = kb_get_chunk(ctx->store, id, arg_bool(args, "section", 0), &res,
                             err);
     if (rc == KB_OK)
-        rc = results_json(query, &res, out, err);
+        rc = results_json(query, &res, arg_budget(ctx, args), out, err);
     kb_results_release(&res);
     return rc;
 }
@@ -325,12 +460,13 @@ static kb_rc tool_papers(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
                          kb_err *err)
 {
     kb_paper_list list;
-    kb_rc rc = kb_papers_list(ctx->store, arg_string(args, "section"), &list, err);
+    kb_rc rc = kb_papers_list(ctx->store, arg_string(args, "section"),
+                              arg_string(args, "words"), &list, err);
     if (rc != KB_OK)
         return rc;
     cJSON *root = cJSON_CreateObject();
-    int ok = root != NULL;
-    cJSON *arr = put_array(root, "papers", &ok);
+    cJSON *arr = cJSON_CreateArray();
+    int ok = root && arr;
     for (size_t i = 0; ok && i < list.n; i++) {
         const kb_paper_row *p = &list.items[i];
         cJSON *o = push_object(arr, &ok);
@@ -346,6 +482,8 @@ static kb_rc tool_papers(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
         put_item(o, "links", links, &ok);
     }
     kb_paper_list_release(&list);
+    pack_items(root, "papers", arr, arg_budget(ctx, args), &ok);
+    cJSON_Delete(arr);
     return finish(root, ok, out, err);
 }
 
@@ -373,14 +511,15 @@ static kb_rc tool_status(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
         put_string(x, "id", s->id, &ok);
         put_string(x, "title", s->title, &ok);
         put_string(x, "url", s->url, &ok);
+        put_string(x, "version", s->version, &ok);
         put_number(x, "documents", (double)s->documents, &ok);
         put_number(x, "chunks", (double)s->chunks, &ok);
         put_number(x, "papers", (double)s->papers, &ok);
         put_number(x, "last_ingest", (double)s->last_ingest, &ok);
-        if (s->last_error)
-            put_string(x, "last_error", s->last_error, &ok);
-        else if (ok && !cJSON_AddNullToObject(x, "last_error"))
-            ok = 0;
+        char when[32];
+        put_string_or_null(x, "ingested", iso_time(s->last_ingest, when, sizeof when),
+                           &ok);
+        put_string_or_null(x, "last_error", s->last_error, &ok);
     }
     kb_status_release(&st);
     return finish(root, ok, out, err);
@@ -402,7 +541,12 @@ static const kb_tool tools[] = {
       "path, a deep-link url, its kind (text, code, table, paper, skill) "
       "and its text (the whole chunk, or with snippet a short window); "
       "filter by sources and kinds, and call get with a result's chunk_id "
-      "and section for the whole section around it.",
+      "and section for the whole section around it. Add searches - up to "
+      "10 rewrites of your own (keywords, a rephrased question, a "
+      "hypothetical passage) - when the question's own words may miss: "
+      "each is searched and fused with the query. Results are packed best "
+      "first within budget_tokens (whole ones; truncated and omitted say "
+      "what was left out), and each carries the source's version.",
       search_input, RESULTS_SCHEMA, 1, tool_search },
     { "get",
       "Fetch one chunk of the knowledge base by the chunk_id that a search "
@@ -410,23 +554,27 @@ static const kb_tool tools[] = {
       "document order. Use it when a result's text is cut short or the "
       "passages around it matter. Returns the object search returns, its "
       "results in document order with rank counting from 1; query holds "
-      "the chunk id, and mode and took_ms carry no information. An unknown "
-      "chunk_id is an error.",
+      "the chunk id, and mode and took_ms carry no information; a section "
+      "longer than budget_tokens keeps its first chunks (truncated, "
+      "omitted). An unknown chunk_id is an error.",
       get_input, RESULTS_SCHEMA, 1, tool_get },
     { "papers",
       "List the paper records of the kernel-generation literature list "
       "(date, title, section path and links by label such as paper, code, "
       "blog), in list order, optionally only those whose section path "
-      "contains section. Use it to survey the work on a topic the list has "
-      "a section for; to find papers about a question, use search with "
-      "kinds [\"paper\"] instead. Without a filter it returns every record, "
-      "hundreds of them.",
+      "contains section, or whose title or section holds every one of "
+      "words. Use it to survey the work on a topic the list has a section "
+      "for; to find papers about a question, use search with kinds "
+      "[\"paper\"] instead. "
+      "Without a filter it returns every record, hundreds of them, cut to "
+      "budget_tokens (truncated, omitted).",
       papers_input, papers_output, 1, tool_papers },
     { "status",
-      "Describe the knowledge base: each source (id, title, url, how many "
-      "documents, chunks and papers, when it was last ingested and the "
-      "last error), the totals, the embedder its vectors were made with "
-      "(empty: none, so search answers lexical) and its size on disk. Use "
+      "Describe the knowledge base: each source (id, title, url, the "
+      "version of its documents, how many documents, chunks and papers, "
+      "when it was last ingested and the last error), the totals, the "
+      "embedder its vectors were made with (empty: none, so search "
+      "answers lexical) and its size on disk. Use "
       "it to learn the source ids that search's sources filter takes, or "
       "whether the KB is empty or stale. Takes no arguments.",
       status_input, status_output, 1, tool_status },

@@ -3,7 +3,8 @@
 #   scripts/bench.sh BUILD
 # Needs the mirror ($KB_MIRROR) and the model (make deps). Builds its KBs
 # under BUILD/bench-kb-*; set KB_BENCH_SKIP_EMBED=1 to skip the full
-# ingest with embeddings (several minutes on 2 cores).
+# ingest with embeddings (several minutes on 2 cores), KB_BENCH_SKIP_SERVE=1
+# to skip the serving figures (scripts/bench-serve.sh, a few minutes).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-build}
@@ -93,6 +94,13 @@ PY
 done
 echo
 
+echo "## kb mcp over stdio"
+echo
+echo "tests/bench/bench_mcp.py, the short queries, 5 rounds ($(basename "$qkb")):"
+echo
+python3 "$top/tests/bench/bench_mcp.py" "$kb" "$qkb" "$top/tests/bench/short-queries.json" 5
+echo
+
 echo "## Retrieval quality (dev set, k = 10)"
 echo
 echo '```'
@@ -104,4 +112,10 @@ if [ -x scripts/bench-embed.sh ]; then
     echo "## Embeddings"
     echo
     scripts/bench-embed.sh "$build" 3
+fi
+
+if [ -z "${KB_BENCH_SKIP_SERVE:-}" ] && [ -d "$full" ]; then
+    echo "## Serving (kb serve)"
+    echo
+    scripts/bench-serve.sh "$build" "$full"
 fi

@@ -1,6 +1,8 @@
 /* buffers.c - device buffers for one shape: each between two guards that
  * catch writes outside it, outputs poisoned (NaN, then a finite sentinel)
- * before a run so that a kernel which writes nothing cannot pass. */
+ * before a run so that a kernel which writes nothing cannot pass, or primed
+ * with a valid result of other inputs so that one which skips work when its
+ * output looks done cannot either. */
 #include "generator/verify/verify_int.h"
 
 #include <string.h>
@@ -8,6 +10,11 @@
 int kbv_is_buffer(const kb_task_param *p)
 {
     return p->role <= KB_ROLE_SCRATCH;
+}
+
+int kbv_is_result(const kb_task_param *p)
+{
+    return p->role == KB_ROLE_OUTPUT || p->role == KB_ROLE_INOUT;
 }
 
 static void dbuf_free(kbv_dbuf *b)
@@ -81,9 +88,23 @@ CUresult kbv_poison_side(kbv_ctx *v, int cand, int kind)
         if (p->role != KB_ROLE_OUTPUT && p->role != KB_ROLE_SCRATCH)
             continue;
         kbv_dbuf *b = cand ? &v->ps[i].cand : &v->ps[i].ref;
-        r = poison(v->gpu, b->ptr, b->bytes, p->dtype,
-                   p->role == KB_ROLE_SCRATCH ? KBV_POISON_SENTINEL : kind);
+        if (p->role == KB_ROLE_OUTPUT && kind == KBV_POISON_PRIMED)
+            r = cuMemcpyDtoDAsync(b->ptr, v->ps[i].prev.ptr, b->bytes,
+                                  v->gpu->stream);
+        else
+            r = poison(v->gpu, b->ptr, b->bytes, p->dtype,
+                       p->role == KB_ROLE_SCRATCH ? KBV_POISON_SENTINEL : kind);
     }
+    return r;
+}
+
+CUresult kbv_keep_reference(kbv_ctx *v)
+{
+    CUresult r = CUDA_SUCCESS;
+    for (size_t i = 0; i < v->task->nparams && !r; i++)
+        if (kbv_is_result(&v->task->params[i]))
+            r = cuMemcpyDtoDAsync(v->ps[i].prev.ptr, v->ps[i].ref.ptr,
+                                  v->ps[i].bytes, v->gpu->stream);
     return r;
 }
 
@@ -98,7 +119,8 @@ static void set_scalar(kbv_param *st, kb_dtype t)
 }
 
 /* A buffer parameter's device memory: one buffer for an input, one per
- * side for the rest, and for timed outputs the timed runs' copies. */
+ * side for the rest, for results the reference's result of the trial
+ * before, and for timed results the timed runs' copies. */
 static CUresult alloc_param(kbv_gpu *g, const kb_task_param *p, kbv_param *st,
                             int timed)
 {
@@ -111,6 +133,8 @@ static CUresult alloc_param(kbv_gpu *g, const kb_task_param *p, kbv_param *st,
     r = dbuf_alloc(g, &st->cand, st->bytes);
     if (!r)
         r = dbuf_alloc(g, &st->ref, st->bytes);
+    if (!r && kbv_is_result(p))
+        r = dbuf_alloc(g, &st->prev, st->bytes);
     /* the timed runs' outputs are kept and re-checked */
     if (!r && timed && p->role != KB_ROLE_SCRATCH)
         r = dbuf_alloc(g, &st->gold, st->bytes);
@@ -159,5 +183,6 @@ void kbv_shape_free(kbv_ctx *v)
         dbuf_free(&st->ref);
         dbuf_free(&st->gold);
         dbuf_free(&st->chk);
+        dbuf_free(&st->prev);
     }
 }

@@ -1,7 +1,11 @@
 /* check.c - correctness on one shape: every seed x input distribution, the
  * reference run first, the candidate's outputs poisoned (NaN and a finite
- * sentinel by turns) before it runs, then its outputs compared with the
- * reference's, its inputs checked unchanged and its guards intact. */
+ * sentinel by turns; once primed with a valid result of other inputs)
+ * before it runs, then its outputs compared with the reference's, its
+ * inputs checked unchanged and its guards intact; and one trial on the
+ * inputs of the trial before with a few elements changed, so that an
+ * output must depend on the whole of its current input and on nothing
+ * left over from an earlier launch. */
 #include "generator/verify/verify_int.h"
 
 #include <math.h>
@@ -72,20 +76,29 @@ void kbv_add_num(cJSON *o, const char *k, double x)
         cJSON_AddStringToObject(o, k, isnan(x) ? "nan" : x > 0 ? "inf" : "-inf");
 }
 
+static const char *poison_name(int kind)
+{
+    return kind == KBV_POISON_NAN ? "nan" : kind == KBV_POISON_SENTINEL
+           ? "sentinel" : "primed";
+}
+
 /* one trial's state */
 typedef struct {
     const kb_shape *s;
     double atol, rtol;
     unsigned long long *before, *after;   /* input checksums */
     int kind;                             /* the candidate's poison */
+    int perturbed;                        /* the inputs of the trial before,
+                                             a few elements changed */
+    unsigned long long changed;           /* that many of each input */
     cJSON *c;                             /* the trial's "checks" entry */
 } trial;
 
-/* Runs the reference on fresh inputs. Returns 0, or -1 (verdict set). */
-static int run_reference(kbv_ctx *v, trial *tr, uint64_t seed, int di, cJSON *dj)
+/* Runs the reference on the inputs drawn (r: how drawing them went).
+ * Returns 0, or -1 (verdict set). */
+static int run_reference(kbv_ctx *v, trial *tr, CUresult r)
 {
     int to = 0;
-    CUresult r = kbv_gen_inputs(v, seed, di, dj);
     if (!r)
         r = kbv_poison_side(v, 0, KBV_POISON_NAN);
     if (!r)
@@ -99,6 +112,57 @@ static int run_reference(kbv_ctx *v, trial *tr, uint64_t seed, int di, cJSON *dj
             v->gpu->sticky = 1;
         return -1;
     }
+    return 0;
+}
+
+/* 1 if the reference's results differ from the trial before's beyond the
+ * tolerance, 0 if not, -1 on a CUDA failure (verdict set). */
+static int reference_changed(kbv_ctx *v, const trial *tr)
+{
+    for (size_t i = 0; i < v->task->nparams; i++) {
+        if (!kbv_is_result(&v->task->params[i]))
+            continue;
+        kbv_cmp m;
+        CUresult r = kbv_compare(v, i, v->ps[i].ref.ptr, v->ps[i].prev.ptr,
+                                 tr->atol, tr->rtol, &m);
+        if (r) {
+            kbv_cuda_failed(v, r, "comparing the reference's results");
+            return -1;
+        }
+        if (m.nbad)
+            return 1;
+    }
+    return 0;
+}
+
+/* The perturbed trial's inputs: the trial before's again, with
+ * KBV_PERTURB_ELEMS elements of each input changed, then more (up to 4096)
+ * until the reference's result differs from the trial before's beyond the
+ * tolerance (a change too small to show proves nothing); the reference run
+ * on them. Each attempt draws the inputs again: an inout buffer holds the
+ * reference's result after a run. Returns 0, or -1 (verdict set). */
+static int run_reference_perturbed(kbv_ctx *v, trial *tr, uint64_t seed, int di,
+                                   cJSON *dj)
+{
+    static const unsigned long long more[] = { KBV_PERTURB_ELEMS, 240, 3840 };
+    const size_t nmore = sizeof more / sizeof more[0];
+    int changed = 0;
+    tr->changed = 0;
+    for (size_t a = 0; a < nmore && !changed; a++) {
+        CUresult r = kbv_gen_inputs(v, seed, di, a ? NULL : dj);
+        for (size_t b = 0; b <= a && !r; b++)
+            r = kbv_perturb_inputs(v, seed ^ (0xD15EA5Eull + b), di, more[b]);
+        tr->changed += more[a];
+        if (run_reference(v, tr, r) || (changed = reference_changed(v, tr)) < 0)
+            return -1;
+    }
+    size_t most = 0;   /* no input has fewer elements than it had changed */
+    for (size_t i = 0; i < v->task->nparams; i++)
+        if (v->ps[i].in.base && v->ps[i].elems > most)
+            most = v->ps[i].elems;
+    cJSON_AddNumberToObject(tr->c, "changed_elements",
+                            (double)(tr->changed < most ? tr->changed : most));
+    cJSON_AddBoolToObject(tr->c, "reference_changed", changed);
     return 0;
 }
 
@@ -140,9 +204,11 @@ static int run_candidate(kbv_ctx *v, trial *tr)
     return 0;
 }
 
-/* One output's comparison in the trial's "outputs"; 1 if it matched. */
+/* One output's comparison in the trial's "outputs"; 1 if it matched. stale:
+ * the output equals the reference's result of the trial before (which
+ * primed it, or whose inputs this trial's differ from in a few elements). */
 static int report_output(kbv_ctx *v, const trial *tr, size_t i, const kbv_cmp *m,
-                         cJSON *outs)
+                         int stale, cJSON *outs)
 {
     const kb_task_param *p = &v->task->params[i];
     cJSON *oj = cJSON_CreateObject();
@@ -157,20 +223,43 @@ static int report_output(kbv_ctx *v, const trial *tr, size_t i, const kbv_cmp *m
     cJSON_AddNumberToObject(oj, "first_bad", (double)m->first_bad);
     kbv_add_num(oj, "candidate_at_first_bad", m->cand_at_first);
     kbv_add_num(oj, "reference_at_first_bad", m->ref_at_first);
-    kbv_set_verdict(v, "incorrect",
-                    "'%s' differs from the reference on shape '%s' "
-                    "(%llu of %zu elements, first at index %llu: %g "
-                    "instead of %g%s; poison %s)", p->name, tr->s->name,
-                    m->nbad, v->ps[i].elems, m->first_bad,
-                    m->cand_at_first, m->ref_at_first,
-                    m->nonfinite ? ", non-finite output" : "",
-                    tr->kind == KBV_POISON_NAN ? "nan" : "sentinel");
+    if (stale)
+        cJSON_AddBoolToObject(oj, "stale", 1);
+    if (stale && tr->perturbed)
+        kbv_set_verdict(v, "incorrect",
+                        "the output did not change when the input did: with "
+                        "%llu elements of each input changed from the trial "
+                        "before, '%s' on shape '%s' still holds that trial's "
+                        "result (%llu of %zu elements wrong, first at index "
+                        "%llu: %g instead of %g)", tr->changed, p->name,
+                        tr->s->name, m->nbad, v->ps[i].elems, m->first_bad,
+                        m->cand_at_first, m->ref_at_first);
+    else if (stale)
+        kbv_set_verdict(v, "incorrect",
+                        "the output kept a stale result: '%s' on shape '%s' "
+                        "was primed with a valid result of other inputs and "
+                        "the candidate left it as it was (%llu of %zu elements "
+                        "wrong, first at index %llu: %g instead of %g)",
+                        p->name, tr->s->name, m->nbad, v->ps[i].elems,
+                        m->first_bad, m->cand_at_first, m->ref_at_first);
+    else
+        kbv_set_verdict(v, "incorrect",
+                        "'%s' differs from the reference on shape '%s' "
+                        "(%llu of %zu elements, first at index %llu: %g "
+                        "instead of %g%s; poison %s%s)", p->name, tr->s->name,
+                        m->nbad, v->ps[i].elems, m->first_bad,
+                        m->cand_at_first, m->ref_at_first,
+                        m->nonfinite ? ", non-finite output" : "",
+                        poison_name(tr->kind),
+                        tr->perturbed ? "; the trial before's inputs with a "
+                        "few elements changed" : "");
     return 0;
 }
 
 /* Compares every output with the reference's (*ok cleared on a
- * mismatch), then queues the inputs' checksums and the guard count into
- * *gbad and waits for them. */
+ * mismatch; one of a primed or perturbed trial also with the trial
+ * before's, to say whether it is stale), then queues the inputs'
+ * checksums and the guard count into *gbad and waits for them. */
 static CUresult check_outputs(kbv_ctx *v, trial *tr, int *ok,
                               unsigned long long *gbad)
 {
@@ -179,15 +268,20 @@ static CUresult check_outputs(kbv_ctx *v, trial *tr, int *ok,
     CUresult r = CUDA_SUCCESS;
     cJSON *outs = cJSON_AddArrayToObject(tr->c, "outputs");
     for (size_t i = 0; i < t->nparams && !r; i++) {
-        const kb_task_param *p = &t->params[i];
-        if (p->role != KB_ROLE_OUTPUT && p->role != KB_ROLE_INOUT)
+        if (!kbv_is_result(&t->params[i]))
             continue;
-        kbv_cmp m;
+        kbv_cmp m, mp;
         r = kbv_compare(v, i, v->ps[i].cand.ptr, v->ps[i].ref.ptr, tr->atol,
                         tr->rtol, &m);
+        int stale = 0;
+        if (!r && m.nbad && (tr->kind == KBV_POISON_PRIMED || tr->perturbed)) {
+            r = kbv_compare(v, i, v->ps[i].cand.ptr, v->ps[i].prev.ptr,
+                            tr->atol, tr->rtol, &mp);
+            stale = !r && mp.nbad == 0;
+        }
         if (r)
             break;
-        if (!report_output(v, tr, i, &m, outs))
+        if (!report_output(v, tr, i, &m, stale, outs))
             *ok = 0;
     }
     /* inputs unchanged, guards intact */
@@ -239,8 +333,12 @@ static int run_trial(kbv_ctx *v, trial *tr, uint64_t seed, int di)
     cJSON_AddStringToObject(c, "shape", tr->s->name);
     cJSON_AddNumberToObject(c, "seed", (double)seed);
     cJSON *dj = cJSON_AddObjectToObject(c, "dist");
-    cJSON_AddStringToObject(c, "poison", tr->kind == KBV_POISON_NAN ? "nan" : "sentinel");
-    if (run_reference(v, tr, seed, di, dj) || run_candidate(v, tr))
+    cJSON_AddStringToObject(c, "poison", poison_name(tr->kind));
+    cJSON_AddStringToObject(c, "inputs", tr->perturbed ? "perturbed" : "fresh");
+    int failed = tr->perturbed
+               ? run_reference_perturbed(v, tr, seed, di, dj)
+               : run_reference(v, tr, kbv_gen_inputs(v, seed, di, dj));
+    if (failed || run_candidate(v, tr))
         return -1;
     int ok = 1;
     unsigned long long gbad = 0;
@@ -254,6 +352,19 @@ static int run_trial(kbv_ctx *v, trial *tr, uint64_t seed, int di)
     return ok ? 0 : -1;
 }
 
+/* Keeps the reference's results of the trial just run for the next. */
+static int keep_reference(kbv_ctx *v)
+{
+    CUresult r = kbv_keep_reference(v);
+    if (r)
+        kbv_cuda_failed(v, r, "keeping the reference's results");
+    return r ? -1 : 0;
+}
+
+/* The trials of a shape: seeds x distributions, fresh inputs each, the
+ * poison NaN and the sentinel by turns, but trial KBV_PRIMED_TRIAL primed
+ * with the trial before's result; and after the last seed's first trial,
+ * one on its inputs with a few elements changed. */
 int kbv_check_shape(kbv_ctx *v, const kb_shape *s)
 {
     const kb_task *t = v->task;
@@ -268,14 +379,25 @@ int kbv_check_shape(kbv_ctx *v, const kb_shape *s)
     tr.rtol = kbv_shape_tol(v, s, t->rtol);
     tr.before = calloc(t->nparams, 8);
     tr.after = calloc(t->nparams, 8);
-    int trial_no = 0, failed = 0;
-    for (int si = 0; si < KBV_NSEEDS && !failed; si++)
-        for (size_t di = 0; di < ndist && !failed; di++, trial_no++) {
-            tr.kind = trial_no % 2 ? KBV_POISON_SENTINEL : KBV_POISON_NAN;
-            uint64_t seed = v->seed_base + (uint64_t)trial_no * 7919 +
-                            (uint64_t)(s - t->shapes) * 104729;
-            failed = run_trial(v, &tr, seed, (int)di) != 0;
+    int nfresh = KBV_NSEEDS * (int)ndist;
+    int before_perturbed = (KBV_NSEEDS - 1) * (int)ndist;
+    int failed = 0;
+    for (int k = 0; k < nfresh && !failed; k++) {
+        int di = k % (int)ndist;
+        tr.kind = k == KBV_PRIMED_TRIAL ? KBV_POISON_PRIMED
+                : k % 2 ? KBV_POISON_SENTINEL : KBV_POISON_NAN;
+        tr.perturbed = 0;
+        uint64_t seed = v->seed_base + (uint64_t)k * 7919 +
+                        (uint64_t)(s - t->shapes) * 104729;
+        failed = run_trial(v, &tr, seed, di) != 0;
+        if (!failed && (k + 1 == KBV_PRIMED_TRIAL || k == before_perturbed))
+            failed = keep_reference(v);
+        if (!failed && k == before_perturbed) {
+            tr.kind = k % 2 ? KBV_POISON_NAN : KBV_POISON_SENTINEL;
+            tr.perturbed = 1;
+            failed = run_trial(v, &tr, seed, di) != 0;
         }
+    }
     free(tr.before);
     free(tr.after);
     return failed ? -1 : 0;

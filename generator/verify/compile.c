@@ -3,6 +3,7 @@
  * report (registers, shared memory, stack, spills) per kernel. */
 #include "generator/verify/verify_int.h"
 
+#include <elf.h>
 #include <math.h>
 #include <nvrtc.h>
 #include <stdio.h>
@@ -219,4 +220,62 @@ cJSON *kbv_compile_json(const kbv_compiled *c, const char *arch)
     cJSON_AddStringToObject(o, "log", c->log ? c->log : "");
     cJSON_AddItemToObject(o, "kernels", ptxas_kernels(c->log));
     return o;
+}
+
+/* Section header i of the ELF image img (len bytes) into *out; 0, or -1
+ * past the image's end. */
+static int elf_section(const unsigned char *img, size_t len,
+                       const Elf64_Ehdr *eh, size_t i, Elf64_Shdr *out)
+{
+    if (i >= eh->e_shnum || eh->e_shoff > len ||
+        i >= (len - eh->e_shoff) / sizeof *out)
+        return -1;
+    memcpy(out, img + eh->e_shoff + i * sizeof *out, sizeof *out);
+    return 0;
+}
+
+/* The entry functions of one symbol table, added to names. */
+static void elf_entries(const unsigned char *img, size_t len, const Elf64_Shdr *sym,
+                        const Elf64_Shdr *str, cJSON *names)
+{
+    if (sym->sh_offset > len || sym->sh_size > len - sym->sh_offset ||
+        str->sh_offset > len || str->sh_size > len - str->sh_offset ||
+        sym->sh_entsize != sizeof(Elf64_Sym))
+        return;
+    const char *strs = (const char *)img + str->sh_offset;
+    size_t nsym = sym->sh_size / sizeof(Elf64_Sym);
+    for (size_t k = 0; k < nsym; k++) {
+        Elf64_Sym y;
+        memcpy(&y, img + sym->sh_offset + k * sizeof y, sizeof y);
+        /* a kernel: a global function marked as a CUDA entry (0x10) */
+        if (ELF64_ST_TYPE(y.st_info) != STT_FUNC ||
+            ELF64_ST_BIND(y.st_info) != STB_GLOBAL || !(y.st_other & 0x10) ||
+            y.st_name >= str->sh_size ||
+            !memchr(strs + y.st_name, '\0', str->sh_size - y.st_name))
+            continue;
+        cJSON_AddItemToArray(names, cJSON_CreateString(strs + y.st_name));
+    }
+}
+
+cJSON *kbv_cubin_kernels(const kbv_compiled *c)
+{
+    const unsigned char *img = c->cubin;
+    size_t len = c->cubin_len;
+    Elf64_Ehdr eh;
+    if (!img || len < sizeof eh)
+        return NULL;
+    memcpy(&eh, img, sizeof eh);
+    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh.e_shentsize != sizeof(Elf64_Shdr))
+        return NULL;
+    cJSON *names = cJSON_CreateArray();
+    Elf64_Shdr sh, str;
+    for (size_t i = 0; names && i < eh.e_shnum; i++) {
+        if (elf_section(img, len, &eh, i, &sh) != 0)
+            break;
+        if (sh.sh_type == SHT_SYMTAB &&
+            elf_section(img, len, &eh, sh.sh_link, &str) == 0)
+            elf_entries(img, len, &sh, &str, names);
+    }
+    return names;
 }

@@ -20,6 +20,7 @@
     X(cuDeviceGetName) \
     X(cuDevicePrimaryCtxRetain) \
     X(cuDeviceTotalMem) \
+    X(cuDriverGetVersion) \
     X(cuEventCreate) \
     X(cuEventDestroy) \
     X(cuEventElapsedTime) \
@@ -96,6 +97,8 @@ int kbv_cu_load(const char **why)
 #define cuDevicePrimaryCtxRetain (*kbv_cuDevicePrimaryCtxRetain)
 #undef cuDeviceTotalMem
 #define cuDeviceTotalMem (*kbv_cuDeviceTotalMem)
+#undef cuDriverGetVersion
+#define cuDriverGetVersion (*kbv_cuDriverGetVersion)
 #undef cuEventCreate
 #define cuEventCreate (*kbv_cuEventCreate)
 #undef cuEventDestroy

@@ -4,6 +4,8 @@
 #define KBV_CUDRV_IMPL   /* the driver's pointers and loader live here */
 #include "generator/verify/verify_int.h"
 
+#include <nvrtc.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +112,7 @@ int kbv_gpu_open(kbv_gpu *g, kb_buf *why)
     r = CUDA_ERROR_NOT_FOUND;
 #endif
     if (r || (r = cuModuleGetFunction(&g->k_fill, g->harness, "kbv_fill")) ||
+        (r = cuModuleGetFunction(&g->k_perturb, g->harness, "kbv_perturb")) ||
         (r = cuModuleGetFunction(&g->k_checksum, g->harness, "kbv_checksum")) ||
         (r = cuModuleGetFunction(&g->k_guard, g->harness, "kbv_guard")) ||
         (r = cuModuleGetFunction(&g->k_compare, g->harness, "kbv_compare"))) {
@@ -200,6 +203,18 @@ cJSON *kbv_device_json(kbv_gpu *g, int full)
     snprintf(cc, sizeof cc, "%d.%d", g->cc_major, g->cc_minor);
     cJSON_AddStringToObject(d, "compute_capability", cc);
     cJSON_AddNumberToObject(d, "sms", g->sms);
+    /* the versions an evidence record keeps: the CUDA version the driver
+     * implements ("13.0") and NVRTC's */
+    int v = 0, major = 0, minor = 0;
+    char ver[32];
+    if (cuDriverGetVersion(&v) == CUDA_SUCCESS) {
+        snprintf(ver, sizeof ver, "%d.%d", v / 1000, v % 1000 / 10);
+        cJSON_AddStringToObject(d, "cuda_driver_version", ver);
+    }
+    if (nvrtcVersion(&major, &minor) == NVRTC_SUCCESS) {
+        snprintf(ver, sizeof ver, "%d.%d", major, minor);
+        cJSON_AddStringToObject(d, "nvrtc_version", ver);
+    }
     if (!full)
         return d;
     int a = 0;

@@ -1,6 +1,8 @@
 /* inputs.c - inputs generated on the device from a seed and each
- * parameter's distributions (the harness's kbv_fill), and their checksums,
- * taken before and after the candidate runs to show it left them alone. */
+ * parameter's distributions (the harness's kbv_fill), a few of their
+ * elements changed for the trial that reuses the inputs before
+ * (kbv_perturb), and their checksums, taken before and after the candidate
+ * runs to show it left them alone. */
 #include "generator/verify/verify_int.h"
 
 #include <stdlib.h>
@@ -43,7 +45,10 @@ static int parse_dist(const char *s, kb_dtype t, dist_t *d)
     return 0;
 }
 
-CUresult kbv_gen_inputs(kbv_ctx *v, uint64_t seed, int di, cJSON *dists)
+/* Fills (k == 0) or perturbs (k elements changed) the inputs and both
+ * sides' inout buffers with distribution di of each parameter. */
+static CUresult draw_inputs(kbv_ctx *v, uint64_t seed, int di,
+                            unsigned long long k, cJSON *dists)
 {
     kbv_gpu *g = v->gpu;
     CUresult r = CUDA_SUCCESS;
@@ -62,12 +67,25 @@ CUresult kbv_gen_inputs(kbv_ctx *v, uint64_t seed, int di, cJSON *dists)
         unsigned long long n = s->elems;
         uint64_t sd = seed * 0x100000001B3ull + i;
         CUdeviceptr dst = p->role == KB_ROLE_INPUT ? s->in.ptr : s->ref.ptr;
-        void *a[] = { &dst, &n, &dt, &dist, &d.a, &d.b, &sd };
-        r = kbv_gpu_launch1(g, g->k_fill, n, a);
+        void *fa[] = { &dst, &n, &dt, &dist, &d.a, &d.b, &sd };
+        void *pa[] = { &dst, &n, &dt, &dist, &d.a, &d.b, &sd, &k };
+        r = k ? kbv_gpu_launch1(g, g->k_perturb, k, pa)
+              : kbv_gpu_launch1(g, g->k_fill, n, fa);
         if (!r && p->role == KB_ROLE_INOUT)
             r = cuMemcpyDtoDAsync(s->cand.ptr, s->ref.ptr, s->bytes, g->stream);
     }
     return r;
+}
+
+CUresult kbv_gen_inputs(kbv_ctx *v, uint64_t seed, int di, cJSON *dists)
+{
+    return draw_inputs(v, seed, di, 0, dists);
+}
+
+CUresult kbv_perturb_inputs(kbv_ctx *v, uint64_t seed, int di,
+                            unsigned long long k)
+{
+    return draw_inputs(v, seed, di, k ? k : 1, NULL);
 }
 
 CUresult kbv_checksum_inputs(kbv_ctx *v, unsigned long long *sums)

@@ -37,26 +37,17 @@ static void print_result(const kbv_opts *o, cJSON *res)
 {
     if (o->json) {
         char *s = cJSON_PrintUnformatted(res);
-        puts(s);
+        puts(s ? s : "{\"verdict\":\"error\",\"reason\":\"out of memory\"}");
         free(s);
         return;
     }
-    const char *v = cJSON_GetStringValue(cJSON_GetObjectItem(res, "verdict"));
-    const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(res, "reason"));
-    const char *task = cJSON_GetStringValue(cJSON_GetObjectItem(res, "task"));
-    printf("%s: %s\n  %s\n", task ? task : "?", v ? v : "?", why ? why : "");
-    cJSON *t;
-    cJSON_ArrayForEach(t, cJSON_GetObjectItem(res, "timings")) {
-        double c = cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(t, "candidate_ms"), "median"));
-        double b = cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(t, "baseline_ms"), "median"));
-        double f = cJSON_GetNumberValue(cJSON_GetObjectItem(t, "floor_ms"));
-        printf("  %s: candidate %.4f ms, %s %.4f ms, floor %.4f ms, speedup %.2fx\n",
-               cJSON_GetStringValue(cJSON_GetObjectItem(t, "shape")), c,
-               cJSON_GetStringValue(cJSON_GetObjectItem(t, "baseline")), b, f,
-               cJSON_GetNumberValue(cJSON_GetObjectItem(t, "speedup")));
-    }
-    double w = cJSON_GetNumberValue(cJSON_GetObjectItem(res, "wall_ms"));
-    printf("  wall %.1f ms\n", w);
+    kb_buf b;
+    kb_buf_init(&b, 0);
+    if (kb_verify_result_text(res, &b) == KB_OK)
+        fputs(b.data, stdout);
+    else
+        fprintf(stderr, "kb-verify: out of memory printing the result\n");
+    kb_buf_release(&b);
 }
 
 static cJSON *error_result(const char *reason)
@@ -89,7 +80,8 @@ static cJSON *serve_one(kbv_gpu *gpu, const kbv_opts *o, const cJSON *req)
         o2.no_timing = 1;
     if (!task)
         return error_result("a request needs \"task\"");
-    return kbv_verify(gpu, &o2, task, cand, src, 0);
+    return kbv_verify(gpu, &o2, task, cand, src,
+                      cJSON_IsTrue(cJSON_GetObjectItem(req, "compile_only")));
 }
 
 /* JSON lines in, JSON lines out, one device for all; after a sticky error

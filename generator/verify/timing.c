@@ -66,11 +66,6 @@ static double roof_floor_ms(kbv_ctx *v, const kb_shape *s)
     return (a > b ? a : b) * 1e3;
 }
 
-static int is_result(const kb_task_param *p)
-{
-    return p->role == KB_ROLE_OUTPUT || p->role == KB_ROLE_INOUT;
-}
-
 /* The baseline's side of one run: the library, or the reference. */
 static CUresult run_baseline(kbv_ctx *v, const timing *tm)
 {
@@ -88,7 +83,7 @@ static int gold_run(kbv_ctx *v, timing *tm)
     if (!r)
         r = kbv_run_side(v, 0);
     for (size_t i = 0; i < t->nparams && !r; i++)
-        if (is_result(&t->params[i]))
+        if (kbv_is_result(&t->params[i]))
             r = cuMemcpyDtoDAsync(v->ps[i].gold.ptr, v->ps[i].ref.ptr,
                                   v->ps[i].bytes, v->gpu->stream);
     if (!r)
@@ -190,7 +185,7 @@ static CUresult queue_run(kbv_ctx *v, timing *tm, int k, int cand, int has_inout
         r = cuEventRecord(pe[1], g->stream);
     if (!r && cand && k == tm->rcheck)
         for (size_t i = 0; i < t->nparams && !r; i++)
-            if (is_result(&t->params[i]))
+            if (kbv_is_result(&t->params[i]))
                 r = cuMemcpyDtoDAsync(v->ps[i].chk.ptr, v->ps[i].cand.ptr,
                                       v->ps[i].bytes, g->stream);
     return r;
@@ -266,7 +261,7 @@ static int recheck_outputs(kbv_ctx *v, timing *tm)
     const kb_task *t = v->task;
     int ok = 1;
     for (size_t i = 0; i < t->nparams && ok; i++) {
-        if (!is_result(&t->params[i]))
+        if (!kbv_is_result(&t->params[i]))
             continue;
         kbv_cmp m1, m2;
         CUresult r = kbv_compare(v, i, v->ps[i].cand.ptr, v->ps[i].gold.ptr,

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------------ the context */
 
@@ -87,11 +88,24 @@ void kbv_cuda_failed(kbv_ctx *v, CUresult r, const char *what)
     kbv_set_verdict(v, "crash", "%s: %s", what, kbv_cu_name(r));
 }
 
-int kbv_load_task(kbv_ctx *v, const char *dir)
+int kbv_load_task(kbv_ctx *v, const char *arg)
 {
     kb_err err;
     kb_err_clear(&err);
-    if (kb_task_load(dir, &v->task, &err)) {
+    /* a name (no '/') that is no directory here: corpus/tasks/NAME, or the
+     * installed share directory's */
+    char *found = NULL;
+    char *j = strchr(arg, '/') ? NULL : kb_path_join(arg, "task.json");
+    if (j && access(j, R_OK) != 0 && kb_task_find(arg, NULL, &found, &err)) {
+        free(j);
+        kbv_set_verdict(v, "error", "%s", err.msg);
+        return -1;
+    }
+    free(j);
+    const char *dir = found ? found : arg;
+    kb_rc lrc = kb_task_load(dir, &v->task, &err);
+    if (lrc) {
+        free(found);
         kbv_set_verdict(v, "error", "%s", err.msg);
         return -1;
     }
@@ -99,6 +113,7 @@ int kbv_load_task(kbv_ctx *v, const char *dir)
     char *rpath = kb_path_join(dir, "reference.cu");
     kb_rc rc = kb_read_file(rpath, 8u << 20, &v->rsrc, &err);
     free(rpath);
+    free(found);
     if (rc) {
         kbv_set_verdict(v, "error", "%s", err.msg);
         return -1;
@@ -174,6 +189,61 @@ static int admit_candidate(kbv_ctx *v)
     return 0;
 }
 
+/* 1 if name is C++'s mangling of the plain function want (_Z4geluPKfPfi
+ * for gelu): the kernel was written without extern "C". */
+static int mangles(const char *name, const char *want)
+{
+    if (strncmp(name, "_Z", 2) != 0)
+        return 0;
+    char *end;
+    unsigned long n = strtoul(name + 2, &end, 10);
+    return end != name + 2 && n == strlen(want) && strncmp(end, want, n) == 0;
+}
+
+/* Every kernel of the candidate's launch sequence must be one it defines
+ * (an entry function of its cubin): else a compile_error that names the
+ * kernel, the kernels found, and one that is the kernel's name mangled.
+ * Returns 0 or -1 (verdict set). */
+static int check_launch_kernels(kbv_ctx *v, cJSON *found)
+{
+    if (!found)
+        return 0;   /* no ELF image read: the driver will say */
+    for (size_t i = 0; i < v->ncseq; i++) {
+        const char *want = v->cseq[i].kernel;
+        const char *mangled = NULL;
+        int have = 0;
+        kb_buf names;
+        kb_buf_init(&names, 0);
+        kb_rc rc = KB_OK;
+        cJSON *it;
+        cJSON_ArrayForEach(it, found) {
+            const char *n = cJSON_GetStringValue(it);
+            have |= !strcmp(n, want);
+            if (mangles(n, want))
+                mangled = n;
+            if (rc == KB_OK)
+                rc = kb_buf_printf(&names, "%s'%s'", names.len ? ", " : "", n);
+        }
+        if (!have) {
+            if (mangled)
+                kbv_set_verdict(v, "compile_error", "the launch needs kernel "
+                                "'%s', which the candidate does not define: "
+                                "'%s' is '%s' without extern \"C\" (C++ "
+                                "mangled its name)", want, mangled, want);
+            else
+                kbv_set_verdict(v, "compile_error", "the launch needs kernel "
+                                "'%s', which the candidate does not define "
+                                "(it defines %s)", want, rc != KB_OK ?
+                                "kernels that do not fit here" : names.len ?
+                                names.data : "no kernel");
+        }
+        kb_buf_release(&names);
+        if (!have)
+            return -1;
+    }
+    return 0;
+}
+
 typedef struct {
     kbv_gpu *gpu;
     kb_buf *why;
@@ -228,12 +298,16 @@ static int compile_candidate(kbv_ctx *v, int compile_only)
             kbv_compile(o, v->src.data, v->cand_name, arch, 0, &v->cc);
         }
     }
-    cJSON_AddItemToObject(v->res, "compile", kbv_compile_json(&v->cc, arch));
+    cJSON *cj = kbv_compile_json(&v->cc, arch);
+    cJSON_AddItemToObject(v->res, "compile", cj);
     if (!v->cc.ok) {
         kbv_set_verdict(v, "compile_error", "NVRTC could not compile the candidate");
         return -1;
     }
-    return 0;
+    cJSON *found = kbv_cubin_kernels(&v->cc);
+    if (found)
+        cJSON_AddItemToObject(cj, "entries", found);
+    return check_launch_kernels(v, found);
 }
 
 /* The reference, compiled through the cache. Returns 0 or -1. */
@@ -304,7 +378,10 @@ static void run_shapes(kbv_ctx *v)
     }
 }
 
-/* correct on every check: faster by the margin's geomean, else correct */
+/* correct on every check: faster by the margin's geomean, else correct;
+ * against a library baseline, parity (within KBV_LIBRARY_PARITY either
+ * way) is said with the ratio: a kernel that matches cuBLAS is a good one,
+ * and a 3% margin over a library at its power limit is no fair bar */
 static void final_verdict(kbv_ctx *v)
 {
     if (!v->nspeed) {
@@ -313,9 +390,21 @@ static void final_verdict(kbv_ctx *v)
     }
     double g = exp(v->speed_log_sum / v->nspeed);
     cJSON_AddNumberToObject(v->res, "speedup_geomean", g);
+    int library = strncmp(v->task->baseline, "cublas", 6) == 0;
+    int matches = library && g >= 1.0 - KBV_LIBRARY_PARITY &&
+                  g <= 1.0 + KBV_LIBRARY_PARITY;
+    if (library) {
+        cJSON_AddBoolToObject(v->res, "matches_library", matches);
+        cJSON_AddNumberToObject(v->res, "library_ratio", g);
+    }
     if (g >= KBV_FASTER_MARGIN)
         kbv_set_verdict(v, "faster", "correct on every check; %.2fx the "
                         "baseline (geomean)", g);
+    else if (matches)
+        kbv_set_verdict(v, "correct", "correct on every check; %.3fx the "
+                        "library baseline (%s, geomean): matches the library "
+                        "(within %.0f%% either way)", g, v->task->baseline,
+                        KBV_LIBRARY_PARITY * 100);
     else
         kbv_set_verdict(v, "correct", "correct on every check; %.2fx the "
                         "baseline (geomean)", g);
@@ -334,6 +423,7 @@ static void finish_result(kbv_ctx *v, double t0)
     cJSON_AddNumberToObject(pj, "l2_flush_bytes", (double)v->gpu->flush_bytes);
     cJSON_AddNumberToObject(pj, "timeout_ms", v->o->timeout_ms);
     cJSON_AddNumberToObject(pj, "faster_margin", KBV_FASTER_MARGIN);
+    cJSON_AddNumberToObject(pj, "library_parity", KBV_LIBRARY_PARITY);
     cJSON_AddNumberToObject(pj, "floor_slack", KBV_FLOOR_SLACK);
     cJSON_AddBoolToObject(v->res, "sticky_error", v->gpu->sticky);
     cJSON_AddNumberToObject(v->res, "wall_ms", round((kb_now_ms() - t0) * 100) / 100);

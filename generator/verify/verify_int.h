@@ -19,9 +19,16 @@
 #define KBV_NSEEDS 3
 #define KBV_NWARM 2
 #define KBV_FASTER_MARGIN 1.03    /* geomean speedup needed for "faster" */
+#define KBV_LIBRARY_PARITY 0.03   /* a library baseline matched within 3% */
 #define KBV_FLOOR_SLACK 0.7       /* faster than 0.7 x roofline: suspicious */
 
-enum { KBV_POISON_NAN = 0, KBV_POISON_SENTINEL = 1 };
+/* What a candidate's outputs hold before it runs: NaN, a finite sentinel,
+ * or primed with a valid result of other inputs (the reference's output of
+ * the trial before), so that a kernel which skips work when its output
+ * "looks done" keeps a stale result and fails. */
+enum { KBV_POISON_NAN = 0, KBV_POISON_SENTINEL = 1, KBV_POISON_PRIMED = 2 };
+#define KBV_PRIMED_TRIAL 2        /* the trial of a shape that is primed */
+#define KBV_PERTURB_ELEMS 16      /* elements changed per input, at first */
 
 /* ------------------------------------------------------------------ main.c */
 
@@ -52,7 +59,7 @@ typedef struct {
     CUcontext ctx;
     CUstream stream;
     CUmodule harness;
-    CUfunction k_fill, k_checksum, k_guard, k_compare;
+    CUfunction k_fill, k_perturb, k_checksum, k_guard, k_compare;
     char name[256];
     int cc_major, cc_minor, sms;
     int l2_bytes;
@@ -104,6 +111,10 @@ typedef struct {
 void kbv_compile(const kbv_opts *o, const char *src, const char *name,
                  const char *arch, int use_cache, kbv_compiled *out);
 void kbv_compiled_release(kbv_compiled *c);
+/* The kernels (entry functions) a cubin defines, from its ELF symbol
+ * table, as a JSON array of names; NULL if it is no ELF image this can
+ * read. Caller frees. */
+cJSON *kbv_cubin_kernels(const kbv_compiled *c);
 /* The result's "compile" object: ok, arch, time, log and ptxas's report
  * per kernel. Caller frees. */
 cJSON *kbv_compile_json(const kbv_compiled *c, const char *arch);
@@ -129,6 +140,7 @@ typedef struct {
     size_t elems, bytes;
     kbv_dbuf in;               /* inputs (shared by both sides) */
     kbv_dbuf cand, ref, gold, chk;   /* outputs/inout/scratch per side */
+    kbv_dbuf prev;             /* results: the reference's of the trial before */
     union { int i; float f; double d; unsigned u; } scalar;
     CUdeviceptr cand_arg, ref_arg;   /* what each side's kernels get */
 } kbv_param;
@@ -184,10 +196,11 @@ void kbv_set_verdict(kbv_ctx *v, const char *verdict, const char *fmt, ...)
 /* A CUDA failure while the candidate (or anything after it) ran: "crash",
  * and the device marked sticky when r is. */
 void kbv_cuda_failed(kbv_ctx *v, CUresult r, const char *what);
-/* Loads the task in dir into v->task and its reference.cu into v->rsrc,
- * and names the result's "task" by the task's name. Returns 0, or -1 with
- * the "error" verdict set. */
-int kbv_load_task(kbv_ctx *v, const char *dir);
+/* Loads the task in the directory arg (or, for a name that is none here,
+ * the one kb_task_find finds) into v->task and its reference.cu into
+ * v->rsrc, and names the result's "task" by the task's name. Returns 0,
+ * or -1 with the "error" verdict set. */
+int kbv_load_task(kbv_ctx *v, const char *arg);
 /* A tolerance expression's value on shape s (0 if it does not evaluate). */
 double kbv_shape_tol(const kbv_ctx *v, const kb_shape *s, const char *e);
 
@@ -209,6 +222,8 @@ void kbv_kernel_attrs(kbv_ctx *v);
 /* ------------------------------------------------------------------ buffers.c */
 
 int kbv_is_buffer(const kb_task_param *p);
+/* 1 for the parameters whose contents are compared: output and inout. */
+int kbv_is_result(const kb_task_param *p);
 /* Allocates every buffer of shape s (with the timed runs' copies when
  * timed) and sets dims and scalars. Returns 0, or -1 with the verdict set. */
 int kbv_shape_alloc(kbv_ctx *v, const kb_shape *s, int timed);
@@ -218,9 +233,11 @@ CUresult kbv_dbuf_guard_check(kbv_gpu *g, const kbv_dbuf *b,
                               CUdeviceptr counter);
 /* Rewrites the guards of the inputs and the candidate's buffers. */
 CUresult kbv_reset_guards(kbv_ctx *v);
-/* Poisons one side's outputs (kind: KBV_POISON_*) and scratch (always
- * the sentinel). */
+/* Poisons one side's outputs (kind: KBV_POISON_*; primed: copied from
+ * prev) and scratch (always the sentinel). */
 CUresult kbv_poison_side(kbv_ctx *v, int cand, int kind);
+/* Keeps the reference's results of the trial just run in prev. */
+CUresult kbv_keep_reference(kbv_ctx *v);
 
 /* ------------------------------------------------------------------ inputs.c */
 
@@ -228,6 +245,12 @@ CUresult kbv_poison_side(kbv_ctx *v, int cand, int kind);
  * with each parameter's distribution di (cycled) from seed; with dists,
  * records the distributions' names there. */
 CUresult kbv_gen_inputs(kbv_ctx *v, uint64_t seed, int di, cJSON *dists);
+/* Changes k elements of every input (and inout buffer) of the current
+ * shape, spread over each buffer (one in each of k equal stretches), to
+ * other draws of distribution di: the trial that shows whether an output
+ * depends on the whole of its current input. */
+CUresult kbv_perturb_inputs(kbv_ctx *v, uint64_t seed, int di,
+                            unsigned long long k);
 /* Queues the inputs' checksums into sums[nparams] (0 for others). */
 CUresult kbv_checksum_inputs(kbv_ctx *v, unsigned long long *sums);
 

@@ -41,12 +41,34 @@ for text in '"unbalanced quote' 'a:b' 'x-y-z' '(' ')' '*' 'AND OR NOT' 'NEAR(a b
     json_get "$out" "j['results']" >/dev/null || fail "bad JSON for '$text'"
 done
 
-# the JSON object has exactly DESIGN.md's fields
+# the JSON object has exactly DESIGN.md's fields, and the budget's
+# (truncated, omitted) and each result's source version (README, design
+# notes)
 q -k 3 "shared memory bank conflicts"
-json_get "$out" "sorted(j.keys())" | grep -q "\['mode', 'query', 'results', 'took_ms'\]" || fail "top-level fields: $out"
+json_get "$out" "sorted(j.keys())" | grep -q "\['mode', 'omitted', 'query', 'results', 'took_ms', 'truncated'\]" || fail "top-level fields: $out"
 fields=$(json_get "$out" "sorted(j['results'][0].keys())")
-[ "$fields" = "['chunk_id', 'heading_path', 'kind', 'lexical_rank', 'path', 'rank', 'score', 'source', 'text', 'title', 'url', 'vector_rank']" ] ||
+[ "$fields" = "['chunk_id', 'heading_path', 'kind', 'lexical_rank', 'path', 'rank', 'score', 'source', 'text', 'title', 'url', 'vector_rank', 'version']" ] ||
     fail "result fields: $fields"
+[ "$(json_get "$out" "(j['truncated'], j['omitted'], j['results'][0]['version'])")" = "(False, 0, '13.x')" ] ||
+    fail "no budget by default, or the version: $out"
+# --budget: whole results, best first, the rest counted
+q -k 30 "shared memory bank conflicts"
+all=$out
+q -k 30 --budget 1000 "shared memory bank conflicts"
+python3 - "$all" "$out" <<'PY' || fail "--budget 1000"
+import json, sys
+a, b = (json.loads(x) for x in sys.argv[1:])
+assert b['truncated'] and b['omitted'] == len(a['results']) - len(b['results']) > 0, b
+assert len(json.dumps(b, separators=(',', ':'), ensure_ascii=False).encode()) <= 3000
+assert b['results'] == a['results'][:len(b['results'])]
+PY
+expect_rc 2 kb query --json --budget 999 x
+contains "$out" "'budget_tokens' must be an integer from 1000 to 200000, not 999"
+expect_rc 2 kb query --budget 2000 x
+contains "$out" "--budget needs --json"
+# sub-queries: fused with the query's own list
+q -k 3 "zzqxv" --lex "cp.async.bulk.tensor"
+contains "$(json_get "$out" "j['results'][0]['text']")" "cp.async.bulk"
 [ "$(json_get "$out" "j['mode']")" = lexical ] || fail "mode"
 [ "$(json_get "$out" "[r['rank'] for r in j['results']]")" = "[1, 2, 3]" ] || fail "ranks"
 

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # kb-verify without a GPU: NVRTC compiles every task's reference and every
 # committed candidate (optimised and adversarial); the refusals and the
-# compile error get their verdicts; the JSON reports per-kernel resources.
+# compile error get their verdicts; the JSON reports per-kernel resources;
+# a launch kernel the candidate does not define is a compile error; the
+# text shows NVRTC's log and each kernel's resources; --serve compiles
+# only when a request asks; a task is found by name.
 . "$(dirname "$0")/lib.sh"
 kv="$KB_BUILD/kb-verify"
 [ -x "$kv" ] || { echo "skipped: no kb-verify (no CUDA toolkit)"; exit 0; }
@@ -19,8 +22,8 @@ for c in tests/verify/adversarial/*.cu; do
 done
 nopt=$(grep -c '^corpus/tasks/[^ ]* corpus/tasks/' "$jobs")
 nadv=$(grep -c ' tests/verify/adversarial/' "$jobs")
-[ "$nopt" -ge 10 ] && [ "$nadv" -ge 20 ] ||
-    fail "expected >= 10 optimised and >= 20 adversarial candidates, got $nopt and $nadv"
+[ "$nopt" -ge 10 ] && [ "$nadv" -ge 27 ] ||
+    fail "expected >= 10 optimised and >= 27 adversarial candidates, got $nopt and $nadv"
 # the references first (warms the cache), then the candidates, two at a time
 for t in corpus/tasks/*/; do
     out=$("$kv" --compile-only --json "$t") || fail "reference of $t: $out"
@@ -49,6 +52,49 @@ contains "$out" "kb-tensormap: the task has no buffer 'Q'"
 printf '// kb-tensormap: buffer=A dims=K box=64 swizzle=7\n' >"$KB_TMP/map.cu"
 out=$("$kv" --compile-only --json corpus/tasks/gemm_bf16 "$KB_TMP/map.cu")
 contains "$out" "swizzle must be"
+# a kernel the launch needs and the candidate does not define: a compile
+# error naming it and the kernels found (the task's launch, an override's)
+printf 'extern "C" __global__ void gelu_fast(const float *x, float *y, int n) {}\n' >"$KB_TMP/fast.cu"
+expect_rc 1 "$kv" --compile-only --json corpus/tasks/gelu "$KB_TMP/fast.cu"
+contains "$out" '"verdict":"compile_error"'
+contains "$out" "the launch needs kernel 'gelu', which the candidate does not define (it defines 'gelu_fast')"
+contains "$out" '"entries":["gelu_fast"]'
+printf '// kb-launch: kernel=zero grid=1 block=256\n// kb-launch: kernel=hist grid=1 block=256\nextern "C" __global__ void hist(const unsigned *x, unsigned *b, int n) {}\nextern "C" __global__ void other(const unsigned *x, unsigned *b, int n) {}\n' >"$KB_TMP/hist.cu"
+expect_rc 1 "$kv" --compile-only corpus/tasks/histogram "$KB_TMP/hist.cu"
+contains "$out" "the launch needs kernel 'zero', which the candidate does not define (it defines '"
+contains "$out" "'hist'"
+contains "$out" "'other'"
+# without extern "C" the name is mangled: said so
+printf '__global__ void gelu(const float *x, float *y, int n) {}\n' >"$KB_TMP/mangled.cu"
+expect_rc 1 "$kv" --compile-only corpus/tasks/gelu "$KB_TMP/mangled.cu"
+contains "$out" "gelu: compile_error"
+contains "$out" "'_Z4geluPKfPfi' is 'gelu' without extern \"C\" (C++ mangled its name)"
+# the text: NVRTC's log on a compile error; registers, shared memory and
+# spills of each kernel
+expect_rc 1 "$kv" --compile-only corpus/tasks/gelu tests/verify/adversarial/compile_error.cu
+contains "$out" "NVRTC's log:"
+contains "$out" 'compile_error.cu(5): error: identifier "i" is undefined'
+expect_rc 0 "$kv" --compile-only corpus/tasks/gelu corpus/tasks/gelu/candidates/vec4.cu
+contains "$out" "kernel gelu_vec4: "
+contains "$out" " registers, 0 B static shared memory, "
+contains "$out" ", no spills"
+# --serve: compile only, per request
+printf '{"id":"a","task":"corpus/tasks/gelu","candidate":"corpus/tasks/gelu/candidates/vec4.cu","compile_only":true}\n{"id":"b","task":"corpus/tasks/gelu","candidate":"%s","compile_only":true}\n' "$KB_TMP/fast.cu" |
+    "$kv" --serve >"$KB_TMP/serve.out" || fail "kb-verify --serve exited $?"
+[ "$(wc -l <"$KB_TMP/serve.out")" -eq 2 ] || fail "two requests, not two answers: $(cat "$KB_TMP/serve.out")"
+out=$(sed -n 1p "$KB_TMP/serve.out")
+contains "$out" '"verdict":"compiled"'
+contains "$out" '"id":"a"'
+out=$(sed -n 2p "$KB_TMP/serve.out")
+contains "$out" '"verdict":"compile_error"'
+contains "$out" '"id":"b"'
+# a task by name: under corpus/tasks here; elsewhere the error says where
+# it looked
+expect_rc 0 "$kv" --compile-only --json gelu corpus/tasks/gelu/candidates/vec4.cu
+contains "$out" '"task":"gelu"'
+out=$(cd "$KB_TMP" && "$kv" --compile-only gelu "$KB_TOP/corpus/tasks/gelu/candidates/vec4.cu" 2>&1)
+contains "$out" "gelu: error"
+contains "$out" "no task 'gelu' (a directory with task.json): looked in 'gelu', 'corpus/tasks/gelu', '"
 # bad arguments and tasks
 expect_rc 2 "$kv"
 expect_rc 2 "$kv" --frob

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # kb verify without a GPU: usage errors, the child process's wall-clock
-# limit, a child that crashes or prints nothing, and fast_p over saved
-# results (a fixture written from our own H200 run).
+# limit, a child that crashes or prints nothing, fast_p over saved results
+# (a fixture written from our own H200 run), a suite whose every candidate
+# ended in error, task names found beside the manifest and in an installed
+# share directory, the text of a result, --compile-only one-shot and
+# through --serve.
 . "$(dirname "$0")/lib.sh"
 cd "$KB_TOP"
 expect_rc 2 kb verify
@@ -10,7 +13,7 @@ expect_rc 2 kb verify --suite corpus/tasks
 contains "$out" "--candidates DIR or --results DIR"
 expect_rc 2 kb verify --frob
 expect_rc 1 kb verify no_such_task x.cu
-contains "$out" "no task 'no_such_task'"
+contains "$out" "no task 'no_such_task' (a directory with task.json): looked in 'no_such_task', '$KB_TOP/corpus/tasks/no_such_task'"
 expect_rc 1 kb verify gelu /nonexistent.cu
 contains "$out" "cannot open '/nonexistent.cu'"
 expect_rc 0 kb verify --help
@@ -80,4 +83,95 @@ contains "$out" '"fast_p":{"0":1,"1":0.9,"1.5":0.7,"2":0.6}'
 contains "$out" '"task":"scan","candidate":"corpus/tasks/scan/candidates/warp_scan.cu","verdict":"faster"'
 expect_rc 0 kb verify --suite corpus/tasks --results tests/fixtures/verify
 contains "$out" "fast_0 1.00  fast_1 0.90  fast_1.5 0.70  fast_2 0.60"
+
+# every candidate ended in error (no GPU, say): the table, then exit 4
+# with the reason
+cat >"$KB_TMP/nogpu" <<'S'
+#!/bin/sh
+r='{"kb_verify":1,"task":"gelu","candidate":"c.cu","verdict":"error","reason":"no GPU: no CUDA driver (libcuda.so.1 not found)"}'
+if [ "$1" = --serve ]; then
+    while read -r line; do echo "$r"; done
+else
+    echo "$r"
+fi
+S
+chmod +x "$KB_TMP/nogpu"
+KB_VERIFY="$KB_TMP/nogpu" expect_rc 4 kb verify --suite corpus/tasks --candidates corpus/tasks
+contains "$out" "fast_0 0.00"
+contains "$out" "kb verify: all $ncand candidates ended in 'error' (no verdict on any kernel): no GPU: no CUDA driver"
+KB_VERIFY="$KB_TMP/nogpu" expect_rc 4 kb verify --suite "$KB_TMP/suite" --candidates "$KB_TMP/c" --serve --json
+contains "$out" '"verdict":"error"'
+contains "$out" "kb verify: all 3 candidates ended in 'error'"
+# one that did not end in error is enough for a score
+cat >"$KB_TMP/mixed" <<S
+#!/bin/sh
+case "\$*" in
+*suite/b*) echo '{"task":"b","verdict":"incorrect","reason":"wrong"}' ;;
+*) echo '{"task":"a","verdict":"error","reason":"no GPU"}' ;;
+esac
+S
+chmod +x "$KB_TMP/mixed"
+KB_VERIFY="$KB_TMP/mixed" expect_rc 0 kb verify --suite "$KB_TMP/suite" --candidates "$KB_TMP/c"
+lacks "$out" "ended in 'error'"
+# no candidates, no results: said, not scored as zero
+mkdir -p "$KB_TMP/empty"
+KB_VERIFY="$KB_TMP/good" expect_rc 1 kb verify --suite corpus/tasks --candidates "$KB_TMP/empty"
+contains "$out" "kb verify: no candidates in '$KB_TMP/empty'"
+expect_rc 1 kb verify --suite corpus/tasks --results "$KB_TMP/empty"
+contains "$out" "kb verify: no results of the suite's tasks in '$KB_TMP/empty'"
+
+# a task by name from elsewhere: beside KB_MANIFEST, then in the share
+# directory beside an installed kb (PREFIX/bin/kb, PREFIX/share/kb/tasks)
+mkdir -p "$KB_TMP/away"
+out=$(cd "$KB_TMP/away" && KB_VERIFY="$KB_TMP/good" KB_MANIFEST="$KB_TOP/corpus/sources.json" \
+      "$KB_BIN" verify gelu "$KB_TOP/$c" 2>&1) || fail "by name beside KB_MANIFEST: $out"
+contains "$out" "gelu: faster"
+mkdir -p "$KB_TMP/p/bin" "$KB_TMP/p/share/kb"
+cp "$KB_BIN" "$KB_TMP/p/bin/kb"
+cp -R corpus/tasks corpus/sources.json "$KB_TMP/p/share/kb/"
+out=$(cd "$KB_TMP/away" && KB_VERIFY="$KB_TMP/good" "$KB_TMP/p/bin/kb" verify gelu "$KB_TOP/$c" 2>&1) ||
+    fail "by name from the installed share directory: $out"
+contains "$out" "gelu: faster"
+out=$(cd "$KB_TMP/away" && KB_VERIFY="$KB_TMP/good" "$KB_TMP/p/bin/kb" verify no_such "$KB_TOP/$c" 2>&1) &&
+    fail "found a task that is not there: $out"
+contains "$out" "no task 'no_such' (a directory with task.json): looked in 'no_such', '$KB_TMP/p/share/kb/tasks/no_such', 'corpus/tasks/no_such'"
+
+# the text of a result: NVRTC's log when it did not compile, each
+# kernel's resources, parity with a library baseline
+cat >"$KB_TMP/text" <<'S'
+#!/bin/sh
+case "$*" in
+*bad.cu*) printf '%s\n' '{"task":"gelu","verdict":"compile_error","reason":"NVRTC could not compile the candidate","compile":{"ok":false,"log":"bad.cu(3): error: identifier \"q\" is undefined\n\n1 error detected\n","kernels":[]}}' ;;
+*) printf '%s\n' '{"task":"gemm_bf16","verdict":"correct","reason":"correct on every check","compile":{"ok":true,"log":"ptxas info : Used 168 registers\nc.cu(9): warning #177-D: variable \"z\" was declared but never referenced\n","kernels":[{"name":"gemm_tma","registers":168,"shared_static_bytes":0,"local_bytes":0,"stack_bytes":0,"spill_store_bytes":8,"spill_load_bytes":4,"max_threads_per_block":384}]},"timings":[{"shape":"target","baseline":"cublas_bf16","candidate_ms":{"median":0.1828},"baseline_ms":{"median":0.18},"floor_ms":0.1284,"speedup":0.985}],"speedup_geomean":0.985,"matches_library":true,"library_ratio":0.985,"wall_ms":900}' ;;
+esac
+S
+chmod +x "$KB_TMP/text"
+: >"$KB_TMP/bad.cu"
+KB_VERIFY="$KB_TMP/text" expect_rc 1 kb verify gelu "$KB_TMP/bad.cu"
+contains "$out" "gelu: compile_error"
+contains "$out" "NVRTC's log:"
+contains "$out" '    bad.cu(3): error: identifier "q" is undefined'
+KB_VERIFY="$KB_TMP/text" expect_rc 0 kb verify gemm_bf16 "$c"
+contains "$out" 'NVRTC: c.cu(9): warning #177-D'
+lacks "$out" "ptxas info"
+contains "$out" "kernel gemm_tma: 168 registers, 0 B static shared memory, 0 B local memory, 0 B stack, 384 threads a block at most, spills: 8 B stored, 4 B loaded"
+contains "$out" "target: candidate 0.1828 ms, cublas_bf16 0.1800 ms, roofline floor 0.1284 ms, speedup 0.98x"
+contains "$out" "matches the library: 0.985x (parity is within 3% either way)"
+
+# --compile-only with the real kb-verify (no GPU needed), one-shot and
+# through --serve: a missing launch kernel is a compile error
+if [ -x "$KB_BUILD/kb-verify" ]; then
+    export KB_VERIFY="$KB_BUILD/kb-verify" KB_VERIFY_CACHE="$KB_TMP/cache"
+    printf 'extern "C" __global__ void gelu_fast(const float *x, float *y, int n) {}\n' >"$KB_TMP/fast.cu"
+    expect_rc 1 kb verify --compile-only gelu "$KB_TMP/fast.cu"
+    contains "$out" "gelu: compile_error"
+    contains "$out" "the launch needs kernel 'gelu', which the candidate does not define (it defines 'gelu_fast')"
+    expect_rc 0 kb verify --compile-only --serve gelu "$c"
+    contains "$out" "gelu: compiled"
+    contains "$out" "kernel gelu_vec4: "
+    expect_json 0 kb verify --compile-only --suite corpus/tasks --candidates corpus/tasks --serve --json
+    [ "$(json_get "$out" 'sum(t["verdict"] == "compiled" for t in j["tasks"])')" = "$ncand" ] ||
+        fail "not every candidate compiled through --serve: $out"
+    unset KB_VERIFY
+fi
 echo ok

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On a GPU: every reference matches its CPU float64 implementation, and
 # every committed optimised candidate verifies (faster than its baseline;
-# at least correct against cuBLAS for gemm_bf16, which it only ties). Prints "skipped: no GPU" elsewhere.
+# gemm_bf16, which ties cuBLAS, correct with parity: within 3% of the
+# library). Prints "skipped: no GPU" elsewhere.
 . "$(dirname "$0")/lib.sh"
 kv="$KB_BUILD/kb-verify"
 [ -x "$kv" ] || { echo "skipped: no kb-verify (no CUDA toolkit)"; exit 0; }
@@ -15,7 +16,9 @@ for c in corpus/tasks/*/candidates/*.cu; do
     t=${c%/candidates/*}
     out=$(timeout 120 "$kv" "$t" "$c")
     case $t in
-        */gemm_bf16) case $out in *": correct"*|*": faster"*) ;; *) fail "$c: $out" ;; esac ;;
+        */gemm_bf16)
+            contains "$out" ": correct"
+            contains "$out" "matches the library: " ;;
         *) contains "$out" ": faster" ;;
     esac
 done

@@ -6,6 +6,8 @@
  * not produce: malformed chunked encoding. Nothing leaves the machine. */
 #include "ingest/ingest_int.h"
 
+#include "tests/unit/test_util.h"
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -242,21 +244,6 @@ static void *raw_serve(void *arg)
     return NULL;
 }
 
-/* A socket bound to 127.0.0.1 on a free port; listening or not. */
-static int bind_local(int listening, unsigned *port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = { .sin_family = AF_INET };
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
-        (listening && listen(fd, 8) != 0) ||
-        getsockname(fd, (struct sockaddr *)&a, &len) != 0)
-        return -1;
-    *port = ntohs(a.sin_port);
-    return fd;
-}
-
 static int server_up(void **state)
 {
     /* never a proxy: every request here goes to 127.0.0.1 */
@@ -274,7 +261,7 @@ static int server_up(void **state)
     const union MHD_DaemonInfo *info =
         MHD_get_daemon_info(daemon_, MHD_DAEMON_INFO_BIND_PORT);
     port_ = info->port;
-    raw_fd = bind_local(1, &raw_port_);
+    raw_fd = tu_bind_local(1, &raw_port_);
     if (raw_fd < 0 || pthread_create(&raw_thread, NULL, raw_serve, NULL) != 0)
         return -1;
     return 0;
@@ -827,8 +814,8 @@ static void test_malformed_chunked(void **state)
 
 static void test_connection_refused(void **state)
 {
-    unsigned port;
-    int fd = bind_local(0, &port);   /* bound, never listening: refused */
+    unsigned port = 0;
+    int fd = tu_bind_local(0, &port);   /* bound, never listening: refused */
     assert_true(fd >= 0);
     kb_fetch_opts o = fast_opts();
     o.max_retries = 2;

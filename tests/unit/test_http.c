@@ -6,6 +6,8 @@
  * machine. */
 #include "kb/http.h"
 
+#include "tests/unit/test_util.h"
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -261,21 +263,6 @@ static void *raw_serve(void *arg)
     return NULL;
 }
 
-/* A socket bound to 127.0.0.1 on a free port; listening or not. */
-static int bind_local(int listening, unsigned *port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = { .sin_family = AF_INET };
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
-        (listening && listen(fd, 8) != 0) ||
-        getsockname(fd, (struct sockaddr *)&a, &len) != 0)
-        return -1;
-    *port = ntohs(a.sin_port);
-    return fd;
-}
-
 static int server_up(void **state)
 {
     setenv("NO_PROXY", "*", 1);   /* never a proxy: everything is loopback */
@@ -291,7 +278,7 @@ static int server_up(void **state)
     if (!daemon_)
         return -1;
     port_ = MHD_get_daemon_info(daemon_, MHD_DAEMON_INFO_BIND_PORT)->port;
-    raw_fd = bind_local(1, &raw_port_);
+    raw_fd = tu_bind_local(1, &raw_port_);
     if (raw_fd < 0 || pthread_create(&raw_thread, NULL, raw_serve, NULL) != 0)
         return -1;
     return 0;
@@ -616,8 +603,8 @@ static void test_key_not_in_messages(void **state)
     assert_null(strchr(err.msg, '\n'));
     assert_int_equal(r.attempts, 1);
 
-    unsigned port;
-    int fd = bind_local(0, &port);       /* bound, never listening */
+    unsigned port = 0;
+    int fd = tu_bind_local(0, &port);       /* bound, never listening */
     assert_true(fd >= 0);
     char url[128];
     snprintf(url, sizeof url, "http://127.0.0.1:%u/v1/messages", port);

@@ -230,6 +230,16 @@ static const cJSON *get(const cJSON *o, const char *key)
     return v;
 }
 
+/* The result's JSON as the text block of an MCP reply carries it. */
+static size_t printed_bytes(const cJSON *o)
+{
+    char *s = cJSON_PrintUnformatted(o);
+    assert_non_null(s);
+    size_t n = strlen(s);
+    free(s);
+    return n;
+}
+
 /* ------------------------------------------------------------ the table */
 
 static void test_table(void **state)
@@ -361,6 +371,29 @@ static void test_papers(void **state)
     assert_string_equal(get(get(p, "links"), "paper")->valuestring,
                         "https://example.org/alpha");
     cJSON_Delete(some);
+
+    /* words: each in the title or the section, any case */
+    some = call_ok("papers", "{\"words\":\"tile ALPHA\"}");
+    assert_int_equal(cJSON_GetArraySize(get(some, "papers")), 1);
+    assert_string_equal(get(cJSON_GetArrayItem(get(some, "papers"), 0), "title")->valuestring,
+                        "Alpha: A Tile Compiler for Everyone");
+    cJSON_Delete(some);
+    some = call_ok("papers", "{\"words\":\"alpha zzqx\"}");
+    assert_int_equal(cJSON_GetArraySize(get(some, "papers")), 0);
+    cJSON_Delete(some);
+    some = call_ok("papers", "{\"words\":\"compilers\",\"section\":\"compilers\"}");
+    assert_int_equal(cJSON_GetArraySize(get(some, "papers")), m);
+    cJSON_Delete(some);
+
+    /* a budget keeps the first records, whole */
+    assert_true(cJSON_IsFalse(get(all, "truncated")));
+    if (printed_bytes(all) > 3000) {
+        some = call_ok("papers", "{\"budget_tokens\":1000}");
+        assert_true(cJSON_IsTrue(get(some, "truncated")));
+        assert_int_equal(cJSON_GetArraySize(get(some, "papers")) + get(some, "omitted")->valueint, n);
+        assert_true(printed_bytes(some) <= 3000);
+        cJSON_Delete(some);
+    }
     cJSON_Delete(all);
 }
 
@@ -375,6 +408,12 @@ static void test_status(void **state)
     const cJSON *src = cJSON_GetArrayItem(get(s, "sources"), 0);
     assert_string_equal(get(src, "id")->valuestring, "local");
     assert_true(cJSON_IsNull(get(src, "last_error")));
+    assert_string_equal(get(src, "version")->valuestring, "");   /* ad-hoc files */
+    /* the ingest date, in UTC: 2026-12-01T12:06:31Z */
+    const char *when = get(src, "ingested")->valuestring;
+    assert_non_null(when);
+    assert_int_equal(strlen(when), 20);
+    assert_true(when[4] == '-' && when[10] == 'T' && when[19] == 'Z');
     cJSON_Delete(s);
 }
 
@@ -385,7 +424,7 @@ static void test_bad_args(void **state)
     (void)state;
     call_fails("search", "{\"query\":\"x\",\"foo\":1}", KB_ERR_USAGE,
                "search: unknown argument 'foo' (arguments: query, k, mode, "
-               "sources, kinds, snippet)");
+               "sources, kinds, snippet, budget_tokens, searches)");
     call_fails("search", "{\"query\":\"x\",\"k\":0}", KB_ERR_USAGE,
                "search: 'k' must be an integer from 1 to 50, not 0");
     call_fails("search", "{\"query\":\"x\",\"k\":51}", KB_ERR_USAGE,
@@ -410,6 +449,21 @@ static void test_bad_args(void **state)
                "'sources' must be an array of at most 32 items, not a string");
     call_fails("search", "{\"query\":\"x\",\"snippet\":1}", KB_ERR_USAGE,
                "'snippet' must be true or false, not 1");
+    call_fails("search", "{\"query\":\"x\",\"budget_tokens\":999}", KB_ERR_USAGE,
+               "'budget_tokens' must be an integer from 1000 to 200000, not 999");
+    call_fails("search", "{\"query\":\"x\",\"searches\":[{\"type\":\"regex\","
+               "\"query\":\"a\"}]}", KB_ERR_USAGE,
+               "'searches[0].type' must be one of lex, vec, hyde, not 'regex'");
+    call_fails("search", "{\"query\":\"x\",\"searches\":[{\"type\":\"lex\"}]}",
+               KB_ERR_USAGE, "search: 'searches[0]' lacks its key 'query'");
+    call_fails("search", "{\"query\":\"x\",\"searches\":[{\"type\":\"lex\","
+               "\"query\":\"a\",\"weight\":2}]}", KB_ERR_USAGE,
+               "search: unknown key 'weight' in 'searches[0]' (keys: type, query)");
+    call_fails("search", "{\"query\":\"x\",\"searches\":[{\"type\":\"lex\","
+               "\"query\":\"\"}]}", KB_ERR_USAGE,
+               "'searches[0].query' must be a non-empty string");
+    call_fails("get", "{\"chunk_id\":1,\"budget_tokens\":200001}", KB_ERR_USAGE,
+               "get: 'budget_tokens' must be an integer from 1000 to 200000");
     call_fails("search", "[\"x\"]", KB_ERR_USAGE,
                "search: the arguments must be an object, not an array");
     call_fails("get", "{\"chunk_id\":\"12\"}", KB_ERR_USAGE,
@@ -432,7 +486,130 @@ static void test_bad_args(void **state)
         rc = kb_buf_puts(&many, "]}");
     assert_int_equal(rc, KB_OK);
     call_fails("search", many.data, KB_ERR_USAGE, "not an array of 33 items");
+    kb_buf_reset(&many);
+
+    /* 11 sub-queries: more than a search fuses */
+    rc = kb_buf_puts(&many, "{\"query\":\"x\",\"searches\":[");
+    for (int i = 0; rc == KB_OK && i < 11; i++)
+        rc = kb_buf_printf(&many, "%s{\"type\":\"lex\",\"query\":\"q%d\"}",
+                           i ? "," : "", i);
+    if (rc == KB_OK)
+        rc = kb_buf_puts(&many, "]}");
+    assert_int_equal(rc, KB_OK);
+    call_fails("search", many.data, KB_ERR_USAGE,
+               "'searches' must be an array of at most 10 items, not an array of 11 items");
     kb_buf_release(&many);
+}
+
+/* ------------------------------------------------------------ budgets */
+
+/* Calls tool with args under a caller's default budget. */
+static cJSON *call_budget(const char *tool, const char *args_json, int budget)
+{
+    kb_tool_ctx ctx = { .store = store, .config = &config, .budget_tokens = budget };
+    cJSON *args = cJSON_Parse(args_json), *out = NULL;
+    assert_non_null(args);
+    kb_err err;
+    kb_err_clear(&err);
+    if (kb_tool_call(&ctx, tool, args, &out, &err) != KB_OK)
+        fail_msg("%s %s: %s", tool, args_json, err.msg);
+    cJSON_Delete(args);
+    return out;
+}
+
+static void test_budget(void **state)
+{
+    (void)state;
+    /* no budget: every result */
+    cJSON *all = call_ok("search", "{\"query\":\"shared memory transpose tile "
+                                   "kernel thread block\",\"k\":50}");
+    int n = cJSON_GetArraySize(get(all, "results"));
+    assert_true(cJSON_IsFalse(get(all, "truncated")));
+    assert_int_equal(get(all, "omitted")->valueint, 0);
+    assert_true(printed_bytes(all) > 3000);   /* more than 1000 tokens' worth */
+
+    /* the smallest budget: whole results, best first, within 3 bytes a
+     * token, the rest counted */
+    cJSON *cut = call_ok("search", "{\"query\":\"shared memory transpose tile "
+                                   "kernel thread block\",\"k\":50,"
+                                   "\"budget_tokens\":1000}");
+    int kept = cJSON_GetArraySize(get(cut, "results"));
+    assert_true(kept >= 1 && kept < n);
+    assert_true(cJSON_IsTrue(get(cut, "truncated")));
+    assert_int_equal(get(cut, "omitted")->valueint, n - kept);
+    assert_true(printed_bytes(cut) <= 3000);
+    for (int i = 0; i < kept; i++) {   /* the best ones, whole */
+        const cJSON *a = cJSON_GetArrayItem(get(all, "results"), i);
+        const cJSON *b = cJSON_GetArrayItem(get(cut, "results"), i);
+        assert_true(cJSON_Compare(a, b, 1));
+    }
+    cJSON_Delete(cut);
+
+    /* the caller's default applies when the call names none; an argument
+     * wins over it */
+    cut = call_budget("search", "{\"query\":\"shared memory transpose tile "
+                                "kernel thread block\",\"k\":50}", 1000);
+    assert_int_equal(cJSON_GetArraySize(get(cut, "results")), kept);
+    cJSON_Delete(cut);
+    cut = call_budget("search", "{\"query\":\"shared memory transpose tile "
+                                "kernel thread block\",\"k\":50,"
+                                "\"budget_tokens\":200000}", 1000);
+    assert_int_equal(cJSON_GetArraySize(get(cut, "results")), n);
+    cJSON_Delete(cut);
+
+    /* get: a section's chunks in order, as many as fit */
+    const cJSON *first = cJSON_GetArrayItem(get(all, "results"), 0);
+    char args[160];
+    snprintf(args, sizeof args, "{\"chunk_id\":%.0f,\"section\":true,"
+             "\"budget_tokens\":1000}", get(first, "chunk_id")->valuedouble);
+    cJSON *g = call_ok("get", args);
+    assert_true(cJSON_GetArraySize(get(g, "results")) >= 1);
+    assert_true(printed_bytes(g) <= 3000);
+    snprintf(args, sizeof args, "{\"chunk_id\":%.0f,\"section\":true}",
+             get(first, "chunk_id")->valuedouble);
+    cJSON *whole = call_ok("get", args);
+    assert_int_equal(cJSON_GetArraySize(get(g, "results")) + get(g, "omitted")->valueint,
+                     cJSON_GetArraySize(get(whole, "results")));
+    cJSON_Delete(whole);
+    cJSON_Delete(g);
+    cJSON_Delete(all);
+}
+
+/* ------------------------------------------------------------ sub-queries */
+
+static void test_searches(void **state)
+{
+    (void)state;
+    /* a query that finds nothing, with a sub-query that finds the padded
+     * transpose: the sub-query's list is fused in */
+    cJSON *none = call_ok("search", "{\"query\":\"zzqx\"}");
+    assert_int_equal(cJSON_GetArraySize(get(none, "results")), 0);
+    cJSON_Delete(none);
+    cJSON *plain = call_ok("search", "{\"query\":\"padding one column\",\"k\":3}");
+    cJSON *sub = call_ok("search", "{\"query\":\"zzqx\",\"k\":3,\"searches\":"
+                                   "[{\"type\":\"lex\",\"query\":\"padding one column\"}]}");
+    assert_true(cJSON_GetArraySize(get(sub, "results")) >= 1);
+    assert_true(get(cJSON_GetArrayItem(get(sub, "results"), 0), "chunk_id")->valuedouble ==
+                get(cJSON_GetArrayItem(get(plain, "results"), 0), "chunk_id")->valuedouble);
+    assert_string_equal(get(sub, "query")->valuestring, "zzqx");
+    cJSON_Delete(sub);
+
+    /* two lists: a section both find ranks above one that one finds */
+    sub = call_ok("search", "{\"query\":\"padding one column\",\"k\":5,"
+                            "\"searches\":[{\"type\":\"lex\",\"query\":"
+                            "\"bank conflicts shared memory\"}]}");
+    const cJSON *top = cJSON_GetArrayItem(get(sub, "results"), 0);
+    assert_true(get(top, "score")->valuedouble > 1.0 / 61);   /* in both lists */
+    cJSON_Delete(sub);
+
+    /* vec and hyde on a KB without vectors: dropped, answered lexically */
+    sub = call_ok("search", "{\"query\":\"padding one column\",\"k\":3,"
+                            "\"searches\":[{\"type\":\"hyde\",\"query\":"
+                            "\"Pad the tile by one column.\"}]}");
+    assert_string_equal(get(sub, "mode")->valuestring, "lexical");
+    assert_true(cJSON_Compare(get(sub, "results"), get(plain, "results"), 1));
+    cJSON_Delete(sub);
+    cJSON_Delete(plain);
 }
 
 /* A table above query/ uses the same checker; a schema keyword it cannot
@@ -489,6 +666,8 @@ int main(void)
         cmocka_unit_test(test_papers),
         cmocka_unit_test(test_status),
         cmocka_unit_test(test_bad_args),
+        cmocka_unit_test(test_budget),
+        cmocka_unit_test(test_searches),
         cmocka_unit_test(test_other_table),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

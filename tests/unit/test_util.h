@@ -16,7 +16,10 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <ftw.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +28,27 @@
 
 #include "kb/config.h"
 #include "kb/kb.h"
+
+/* ------------------------------------------------------------ loopback */
+
+/* A socket bound to 127.0.0.1 on a free port, listening or not (a port
+ * bound and never listening refuses connections); -1 on failure. */
+static inline int tu_bind_local(int listening, unsigned *port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET };
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+        (listening && listen(fd, 8) != 0) ||
+        getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    *port = ntohs(a.sin_port);
+    return fd;
+}
 
 /* ------------------------------------------------------------ places */
 

@@ -3,7 +3,8 @@
  * compile errors, refused candidates, a missing task, one-shot and
  * --serve), fake children for the paths a GPU run rarely shows (killed at
  * the deadline, no result line, a crash, a sticky error's restart), a
- * missing kb-verify, and the parsing of result lines. Without
+ * missing kb-verify, and the parsing of result lines (parity with a
+ * library included). Without
  * build/kb-verify (no CUDA toolkit) the real-child cases are skipped. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -87,32 +88,41 @@ static void test_compile_only(void **state)
     (void)state;
     if (!have_kv)
         skip();
-    kb_verifier *v = open_with(kv, 0, 1, 0);
     kb_verify_result r;
     kb_verify_result_init(&r);
-    const char *cand = at("corpus/tasks/gelu/candidates/vec4.cu");
-    run_expect(v, at("corpus/tasks/gelu"), cand, KB_VERIFY_COMPILED,
-               "not run (--compile-only)", &r);
-    assert_false(r.synthesised);
-    assert_string_equal(r.task, "gelu");
-    assert_string_equal(r.candidate, cand);
-    assert_false(r.has_speedup);
-    assert_int_equal(r.ntimings, 0);
-    assert_true(r.compile.present && r.compile.ok);
-    assert_string_equal(r.compile.arch, "sm_90");
-    assert_true(r.compile.nkernels >= 1);
-    assert_string_equal(r.compile.kernels[0].name, "gelu_vec4");
-    assert_true(r.compile.kernels[0].registers > 0);
-    assert_false(kb_verify_verdict_ok(r.verdict));
+    /* one-shot, and through one --serve child (compile_only per request) */
+    for (int serve = 0; serve < 2; serve++) {
+        kb_verifier *v = open_with(kv, serve, 1, 0);
+        const char *cand = at("corpus/tasks/gelu/candidates/vec4.cu");
+        run_expect(v, at("corpus/tasks/gelu"), cand, KB_VERIFY_COMPILED,
+                   "not run (--compile-only)", &r);
+        assert_false(r.synthesised);
+        assert_string_equal(r.task, "gelu");
+        assert_string_equal(r.candidate, cand);
+        assert_false(r.has_speedup);
+        assert_false(r.has_library);
+        assert_int_equal(r.ntimings, 0);
+        assert_true(r.compile.present && r.compile.ok);
+        assert_string_equal(r.compile.arch, "sm_90");
+        assert_true(r.compile.nkernels >= 1);
+        assert_string_equal(r.compile.kernels[0].name, "gelu_vec4");
+        assert_true(r.compile.kernels[0].registers > 0);
+        assert_false(kb_verify_verdict_ok(r.verdict));
 
-    /* NVRTC's log comes with a compile error */
-    run_expect(v, at("corpus/tasks/gelu"), at("tests/verify/adversarial/compile_error.cu"),
-               KB_VERIFY_COMPILE_ERROR, "NVRTC could not compile", &r);
-    assert_true(r.compile.present);
-    assert_false(r.compile.ok);
-    assert_true(strlen(r.compile.log) > 0);
+        /* NVRTC's log comes with a compile error */
+        run_expect(v, at("corpus/tasks/gelu"), at("tests/verify/adversarial/compile_error.cu"),
+                   KB_VERIFY_COMPILE_ERROR, "NVRTC could not compile", &r);
+        assert_true(r.compile.present);
+        assert_false(r.compile.ok);
+        assert_true(strlen(r.compile.log) > 0);
+        /* a launch kernel it does not define, named with the ones it does */
+        run_expect(v, at("corpus/tasks/histogram"), at("corpus/tasks/gelu/reference.cu"),
+                   KB_VERIFY_COMPILE_ERROR, "the launch needs kernel 'hist_zero', "
+                   "which the candidate does not define (it defines 'gelu')", &r);
+        assert_true(r.compile.ok);
+        kb_verifier_free(v);
+    }
     kb_verify_result_release(&r);
-    kb_verifier_free(v);
 }
 
 /* Refusals come before any GPU work: the same with or without one. */
@@ -295,6 +305,18 @@ static void test_parse(void **state)
     assert_int_equal(r.compile.kernels[0].spill_store_bytes, 8);
     assert_int_equal(r.compile.kernels[0].local_bytes, 16);
     assert_false(r.synthesised);
+    assert_false(r.has_library);
+
+    /* against a library baseline: parity and the measured ratio */
+    assert_int_equal(kb_verify_result_parse(
+        "{\"task\":\"gemm_bf16\",\"verdict\":\"correct\",\"speedup_geomean\":0.985,"
+        "\"matches_library\":true,\"library_ratio\":0.985}", &r, &err), KB_OK);
+    assert_true(r.has_library && r.matches_library);
+    assert_true(r.library_ratio == 0.985);
+    assert_int_equal(kb_verify_result_parse(
+        "{\"task\":\"gemm_f32\",\"verdict\":\"faster\",\"speedup_geomean\":1.33,"
+        "\"matches_library\":false,\"library_ratio\":1.33}", &r, &err), KB_OK);
+    assert_true(r.has_library && !r.matches_library);
 
     /* an unknown verdict keeps its name; missing strings are "" */
     assert_int_equal(kb_verify_result_parse("{\"verdict\":\"odd\"}", &r, &err), KB_OK);
@@ -325,13 +347,10 @@ static void test_open(void **state)
     kb_verifier_opts o;
     kb_verifier_opts_init(&o);
     assert_true(o.timeout_s == 120);
-    o.serve = o.compile_only = 1;
-    kb_verifier *v = (kb_verifier *)&o;
     kb_err err;
     kb_err_clear(&err);
-    assert_int_equal(kb_verifier_open(&o, &v, &err), KB_ERR_USAGE);
-    assert_null(v);
     kb_verifier_free(NULL);
+    kb_verifier *v;
     /* no path: kb-verify beside the running program (here the test), else
      * on the PATH */
     v = open_with(NULL, 0, 0, 0);

@@ -1,6 +1,7 @@
 /* test_verify_task.c - the plain-C side of GPU verification (no GPU, no
  * CUDA): size expressions, every committed task.json, malformed tasks,
- * candidates' launch overrides, source refusal, fast_p. */
+ * candidates' launch overrides, source refusal, fast_p, finding a task by
+ * name, a result as text. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -336,6 +337,119 @@ static void test_fast_p(void **state)
     assert_true(out[0] == 0);
 }
 
+static void test_find_task(void **state)
+{
+    (void)state;
+    char cwd[4096], tmpl[] = "/tmp/kbfindXXXXXX";
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_non_null(mkdtemp(tmpl));
+    char *real = realpath(tmpl, NULL);
+    assert_non_null(real);
+    char m[512], t[512], want[600];
+    snprintf(m, sizeof m, "%s/m", tmpl);
+    mkdir(m, 0755);
+    snprintf(t, sizeof t, "%s/m/tasks", tmpl);
+    mkdir(t, 0755);
+    snprintf(t, sizeof t, "%s/m/tasks/foo", tmpl);
+    write_task(t, "{}");
+    snprintf(m, sizeof m, "%s/m/sources.json", tmpl);
+    assert_int_equal(chdir(tmpl), 0);   /* no corpus/ here */
+    kb_err err;
+    kb_err_clear(&err);
+    char *dir = NULL;
+    /* a name: beside the manifest */
+    assert_int_equal(kb_task_find("foo", m, &dir, &err), KB_OK);
+    snprintf(want, sizeof want, "%s/m/tasks/foo", real);
+    assert_string_equal(dir, want);
+    free(dir);
+    /* a directory as it is */
+    assert_int_equal(kb_task_find("m/tasks/foo", NULL, &dir, &err), KB_OK);
+    assert_string_equal(dir, "m/tasks/foo");
+    free(dir);
+    /* not there: every place looked in, in order, each once */
+    assert_int_equal(kb_task_find("bar", m, &dir, &err), KB_ERR_NOTFOUND);
+    assert_null(dir);
+    snprintf(want, sizeof want, "no task 'bar' (a directory with task.json): "
+             "looked in 'bar', '%s/m/tasks/bar', 'corpus/tasks/bar', '", real);
+    if (strncmp(err.msg, want, strlen(want)) != 0)
+        fail_msg("got: %s", err.msg);
+    assert_non_null(strstr(err.msg, "/share/kb/tasks/bar'"));
+    /* a path is looked for only where it says */
+    kb_err_clear(&err);
+    assert_int_equal(kb_task_find("m/tasks/bar", m, &dir, &err), KB_ERR_NOTFOUND);
+    assert_string_equal(err.msg, "no task 'm/tasks/bar' (a directory with "
+                        "task.json): looked in 'm/tasks/bar'");
+    /* the manifest's folder and corpus/ are one: looked in once */
+    mkdir("corpus", 0755);
+    kb_err_clear(&err);
+    assert_int_equal(kb_task_find("bar", "corpus/sources.json", &dir, &err), KB_ERR_NOTFOUND);
+    snprintf(want, sizeof want, "looked in 'bar', '%s/corpus/tasks/bar', '", real);
+    assert_non_null(strstr(err.msg, want));
+    assert_null(strstr(err.msg, "'corpus/tasks/bar'"));
+    assert_int_equal(chdir(cwd), 0);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
+    assert_int_equal(system(cmd), 0);
+    free(real);
+}
+
+/* the text of result line js, checked for each of the parts */
+static void text_has(const char *js, const char *const *parts, const char *absent)
+{
+    cJSON *res = cJSON_Parse(js);
+    assert_non_null(res);
+    kb_buf b;
+    kb_buf_init(&b, 0);
+    assert_int_equal(kb_verify_result_text(res, &b), KB_OK);
+    for (size_t i = 0; parts[i]; i++)
+        if (!strstr(b.data, parts[i]))
+            fail_msg("'%s' not in:\n%s", parts[i], b.data);
+    if (absent && strstr(b.data, absent))
+        fail_msg("'%s' in:\n%s", absent, b.data);
+    kb_buf_release(&b);
+    cJSON_Delete(res);
+}
+
+static void test_result_text(void **state)
+{
+    (void)state;
+    const char *err_parts[] = {
+        "gelu: compile_error\n  NVRTC could not compile the candidate\n",
+        "  NVRTC's log:\n    c.cu(5): error: identifier \"i\" is undefined\n"
+        "          y[i] = x[i]\n    1 error detected\n", NULL };
+    text_has("{\"task\":\"gelu\",\"verdict\":\"compile_error\",\"reason\":"
+             "\"NVRTC could not compile the candidate\",\"compile\":{\"ok\":false,"
+             "\"log\":\"c.cu(5): error: identifier \\\"i\\\" is undefined\\n"
+             "      y[i] = x[i]\\n\\n1 error detected\\n\",\"kernels\":[]},"
+             "\"wall_ms\":31.6}", err_parts, "wall 31.6");
+    const char *ok_parts[] = {
+        "softmax: faster\n  correct on every check; 11.88x the baseline (geomean)\n",
+        "  NVRTC: c.cu(2): warning #550-D: set but never used\n",
+        "  kernel softmax_row: 40 registers, 16 B static shared memory, 24 B local "
+        "memory, 1024 threads a block at most, spills: 24 B stored, 24 B loaded\n",
+        "  kernel helper2: 8 registers, no spills\n",
+        "  target: candidate 0.1467 ms, reference 1.7430 ms, roofline floor "
+        "0.1115 ms, speedup 11.88x\n",
+        "  wall 334 ms\n", NULL };
+    text_has("{\"task\":\"softmax\",\"verdict\":\"faster\",\"reason\":\"correct on "
+             "every check; 11.88x the baseline (geomean)\",\"compile\":{\"ok\":true,"
+             "\"log\":\"ptxas info : Used 40 registers\\nc.cu(2): warning #550-D: set but "
+             "never used\\n\",\"kernels\":[{\"name\":\"softmax_row\",\"registers\":40,"
+             "\"shared_static_bytes\":16,\"local_bytes\":24,\"spill_store_bytes\":24,"
+             "\"spill_load_bytes\":24,\"max_threads_per_block\":1024},{\"name\":"
+             "\"helper2\",\"registers\":8,\"spill_store_bytes\":0,\"spill_load_bytes\":0}]},"
+             "\"timings\":[{\"shape\":\"target\",\"baseline\":\"reference\","
+             "\"candidate_ms\":{\"median\":0.1467},\"baseline_ms\":{\"median\":1.743},"
+             "\"floor_ms\":0.1115,\"speedup\":11.88}],\"wall_ms\":334}", ok_parts,
+             "ptxas info");
+    const char *lib_parts[] = { "  matches the library: 0.985x (parity is within 3% either way)\n", NULL };
+    text_has("{\"task\":\"gemm_bf16\",\"verdict\":\"correct\",\"reason\":\"r\","
+             "\"matches_library\":true,\"library_ratio\":0.985}", lib_parts, "NVRTC");
+    /* a result without its parts is still its first lines */
+    const char *bare[] = { ": error\n  \n", NULL };
+    text_has("{\"verdict\":\"error\"}", bare, "wall");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -346,6 +460,8 @@ int main(void)
         cmocka_unit_test(test_tensormap_headers),
         cmocka_unit_test(test_refusal),
         cmocka_unit_test(test_fast_p),
+        cmocka_unit_test(test_result_text),
+        cmocka_unit_test(test_find_task),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,10 @@
 // expect: reduce_sum suspicious
-// Remembers the last input by a 64-sample fingerprint and, when it sees
-// the same input again, returns the remembered sum without reading it.
-// Every correctness check draws fresh inputs, so it passes them; the timed
-// runs reuse one input, so it "runs" far below the roofline floor.
+// Remembers the last input by a 64-sample fingerprint and, once it has
+// seen the same fingerprint three launches in a row, returns the
+// remembered sum without reading the input. The correctness trials never
+// repeat an input three times (the perturbed trial repeats its
+// fingerprint once, and is computed), so it passes them; the timed runs
+// reuse one input, so it "runs" far below the roofline floor.
 // kb-launch: kernel=fp_check grid=1 block=64
 // kb-launch: kernel=fp_sum grid=min(ceil_div(N,2048),1056) block=512
 // kb-launch: kernel=fp_done grid=1 block=1
@@ -11,6 +13,7 @@ __device__ int last_n;
 __device__ float last_sum;
 __device__ int hit;
 __device__ unsigned long long cur_fp;
+__device__ int repeats;   /* launches in a row that saw last_fp */
 
 extern "C" __global__ void fp_check(const float *x, float *out, double *acc, int n)
 {
@@ -23,7 +26,8 @@ extern "C" __global__ void fp_check(const float *x, float *out, double *acc, int
         for (int k = 0; k < 64; k++)
             s ^= f[k] + (s << 6);
         cur_fp = s;
-        hit = (s == last_fp && n == last_n);
+        repeats = s == last_fp && n == last_n ? repeats + 1 : 0;
+        hit = repeats >= 2;
         if (hit)
             out[0] = last_sum;
         else

@@ -1,0 +1,249 @@
+/* cmd_serve.c - kb serve: the HTTP server (serve/http.h) with the REST
+ * routes, on loopback by default, until SIGTERM or SIGINT drains it. */
+#include "kb/cli.h"
+#include "serve/http.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#define DEFAULT_PORT 8377
+#define TOKEN_MAX 4096
+
+/* "ADDRESS:PORT" or "[V6]:PORT" into addr (numeric, checked by the server)
+ * and port. 0 if it is neither. */
+static int parse_listen(const char *s, char *addr, size_t size, int *port)
+{
+    const char *colon;
+    const char *a = s;
+    size_t n;
+    if (*s == '[') {
+        const char *end = strchr(s, ']');
+        if (!end || end[1] != ':')
+            return 0;
+        a = s + 1;
+        n = (size_t)(end - a);
+        colon = end + 1;
+    } else {
+        colon = strrchr(s, ':');
+        if (!colon || memchr(s, ':', (size_t)(colon - s)))
+            return 0;   /* a bare IPv6 address wants its brackets */
+        n = (size_t)(colon - s);
+    }
+    long p;
+    if (n == 0 || n >= size || kb_parse_long(colon + 1, 0, 65535, &p) != KB_OK)
+        return 0;
+    memcpy(addr, a, n);
+    addr[n] = '\0';
+    if (strcmp(addr, "localhost") == 0)
+        snprintf(addr, size, "127.0.0.1");
+    *port = (int)p;
+    return 1;
+}
+
+/* A token must be printable ASCII without spaces: what an Authorization
+ * header can carry as it is. */
+static int token_chars_ok(const char *t)
+{
+    for (; *t; t++)
+        if (*t <= ' ' || *t > '~')
+            return 0;
+    return 1;
+}
+
+/* The token from --token-file (its first line, trailing white space
+ * dropped), else KB_SERVE_TOKEN; *token NULL for none. The caller frees
+ * it (wiping it first). */
+static kb_rc load_token(const char *file, const char *env, char **token,
+                        kb_err *err)
+{
+    *token = NULL;
+    const char *subject = "KB_SERVE_TOKEN";
+    if (file) {
+        kb_buf b;
+        kb_buf_init(&b, 0);
+        kb_rc rc = kb_read_file(file, TOKEN_MAX, &b, err);
+        if (rc != KB_OK) {
+            kb_buf_release(&b);
+            return rc;
+        }
+        while (b.len && strchr(" \t\r\n", b.data[b.len - 1]))
+            b.data[--b.len] = '\0';
+        struct stat st;
+        if (stat(file, &st) == 0 && (st.st_mode & 077))
+            kb_log_warn("token file '%s' can be read by others (chmod 600 it)", file);
+        *token = kb_buf_finish(&b, KB_OK);
+        if (!*token)
+            return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        subject = file;
+    } else if (env && *env) {
+        if (!(*token = kb_strdup(env)))
+            return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    } else {
+        return KB_OK;
+    }
+    if (!**token || !token_chars_ok(*token)) {
+        kb_rc rc = kb_err_set(err, KB_ERR_USAGE, **token
+                              ? "the token of '%s' holds a space or a character "
+                                "outside printable ASCII"
+                              : "the token file '%s' is empty", subject);
+        memset(*token, 0, strlen(*token));
+        free(*token);
+        *token = NULL;
+        return rc;
+    }
+    return KB_OK;
+}
+
+/* Room for many connections: the soft limit on open files up to the hard
+ * one. */
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+typedef struct {
+    char address[64];
+    int port;
+    const char *token_file;
+    long threads, max_body, timeout_s, max_connections, drain_s;
+} serve_options;
+
+static int parse_options(int argc, char **argv, const kb_command *self,
+                         serve_options *so)
+{
+    static const struct option longopts[] = {
+        { "listen", required_argument, NULL, 'l' },
+        { "token-file", required_argument, NULL, 't' },
+        { "threads", required_argument, NULL, 'n' },
+        { "max-body", required_argument, NULL, 'b' },
+        { "timeout", required_argument, NULL, 'T' },
+        { "max-connections", required_argument, NULL, 'c' },
+        { "drain-timeout", required_argument, NULL, 'd' },
+        { NULL, 0, NULL, 0 },
+    };
+    static const struct { int opt; const char *name; long min, max; } nums[] = {
+        { 'n', "--threads", 1, 64 },
+        { 'b', "--max-body", 1024, 1L << 30 },
+        { 'T', "--timeout", 1, 3600 },
+        { 'c', "--max-connections", 1, 1000000 },
+        { 'd', "--drain-timeout", 0, 3600 },
+    };
+    long *slots[] = { &so->threads, &so->max_body, &so->timeout_s,
+                      &so->max_connections, &so->drain_s };
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        if (c == 'l') {
+            if (!parse_listen(optarg, so->address, sizeof so->address, &so->port))
+                return kb_cli_usage_error(self, "--listen wants ADDRESS:PORT "
+                                          "(127.0.0.1:8377, [::1]:8377; port 0 "
+                                          "picks one), not '%s'", optarg);
+            continue;
+        }
+        if (c == 't') {
+            so->token_file = optarg;
+            continue;
+        }
+        size_t i = 0;
+        while (i < sizeof nums / sizeof nums[0] && nums[i].opt != c)
+            i++;
+        if (i == sizeof nums / sizeof nums[0])
+            return kb_cli_usage_error(self, "unknown option '%s'", argv[optind - 1]);
+        if (kb_parse_long(optarg, nums[i].min, nums[i].max, slots[i]) != KB_OK)
+            return kb_cli_usage_error(self, "%s wants a whole number from %ld "
+                                      "to %ld, not '%s'", nums[i].name,
+                                      nums[i].min, nums[i].max, optarg);
+    }
+    if (optind < argc)
+        return kb_cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
+    return 0;
+}
+
+static int loopback_address(const char *a)
+{
+    return strncmp(a, "127.", 4) == 0 || strcmp(a, "::1") == 0;
+}
+
+int cmd_serve(int argc, char **argv, const kb_cli *cli, const kb_command *self)
+{
+    serve_options so = { .address = "127.0.0.1", .port = DEFAULT_PORT,
+                         .drain_s = 10 };
+    int status = parse_options(argc, argv, self, &so);
+    if (status)
+        return status;
+
+    kb_err err;
+    kb_err_clear(&err);
+    char *token = NULL, *dir = NULL;
+    kb_server *srv = NULL;
+    kb_rc rc = load_token(so.token_file, cli->config->serve_token, &token, &err);
+    if (rc == KB_OK && !(dir = kb_store_default_dir(cli->kb_dir)))
+        rc = kb_err_set(&err, KB_ERR_NOMEM, "out of memory");
+
+    /* SIGTERM and SIGINT wait for sigwait below: blocked before the pool
+     * threads start, so that they inherit the mask */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    raise_fd_limit();
+
+    if (rc == KB_OK) {
+        size_t n;
+        kb_serve_opts o;
+        kb_serve_opts_init(&o);
+        o.address = so.address;
+        o.port = so.port;
+        o.threads = (int)so.threads;
+        o.max_body = (size_t)so.max_body;
+        o.timeout_s = (unsigned)so.timeout_s;
+        o.max_connections = (unsigned)so.max_connections;
+        o.token = token;
+        o.access_log = !cli->quiet;
+        o.kb_dir = dir;
+        o.config = cli->config;
+        /* the tables served: REST's; the MCP transport's /mcp goes next */
+        const kb_serve_route *rest = kb_rest_routes(&n);
+        if (kb_serve_opts_add(&o, rest, n) != KB_OK)
+            rc = kb_err_set(&err, KB_ERR_INTERNAL, "too many route tables");
+        if (rc == KB_OK)
+            rc = kb_serve_start(&o, &srv, &err);
+    }
+    if (rc != KB_OK)
+        goto out;
+    if (!token && !loopback_address(so.address))
+        kb_log_warn("serving '%s' beyond this machine without a token: anyone "
+                    "who reaches it can read the KB (--token-file)", kb_serve_url(srv));
+    printf("listening on %s\n", kb_serve_url(srv));
+    fflush(stdout);
+    kb_log_info("kb serve: KB '%s', %s; SIGTERM or ^C stops", dir,
+                token ? "a bearer token required" : "no token");
+
+    int sig = 0;
+    sigwait(&stop, &sig);
+    kb_log_info("kb serve: %s: draining", sig == SIGINT ? "interrupt" : "terminated");
+    size_t left = kb_serve_drain(srv, so.drain_s * 1000);
+    if (left)
+        kb_log_warn("%zu request%s still running after %lds: cut off", left,
+                    left == 1 ? "" : "s", so.drain_s);
+out:
+    kb_serve_stop(srv);
+    if (token) {
+        memset(token, 0, strlen(token));
+        free(token);
+    }
+    free(dir);
+    return rc == KB_OK ? 0 : kb_cli_fail(&err);
+}

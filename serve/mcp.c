@@ -1,0 +1,820 @@
+/* mcp.c - the MCP server's core (mcp.h): a message checked, routed to its
+ * era, the method run against the tool tables, the reply made. */
+#include "serve/mcp.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+#include <utf8proc.h>
+
+/* JSON-RPC's and MCP's error codes */
+#define PARSE_ERROR (-32700)
+#define INVALID_REQUEST (-32600)
+#define METHOD_NOT_FOUND (-32601)
+#define INVALID_PARAMS (-32602)
+#define INTERNAL_ERROR (-32603)
+#define HEADER_MISMATCH (-32020)
+#define UNSUPPORTED_VERSION (-32022)
+
+#define META_VERSION "io.modelcontextprotocol/protocolVersion"
+#define META_CAPABILITIES "io.modelcontextprotocol/clientCapabilities"
+#define META_CLIENT "io.modelcontextprotocol/clientInfo"
+#define META_SERVER "io.modelcontextprotocol/serverInfo"
+
+/* How long a client may keep the tool list and the discovery result: the
+ * tools do not change while a server runs. */
+#define LIST_TTL_MS 3600000
+
+#define JSON_INT_MAX 9007199254740991.0   /* 2^53 - 1: exact in a double */
+
+/* The handshake versions, newest first: an initialize asking for one of
+ * them gets it, any other the first. */
+static const char *const handshake_versions[] = {
+    KB_MCP_VERSION_LATEST_HANDSHAKE, "2025-06-18"
+};
+#define NHANDSHAKE (sizeof handshake_versions / sizeof handshake_versions[0])
+
+typedef enum { ERA_NONE = 0, ERA_HANDSHAKE, ERA_MODERN } mcp_era;
+
+struct kb_mcp_session {
+    pthread_mutex_t lock;
+    mcp_era era;
+    const char *version;     /* the handshake version (static), or NULL */
+};
+
+struct kb_mcp {
+    const kb_tool *tables[2];
+    size_t ntables[2];
+    size_t ntab;
+    cJSON *tools;            /* tools/list's array, made once */
+    char *instructions;
+    char *names;             /* "search, get, papers, status" */
+    char *tasks_dir;         /* verify's, or NULL */
+    double verify_timeout_s;
+};
+
+/* ------------------------------------------------------------------ server */
+
+void kb_mcp_opts_init(kb_mcp_opts *opts)
+{
+    memset(opts, 0, sizeof *opts);
+}
+
+static const char instructions_text[] =
+    "kb searches GPU kernel engineering documents: the CUDA C++ Programming "
+    "Guide, the PTX ISA, the CUDA Best Practices Guide, the architecture "
+    "tuning guides (Hopper, Blackwell, Ada, Ampere, Turing), the Nsight "
+    "Compute docs, the CUTLASS/CuTe docs, the libcu++ cuda::ptx reference, "
+    "CUDA sample kernels and a literature list of LLM kernel-generation "
+    "papers. Call search first for any question on CUDA, PTX, GPU "
+    "architecture or kernel optimisation: it answers in milliseconds, with "
+    "passages, and every result names its source, version and a deep-link "
+    "url to cite. When the question's words may not be the documents' "
+    "words, add your own rewrites in searches: lex for keywords and "
+    "identifiers (cp.async.bulk.tensor, __shfl_down_sync), vec for a "
+    "rephrased question, hyde for a short passage written as the "
+    "documentation would put the answer. Call get with a result's chunk_id "
+    "(and section true) when a passage is cut short or its surroundings "
+    "matter; papers to list the literature on a topic; status for the "
+    "sources, their versions and when they were ingested. Results keep "
+    "within budget_tokens (8000 unless you pass another); when truncated "
+    "is true, raise it, lower k, or pass snippet.";
+
+static const char verify_instructions[] =
+    " Call verify with a task's name and a candidate kernel's source before "
+    "you claim a kernel correct or faster: kb-verify compiles it, checks it "
+    "against the task's reference and times it on the GPU.";
+
+/* Adds item under key to o; on failure frees item and clears *ok. */
+static void put(cJSON *o, const char *key, cJSON *item, int *ok)
+{
+    if (!*ok || !item || !o || !cJSON_AddItemToObject(o, key, item)) {
+        cJSON_Delete(item);
+        *ok = 0;
+    }
+}
+
+/* Appends the tools/list entry of tool to arr. */
+static kb_rc tool_entry(cJSON *arr, const kb_tool *tool, kb_err *err)
+{
+    cJSON *in = cJSON_Parse(tool->input_schema), *outs = cJSON_Parse(tool->output_schema);
+    if (!cJSON_IsObject(in) || !cJSON_IsObject(outs)) {
+        cJSON_Delete(in);
+        cJSON_Delete(outs);
+        return kb_err_set(err, KB_ERR_INTERNAL, "tool '%s': its %s schema is not a "
+                          "JSON object", tool->name, cJSON_IsObject(in) ? "output" : "input");
+    }
+    cJSON *o = cJSON_CreateObject(), *ann = cJSON_CreateObject();
+    int ok = o != NULL;
+    put(o, "name", cJSON_CreateString(tool->name), &ok);
+    put(o, "description", cJSON_CreateString(tool->description), &ok);
+    put(o, "inputSchema", in, &ok);
+    put(o, "outputSchema", outs, &ok);
+    put(ann, "readOnlyHint", cJSON_CreateBool(tool->read_only), &ok);
+    if (!tool->read_only)   /* it runs things, and changes nothing kept */
+        put(ann, "destructiveHint", cJSON_CreateFalse(), &ok);
+    put(ann, "openWorldHint", cJSON_CreateFalse(), &ok);
+    put(o, "annotations", ann, &ok);
+    if (ok && cJSON_AddItemToArray(arr, o))
+        return KB_OK;
+    cJSON_Delete(o);
+    return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+}
+
+kb_rc kb_mcp_open(const kb_mcp_opts *opts, kb_mcp **out, kb_err *err)
+{
+    *out = NULL;
+    kb_mcp *m = calloc(1, sizeof *m);
+    if (!m)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    m->tables[m->ntab] = kb_tools(&m->ntables[m->ntab]);
+    m->ntab++;
+    if (opts->allow_verify) {
+        m->tables[m->ntab] = kb_serve_tools(&m->ntables[m->ntab]);
+        m->ntab++;
+    }
+    m->verify_timeout_s = opts->verify_timeout_s;
+    kb_buf names, text;
+    kb_buf_init(&names, 0);
+    kb_buf_init(&text, 2048);   /* the spec's advice: instructions stay short */
+    kb_rc rc = kb_buf_puts(&text, instructions_text);
+    if (rc == KB_OK && opts->allow_verify)
+        rc = kb_buf_puts(&text, verify_instructions);
+    m->tools = cJSON_CreateArray();
+    if (rc == KB_OK && !m->tools)
+        rc = KB_ERR_NOMEM;
+    if (rc != KB_OK)
+        kb_err_set(err, rc, "out of memory");
+    for (size_t t = 0; rc == KB_OK && t < m->ntab; t++)
+        for (size_t i = 0; rc == KB_OK && i < m->ntables[t]; i++) {
+            rc = tool_entry(m->tools, &m->tables[t][i], err);
+            if (rc == KB_OK && (rc = kb_buf_printf(&names, "%s%s", names.len ? ", " : "",
+                                                   m->tables[t][i].name)) != KB_OK)
+                kb_err_set(err, rc, "out of memory");
+        }
+    m->instructions = kb_buf_finish(&text, rc);
+    m->names = kb_buf_finish(&names, rc);
+    if (rc == KB_OK && opts->tasks_dir && !(m->tasks_dir = kb_strdup(opts->tasks_dir)))
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    if (rc != KB_OK) {
+        kb_mcp_free(m);
+        return rc;
+    }
+    *out = m;
+    return KB_OK;
+}
+
+void kb_mcp_free(kb_mcp *m)
+{
+    if (!m)
+        return;
+    cJSON_Delete(m->tools);
+    free(m->instructions);
+    free(m->names);
+    free(m->tasks_dir);
+    free(m);
+}
+
+const char *kb_mcp_tool_names(const kb_mcp *m)
+{
+    return m->names;
+}
+
+/* The tool called name in the server's tables, or NULL; *serve_table set
+ * when it is serve/'s. */
+static const kb_tool *find_tool(const kb_mcp *m, const char *name, int *serve_table)
+{
+    for (size_t t = 0; t < m->ntab; t++) {
+        const kb_tool *tool = kb_tool_lookup(m->tables[t], m->ntables[t], name);
+        if (tool) {
+            *serve_table = t > 0;
+            return tool;
+        }
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ sessions */
+
+kb_rc kb_mcp_session_open(kb_mcp_session **out, kb_err *err)
+{
+    kb_mcp_session *s = calloc(1, sizeof *s);
+    if (!s || pthread_mutex_init(&s->lock, NULL) != 0) {
+        free(s);
+        *out = NULL;
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    }
+    *out = s;
+    return KB_OK;
+}
+
+void kb_mcp_session_free(kb_mcp_session *s)
+{
+    if (!s)
+        return;
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+const char *kb_mcp_session_version(kb_mcp_session *s)
+{
+    pthread_mutex_lock(&s->lock);
+    const char *v = s->version;
+    pthread_mutex_unlock(&s->lock);
+    return v;
+}
+
+/* ------------------------------------------------------------------ one exchange */
+
+/* One message's handling: what it asked, and what it gets. */
+typedef struct {
+    kb_mcp *server;
+    kb_mcp_session *s;
+    kb_tool_ctx *ctx;
+    const kb_mcp_transport *t;
+    const cJSON *id;          /* the request's, or NULL (unknown, notification) */
+    const char *method;
+    const cJSON *params;      /* an object, or NULL */
+    int modern;               /* answered as 2026-07-28 */
+    cJSON *result;            /* the outcome: a result, */
+    int code;                 /* or an error (code != 0) */
+    char message[1024];
+    cJSON *data;
+    int nomem;
+} exchange;
+
+static void fail(exchange *x, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void fail(exchange *x, int code, const char *fmt, ...)
+{
+    if (x->code)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(x->message, sizeof x->message, fmt, ap);
+    va_end(ap);
+    x->code = code;
+    cJSON_Delete(x->result);
+    x->result = NULL;
+}
+
+static void out_of_memory(exchange *x)
+{
+    x->nomem = 1;
+    fail(x, INTERNAL_ERROR, "out of memory");
+}
+
+/* A new object for the result; NULL (and the exchange failed) out of
+ * memory. */
+static cJSON *new_result(exchange *x)
+{
+    x->result = cJSON_CreateObject();
+    if (!x->result)
+        out_of_memory(x);
+    return x->result;
+}
+
+/* Adds item under key to o, or fails the exchange (item freed). */
+static void add(exchange *x, cJSON *o, const char *key, cJSON *item)
+{
+    int ok = !x->code;
+    put(o, key, item, &ok);
+    if (!ok && !x->code)
+        out_of_memory(x);
+}
+
+static const char *param_string(const exchange *x, const char *key)
+{
+    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(x->params, key));
+}
+
+/* serverInfo: name and version. */
+static cJSON *server_info(void)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (o && cJSON_AddStringToObject(o, "name", "kb") &&
+        cJSON_AddStringToObject(o, "title", "kb: GPU kernel knowledge base") &&
+        cJSON_AddStringToObject(o, "version", KB_VERSION))
+        return o;
+    cJSON_Delete(o);
+    return NULL;
+}
+
+static cJSON *capabilities(void)
+{
+    cJSON *c = cJSON_CreateObject(), *tools = cJSON_CreateObject();
+    if (c && tools && cJSON_AddBoolToObject(tools, "listChanged", 0) &&
+        cJSON_AddItemToObject(c, "tools", tools))
+        return c;
+    cJSON_Delete(tools);
+    cJSON_Delete(c);
+    return NULL;
+}
+
+/* The 2026-07-28 fields of a result: resultType, the server's _meta
+ * stamp, and for a cacheable one ttlMs and cacheScope. */
+static void modern_fields(exchange *x, int cacheable)
+{
+    if (!x->modern || x->code || !x->result)
+        return;
+    cJSON *meta = cJSON_CreateObject();
+    add(x, x->result, "resultType", cJSON_CreateString("complete"));
+    if (cacheable) {
+        add(x, x->result, "ttlMs", cJSON_CreateNumber(LIST_TTL_MS));
+        add(x, x->result, "cacheScope", cJSON_CreateString("public"));
+    }
+    add(x, meta, META_SERVER, server_info());
+    add(x, x->result, "_meta", meta);
+}
+
+/* ------------------------------------------------------------------ methods */
+
+static void do_initialize(exchange *x)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(x->params, "protocolVersion");
+    if (!cJSON_IsString(v))
+        return fail(x, INVALID_PARAMS, "initialize needs params.protocolVersion, "
+                    "the version the client speaks (e.g. \"%s\")",
+                    KB_MCP_VERSION_LATEST_HANDSHAKE);
+    const cJSON *caps = cJSON_GetObjectItemCaseSensitive(x->params, "capabilities");
+    if (caps && !cJSON_IsObject(caps))
+        return fail(x, INVALID_PARAMS, "initialize: params.capabilities must be an object");
+    const char *version = handshake_versions[0];
+    for (size_t i = 0; i < NHANDSHAKE; i++)
+        if (strcmp(v->valuestring, handshake_versions[i]) == 0)
+            version = handshake_versions[i];
+    cJSON *r = new_result(x);
+    add(x, r, "protocolVersion", cJSON_CreateString(version));
+    add(x, r, "capabilities", capabilities());
+    add(x, r, "serverInfo", server_info());
+    add(x, r, "instructions", cJSON_CreateString(x->server->instructions));
+    if (x->code)
+        return;
+    const cJSON *client = cJSON_GetObjectItemCaseSensitive(x->params, "clientInfo");
+    const char *who = cJSON_GetStringValue(cJSON_GetObjectItem(client, "name"));
+    kb_log_debug("mcp: initialize from %s: %s", who ? who : "a client", version);
+    x->s->era = ERA_HANDSHAKE;
+    x->s->version = version;
+}
+
+/* The versions a request's _meta may name: ["2026-07-28"]. */
+static cJSON *modern_versions(void)
+{
+    cJSON *a = cJSON_CreateArray(), *v = cJSON_CreateString(KB_MCP_VERSION_MODERN);
+    if (a && v && cJSON_AddItemToArray(a, v))
+        return a;
+    cJSON_Delete(v);
+    cJSON_Delete(a);
+    return NULL;
+}
+
+/* Fails the exchange with -32022 and message; its data names the
+ * versions supported and the one requested (NULL: none was). */
+static void unsupported_version(exchange *x, const char *requested,
+                                const char *message)
+{
+    cJSON *data = cJSON_CreateObject();
+    int ok = data != NULL;
+    put(data, "supported", modern_versions(), &ok);
+    if (requested)
+        put(data, "requested", cJSON_CreateString(requested), &ok);
+    fail(x, UNSUPPORTED_VERSION, "%s", message);
+    if (ok && !x->data)
+        x->data = data;
+    else
+        cJSON_Delete(data);
+}
+
+static void do_discover(exchange *x)
+{
+    cJSON *r = new_result(x);
+    add(x, r, "supportedVersions", modern_versions());
+    add(x, r, "capabilities", capabilities());
+    add(x, r, "instructions", cJSON_CreateString(x->server->instructions));
+    modern_fields(x, 1);
+}
+
+static void do_tools_list(exchange *x)
+{
+    if (cJSON_GetObjectItemCaseSensitive(x->params, "cursor"))
+        return fail(x, INVALID_PARAMS, "tools/list: unknown cursor (kb lists every "
+                    "tool at once and gives no cursor)");
+    cJSON *r = new_result(x);
+    add(x, r, "tools", cJSON_Duplicate(x->server->tools, 1));
+    modern_fields(x, 1);
+}
+
+/* A tools/call result: the text block, and on success the structured
+ * content (which frees out). */
+static void call_result(exchange *x, cJSON *out, const char *error_text)
+{
+    cJSON *r = new_result(x), *content = cJSON_CreateArray(), *block = cJSON_CreateObject();
+    char *text = out ? cJSON_PrintUnformatted(out) : NULL;
+    if (content && block && !cJSON_AddItemToArray(content, block))
+        block = (cJSON_Delete(block), NULL);
+    add(x, r, "content", content);
+    add(x, block, "type", cJSON_CreateString("text"));
+    add(x, block, "text", cJSON_CreateString(out ? text : error_text));
+    if (out) {
+        if (!text)
+            out_of_memory(x);
+        add(x, r, "structuredContent", out);
+    }
+    add(x, r, "isError", cJSON_CreateBool(out == NULL));
+    free(text);
+    modern_fields(x, 0);
+}
+
+static void do_tools_call(exchange *x)
+{
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(x->params, "name");
+    if (!cJSON_IsString(name))
+        return fail(x, INVALID_PARAMS, "tools/call needs params.name, one of: %s",
+                    x->server->names);
+    int serve_table = 0;
+    const kb_tool *tool = find_tool(x->server, name->valuestring, &serve_table);
+    if (!tool)
+        return fail(x, INVALID_PARAMS, "unknown tool '%.64s' (tools: %s)",
+                    name->valuestring, x->server->names);
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(x->params, "arguments");
+    if (cJSON_IsNull(args))
+        args = NULL;
+    if (args && !cJSON_IsObject(args))
+        return fail(x, INVALID_PARAMS, "tools/call: params.arguments must be an object");
+    kb_err err;
+    kb_err_clear(&err);
+    /* an agent's context always has a budget */
+    kb_tool_ctx ctx = *x->ctx;
+    if (!ctx.budget_tokens)
+        ctx.budget_tokens = KB_TOOL_BUDGET_DEFAULT;
+    kb_rc rc = KB_OK;
+    if (serve_table)   /* verify's settings, with this thread's store */
+        rc = kb_serve_verify_attach(ctx.store, x->server->tasks_dir,
+                                    x->server->verify_timeout_s, &err);
+    cJSON *out = NULL;
+    double t0 = kb_now_ms();
+    if (rc == KB_OK)
+        rc = kb_tool_run(tool, &ctx, args, &out, &err);
+    kb_log_info("kb mcp: %s %s in %.1f ms%s%s", tool->name, rc == KB_OK ? "answered" : "failed",
+                kb_now_ms() - t0, rc == KB_OK ? "" : ": ", rc == KB_OK ? "" : err.msg);
+    if (rc == KB_ERR_NOMEM)
+        return out_of_memory(x);
+    /* anything else is the tool's own failure, for the agent to read */
+    call_result(x, out, err.msg[0] ? err.msg : kb_rc_name(rc));
+}
+
+/* ------------------------------------------------------------------ routing */
+
+/* A method kb serves in some era (so that, before initialize, it is "not
+ * yet" rather than "no such method"). */
+static int known_method(const char *m)
+{
+    return !strcmp(m, "tools/list") || !strcmp(m, "tools/call") ||
+           !strcmp(m, "ping") || !strcmp(m, "server/discover");
+}
+
+static void unknown_method(exchange *x)
+{
+    if (!strncmp(x->method, "resources/", 10))
+        return fail(x, METHOD_NOT_FOUND, "method '%s' not found: kb serves no "
+                    "resources yet (skills will be)", x->method);
+    fail(x, METHOD_NOT_FOUND, "method '%.64s' not found", x->method);
+}
+
+/* The methods both eras share. */
+static void dispatch(exchange *x)
+{
+    if (!strcmp(x->method, "tools/list"))
+        do_tools_list(x);
+    else if (!strcmp(x->method, "tools/call"))
+        do_tools_call(x);
+    else
+        unknown_method(x);
+}
+
+/* Decodes Mcp-Name's =?base64?...?= form into buf; else returns h. */
+static const char *header_value(const char *h, char *buf, size_t n)
+{
+    size_t len = h ? strlen(h) : 0;
+    if (len < 12 || strncmp(h, "=?base64?", 9) || strcmp(h + len - 2, "?="))
+        return h;
+    size_t b64 = len - 11;
+    if (b64 % 4 || b64 / 4 * 3 + 1 > n)
+        return NULL;
+    int got = EVP_DecodeBlock((unsigned char *)buf, (const unsigned char *)h + 9, (int)b64);
+    if (got < 0)
+        return NULL;
+    got -= (h[len - 3] == '=') + (h[len - 4] == '=');   /* the padding decodes to 0s */
+    buf[got] = '\0';
+    return buf;
+}
+
+/* 2026-07-28's checks of a request, in the Python SDK's order: the
+ * envelope in _meta, the HTTP headers against the body, the version. */
+static void check_envelope(exchange *x)
+{
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(x->params, "_meta");
+    if (!cJSON_IsObject(meta))
+        return fail(x, INVALID_PARAMS, "params._meta must be an object carrying "
+                    "'" META_VERSION "' and '" META_CAPABILITIES "' (protocol %s)",
+                    KB_MCP_VERSION_MODERN);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(meta, META_VERSION);
+    const cJSON *caps = cJSON_GetObjectItemCaseSensitive(meta, META_CAPABILITIES);
+    if (!v || !caps)
+        return fail(x, INVALID_PARAMS, "params._meta lacks '%s'",
+                    !v ? META_VERSION : META_CAPABILITIES);
+    if (x->t) {
+        char buf[512];
+        const char *name = header_value(x->t->name, buf, sizeof buf);
+        const char *body_name = param_string(x, "name");
+        if (!x->t->protocol_version || !cJSON_IsString(v) ||
+            strcmp(x->t->protocol_version, v->valuestring))
+            return fail(x, HEADER_MISMATCH, "the MCP-Protocol-Version header "
+                        "does not match params._meta's protocol version");
+        if (!x->t->method || strcmp(x->t->method, x->method))
+            return fail(x, HEADER_MISMATCH, "the Mcp-Method header does not "
+                        "match the method");
+        if (!strcmp(x->method, "tools/call") && body_name &&
+            (!name || strcmp(name, body_name)))
+            return fail(x, HEADER_MISMATCH, "the Mcp-Name header does not match "
+                        "params.name");
+    }
+    if (!cJSON_IsString(v))
+        return fail(x, INVALID_PARAMS, "params._meta's '" META_VERSION "' must "
+                    "be a string");
+    if (!cJSON_IsObject(caps))
+        return fail(x, INVALID_PARAMS, "params._meta's '" META_CAPABILITIES "' "
+                    "must be an object (empty: none)");
+    if (strcmp(v->valuestring, KB_MCP_VERSION_MODERN)) {
+        char message[160];
+        snprintf(message, sizeof message, "unsupported protocol version '%.32s' "
+                 "(supported: %s; %s and %s through initialize)", v->valuestring,
+                 KB_MCP_VERSION_MODERN, handshake_versions[0], handshake_versions[1]);
+        unsupported_version(x, v->valuestring, message);
+    }
+}
+
+/* A request of the 2026-07-28 era. */
+static void serve_modern(exchange *x)
+{
+    x->modern = 1;
+    check_envelope(x);
+    if (x->code)
+        return;
+    if (!strcmp(x->method, "server/discover"))
+        do_discover(x);
+    else if (!strcmp(x->method, "ping"))
+        fail(x, METHOD_NOT_FOUND, "method 'ping' not found: %s has none",
+             KB_MCP_VERSION_MODERN);
+    else
+        dispatch(x);
+}
+
+/* A request of the handshake era (or before any). */
+static void serve_handshake(exchange *x, mcp_era era)
+{
+    if (!strcmp(x->method, "ping")) {
+        new_result(x);
+        return;
+    }
+    if (era == ERA_NONE) {
+        if (known_method(x->method) && strcmp(x->method, "server/discover"))
+            return fail(x, INVALID_REQUEST, "not initialized: send 'initialize' "
+                        "first, or use protocol %s's per-request _meta",
+                        KB_MCP_VERSION_MODERN);
+        return unknown_method(x);
+    }
+    if (x->t && x->t->protocol_version &&
+        strcmp(x->t->protocol_version, x->s->version))
+        return fail(x, INVALID_REQUEST, "the MCP-Protocol-Version header '%.32s' "
+                    "is not this session's '%s'", x->t->protocol_version,
+                    x->s->version);
+    dispatch(x);
+}
+
+/* Routes a request to its era; the session's state read and changed under
+ * its lock, the method run outside it. */
+static void serve_request(exchange *x)
+{
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(x->params, "_meta");
+    int enveloped = cJSON_GetObjectItemCaseSensitive(meta, META_VERSION) != NULL;
+    int is_init = !strcmp(x->method, "initialize");
+    pthread_mutex_lock(&x->s->lock);
+    mcp_era era = x->s->era;
+    if (is_init) {
+        if (era == ERA_MODERN)
+            unsupported_version(x, param_string(x, "protocolVersion"),
+                                "this connection serves protocol " KB_MCP_VERSION_MODERN
+                                ", which has no initialize");
+        else if (era == ERA_HANDSHAKE)
+            fail(x, INVALID_REQUEST, "already initialized (protocol %s)", x->s->version);
+        else
+            do_initialize(x);
+        pthread_mutex_unlock(&x->s->lock);
+        return;
+    }
+    int modern = era == ERA_MODERN ||
+                 (era == ERA_NONE && (enveloped || !strcmp(x->method, "server/discover")));
+    if (modern && era == ERA_NONE && enveloped)
+        x->s->era = ERA_MODERN;   /* the first enveloped request decides */
+    pthread_mutex_unlock(&x->s->lock);
+    if (era == ERA_HANDSHAKE && enveloped)
+        return fail(x, INVALID_REQUEST, "this connection serves protocol %s "
+                    "(initialized); requests carrying the %s _meta envelope are "
+                    "not accepted on it", x->s->version, KB_MCP_VERSION_MODERN);
+    if (modern)
+        serve_modern(x);
+    else
+        serve_handshake(x, era);
+}
+
+/* ------------------------------------------------------------------ messages */
+
+/* What cJSON lets through and JSON does not: bytes that are not UTF-8
+ * (overlong forms, surrogates, code points past U+10FFFF) and raw control
+ * characters, in a string or between tokens. NULL when s[0..n) is
+ * clean, else what is wrong, *bad its offset. */
+static const char *bad_text(const char *s, size_t n, size_t *bad)
+{
+    int in_string = 0;
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        *bad = i;
+        if (c >= 0x80) {
+            utf8proc_int32_t cp;
+            utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s + i,
+                                                  (utf8proc_ssize_t)(n - i), &cp);
+            if (k <= 0)
+                return "not UTF-8";
+            i += (size_t)k;
+            continue;
+        }
+        if (c < 0x20 && (in_string || !strchr(" \t\r\n", c) || c == 0))
+            return "not JSON: a raw control character";
+        if (in_string && c == '\\')
+            i++;   /* the escaped character is never the string's end */
+        else if (c == '"')
+            in_string = !in_string;
+        i++;
+    }
+    return NULL;
+}
+
+/* A JSON-RPC id as MCP allows it: a string or an integer. */
+static int valid_id(const cJSON *id)
+{
+    if (cJSON_IsString(id))
+        return 1;
+    double d = id && cJSON_IsNumber(id) ? id->valuedouble : 0.5;
+    return isfinite(d) && floor(d) == d && fabs(d) <= JSON_INT_MAX;
+}
+
+/* The reply's text for the exchange's outcome. */
+static char *reply_text(exchange *x)
+{
+    cJSON *r = cJSON_CreateObject();
+    int ok = r && cJSON_AddStringToObject(r, "jsonrpc", "2.0");
+    if (x->id)
+        put(r, "id", cJSON_Duplicate(x->id, 1), &ok);
+    if (x->code) {
+        cJSON *e = cJSON_CreateObject();
+        put(e, "code", cJSON_CreateNumber(x->code), &ok);
+        put(e, "message", cJSON_CreateString(x->message), &ok);
+        if (x->data) {
+            put(e, "data", x->data, &ok);
+            x->data = NULL;
+        }
+        put(r, "error", e, &ok);
+    } else {
+        put(r, "result", x->result, &ok);
+        x->result = NULL;
+    }
+    char *text = ok ? cJSON_PrintUnformatted(r) : NULL;
+    cJSON_Delete(r);
+    return text;
+}
+
+/* Streamable HTTP's status for a reply (the Python SDK's table for
+ * 2026-07-28; the handshake era answers JSON-RPC errors with 200). */
+static int http_status(const exchange *x)
+{
+    if (!x->code || x->code == INTERNAL_ERROR)
+        return 200;
+    if (x->code == PARSE_ERROR || x->code == INVALID_REQUEST)
+        return 400;
+    if (!x->modern)
+        return 200;
+    return x->code == METHOD_NOT_FOUND ? 404 : 400;
+}
+
+/* Checks the message's frame and reads what it asks: sets x->method,
+ * x->id and x->params, or fails the exchange. Returns 1 for a message
+ * that wants no reply (a notification, a client's response). */
+static int read_message(exchange *x, const cJSON *msg)
+{
+    if (cJSON_IsArray(msg)) {
+        fail(x, INVALID_REQUEST, "a batch (an array of %d messages): MCP takes "
+             "one message at a time", cJSON_GetArraySize(msg));
+        return 0;
+    }
+    if (!cJSON_IsObject(msg)) {
+        fail(x, INVALID_REQUEST, "a message must be a JSON-RPC object");
+        return 0;
+    }
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
+    const cJSON *method = cJSON_GetObjectItemCaseSensitive(msg, "method");
+    const cJSON *jsonrpc = cJSON_GetObjectItemCaseSensitive(msg, "jsonrpc");
+    if (valid_id(id))
+        x->id = id;
+    if (!method && id && (cJSON_GetObjectItemCaseSensitive(msg, "result") ||
+                          cJSON_GetObjectItemCaseSensitive(msg, "error")))
+        return 1;   /* a response: kb sends no requests, so nothing awaits it */
+    if (!cJSON_IsString(jsonrpc) || strcmp(jsonrpc->valuestring, "2.0")) {
+        fail(x, INVALID_REQUEST, "'jsonrpc' must be \"2.0\"");
+        return 0;
+    }
+    if (id && !x->id) {
+        fail(x, INVALID_REQUEST, "'id' must be a string or an integer");
+        return 0;
+    }
+    if (!cJSON_IsString(method) || !*method->valuestring) {
+        fail(x, INVALID_REQUEST, "'method' must be a non-empty string");
+        return 0;
+    }
+    x->method = method->valuestring;
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(msg, "params");
+    if (params && !cJSON_IsNull(params) && !cJSON_IsObject(params)) {
+        fail(x, INVALID_PARAMS, "'params' must be an object");
+        return !id;
+    }
+    x->params = cJSON_IsObject(params) ? params : NULL;
+    return !id;
+}
+
+static void notification(exchange *x)
+{
+    /* notifications/initialized: nothing waits on it (tools/call is served
+     * once initialize is answered); cancellations cannot reach a call in
+     * progress on one thread */
+    kb_log_debug("mcp: notification %s", x->method);
+}
+
+kb_rc kb_mcp_handle(kb_mcp *server, kb_mcp_session *s, kb_tool_ctx *ctx,
+                    const char *msg, size_t len, const kb_mcp_transport *t,
+                    kb_mcp_reply *reply, kb_err *err)
+{
+    memset(reply, 0, sizeof *reply);
+    reply->http_status = 202;
+    if (len > KB_MCP_MESSAGE_MAX) {
+        reply->http_status = 400;
+        reply->text = kb_mcp_oversized_reply(len);
+        return reply->text ? KB_OK : kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    }
+    exchange x = { .server = server, .s = s, .ctx = ctx, .t = t };
+    cJSON *root = NULL;
+    size_t bad = 0;
+    int quiet = 0;
+    const char *why = bad_text(msg, len, &bad);
+    if (why) {
+        fail(&x, PARSE_ERROR, "%s at offset %zu", why, bad);
+    } else {
+        const char *end = NULL;
+        root = cJSON_ParseWithLengthOpts(msg, len, &end, 0);
+        while (root && end < msg + len && strchr(" \t\r\n", *end) && *end)
+            end++;
+        if (!root || end != msg + len)   /* end: where parsing stopped */
+            fail(&x, PARSE_ERROR, "not JSON (at offset %zu)",
+                 end ? (size_t)(end - msg) : (size_t)0);
+        else
+            quiet = read_message(&x, root);
+    }
+    if (!x.code && x.method)
+        (quiet ? notification : serve_request)(&x);
+    if (quiet && !x.nomem) {   /* no reply, even to a notification's error */
+        cJSON_Delete(x.result);
+        cJSON_Delete(x.data);
+        cJSON_Delete(root);
+        return KB_OK;
+    }
+    reply->http_status = http_status(&x);
+    reply->initialized = !x.code && x.method && !strcmp(x.method, "initialize");
+    reply->text = reply_text(&x);   /* before root goes: x.id points into it */
+    cJSON_Delete(x.result);
+    cJSON_Delete(x.data);
+    cJSON_Delete(root);
+    if (!reply->text)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory making a reply");
+    return KB_OK;
+}
+
+char *kb_mcp_oversized_reply(size_t len)
+{
+    exchange x = { 0 };
+    fail(&x, INVALID_REQUEST, "a message of %zu bytes: the limit is %u bytes",
+         len, KB_MCP_MESSAGE_MAX);
+    return reply_text(&x);
+}

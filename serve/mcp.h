@@ -1,0 +1,145 @@
+/*
+ * mcp.h - the MCP server's core: one JSON-RPC message in, the reply out,
+ * whatever carried it. `kb mcp` (serve/cmd_mcp.c) feeds it the lines of
+ * its stdin; the Streamable HTTP transport at /mcp feeds it POST bodies
+ * and passes the request's MCP headers through a kb_mcp_transport.
+ *
+ * Both eras of the protocol, in one server:
+ *   - the handshake era, 2025-11-25 and 2025-06-18: `initialize` (the
+ *     version echoed when it is one of those, else the latest, 2025-11-25),
+ *     `notifications/initialized`, `ping`; nothing but `ping` before
+ *     `initialize` (-32600); the negotiated state lives in the session;
+ *   - 2026-07-28, stateless: no handshake; every request carries
+ *     `params._meta` with `io.modelcontextprotocol/protocolVersion` and
+ *     `io.modelcontextprotocol/clientCapabilities` (-32602 when one is
+ *     missing, -32022 with the supported versions for another version);
+ *     `server/discover`; every result has `resultType` and the server's
+ *     `_meta` stamp, list results `ttlMs` and `cacheScope`.
+ * A session takes the era of its first request (the Python SDK's rule):
+ * `initialize` makes it a handshake one, an enveloped request a 2026-07-28
+ * one; the other era's requests are refused on it afterwards (-32600 for
+ * an envelope on a handshake session, -32022 for `initialize` on a
+ * 2026-07-28 one).
+ *
+ * JSON-RPC errors: -32700 (not JSON, not UTF-8), -32600 (not a request, a
+ * batch array, a message over KB_MCP_MESSAGE_MAX), -32601 (unknown method;
+ * resources/... too: kb serves no resources yet), -32602 (bad params, an
+ * unknown tool), -32603 (out of memory), -32020 (HTTP headers that
+ * disagree with the body), -32022. An error whose request id cannot be
+ * read carries no id (the schemas of 2025-11-25 and 2026-07-28 allow that,
+ * not a null one). A tool's own failure - an argument the tool's schema
+ * refuses, no such chunk, no model - is a result with isError true and
+ * the message that says what to do.
+ *
+ * Tools come from the tool tables (kb.h, "tools"): query/'s, and serve/'s
+ * verify when kb_mcp_opts.allow_verify is set.
+ *
+ * Threads: a kb_mcp is read-only once open and serves any number of
+ * threads; a session may be shared by threads (it locks itself); a
+ * kb_tool_ctx is one thread's (one store and one embedder per worker).
+ */
+#ifndef KB_MCP_H
+#define KB_MCP_H
+
+#include "kb/kb.h"
+
+/* The largest message read: larger ones are refused (-32600) unread. */
+#define KB_MCP_MESSAGE_MAX (4u << 20)
+
+/* The versions served, newest first. */
+#define KB_MCP_VERSION_MODERN "2026-07-28"
+#define KB_MCP_VERSION_LATEST_HANDSHAKE "2025-11-25"
+
+typedef struct kb_mcp kb_mcp;
+
+typedef struct {
+    int allow_verify;          /* serve the verify tool: it runs candidate
+                                  kernels on the GPU */
+    const char *tasks_dir;     /* where verify's tasks are (NULL: where
+                                  kb verify looks, kb_task_find); copied */
+    double verify_timeout_s;   /* per candidate (<= 0: 120) */
+} kb_mcp_opts;
+
+void kb_mcp_opts_init(kb_mcp_opts *opts);
+/* A server for opts: its tools' list made once, the instructions. *out is
+ * freed with kb_mcp_free. */
+kb_rc kb_mcp_open(const kb_mcp_opts *opts, kb_mcp **out, kb_err *err);
+void kb_mcp_free(kb_mcp *server);
+/* The tools served, as "search, get, papers, status", for a log line. */
+const char *kb_mcp_tool_names(const kb_mcp *server);
+
+/* What one connection has negotiated. stdio: one for the process.
+ * Streamable HTTP: one per Mcp-Session-Id in the handshake era, made on
+ * `initialize`; a fresh one per request for 2026-07-28, which keeps no
+ * session. *out is freed with kb_mcp_session_free. */
+typedef struct kb_mcp_session kb_mcp_session;
+
+kb_rc kb_mcp_session_open(kb_mcp_session **out, kb_err *err);
+void kb_mcp_session_free(kb_mcp_session *s);
+/* The handshake version negotiated ("2025-11-25"), or NULL before
+ * `initialize` and in a 2026-07-28 session. */
+const char *kb_mcp_session_version(kb_mcp_session *s);
+
+/* The request's MCP headers on Streamable HTTP, each NULL where absent;
+ * stdio passes no transport (NULL) at all.
+ *   2026-07-28: MCP-Protocol-Version must equal the body's _meta version
+ *   and Mcp-Method its method (and Mcp-Name a tools/call's name, plain
+ *   or in its =?base64?...?= form); otherwise -32020, HTTP 400.
+ *   handshake era: an MCP-Protocol-Version given after `initialize` must
+ *   be the session's version; otherwise -32600, HTTP 400. */
+typedef struct {
+    const char *protocol_version;   /* MCP-Protocol-Version */
+    const char *method;             /* Mcp-Method */
+    const char *name;               /* Mcp-Name */
+    const char *session_id;         /* Mcp-Session-Id, for the log only */
+} kb_mcp_transport;
+
+/* What to send back. */
+typedef struct {
+    char *text;          /* the reply: one JSON object on one line, no
+                            newline; NULL when none is due (a
+                            notification, a client's response). The caller
+                            frees it. */
+    int http_status;     /* what Streamable HTTP answers with it: 200 with
+                            a reply, 202 without one; 400 for a parse
+                            error, an invalid request and, in 2026-07-28,
+                            -32602, -32020 and -32022; 404 for -32601 in
+                            2026-07-28 */
+    int initialized;     /* this message was an `initialize` that
+                            succeeded: a Streamable HTTP server issues its
+                            Mcp-Session-Id with this reply */
+} kb_mcp_reply;
+
+/* Handles one message (msg, len bytes, no newline needed: a JSON-RPC
+ * request or notification; a batch array is refused) on session s,
+ * running tools with ctx (its store and embedder this thread's; a
+ * budget_tokens of 0 is KB_TOOL_BUDGET_DEFAULT: an agent's context always
+ * has one), and overwrites *reply. Returns KB_OK whenever it answered,
+ * JSON-RPC errors and failed tool calls included; fails (KB_ERR_NOMEM,
+ * err set) only when no reply could be made, reply->text then NULL. t:
+ * the HTTP request's headers, NULL for stdio. A tool call runs on the
+ * calling thread until it is done (verify: up to its timeout). */
+kb_rc kb_mcp_handle(kb_mcp *server, kb_mcp_session *s, kb_tool_ctx *ctx,
+                    const char *msg, size_t len, const kb_mcp_transport *t,
+                    kb_mcp_reply *reply, kb_err *err);
+
+/* The reply to a message too large to read (over KB_MCP_MESSAGE_MAX):
+ * -32600 naming the limit, as kb_mcp_handle would answer it. Caller frees;
+ * NULL out of memory. */
+char *kb_mcp_oversized_reply(size_t len);
+
+/* ------------------------------------------------------------ serve/tool_verify.c */
+
+/* serve/'s tool table: verify, a candidate kernel checked and timed on
+ * the GPU by kb-verify through the verifier (generator/verifier.h). Its
+ * settings live in the store's slot, set by kb_serve_verify_attach
+ * (defaults without it: the tasks kb verify finds, 120 s). Static; *n its
+ * length. */
+const kb_tool *kb_serve_tools(size_t *n);
+/* Parks verify's settings with store (tasks_dir NULL: the task folders
+ * kb_task_find looks in; timeout_s <= 0: 120), for the tool calls on that
+ * store. */
+kb_rc kb_serve_verify_attach(kb_store *store, const char *tasks_dir,
+                             double timeout_s, kb_err *err);
+
+#endif /* KB_MCP_H */
