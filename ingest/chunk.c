@@ -186,8 +186,10 @@ static kb_rc emit(chunker *ch, pending *p)
             rc = parent ? kb_buf_printf(&t, "%s\n%s\n\n%s: %s", parent,
                                         ch->run.data, title, p->text.data)
                         : KB_ERR_NOMEM;
+            /* "\n\nTitle: text" more, in pieces and in bytes */
             if (rc == KB_OK)
-                joins = kb_chunk_count_tokens(ch->tok, t.data) <= ch->max;
+                joins = kb_chunk_count_tokens(ch->tok, t.data) <= ch->max &&
+                        ch->run.len + 4 + strlen(title) + p->text.len <= KB_CHUNK_MAX_BYTES;
             free(parent);
             kb_buf_release(&t);
             if (rc != KB_OK)

@@ -983,19 +983,17 @@ static kb_rc run_jobs(ingest_run *r, kb_err *err)
 
 /* Vectors for every chunk that has none: new and changed documents, and
  * whatever an interrupted pass left (all of them again with reembed). */
-static kb_rc embed_pending(ingest_run *r, kb_err *err)
+static kb_rc embed_pending(ingest_run *r, kb_embedder *emb, kb_err *err)
 {
     const kb_ingest_opts *opts = r->opts;
-    kb_embedder *emb = NULL;
-    kb_rc rc = kb_embedder_open_config(opts->config, &emb, err);
-    if (rc == KB_OK && opts->reembed)
+    kb_rc rc = KB_OK;
+    if (opts->reembed)
         rc = kb_vec_clear(r->store, err);
     if (rc == KB_OK && opts->index_kind)
         rc = kb_vec_set_index_kind(r->store, opts->index_kind, err);
     if (rc == KB_OK)
         rc = kb_vec_embed_pending(r->store, emb, opts->progress, opts->progress_ctx,
                                   &r->stats->chunks_embedded, err);
-    kb_embedder_free(emb);
     return rc;
 }
 
@@ -1071,6 +1069,11 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
         rc = lock_ingest(store, &lock, err);
     if (rc == KB_OK)
         rc = open_chunk_tokenizer(opts->config->model_dir, &r.tok, err);
+    /* the embedder first: a missing model is a clear error before anything
+     * is written, not documents stored without their vectors */
+    kb_embedder *emb = NULL;
+    if (rc == KB_OK && (opts->embed || opts->reembed))
+        rc = kb_embedder_open_config(opts->config, &emb, err);
     if (rc == KB_OK)
         rc = plan_jobs(&r, targets, ntargets, err);
     if (rc == KB_OK)
@@ -1078,7 +1081,7 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
     if (rc == KB_OK && (opts->embed || opts->reembed)) {
         kb_err eerr;
         kb_err_clear(&eerr);
-        rc = embed_pending(&r, &eerr);
+        rc = embed_pending(&r, emb, &eerr);
         /* documents stored, their vectors not: some of the work stands */
         if (rc != KB_OK && stats->docs_changed > 0) {
             kb_err_set(&r.first, rc, "the documents were stored but not embedded:"
@@ -1100,6 +1103,7 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
     kb_tokenizer_free(r.tok);
     kb_manifest_release(&r.manifest);
     free(r.manifest_path);
+    kb_embedder_free(emb);
     if (lock >= 0)
         close(lock);
     for (size_t i = 0; tv && i < ntargets; i++)

@@ -87,6 +87,7 @@ for n in $names; do
         leaks=0 note=" (leaks not checked: tests/fuzz/pending/$n)"
     fi
     set +e
+    ASAN_OPTIONS=detect_leaks=$leaks:allocator_may_return_null=1 \
     "$fb/fuzz/fuzz_$n" -detect_leaks=$leaks -max_total_time="$secs" -max_len=$max -rss_limit_mb=3072 \
         -timeout=30 -print_final_stats=1 -artifact_prefix="$crashes/" \
         "$work" "$fb/seeds/$n" "tests/fuzz/regress/$n" >"$log" 2>&1

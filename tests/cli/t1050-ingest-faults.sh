@@ -124,11 +124,45 @@ expect_rc 0 kb ingest --no-embed "$KB_TMP/odd dir"
 expect_rc 2 kb ingest --no-embed ftp://example.org/doc.md
 contains "$out" "cannot ingest 'ftp://example.org/doc.md': kb fetches http:// and https:// URLs"
 lacks "$out" "neither a source"
-printf '# Unembedded\n\nStored, then the model is missing.\n' > "$KB_TMP/unembedded.md"
-KB_MODEL_DIR="$KB_TMP/no-model" expect_rc 3 kb ingest "$KB_TMP/unembedded.md"
-contains "$out" "the documents were stored but not embedded: model directory '$KB_TMP/no-model' not found"
+# an embedding endpoint that answers its probe, then fails: the documents
+# stay stored, the run is partly done (3); a model that is missing is
+# found before anything is written (1)
+printf '# Unembedded\n\nStored, then the embedding fails.\n' > "$KB_TMP/unembedded.md"
+python3 - "$KB_TMP/port" <<'PY' & server=$!
+import http.server, json, sys
+class H(http.server.BaseHTTPRequestHandler):
+    calls = 0
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers['Content-Length'])))
+        H.calls += 1
+        if H.calls == 1:   # the probe
+            out = json.dumps({"data": [{"index": i, "embedding": [0.5] * 8}
+                                       for i, _ in enumerate(body["input"])]}).encode()
+            self.send_response(200)
+        else:
+            out = b'{"error": {"message": "model unloaded"}}'
+            self.send_response(400)
+        self.send_header('Content-Type', 'application/json')
+        self.send_header('Content-Length', str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer(('127.0.0.1', 0), H)
+open(sys.argv[1], 'w').write(str(s.server_port))
+s.serve_forever()
+PY
+for _ in $(seq 100); do [ -s "$KB_TMP/port" ] && break; sleep 0.05; done
+KB_EMBED_URL="http://127.0.0.1:$(cat "$KB_TMP/port")/v1/embeddings" KB_EMBED_MODEL=test \
+    expect_rc 3 kb ingest "$KB_TMP/unembedded.md"
+kill $server 2>/dev/null; wait $server 2>/dev/null
+contains "$out" "the documents were stored but not embedded: "
+contains "$out" "run 'kb ingest' again to embed them"
 [ "$(sql "SELECT count(*) FROM documents WHERE key = '$KB_TMP/unembedded.md'")" = 1 ] || fail "the document was not stored"
-# nothing stored and the model missing: that is a failure
-KB_MODEL_DIR="$KB_TMP/no-model" expect_rc 1 kb ingest "$KB_TMP/unembedded.md"
+printf '# Later\n\nNot written: the model is missing.\n' > "$KB_TMP/later.md"
+KB_MODEL_DIR="$KB_TMP/no-model" expect_rc 1 kb ingest "$KB_TMP/later.md"
+contains "$out" "model directory '$KB_TMP/no-model' not found"
+[ "$(sql "SELECT count(*) FROM documents WHERE key = '$KB_TMP/later.md'")" = 0 ] ||
+    fail "a document was written though the model was missing"
 
 echo ok

@@ -34,17 +34,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
         }                                                                      \
     } while (0)
 
+static char fuzz_dir[64];
+
+/* Removes the scratch folder and what is in it (at exit). */
+static inline void fuzz_cleanup(void)
+{
+    static const char *const names[] = { "sources.json", "model.safetensors",
+                                         "vocab.txt", "task.json" };
+    char p[128];
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", fuzz_dir, names[i]);
+        unlink(p);
+    }
+    rmdir(fuzz_dir);
+}
+
 /* A file NAME in this process's own scratch folder holding data (for the
- * loaders that read a path); the path stays valid until the next call
- * with the same name. */
+ * loaders that read a path: NAME is one of those fuzz_cleanup knows); the
+ * path stays valid until the next call with the same name. */
 static inline const char *fuzz_file(const char *name, const void *data, size_t size)
 {
-    static char dir[64];
     static char path[128];
-    if (!dir[0]) {
-        snprintf(dir, sizeof dir, "/tmp/kb-fuzz-%ld", (long)getpid());
-        if (mkdir(dir, 0700) != 0 && access(dir, W_OK) != 0)
+    const char *dir = fuzz_dir;
+    if (!fuzz_dir[0]) {
+        snprintf(fuzz_dir, sizeof fuzz_dir, "/tmp/kb-fuzz-%ld", (long)getpid());
+        if (mkdir(fuzz_dir, 0700) != 0 && access(fuzz_dir, W_OK) != 0)
             abort();
+        atexit(fuzz_cleanup);
     }
     snprintf(path, sizeof path, "%s/%s", dir, name);
     FILE *f = fopen(path, "wb");
