@@ -62,6 +62,7 @@ typedef struct {
     size_t n;
     kb_err *err;
     kb_rc rc;
+    int depth;          /* nesting of atoms: parentheses, calls, signs */
 } expr_st;
 
 static num e_sum(expr_st *e);
@@ -125,7 +126,26 @@ static num e_call(expr_st *e, const char *name, size_t len)
     return e_fail(e, "unknown function or wrong number of arguments");
 }
 
+static num e_atom_in(expr_st *e);
+
+/* An atom, one level deeper: past KB_EXPR_MAX_DEPTH a parse error, not a
+ * stack overflow (200,000 '(' once crashed kb-verify). */
 static num e_atom(expr_st *e)
+{
+    if (e->depth >= KB_EXPR_MAX_DEPTH) {
+        if (e->rc == KB_OK)
+            e->rc = kb_err_set(e->err, KB_ERR_PARSE, "bad expression '%.40s...': "
+                               "nested too deeply (at most %d levels)", e->s,
+                               KB_EXPR_MAX_DEPTH);
+        return (num){ 0, 0 };
+    }
+    e->depth++;
+    num v = e_atom_in(e);
+    e->depth--;
+    return v;
+}
+
+static num e_atom_in(expr_st *e)
 {
     e_ws(e);
     const char *p = e->p;
@@ -231,7 +251,7 @@ static num e_sum(expr_st *e)
 kb_rc kb_expr_eval(const char *expr, const char *const *names,
                    const double *values, size_t n, double *out, kb_err *err)
 {
-    expr_st e = { expr, expr, names, values, n, err, KB_OK };
+    expr_st e = { expr, expr, names, values, n, err, KB_OK, 0 };
     if (!expr)
         return kb_err_set(err, KB_ERR_PARSE, "missing expression");
     num v = e_sum(&e);
@@ -516,10 +536,11 @@ static kb_rc parse_launches(kb_task *t, const cJSON *root, const char *path,
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     for (int i = 0; i < nl; i++) {
         const cJSON *o = cJSON_IsArray(la) ? cJSON_GetArrayItem(la, i) : la;
+        /* counted first: a launch that fails half parsed is freed too */
+        t->nlaunches++;
         kb_rc rc = parse_launch(o, t->kernel, &t->launches[i], path, err);
         if (rc)
             return rc;
-        t->nlaunches++;
     }
     return KB_OK;
 }
@@ -828,8 +849,9 @@ static kb_rc split_list(const char *s, size_t len, char **out, int max,
     size_t start = 0;
     for (size_t i = 0; i <= len; i++) {
         char c = i < len ? s[i] : ',';
-        if (c == '(')
-            depth++;
+        if (c == '(' && ++depth > KB_EXPR_MAX_DEPTH)
+            return kb_err_set(err, KB_ERR_PARSE, "%s list nested too deeply (at "
+                              "most %d levels)", what, KB_EXPR_MAX_DEPTH);
         else if (c == ')')
             depth--;
         else if (c == ',' && depth == 0) {
@@ -895,10 +917,19 @@ static int key_is(const char *k, size_t kl, const char *want)
     return kl == strlen(want) && strncmp(k, want, kl) == 0;
 }
 
+static kb_rc repeated(const char *tag, const char *k, size_t kl, kb_err *err)
+{
+    return kb_err_set(err, KB_ERR_PARSE, "%s key '%.*s' given twice", tag,
+                      (int)kl, k);
+}
+
 static kb_rc launch_item(void *obj, const char *k, size_t kl, const char *v,
                          size_t vl, kb_err *err)
 {
     kb_launch *x = obj;
+    if ((key_is(k, kl, "kernel") && x->kernel) || (key_is(k, kl, "grid") && x->grid[0]) ||
+        (key_is(k, kl, "block") && x->block[0]) || (key_is(k, kl, "shared") && x->shared))
+        return repeated("kb-launch", k, kl, err);
     if (key_is(k, kl, "kernel"))
         x->kernel = kb_strndup(v, vl);
     else if (key_is(k, kl, "grid"))
@@ -917,6 +948,9 @@ static kb_rc tensormap_item(void *obj, const char *k, size_t kl, const char *v,
                             size_t vl, kb_err *err)
 {
     kb_tensormap *m = obj;
+    if ((key_is(k, kl, "buffer") && m->buffer) || (key_is(k, kl, "dims") && m->dims[0]) ||
+        (key_is(k, kl, "box") && m->box[0]) || (key_is(k, kl, "swizzle") && m->swizzle_set))
+        return repeated("kb-tensormap", k, kl, err);
     if (key_is(k, kl, "buffer"))
         m->buffer = kb_strndup(v, vl);
     else if (key_is(k, kl, "dims"))
@@ -925,6 +959,7 @@ static kb_rc tensormap_item(void *obj, const char *k, size_t kl, const char *v,
         return split_list(v, vl, m->box, KB_TMAP_MAX_RANK, "kb-tensormap box", err);
     else if (key_is(k, kl, "swizzle")) {
         static const int sizes[] = { 0, 32, 64, 128 };
+        m->swizzle_set = 1;
         m->swizzle = -1;
         for (int i = 0; i < 4; i++) {
             char want[8];

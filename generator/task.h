@@ -90,6 +90,10 @@ void kb_task_free(kb_task *t);
 kb_rc kb_task_eval(const kb_task *t, const kb_shape *s, const char *expr,
                    double *out, kb_err *err);
 
+/* How deeply an expression may nest (parentheses, calls, signs): deeper is
+ * a parse error, not a stack overflow. */
+#define KB_EXPR_MAX_DEPTH 64
+
 /* Evaluates an arithmetic expression: numbers, names (from names/values),
  * + - * / % and parentheses, and the functions ceil_div(a,b), min, max,
  * sqrt, floor, ceil. '/' of two integers divides as integers (C's rule); a
@@ -110,6 +114,7 @@ typedef struct {
     char *box[KB_TMAP_MAX_RANK];
     int rank;
     int swizzle;
+    int swizzle_set;   /* parsing: swizzle= was given */
 } kb_tensormap;
 
 /* What a candidate's header comments ask for:

@@ -61,6 +61,35 @@ static void test_expressions(void **state)
     ev("", KB_ERR_PARSE);
 }
 
+/* Nesting up to KB_EXPR_MAX_DEPTH evaluates; deeper (200,000 '(' once
+ * overflowed the stack) is a parse error that says why. */
+static void test_expression_depth(void **state)
+{
+    (void)state;
+    kb_buf b;
+    kb_buf_init(&b, 0);
+    for (int i = 0; i < KB_EXPR_MAX_DEPTH - 1; i++)
+        assert_int_equal(kb_buf_append(&b, "(", 1), KB_OK);
+    assert_int_equal(kb_buf_append(&b, "M", 1), KB_OK);
+    for (int i = 0; i < KB_EXPR_MAX_DEPTH - 1; i++)
+        assert_int_equal(kb_buf_append(&b, ")", 1), KB_OK);
+    assert_true(ev(b.data, KB_OK) == 64);
+    static const char *deep[] = { "(", "-", "min(1,", "+" };
+    for (size_t d = 0; d < 4; d++) {
+        kb_buf_reset(&b);
+        for (int i = 0; i < 200000; i++)
+            assert_int_equal(kb_buf_append(&b, deep[d], strlen(deep[d])), KB_OK);
+        const char *names[] = { "N" };
+        double vals[] = { 1 }, out = -1;
+        kb_err err;
+        kb_err_clear(&err);
+        assert_int_equal(kb_expr_eval(b.data, names, vals, 1, &out, &err), KB_ERR_PARSE);
+        assert_true(strstr(err.msg, "nested too deeply (at most 64 levels)") != NULL);
+        assert_true(strlen(err.msg) < 200);    /* the expression is cut short */
+    }
+    kb_buf_release(&b);
+}
+
 /* Every committed task loads, has >= 3 shapes (one timed, one that is no
  * multiple of 32), inputs with >= 2 distributions, a reference.cu defining
  * each kernel of its launch, and a roofline. */
@@ -167,6 +196,16 @@ static void test_bad_tasks(void **state)
           "\"type\":\"f32\",\"role\":\"output\",\"size\":\"N\"}],\"shapes\":[{\"name\":"
           "\"a\",\"N\":4}],\"launch\":{\"grid\":1,\"block\":32},\"roofline\":{\"bytes\":"
           "\"4*N\",\"unit\":\"fp64\"}}", "unknown roofline unit 'fp64'" },
+        /* a launch that fails half parsed (its kernel name already kept):
+         * freed with the task (ASan's leak check in make check) */
+        { "{\"name\":\"t\",\"dtype\":\"f32\",\"dims\":[\"N\"],\"params\":[{\"name\":\"y\","
+          "\"type\":\"f32\",\"role\":\"output\",\"size\":\"N\"}],\"shapes\":[{\"name\":"
+          "\"a\",\"N\":4}],\"launch\":[{\"kernel\":\"k\",\"grid\":1}]}", "missing block" },
+        /* an expression nested past the depth limit is a parse error */
+        { "{\"name\":\"t\",\"dtype\":\"f32\",\"dims\":[\"N\"],\"params\":[{\"name\":\"y\","
+          "\"type\":\"f32\",\"role\":\"output\",\"size\":\"N\"}],\"shapes\":[{\"name\":"
+          "\"a\",\"N\":4}],\"launch\":{\"grid\":\"((((((((((((((((((((((((((((((((((((((("
+          "(((((((((((((((((((((((((((((1\",\"block\":32}}", "nested too deeply" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         write_task(d, cases[i].json);
@@ -242,6 +281,33 @@ static void test_launch_overrides(void **state)
     assert_int_equal(h.nlaunches, 0);
     assert_true(strstr(err.msg, "unbalanced '('") != NULL);
     assert_true(strstr(err.msg, "(N+1") != NULL);
+    /* a repeated key is refused, not overwritten (grid=64,64 grid=8 once
+     * gave the grid 8,64 and leaked) */
+    static const char *twice[] = {
+        "// kb-launch: kernel=a kernel=b grid=1 block=32\n",
+        "// kb-launch: kernel=a grid=64,64 grid=8 block=32\n",
+        "// kb-launch: kernel=a grid=1 block=32 block=64\n",
+        "// kb-launch: kernel=a grid=1 block=32 shared=0 shared=8\n",
+        "// kb-launch: kernel=a grid=1 block=32\n// kb-launch: kernel=b kernel=c grid=1 block=1\n",
+    };
+    for (size_t i = 0; i < sizeof twice / sizeof twice[0]; i++) {
+        kb_err_clear(&err);
+        assert_int_equal(kb_cand_header_parse(twice[i], &h, &err), KB_ERR_PARSE);
+        assert_int_equal(h.nlaunches, 0);
+        assert_null(h.launches);
+        if (!strstr(err.msg, "given twice"))
+            fail_msg("case %zu: '%s'", i, err.msg);
+    }
+    /* a header grid nested past the depth limit is refused when parsed */
+    kb_buf b;
+    kb_buf_init(&b, 0);
+    assert_int_equal(kb_buf_printf(&b, "// kb-launch: kernel=f block=32 grid="), KB_OK);
+    for (int i = 0; i < 200000; i++)
+        assert_int_equal(kb_buf_append(&b, "(", 1), KB_OK);
+    kb_err_clear(&err);
+    assert_int_equal(kb_cand_header_parse(b.data, &h, &err), KB_ERR_PARSE);
+    assert_true(strstr(err.msg, "nested too deeply") != NULL);
+    kb_buf_release(&b);
 }
 
 static void test_tensormap_headers(void **state)
@@ -271,6 +337,10 @@ static void test_tensormap_headers(void **state)
         "// kb-tensormap: buffer=A dims=K box=64 swizzle=16\n",
         "// kb-tensormap: buffer=A dims=1,2,3,4,5,6 box=1,1,1,1,1,1\n",
         "// kb-tensormap: buffer=A dims=K box=64 stride=2\n",
+        "// kb-tensormap: buffer=A buffer=B dims=K box=64\n",      /* twice */
+        "// kb-tensormap: buffer=A dims=K dims=M box=64\n",
+        "// kb-tensormap: buffer=A dims=K box=64 box=32\n",
+        "// kb-tensormap: buffer=A dims=K box=64 swizzle=0 swizzle=128\n",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         kb_err_clear(&err);
@@ -458,6 +528,7 @@ int main(void)
         cmocka_unit_test(test_bad_tasks),
         cmocka_unit_test(test_launch_overrides),
         cmocka_unit_test(test_tensormap_headers),
+        cmocka_unit_test(test_expression_depth),
         cmocka_unit_test(test_refusal),
         cmocka_unit_test(test_fast_p),
         cmocka_unit_test(test_result_text),
