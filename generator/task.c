@@ -318,6 +318,9 @@ void kb_task_free(kb_task *t)
     free(t->rtol);
     kb_launches_free(t->launches, t->nlaunches);
     free(t->baseline);
+    for (int i = 0; i < 3; i++)
+        free(t->blas_args[i]);
+    free(t->baseline_then);
     free(t->cpu_ref);
     free(t->roof_bytes);
     free(t->roof_flops);
@@ -405,7 +408,6 @@ static kb_rc parse_header(kb_task *t, const cJSON *root, const char *path,
     t->name = kb_strdup(s);
     t->description = kb_strdup((s = json_str(root, "description")) ? s : "");
     t->kernel = kb_strdup((s = json_str(root, "kernel")) ? s : t->name);
-    t->baseline = kb_strdup((s = json_str(root, "baseline")) ? s : "reference");
     t->cpu_ref = kb_strdup((s = json_str(root, "cpu_ref")) ? s : t->name);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "level");
     t->level = cJSON_IsNumber(v) ? v->valueint : 1;
@@ -560,6 +562,69 @@ static kb_rc parse_roofline(kb_task *t, const cJSON *root, const char *path,
     return KB_OK;
 }
 
+static int is_buffer_param(const kb_task *t, const char *name)
+{
+    for (size_t i = 0; i < t->nparams; i++)
+        if (strcmp(t->params[i].name, name) == 0)
+            return t->params[i].role <= KB_ROLE_SCRATCH;
+    return 0;
+}
+
+/* "baseline": a name ("reference", "cublas_sgemm", "cublas_bf16"), or a
+ * library call with its operands and an epilogue of the task's launches:
+ *   {"library":"cublas_bf16", "C":"acc", "then":["bias_gelu"]}
+ * (after params and launches: the names are checked against them) */
+static kb_rc parse_baseline(kb_task *t, const cJSON *root, const char *path,
+                            kb_err *err)
+{
+    static const char *const ops[3] = { "A", "B", "C" };
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(root, "baseline");
+    const char *name = cJSON_IsString(b) ? b->valuestring
+                     : cJSON_IsObject(b) ? json_str(b, "library") : "reference";
+    if (b && !cJSON_IsString(b) && !cJSON_IsObject(b))
+        name = NULL;
+    if (!name || (strcmp(name, "reference") != 0 && strcmp(name, "cublas_sgemm") != 0 &&
+                  strcmp(name, "cublas_bf16") != 0))
+        return kb_err_set(err, KB_ERR_PARSE, "'%s': bad \"baseline\" (reference, "
+                          "cublas_sgemm, cublas_bf16, or {\"library\": one of the "
+                          "last two, ...})", path);
+    if (cJSON_IsObject(b) && strcmp(name, "reference") == 0)
+        return kb_err_set(err, KB_ERR_PARSE, "'%s': a baseline object names a "
+                          "library (cublas_sgemm, cublas_bf16)", path);
+    t->baseline = kb_strdup(name);
+    for (int i = 0; i < 3; i++) {
+        const char *a = cJSON_IsObject(b) ? json_str(b, ops[i]) : NULL;
+        t->blas_args[i] = kb_strdup(a ? a : ops[i]);
+        if (strcmp(name, "reference") != 0 && !is_buffer_param(t, t->blas_args[i]))
+            return kb_err_set(err, KB_ERR_PARSE, "'%s': the library baseline's %s "
+                              "is no buffer of the task ('%s')", path, ops[i],
+                              t->blas_args[i]);
+    }
+    const cJSON *then = cJSON_IsObject(b) ? cJSON_GetObjectItemCaseSensitive(b, "then")
+                                          : NULL;
+    int nt = cJSON_GetArraySize(then);
+    if (then && (!cJSON_IsArray(then) || nt < 1))
+        return kb_err_set(err, KB_ERR_PARSE, "'%s': the baseline's \"then\" is "
+                          "a list of the task's kernels", path);
+    if (nt > 0 && !(t->baseline_then = calloc((size_t)nt, sizeof *t->baseline_then)))
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    const cJSON *k;
+    cJSON_ArrayForEach(k, then) {
+        size_t i = 0;
+        while (i < t->nlaunches && cJSON_IsString(k) &&
+               strcmp(t->launches[i].kernel, k->valuestring) != 0)
+            i++;
+        if (!cJSON_IsString(k) || i == t->nlaunches)
+            return kb_err_set(err, KB_ERR_PARSE, "'%s': the baseline's \"then\" "
+                              "names no kernel of the task's launch ('%s')", path,
+                              cJSON_IsString(k) ? k->valuestring : "?");
+        t->baseline_then[t->nthen++] = i;
+    }
+    if (!t->baseline || !t->blas_args[0] || !t->blas_args[1] || !t->blas_args[2])
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    return KB_OK;
+}
+
 /* every expression must evaluate on every shape */
 static kb_rc check_shapes(const kb_task *t, const char *path, kb_err *err)
 {
@@ -614,6 +679,7 @@ kb_rc kb_task_load(const char *dir, kb_task **out, kb_err *err)
         goto out;
     parse_tolerance(t, root);
     if ((rc = parse_launches(t, root, path, err)) ||
+        (rc = parse_baseline(t, root, path, err)) ||
         (rc = parse_roofline(t, root, path, err)) ||
         (rc = check_shapes(t, path, err)))
         goto out;

@@ -77,6 +77,13 @@ typedef struct {
     kb_launch *launches;       /* the default launch sequence */
     size_t nlaunches;
     char *baseline;            /* "reference", "cublas_sgemm", "cublas_bf16" */
+    /* a library baseline's operands: the buffers it reads as A and B and
+     * writes as C (row-major C = A B, dims m, n, k; default "A", "B",
+     * "C"), and the task's launches (indices into launches) run after the
+     * library call and timed with it: an epilogue of the reference's */
+    char *blas_args[3];
+    size_t *baseline_then;
+    size_t nthen;
     char *cpu_ref;             /* CPU float64 implementation's name */
     char *roof_bytes, *roof_flops;  /* expressions */
     char *roof_unit;           /* "fp32", "fp32_tensor3", "bf16_tensor", "int" */

@@ -126,7 +126,8 @@ static void test_committed_tasks(void **state)
                 inputs++;
                 assert_true(t->params[i].ndists >= 2);
             }
-            outputs += t->params[i].role == KB_ROLE_OUTPUT;
+            outputs += t->params[i].role == KB_ROLE_OUTPUT ||
+                       t->params[i].role == KB_ROLE_INOUT;   /* adamw: in place */
         }
         assert_true(inputs >= 1 && outputs >= 1);
         assert_non_null(t->roof_bytes);
