@@ -159,7 +159,7 @@ static void test_committed_tasks(void **state)
     }
     closedir(d);
     free(dir);
-    assert_true(n >= 10);
+    assert_true(n >= 18);
 }
 
 static void write_task(const char *dir, const char *json)
@@ -202,6 +202,28 @@ static void test_bad_tasks(void **state)
         { "{\"name\":\"t\",\"dtype\":\"f32\",\"dims\":[\"N\"],\"params\":[{\"name\":\"y\","
           "\"type\":\"f32\",\"role\":\"output\",\"size\":\"N\"}],\"shapes\":[{\"name\":"
           "\"a\",\"N\":4}],\"launch\":[{\"kernel\":\"k\",\"grid\":1}]}", "missing block" },
+        /* baselines: a known name, or a library call over the task's
+         * buffers with an epilogue of its kernels */
+        { "{\"name\":\"t\",\"dtype\":\"f32\",\"dims\":[\"N\"],\"params\":[{\"name\":\"y\","
+          "\"type\":\"f32\",\"role\":\"output\",\"size\":\"N\"}],\"shapes\":[{\"name\":"
+          "\"a\",\"N\":4}],\"launch\":{\"kernel\":\"k\",\"grid\":1,\"block\":32},\"baseline\":\"cudnn\"}", "bad \"baseline\"" },
+        { "{\"name\":\"t\",\"dtype\":\"f32\",\"dims\":[\"N\"],\"params\":[{\"name\":\"y\","
+          "\"type\":\"f32\",\"role\":\"output\",\"size\":\"N\"}],\"shapes\":[{\"name\":"
+          "\"a\",\"N\":4}],\"launch\":{\"kernel\":\"k\",\"grid\":1,\"block\":32},\"baseline\":{\"C\":\"y\"}}", "bad \"baseline\"" },
+        { "{\"name\":\"t\",\"dtype\":\"f32\",\"dims\":[\"N\"],\"params\":[{\"name\":\"y\","
+          "\"type\":\"f32\",\"role\":\"output\",\"size\":\"N\"}],\"shapes\":[{\"name\":"
+          "\"a\",\"N\":4}],\"launch\":{\"kernel\":\"k\",\"grid\":1,\"block\":32},\"baseline\":{\"library\":\"reference\"}}", "names a library" },
+        { "{\"name\":\"t\",\"dtype\":\"f32\",\"dims\":[\"N\"],\"params\":[{\"name\":\"y\","
+          "\"type\":\"f32\",\"role\":\"output\",\"size\":\"N\"}],\"shapes\":[{\"name\":"
+          "\"a\",\"N\":4}],\"launch\":{\"kernel\":\"k\",\"grid\":1,\"block\":32},\"baseline\":{\"library\":\"cublas_sgemm\"}}", "baseline's A is no buffer of the task ('A')" },
+        { "{\"name\":\"t\",\"dtype\":\"f32\",\"dims\":[\"N\"],\"params\":[{\"name\":\"y\","
+          "\"type\":\"f32\",\"role\":\"output\",\"size\":\"N\"}],\"shapes\":[{\"name\":"
+          "\"a\",\"N\":4}],\"launch\":{\"kernel\":\"k\",\"grid\":1,\"block\":32},\"baseline\":{\"library\":\"cublas_sgemm\",\"A\":\"y\",\"B\":\"y\",\"C\":\"y\","
+          "\"then\":[\"epi\"]}}", "names no kernel of the task's launch ('epi')" },
+        { "{\"name\":\"t\",\"dtype\":\"f32\",\"dims\":[\"N\"],\"params\":[{\"name\":\"y\","
+          "\"type\":\"f32\",\"role\":\"output\",\"size\":\"N\"}],\"shapes\":[{\"name\":"
+          "\"a\",\"N\":4}],\"launch\":{\"kernel\":\"k\",\"grid\":1,\"block\":32},\"baseline\":{\"library\":\"cublas_sgemm\",\"A\":\"y\",\"B\":\"y\",\"C\":\"y\","
+          "\"then\":\"k\"}}", "a list of the task's kernels" },
         /* an expression nested past the depth limit is a parse error */
         { "{\"name\":\"t\",\"dtype\":\"f32\",\"dims\":[\"N\"],\"params\":[{\"name\":\"y\","
           "\"type\":\"f32\",\"role\":\"output\",\"size\":\"N\"}],\"shapes\":[{\"name\":"
@@ -228,6 +250,42 @@ static void test_bad_tasks(void **state)
     free(p);
     rmdir(d);
     rmdir(tmpl);
+    free(d);
+}
+
+/* A library baseline with its operands and epilogue (gemm_bias_gelu), and
+ * the default operands of a plain one (gemm_bf16). */
+static void test_library_baseline(void **state)
+{
+    (void)state;
+    kb_task *t = NULL;
+    kb_err err;
+    kb_err_clear(&err);
+    char *d = kb_path_join(top(), "corpus/tasks/gemm_bias_gelu");
+    assert_int_equal(kb_task_load(d, &t, &err), KB_OK);
+    assert_string_equal(t->baseline, "cublas_bf16");
+    assert_string_equal(t->blas_args[0], "A");
+    assert_string_equal(t->blas_args[1], "B");
+    assert_string_equal(t->blas_args[2], "acc");
+    assert_int_equal(t->nthen, 1);
+    assert_string_equal(t->launches[t->baseline_then[0]].kernel, "bias_gelu");
+    assert_int_equal(t->baseline_then[0], 1);
+    kb_task_free(t);
+    free(d);
+    d = kb_path_join(top(), "corpus/tasks/gemm_bf16");
+    assert_int_equal(kb_task_load(d, &t, &err), KB_OK);
+    assert_string_equal(t->baseline, "cublas_bf16");
+    assert_string_equal(t->blas_args[2], "C");
+    assert_int_equal(t->nthen, 0);
+    assert_null(t->baseline_then);
+    kb_task_free(t);
+    free(d);
+    d = kb_path_join(top(), "corpus/tasks/adamw");
+    assert_int_equal(kb_task_load(d, &t, &err), KB_OK);
+    assert_string_equal(t->baseline, "reference");
+    assert_int_equal(t->nlaunches, 4);       /* the unfused optimizer */
+    assert_int_equal(t->params[0].role, KB_ROLE_INOUT);
+    kb_task_free(t);
     free(d);
 }
 
@@ -530,6 +588,7 @@ int main(void)
         cmocka_unit_test(test_launch_overrides),
         cmocka_unit_test(test_tensormap_headers),
         cmocka_unit_test(test_expression_depth),
+        cmocka_unit_test(test_library_baseline),
         cmocka_unit_test(test_refusal),
         cmocka_unit_test(test_fast_p),
         cmocka_unit_test(test_result_text),
