@@ -6,8 +6,10 @@
 // online softmax (running max and sum per row, exp2 with the scale
 // folded in), P re-packed as bf16 A fragments for O += P V (V through
 // ldmatrix.trans). Only the diagonal tile and the last one are masked.
+// Key and value tiles come by cp.async into two stages: the next pair
+// loads while this one computes.
 // Query tiles run from the longest (last) first. D = 64 or 128.
-// kb-launch: kernel=attn_flash grid=ceil_div(L,64),B*H block=128 shared=2*64*(D+8)*2
+// kb-launch: kernel=attn_flash grid=ceil_div(L,64),B*H block=128 shared=4*64*(D+8)*2
 #include <cuda_bf16.h>
 
 #define BQ 64
@@ -47,7 +49,8 @@ __device__ __forceinline__ unsigned pack_bf16(float lo, float hi)
     return *reinterpret_cast<unsigned *>(&r);
 }
 
-/* rows [r0, r0+64) of a (L x D) matrix into a padded tile, zeros past L */
+/* rows [r0, r0+64) of a (L x D) matrix into a padded tile, zeros past L,
+ * by cp.async (16 bytes a copy; none read past L) */
 template <int D>
 __device__ __forceinline__ void load_tile(__nv_bfloat16 *dst, const __nv_bfloat16 *src, int r0,
                                           int l)
@@ -55,35 +58,42 @@ __device__ __forceinline__ void load_tile(__nv_bfloat16 *dst, const __nv_bfloat1
     constexpr int LD = D + 8, CH = D / 8;
     for (int c = threadIdx.x; c < 64 * CH; c += blockDim.x) {
         int r = c / CH, e = (c % CH) * 8;
-        uint4 val = make_uint4(0, 0, 0, 0);
-        if (r0 + r < l)
-            val = *reinterpret_cast<const uint4 *>(src + (size_t)(r0 + r) * D + e);
-        *reinterpret_cast<uint4 *>(dst + r * LD + e) = val;
+        int ok = r0 + r < l;
+        const __nv_bfloat16 *g = src + (size_t)(ok ? r0 + r : 0) * D + e;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+                     :: "r"(smem_u32(dst + r * LD + e)), "l"(g), "r"(ok ? 16 : 0) : "memory");
     }
+    asm volatile("cp.async.commit_group;" ::: "memory");
 }
+
+__device__ __forceinline__ void cp_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 
 template <int D>
 __device__ void attn_tile(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
                           const __nv_bfloat16 *__restrict__ v, __nv_bfloat16 *__restrict__ o,
-                          int l, float scale, __nv_bfloat16 *sk, __nv_bfloat16 *sv)
+                          int l, float scale, __nv_bfloat16 *smem)
 {
-    constexpr int LD = D + 8, KD = D / 16, ND = D / 8;
+    constexpr int LD = D + 8, KD = D / 16, ND = D / 8, TILE = 64 * LD;
     int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     int g = lane >> 2, t4 = lane & 3;
     int qt = gridDim.x - 1 - blockIdx.x, q0 = qt * BQ;
     size_t off = (size_t)blockIdx.y * l * D;
     q += off, k += off, v += off, o += off;
 
-    /* Q: through the K tile's space into registers */
-    load_tile<D>(sk, q, q0, l);
+    /* Q: through the first K tile's space into registers */
+    load_tile<D>(smem, q, q0, l);
+    cp_wait_all();
     __syncthreads();
     unsigned qf[KD][4];
 #pragma unroll
     for (int kk = 0; kk < KD; kk++) {
         int row = warp * 16 + (lane & 15), col = kk * 16 + (lane >> 4) * 8;
-        ldsm_x4(smem_u32(sk + row * LD + col), qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3]);
+        ldsm_x4(smem_u32(smem + row * LD + col), qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3]);
     }
     __syncthreads();
+    /* two stages of (K, V) tiles: the next one loads while this one computes */
+    load_tile<D>(smem, k, 0, l);
+    load_tile<D>(smem + TILE, v, 0, l);
 
     float acc[ND][4];
 #pragma unroll
@@ -95,8 +105,15 @@ __device__ void attn_tile(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat
 
     for (int kt = 0; kt <= qt; kt++) {
         int k0 = kt * BKV;
-        load_tile<D>(sk, k, k0, l);
-        load_tile<D>(sv, v, k0, l);
+        const __nv_bfloat16 *sk = smem + (kt & 1) * 2 * TILE, *sv = sk + TILE;
+        if (kt < qt) {
+            __nv_bfloat16 *nk = smem + ((kt + 1) & 1) * 2 * TILE;
+            load_tile<D>(nk, k, k0 + BKV, l);
+            load_tile<D>(nk + TILE, v, k0 + BKV, l);
+            asm volatile("cp.async.wait_group 2;" ::: "memory");   /* this tile's two */
+        } else {
+            cp_wait_all();
+        }
         __syncthreads();
         float s[8][4];
 #pragma unroll
@@ -182,10 +199,10 @@ attn_flash(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict_
            const __nv_bfloat16 *__restrict__ v, __nv_bfloat16 *__restrict__ o, float *s,
            int b, int h, int l, int d, float scale)
 {
-    extern __shared__ __align__(16) unsigned char smem[];
-    __nv_bfloat16 *sk = reinterpret_cast<__nv_bfloat16 *>(smem);
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    __nv_bfloat16 *sm = reinterpret_cast<__nv_bfloat16 *>(smem_raw);
     if (d == 64)
-        attn_tile<64>(q, k, v, o, l, scale, sk, sk + 64 * (64 + 8));
+        attn_tile<64>(q, k, v, o, l, scale, sm);
     else if (d == 128)
-        attn_tile<128>(q, k, v, o, l, scale, sk, sk + 64 * (128 + 8));
+        attn_tile<128>(q, k, v, o, l, scale, sm);
 }
