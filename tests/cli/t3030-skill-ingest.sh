@@ -34,7 +34,7 @@ expect_json 0 kb query --kind skill --json -k 5 "shared memory bank conflicts pa
 contains "$(json_get "$out" "j['results'][0]['heading_path'][0]")" "(verified, "
 [ "$(json_get "$out" "set(r['kind'] for r in j['results'])")" = "{'skill'}" ] || fail "kinds: $out"
 expect_rc 0 kb query -k 10 "warp shuffle reduction of a row"
-contains "$out" "[skills] warp-shuffle-block-reduction (verified"
+contains "$out" "[skills] warp-shuffle-block-reduction (retired"   # kept, found, said so
 contains "$out" "[cuda-programming-guide]"
 
 # kb skill search: one hit per skill, filtered by the metadata
@@ -48,7 +48,7 @@ expect_json 0 kb skill search --json --k 20 --arch sm_80 gemm tensor cores
 lacks "$(json_get "$out" "[r['name'] for r in j['results']]")" "wgmma"   # sm_90a only
 contains "$(json_get "$out" "[r['name'] for r in j['results']]")" "cp-async-multistage-pipeline"   # sm_80+
 expect_json 0 kb skill search --json --ops histogram atomics
-[ "$(json_get "$out" "[(r['name'], r['status'], r['speedup']) for r in j['results']][0][:2]")" = "('privatized-shared-histogram', 'verified')" ] ||
+[ "$(json_get "$out" "[(r['name'], r['status'], r['speedup']) for r in j['results']][0][:2]")" = "('cluster-dsmem-histogram', 'verified')" ] ||
     fail "--ops: $out"
 expect_rc 0 kb skill search --status retired transpose
 contains "$out" "no skills for 'transpose'"
