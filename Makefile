@@ -144,6 +144,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/share/kb
 	install -m 644 corpus/sources.json $(DESTDIR)$(PREFIX)/share/kb/sources.json
 	cp -R corpus/tasks $(DESTDIR)$(PREFIX)/share/kb/
+	cp -RL corpus/skills $(DESTDIR)$(PREFIX)/share/kb/
 	$(if $(wildcard $(BUILD)/kb-verify),install -m 755 $(BUILD)/kb-verify $(DESTDIR)$(PREFIX)/bin/kb-verify)
 
 clean:

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# The seed library in a KB of the real mirror: ingested as kind skill
+# The seed library in a KB of the real mirror, by a plain 'kb ingest'
+# (corpus/skills is a source of the manifest): ingested as kind skill
 # (kernel.cu as code), found by kb query --kind skill among the guides with
 # status and speedup in every result, filtered by kb skill search; and its
 # deep links all resolve to chunks of that KB (kb skill lint --strict).
 . "$(dirname "$0")/lib.sh"
 need_mirror
 cd "$KB_TOP"
-expect_rc 0 kb ingest --no-embed -q
-expect_rc 0 kb ingest --no-embed -q --source skills corpus/skills
+expect_rc 0 kb ingest --no-embed -q   # the manifest's skills source is the library
 n=$(ls -d corpus/skills/*/ | wc -l)
 [ "$(sql "SELECT count(*) FROM documents d WHERE d.source_id = 'skills' AND d.path LIKE '%/SKILL.md'")" -eq "$n" ] ||
     fail "not every SKILL.md became a document"
