@@ -77,12 +77,15 @@ contains "$out" '"candidates":3,'
 contains "$out" '"fast_p":{"0":1,"1":1,"1.5":0.5,"2":0.5}'
 [ "$(wc -l <"$KB_TMP/starts")" -eq 2 ] || fail "kb-verify --serve was not restarted once after the sticky error"
 
-# fast_p from saved results (our H200 run, trimmed to the fields scored)
-expect_rc 0 kb verify --suite corpus/tasks --results tests/fixtures/verify --json
-contains "$out" '"fast_p":{"0":1,"1":0.9,"1.5":0.7,"2":0.6}'
+# fast_p from saved results (our H200 runs, trimmed to the fields scored;
+# gemm_bias_relu's from 2026-12-01): 11 tasks, 11 correct, 10 faster than
+# 1x, 8 than 1.5x, 7 than 2x
+expect_json 0 kb verify --suite corpus/tasks --results tests/fixtures/verify --json
+[ "$(json_get "$out" "{k: round(v, 3) for k, v in j['fast_p'].items()}")" = "{'0': 1, '1': 0.909, '1.5': 0.727, '2': 0.636}" ] ||
+    fail "fast_p: $out"
 contains "$out" '"task":"scan","candidate":"corpus/tasks/scan/candidates/warp_scan.cu","verdict":"faster"'
 expect_rc 0 kb verify --suite corpus/tasks --results tests/fixtures/verify
-contains "$out" "fast_0 1.00  fast_1 0.90  fast_1.5 0.70  fast_2 0.60"
+contains "$out" "fast_0 1.00  fast_1 0.91  fast_1.5 0.73  fast_2 0.64  (11 tasks, 11 candidates)"
 
 # every candidate ended in error (no GPU, say): the table, then exit 4
 # with the reason
@@ -170,7 +173,9 @@ if [ -x "$KB_BUILD/kb-verify" ]; then
     contains "$out" "gelu: compiled"
     contains "$out" "kernel gelu_vec4: "
     expect_json 0 kb verify --compile-only --suite corpus/tasks --candidates corpus/tasks --serve --json
-    [ "$(json_get "$out" 'sum(t["verdict"] == "compiled" for t in j["tasks"])')" = "$ncand" ] ||
+    # every candidate run, each task's best reported (t4000 compiles each one)
+    [ "$(json_get "$out" '(j["candidates"], len(j["tasks"]), all(t["verdict"] == "compiled" for t in j["tasks"]))')" = \
+      "($ncand, $(ls -d corpus/tasks/*/ | wc -l), True)" ] ||
         fail "not every candidate compiled through --serve: $out"
     unset KB_VERIFY
 fi
