@@ -59,8 +59,11 @@ static const kb_command commands[] = {
       "  --k N             cut-off (default 10)\n"
       "  --json            print JSON\n"
       "  --verbose         per-query results\n" },
-    { "mcp", cmd_mcp, "kb mcp [--allow-verify [--tasks DIR] [--timeout S]]",
+    { "mcp", cmd_mcp, "kb mcp [--skills DIR] [--allow-verify [--tasks DIR] [--timeout S]]",
       "serve the KB to coding agents over MCP (stdio; see README)",
+      "  --skills DIR      the skill library served as skill:// resources and\n"
+      "                    to skill_get (default corpus/skills, when there)\n"
+      "  --no-skills       serve no skill library\n"
       "  --allow-verify    also serve the verify tool, which runs candidate\n"
       "                    kernels on this machine's GPU (kb-verify)\n"
       "  --tasks DIR       verify's tasks (default: where kb verify finds them)\n"
@@ -115,7 +118,7 @@ static const kb_command commands[] = {
       "  --tasks DIR             the tasks (lint, new, verify; default corpus/tasks)\n"
       "  --json                  print JSON (every subcommand but approve, retire)\n" },
     { "serve", cmd_serve, "kb serve [options]",
-      "serve the KB over HTTP: REST endpoints for other agents (see README)",
+      "serve the KB over HTTP: REST endpoints and MCP (Streamable HTTP at /mcp)",
       "  --listen ADDR:PORT  where to listen (default 127.0.0.1:8377; port 0\n"
       "                      picks a free one; [::1]:PORT for IPv6); the URL\n"
       "                      is printed on stdout\n"
@@ -128,6 +131,9 @@ static const kb_command commands[] = {
       "  --max-connections N connections held at once (default 4096)\n"
       "  --drain-timeout S   on SIGTERM or SIGINT, wait this long for the\n"
       "                      requests in flight (default 10), then exit 0\n"
+      "  --skills DIR        the skill library /mcp serves as skill:// resources\n"
+      "                      (default corpus/skills, when there)\n"
+      "  --no-skills         serve no skill library\n"
       "  -q                  no access log (one line per request on stderr)\n" },
 };
 static const size_t ncommands = sizeof commands / sizeof commands[0];

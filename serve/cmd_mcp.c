@@ -130,8 +130,11 @@ int cmd_mcp(int argc, char **argv, const kb_cli *cli, const kb_command *self)
         { "allow-verify", no_argument, NULL, 'v' },
         { "tasks", required_argument, NULL, 't' },
         { "timeout", required_argument, NULL, 'T' },
+        { "skills", required_argument, NULL, 's' },
+        { "no-skills", no_argument, NULL, 'S' },
         { NULL, 0, NULL, 0 },
     };
+    int no_skills = 0;
     kb_mcp_opts opts;
     kb_mcp_opts_init(&opts);
     long timeout = 0;
@@ -142,6 +145,8 @@ int cmd_mcp(int argc, char **argv, const kb_cli *cli, const kb_command *self)
         switch (c) {
         case 'v': opts.allow_verify = 1; break;
         case 't': opts.tasks_dir = optarg; break;
+        case 's': opts.skills_dir = optarg; break;
+        case 'S': no_skills = 1; break;
         case 'T':
             if (kb_parse_long(optarg, 1, 86400, &timeout) != KB_OK)
                 return kb_cli_usage_error(self, "--timeout wants seconds from 1 to "
@@ -157,6 +162,9 @@ int cmd_mcp(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     if ((opts.tasks_dir || timeout) && !opts.allow_verify)
         return kb_cli_usage_error(self, "--tasks and --timeout are verify's: they "
                                   "need --allow-verify");
+    if (no_skills && opts.skills_dir)
+        return kb_cli_usage_error(self, "--skills and --no-skills: pick one");
+    opts.skills_dir = kb_mcp_skills_dir(opts.skills_dir, no_skills);
 
     /* a reader that went away is a write error, not a signal */
     signal(SIGPIPE, SIG_IGN);
@@ -174,8 +182,9 @@ int cmd_mcp(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     if (rc == KB_OK) {
         srv.ctx = (kb_tool_ctx){ .store = store, .config = cli->config,
                                  .budget_tokens = KB_TOOL_BUDGET_DEFAULT };
-        kb_log_info("kb mcp: serving %s (tools: %s) on stdio, ready in %.1f ms",
-                    kb_store_dir(store), kb_mcp_tool_names(srv.server),
+        kb_log_info("kb mcp: serving %s (tools: %s; %zu skills as resources) on "
+                    "stdio, ready in %.1f ms", kb_store_dir(store),
+                    kb_mcp_tool_names(srv.server), kb_mcp_skill_count(srv.server),
                     kb_now_ms() - t0);
         rc = serve_stdin(&srv);
     }
