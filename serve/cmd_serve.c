@@ -1,7 +1,9 @@
 /* cmd_serve.c - kb serve: the HTTP server (serve/http.h) with the REST
- * routes, on loopback by default, until SIGTERM or SIGINT drains it. */
+ * routes and MCP's Streamable HTTP transport at /mcp, on loopback by
+ * default, until SIGTERM or SIGINT drains it. */
 #include "kb/cli.h"
 #include "serve/http.h"
+#include "serve/mcp.h"
 
 #include <getopt.h>
 #include <signal.h>
@@ -114,6 +116,8 @@ typedef struct {
     char address[64];
     int port;
     const char *token_file;
+    const char *skills_dir;
+    int no_skills;
     long threads, max_body, timeout_s, max_connections, drain_s;
 } serve_options;
 
@@ -128,6 +132,8 @@ static int parse_options(int argc, char **argv, const kb_command *self,
         { "timeout", required_argument, NULL, 'T' },
         { "max-connections", required_argument, NULL, 'c' },
         { "drain-timeout", required_argument, NULL, 'd' },
+        { "skills", required_argument, NULL, 's' },
+        { "no-skills", no_argument, NULL, 'S' },
         { NULL, 0, NULL, 0 },
     };
     static const struct { int opt; const char *name; long min, max; } nums[] = {
@@ -154,6 +160,13 @@ static int parse_options(int argc, char **argv, const kb_command *self,
             so->token_file = optarg;
             continue;
         }
+        if (c == 's' || c == 'S') {
+            if (c == 's')
+                so->skills_dir = optarg;
+            else
+                so->no_skills = 1;
+            continue;
+        }
         size_t i = 0;
         while (i < sizeof nums / sizeof nums[0] && nums[i].opt != c)
             i++;
@@ -166,6 +179,8 @@ static int parse_options(int argc, char **argv, const kb_command *self,
     }
     if (optind < argc)
         return kb_cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
+    if (so->no_skills && so->skills_dir)
+        return kb_cli_usage_error(self, "--skills and --no-skills: pick one");
     return 0;
 }
 
@@ -186,6 +201,8 @@ int cmd_serve(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     kb_err_clear(&err);
     char *token = NULL, *dir = NULL;
     kb_server *srv = NULL;
+    kb_mcp *mcp = NULL;
+    kb_mcp_http *mcp_http = NULL;
     kb_rc rc = load_token(so.token_file, cli->config->serve_token, &token, &err);
     if (rc == KB_OK && !(dir = kb_store_default_dir(cli->kb_dir)))
         rc = kb_err_set(&err, KB_ERR_NOMEM, "out of memory");
@@ -214,9 +231,19 @@ int cmd_serve(int argc, char **argv, const kb_cli *cli, const kb_command *self)
         o.access_log = !cli->quiet;
         o.kb_dir = dir;
         o.config = cli->config;
-        /* the tables served: REST's; the MCP transport's /mcp goes next */
+        /* the tables served: REST's, then the MCP transport's /mcp */
+        kb_mcp_opts mo;
+        kb_mcp_opts_init(&mo);
+        mo.skills_dir = kb_mcp_skills_dir(so.skills_dir, so.no_skills);
         const kb_serve_route *rest = kb_rest_routes(&n);
         if (kb_serve_opts_add(&o, rest, n) != KB_OK)
+            rc = kb_err_set(&err, KB_ERR_INTERNAL, "too many route tables");
+        if (rc == KB_OK)
+            rc = kb_mcp_open(&mo, &mcp, &err);
+        if (rc == KB_OK)
+            rc = kb_mcp_http_open(mcp, &mcp_http, &err);
+        const kb_serve_route *mr = rc == KB_OK ? kb_mcp_http_routes(mcp_http, &n) : NULL;
+        if (rc == KB_OK && kb_serve_opts_add(&o, mr, n) != KB_OK)
             rc = kb_err_set(&err, KB_ERR_INTERNAL, "too many route tables");
         if (rc == KB_OK)
             rc = kb_serve_start(&o, &srv, &err);
@@ -228,8 +255,10 @@ int cmd_serve(int argc, char **argv, const kb_cli *cli, const kb_command *self)
                     "who reaches it can read the KB (--token-file)", kb_serve_url(srv));
     printf("listening on %s\n", kb_serve_url(srv));
     fflush(stdout);
-    kb_log_info("kb serve: KB '%s', %s; SIGTERM or ^C stops", dir,
-                token ? "a bearer token required" : "no token");
+    kb_log_info("kb serve: KB '%s', %s; MCP at %s/mcp (tools: %s; %zu skills as "
+                "resources); SIGTERM or ^C stops", dir,
+                token ? "a bearer token required" : "no token", kb_serve_url(srv),
+                kb_mcp_tool_names(mcp), kb_mcp_skill_count(mcp));
 
     int sig = 0;
     sigwait(&stop, &sig);
@@ -240,6 +269,8 @@ int cmd_serve(int argc, char **argv, const kb_cli *cli, const kb_command *self)
                     left == 1 ? "" : "s", so.drain_s);
 out:
     kb_serve_stop(srv);
+    kb_mcp_http_free(mcp_http);
+    kb_mcp_free(mcp);
     if (token) {
         memset(token, 0, strlen(token));
         free(token);
