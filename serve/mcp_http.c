@@ -6,12 +6,13 @@
 #include "serve/http.h"
 #include "serve/mcp.h"
 
-#include <openssl/rand.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
 
 #define SESSIONS_MAX 4096
 #define SESSION_IDLE_MS (3600.0 * 1000)   /* a session unused for an hour goes */
@@ -80,13 +81,29 @@ static void session_release(kb_mcp_http *t, session_slot *x)
         slot_free(x);
 }
 
+/* n random bytes from the kernel (getrandom: no library state, nothing
+ * kept per thread). 0 on success. */
+static int random_bytes(unsigned char *p, size_t n)
+{
+    while (n) {
+        ssize_t got = getrandom(p, n, 0);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return -1;
+        p += got;
+        n -= (size_t)got;
+    }
+    return 0;
+}
+
 /* Keeps s (taken) under a new random id, written to id. KB_ERR_NOMEM, or
  * KB_ERR_IO when the table is full of live sessions (s then freed). */
 static kb_rc session_add(kb_mcp_http *t, kb_mcp_session *s, char id[2 * SESSION_ID_BYTES + 1])
 {
     unsigned char raw[SESSION_ID_BYTES];
     session_slot *x = calloc(1, sizeof *x);
-    if (!x || RAND_bytes(raw, sizeof raw) != 1) {
+    if (!x || random_bytes(raw, sizeof raw) != 0) {
         free(x);
         kb_mcp_session_free(s);
         return KB_ERR_NOMEM;
