@@ -51,7 +51,8 @@ typedef struct {
 } kb_err;
 
 void kb_err_clear(kb_err *err);
-/* Sets err (if it holds no error yet) and returns rc. err may be NULL. */
+/* Sets err (if it holds no error yet) and returns rc. err may be NULL. A
+ * message longer than msg is cut at a character boundary. */
 kb_rc kb_err_set(kb_err *err, kb_rc rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* The process exit status for a code: 0 ok, 2 usage, 3 partial, 1 else. */
@@ -116,6 +117,11 @@ kb_rc kb_sha256_file(const char *path, char hex[65], kb_err *err);
 /* strdup that aborts on no memory is NOT used: returns NULL on failure. */
 char *kb_strdup(const char *s);
 char *kb_strndup(const char *s, size_t n);
+/* The length of s's longest prefix of at most max bytes that does not end
+ * inside a UTF-8 character: what "%.*s" may print of a string quoted in a
+ * message without cutting a character in two (a message is JSON, and JSON
+ * is UTF-8). Bytes that are not UTF-8 count as one character each. */
+int kb_utf8_cut(const char *s, size_t max);
 /* Joins a and b with one '/' (caller frees; NULL out of memory). */
 char *kb_path_join(const char *a, const char *b);
 /* The directory of the running executable, from /proc/self/exe, for files

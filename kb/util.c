@@ -30,8 +30,10 @@ kb_rc kb_err_set(kb_err *err, kb_rc rc, const char *fmt, ...)
     err->rc = rc;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    int n = vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
+    if (n >= (int)sizeof err->msg)   /* cut: not inside a character */
+        err->msg[kb_utf8_cut(err->msg, sizeof err->msg - 1)] = '\0';
     return rc;
 }
 
@@ -410,6 +412,20 @@ char *kb_strdup(const char *s)
 char *kb_strndup(const char *s, size_t n)
 {
     return s ? strndup(s, n) : NULL;
+}
+
+int kb_utf8_cut(const char *s, size_t max)
+{
+    size_t n = strnlen(s, max);
+    /* the last character's lead byte, within 4 bytes of the end */
+    size_t start = n;
+    while (start > 0 && n - start < 3 && ((unsigned char)s[start - 1] & 0xC0) == 0x80)
+        start--;
+    unsigned char lead = start > 0 ? (unsigned char)s[start - 1] : 0;
+    size_t want = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+    if (lead >= 0xC0 && n - (start - 1) < want)
+        n = start - 1;   /* its continuation bytes are past the end */
+    return n > INT_MAX ? INT_MAX : (int)n;
 }
 
 char *kb_path_join(const char *a, const char *b)

@@ -798,15 +798,18 @@ static kb_rc check_members(const checker *c, const cJSON *schema, const cJSON *v
         if (rc != KB_OK)
             rc = kb_err_set(c->err, KB_ERR_NOMEM, "out of memory");
         else if (*path)
-            rc = kb_err_set(c->err, KB_ERR_USAGE, "%s: unknown key '%.64s' in "
-                            "'%s' (keys: %s)", c->tool, m->string, path,
+            rc = kb_err_set(c->err, KB_ERR_USAGE, "%s: unknown key '%.*s' in "
+                            "'%s' (keys: %s)", c->tool, kb_utf8_cut(m->string, 64),
+                            m->string, path,
                             names.len ? names.data : "none");
         else if (names.len)
-            rc = kb_err_set(c->err, KB_ERR_USAGE, "%s: unknown argument '%.64s' "
-                            "(arguments: %s)", c->tool, m->string, names.data);
+            rc = kb_err_set(c->err, KB_ERR_USAGE, "%s: unknown argument '%.*s' "
+                            "(arguments: %s)", c->tool, kb_utf8_cut(m->string, 64),
+                            m->string, names.data);
         else
-            rc = kb_err_set(c->err, KB_ERR_USAGE, "%s: unknown argument '%.64s' "
-                            "(it takes none)", c->tool, m->string);
+            rc = kb_err_set(c->err, KB_ERR_USAGE, "%s: unknown argument '%.*s' "
+                            "(it takes none)", c->tool, kb_utf8_cut(m->string, 64),
+                            m->string);
         kb_buf_release(&names);
         return rc;
     }
@@ -838,8 +841,8 @@ static kb_rc check_value(const checker *c, const cJSON *schema, const cJSON *v,
             i++;
         if (!known_keywords[i]) {
             char what[128];
-            snprintf(what, sizeof what, "uses '%.40s', which the checker "
-                     "does not know", kw->string);
+            snprintf(what, sizeof what, "uses '%.*s', which the checker "
+                     "does not know", kb_utf8_cut(kw->string, 40), kw->string);
             return schema_error(c, what);
         }
     }
@@ -877,7 +880,8 @@ static kb_rc check_value(const checker *c, const cJSON *schema, const cJSON *v,
                      strcmp(e->valuestring, v->valuestring) == 0;
         if (!found) {
             if (cJSON_IsString(v))
-                snprintf(actual, sizeof actual, "'%.64s'", v->valuestring);
+                snprintf(actual, sizeof actual, "'%.*s'", kb_utf8_cut(v->valuestring, 64),
+                         v->valuestring);
             else
                 snprintf(actual, sizeof actual, "%s", kind_of(v));
             return must_be(c, schema, label, actual);
@@ -975,8 +979,8 @@ kb_rc kb_tool_call(kb_tool_ctx *ctx, const char *name, const cJSON *args,
     for (size_t i = 0; rc == KB_OK && i < n; i++)
         rc = kb_buf_printf(&names, "%s%s", i ? ", " : "", t[i].name);
     if (rc == KB_OK)
-        rc = kb_err_set(err, KB_ERR_USAGE, "unknown tool '%.64s' (tools: %s)",
-                        name ? name : "", names.data);
+        rc = kb_err_set(err, KB_ERR_USAGE, "unknown tool '%.*s' (tools: %s)",
+                        kb_utf8_cut(name ? name : "", 64), name ? name : "", names.data);
     else
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     kb_buf_release(&names);

@@ -13,6 +13,7 @@ kbdir=${2:-$top/$build/bench-kb-full}
 kb="$top/$build/kb"
 secs=${KB_BENCH_SECONDS:-20}
 lua="$top/tests/bench/serve-search.lua"
+mcp_lua="$top/tests/bench/serve-mcp.lua"   # the same searches as MCP tools/call on /mcp
 command -v wrk >/dev/null || { echo "bench-serve: no wrk; run 'make deps'" >&2; exit 1; }
 [ -f "$kbdir/kb.sqlite" ] || { echo "bench-serve: no KB at '$kbdir'; run 'make bench' first or name one" >&2; exit 1; }
 tmp=$(mktemp -d)
@@ -53,7 +54,7 @@ wrk_row() {
     [ "$conns" -lt 2 ] && threads=1
     sleep 2   # what the last run left in flight is dropped (its clients are gone)
     if [ -f "$what" ]; then
-        wrk -t$threads -c"$conns" -d"${d}s" --timeout 60s --latency -s "$lua" "$url" -- "$what" >"$tmp/wrk" 2>&1
+        wrk -t$threads -c"$conns" -d"${d}s" --timeout 60s --latency -s "${script:-$lua}" "$url" -- "$what" >"$tmp/wrk" 2>&1
     else
         wrk -t$threads -c"$conns" -d"${d}s" --timeout 60s --latency "$url$what" >"$tmp/wrk" 2>&1
     fi
@@ -118,6 +119,12 @@ for c in 1 8 64; do wrk_row "short, hybrid" "$c" "$tmp/short-hybrid.txt"; done
 for c in 1 8 64; do wrk_row "long, hybrid" "$c" "$tmp/long-hybrid.txt"; done
 for c in 1 8 64; do wrk_row "short, lexical" "$c" "$tmp/short-lexical.txt"; done
 wrk_row "short, hybrid" 1000 "$tmp/short-hybrid.txt"
+# the same searches through MCP (2026-07-28 tools/call on /mcp, no session;
+# the reply carries the results twice, structured and as text, within the
+# default budget of 8,000 tokens)
+for c in 1 8 64; do script=$mcp_lua wrk_row "/mcp short, hybrid" "$c" "$tmp/short-hybrid.txt"; done
+for c in 1 8 64; do script=$mcp_lua wrk_row "/mcp short, lexical" "$c" "$tmp/short-lexical.txt"; done
+script=$mcp_lua wrk_row "/mcp short, hybrid" 1000 "$tmp/short-hybrid.txt"
 wrk_row "GET /healthz" 64 /healthz
 wrk_row "GET /healthz" 1000 /healthz
 echo

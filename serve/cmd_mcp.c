@@ -128,6 +128,9 @@ static const kb_option mcp_options[] = {
       "kernels on this machine's GPU (kb-verify)" },
     { "tasks", KB_OPT_LONG('t'), "DIR", "verify's tasks (default: where kb verify finds them)" },
     { "timeout", KB_OPT_LONG('T'), "S", "verify's wall-clock limit per candidate (default 120)" },
+    { "skills", KB_OPT_LONG('s'), "DIR", "the skill library served as skill:// resources and\n"
+      "to skill_get (default corpus/skills, when there)" },
+    { "no-skills", KB_OPT_LONG('S'), NULL, "serve no skill library" },
     { NULL, 0, NULL, NULL },
 };
 
@@ -136,7 +139,7 @@ static int cmd_mcp(int argc, char **argv, const kb_cli *cli, const kb_command *s
 const kb_command kb_cmd_mcp = {
     .name = "mcp",
     .fn = cmd_mcp,
-    .usage = "kb mcp [--allow-verify [--tasks DIR] [--timeout S]]",
+    .usage = "kb mcp [--skills DIR|--no-skills] [--allow-verify [--tasks DIR] [--timeout S]]",
     .summary = "serve the KB to coding agents over MCP (stdio; see README)",
     .options = mcp_options,
 };
@@ -146,6 +149,7 @@ static int cmd_mcp(int argc, char **argv, const kb_cli *cli, const kb_command *s
     kb_mcp_opts opts;
     kb_mcp_opts_init(&opts);
     long timeout = 0;
+    int no_skills = 0;
     int c;
     kb_getopt g;
     kb_getopt_init(&g, self, argc, argv);
@@ -153,6 +157,8 @@ static int cmd_mcp(int argc, char **argv, const kb_cli *cli, const kb_command *s
         switch (c) {
         case KB_OPT_LONG('v'): opts.allow_verify = 1; break;
         case KB_OPT_LONG('t'): opts.tasks_dir = g.arg; break;
+        case KB_OPT_LONG('s'): opts.skills_dir = g.arg; break;
+        case KB_OPT_LONG('S'): no_skills = 1; break;
         case KB_OPT_LONG('T'):
             if (kb_parse_long(g.arg, 1, 86400, &timeout) != KB_OK)
                 return kb_cli_usage_error(self, "--timeout wants seconds from 1 to "
@@ -168,6 +174,9 @@ static int cmd_mcp(int argc, char **argv, const kb_cli *cli, const kb_command *s
     if ((opts.tasks_dir || timeout) && !opts.allow_verify)
         return kb_cli_usage_error(self, "--tasks and --timeout are verify's: they "
                                   "need --allow-verify");
+    if (no_skills && opts.skills_dir)
+        return kb_cli_usage_error(self, "--skills and --no-skills: pick one");
+    opts.skills_dir = kb_mcp_skills_dir(opts.skills_dir, no_skills);
 
     /* a reader that went away is a write error, not a signal */
     signal(SIGPIPE, SIG_IGN);
@@ -185,8 +194,9 @@ static int cmd_mcp(int argc, char **argv, const kb_cli *cli, const kb_command *s
     if (rc == KB_OK) {
         srv.ctx = (kb_tool_ctx){ .store = store, .config = cli->config,
                                  .budget_tokens = KB_TOOL_BUDGET_DEFAULT };
-        kb_log_info("kb mcp: serving %s (tools: %s) on stdio, ready in %.1f ms",
-                    kb_store_dir(store), kb_mcp_tool_names(srv.server),
+        kb_log_info("kb mcp: serving %s (tools: %s; %zu skills as resources) on "
+                    "stdio, ready in %.1f ms", kb_store_dir(store),
+                    kb_mcp_tool_names(srv.server), kb_mcp_skill_count(srv.server),
                     kb_now_ms() - t0);
         rc = serve_stdin(&srv);
     }

@@ -1,7 +1,9 @@
 /* cmd_serve.c - kb serve: the HTTP server (serve/http.h) with the REST
- * routes, on loopback by default, until SIGTERM or SIGINT drains it. */
+ * routes and MCP's Streamable HTTP transport at /mcp, on loopback by
+ * default, until SIGTERM or SIGINT drains it. */
 #include "kb/cli.h"
 #include "serve/http.h"
+#include "serve/mcp.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -113,6 +115,8 @@ typedef struct {
     char address[64];
     int port;
     const char *token_file;
+    const char *skills_dir;
+    int no_skills;
     long threads, max_body, timeout_s, max_connections, drain_s;
 } serve_options;
 
@@ -145,6 +149,13 @@ static int parse_options(int argc, char **argv, const kb_command *self,
             so->token_file = g.arg;
             continue;
         }
+        if (c == KB_OPT_LONG('s') || c == KB_OPT_LONG('S')) {
+            if (c == KB_OPT_LONG('s'))
+                so->skills_dir = g.arg;
+            else
+                so->no_skills = 1;
+            continue;
+        }
         size_t i = 0;
         while (i < sizeof nums / sizeof nums[0] && KB_OPT_LONG(nums[i].opt) != c)
             i++;
@@ -155,7 +166,11 @@ static int parse_options(int argc, char **argv, const kb_command *self,
     }
     if (c < 0)
         return g.status;
-    return kb_cli_no_operands(&g) ? 2 : -1;
+    if (kb_cli_no_operands(&g))
+        return 2;
+    if (so->no_skills && so->skills_dir)
+        return kb_cli_usage_error(self, "--skills and --no-skills: pick one");
+    return -1;
 }
 
 static int loopback_address(const char *a)
@@ -175,6 +190,9 @@ static const kb_option serve_options_table[] = {
     { "max-connections", KB_OPT_LONG('c'), "N", "connections held at once (default 4096)" },
     { "drain-timeout", KB_OPT_LONG('d'), "S", "on SIGTERM or SIGINT, wait this long for the\n"
       "requests in flight (default 10), then exit 0" },
+    { "skills", KB_OPT_LONG('s'), "DIR", "the skill library /mcp serves as skill:// resources\n"
+      "(default corpus/skills, when there)" },
+    { "no-skills", KB_OPT_LONG('S'), NULL, "serve no skill library" },
     { NULL, 0, NULL, NULL },
 };
 
@@ -184,7 +202,7 @@ const kb_command kb_cmd_serve = {
     .name = "serve",
     .fn = cmd_serve,
     .usage = "kb serve [options]",
-    .summary = "serve the KB over HTTP: REST endpoints for other agents (see README)",
+    .summary = "serve the KB over HTTP: REST endpoints and MCP (Streamable HTTP at /mcp)",
     .options = serve_options_table,
     .notes = "With -q (a global option) no access log: one line per request on stderr.\n",
 };
@@ -201,6 +219,8 @@ static int cmd_serve(int argc, char **argv, const kb_cli *cli, const kb_command 
     kb_err_clear(&err);
     char *token = NULL, *dir = NULL;
     kb_server *srv = NULL;
+    kb_mcp *mcp = NULL;
+    kb_mcp_http *mcp_http = NULL;
     kb_rc rc = load_token(so.token_file, cli->config->serve_token, &token, &err);
     if (rc == KB_OK && !(dir = kb_store_default_dir(cli->kb_dir)))
         rc = kb_err_set(&err, KB_ERR_NOMEM, "out of memory");
@@ -229,9 +249,19 @@ static int cmd_serve(int argc, char **argv, const kb_cli *cli, const kb_command 
         o.access_log = !cli->quiet;
         o.kb_dir = dir;
         o.config = cli->config;
-        /* the tables served: REST's; the MCP transport's /mcp goes next */
+        /* the tables served: REST's, then the MCP transport's /mcp */
+        kb_mcp_opts mo;
+        kb_mcp_opts_init(&mo);
+        mo.skills_dir = kb_mcp_skills_dir(so.skills_dir, so.no_skills);
         const kb_serve_route *rest = kb_rest_routes(&n);
         if (kb_serve_opts_add(&o, rest, n) != KB_OK)
+            rc = kb_err_set(&err, KB_ERR_INTERNAL, "too many route tables");
+        if (rc == KB_OK)
+            rc = kb_mcp_open(&mo, &mcp, &err);
+        if (rc == KB_OK)
+            rc = kb_mcp_http_open(mcp, &mcp_http, &err);
+        const kb_serve_route *mr = rc == KB_OK ? kb_mcp_http_routes(mcp_http, &n) : NULL;
+        if (rc == KB_OK && kb_serve_opts_add(&o, mr, n) != KB_OK)
             rc = kb_err_set(&err, KB_ERR_INTERNAL, "too many route tables");
         if (rc == KB_OK)
             rc = kb_serve_start(&o, &srv, &err);
@@ -243,8 +273,10 @@ static int cmd_serve(int argc, char **argv, const kb_cli *cli, const kb_command 
                     "who reaches it can read the KB (--token-file)", kb_serve_url(srv));
     printf("listening on %s\n", kb_serve_url(srv));
     fflush(stdout);
-    kb_log_info("kb serve: KB '%s', %s; SIGTERM or ^C stops", dir,
-                token ? "a bearer token required" : "no token");
+    kb_log_info("kb serve: KB '%s', %s; MCP at %s/mcp (tools: %s; %zu skills as "
+                "resources); SIGTERM or ^C stops", dir,
+                token ? "a bearer token required" : "no token", kb_serve_url(srv),
+                kb_mcp_tool_names(mcp), kb_mcp_skill_count(mcp));
 
     int sig = 0;
     sigwait(&stop, &sig);
@@ -255,6 +287,8 @@ static int cmd_serve(int argc, char **argv, const kb_cli *cli, const kb_command 
                     left == 1 ? "" : "s", so.drain_s);
 out:
     kb_serve_stop(srv);
+    kb_mcp_http_free(mcp_http);
+    kb_mcp_free(mcp);
     if (token) {
         memset(token, 0, strlen(token));
         free(token);

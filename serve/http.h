@@ -171,4 +171,35 @@ void kb_serve_stop(kb_server *s);
  * its length. */
 const kb_serve_route *kb_rest_routes(size_t *n);
 
+/* ------------------------------------------------------------ MCP */
+
+/* serve/mcp_http.c: MCP's Streamable HTTP transport, one route, "/mcp",
+ * over serve/mcp.c's core (kb_mcp_handle):
+ *   POST: one JSON-RPC message (Content-Type application/json, 415
+ *     otherwise; Accept listing application/json and text/event-stream,
+ *     406 otherwise); the reply is JSON, 202 with no body for a
+ *     notification or a client's response.
+ *   the handshake era (2025-11-25, 2025-06-18): a successful initialize
+ *     gets a new Mcp-Session-Id (128 random bits) with its reply; every
+ *     later request names it (400 without one: not initialized, 404 for
+ *     one that is unknown or ended); an MCP-Protocol-Version header must
+ *     be the session's (400); DELETE with the header ends the session
+ *     (204); GET is 405 (kb offers no server-sent stream).
+ *   2026-07-28 (MCP-Protocol-Version: 2026-07-28): no sessions; POST only
+ *     (405 for the rest); the headers must match the body (400, -32020).
+ *   Sessions unused for an hour make room when the table (4096) is full.
+ * Origin, Host and the token are http.c's checks, as for every route. */
+typedef struct kb_mcp kb_mcp;
+typedef struct kb_mcp_http kb_mcp_http;
+
+/* The transport over server (kept, not owned). *out is freed with
+ * kb_mcp_http_free, after the HTTP server is stopped. */
+kb_rc kb_mcp_http_open(kb_mcp *server, kb_mcp_http **out, kb_err *err);
+void kb_mcp_http_free(kb_mcp_http *t);
+/* Its route table (one row: "/mcp"), for kb_serve_opts_add; valid while t
+ * is. */
+const kb_serve_route *kb_mcp_http_routes(kb_mcp_http *t, size_t *n);
+/* How many sessions are open now. */
+size_t kb_mcp_http_sessions(kb_mcp_http *t);
+
 #endif

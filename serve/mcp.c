@@ -17,6 +17,7 @@
 #define METHOD_NOT_FOUND (-32601)
 #define INVALID_PARAMS (-32602)
 #define INTERNAL_ERROR (-32603)
+#define RESOURCE_NOT_FOUND (-32002)
 #define HEADER_MISMATCH (-32020)
 #define UNSUPPORTED_VERSION (-32022)
 
@@ -24,6 +25,8 @@
 #define META_CAPABILITIES "io.modelcontextprotocol/clientCapabilities"
 #define META_CLIENT "io.modelcontextprotocol/clientInfo"
 #define META_SERVER "io.modelcontextprotocol/serverInfo"
+#define SKILLS_EXTENSION "io.modelcontextprotocol/skills"
+#define META_DIGEST "io.modelcontextprotocol.skills/digest"
 
 /* How long a client may keep the tool list and the discovery result: the
  * tools do not change while a server runs. */
@@ -47,9 +50,11 @@ struct kb_mcp_session {
 };
 
 struct kb_mcp {
-    const kb_tool *tables[2];
-    size_t ntables[2];
+    const kb_tool *tables[3];
+    size_t ntables[3];
     size_t ntab;
+    size_t verify_table;     /* verify's table's index, or ntab */
+    kb_mcp_skills *skills;   /* the library served as resources, or NULL */
     cJSON *tools;            /* tools/list's array, made once */
     char *instructions;
     char *names;             /* "search, get, papers, status" */
@@ -82,7 +87,14 @@ static const char instructions_text[] =
     "matter; papers to list the literature on a topic; status for the "
     "sources, their versions and when they were ingested. Results keep "
     "within budget_tokens (8000 unless you pass another); when truncated "
-    "is true, raise it, lower k, or pass snippet.";
+    "is true, raise it, lower k, or pass snippet. Before you write or "
+    "optimise a kernel, call skill_search: skills are techniques measured "
+    "by kb-verify on a GPU, with their speedup and where they do not pay; "
+    "skill_get gives one whole (its SKILL.md, evidence and files).";
+
+static const char resources_instructions[] =
+    " Each skill is also a resource, skill://NAME/SKILL.md, with its other "
+    "files (kernel.cu, evidence.json) beside it, each with a sha256 digest.";
 
 static const char verify_instructions[] =
     " Call verify with a task's name and a candidate kernel's source before "
@@ -133,15 +145,28 @@ kb_rc kb_mcp_open(const kb_mcp_opts *opts, kb_mcp **out, kb_err *err)
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     m->tables[m->ntab] = kb_tools(&m->ntables[m->ntab]);
     m->ntab++;
+    m->tables[m->ntab] = kb_serve_skill_tools(&m->ntables[m->ntab]);
+    m->ntab++;
+    m->verify_table = (size_t)-1;
     if (opts->allow_verify) {
+        m->verify_table = m->ntab;
         m->tables[m->ntab] = kb_serve_tools(&m->ntables[m->ntab]);
         m->ntab++;
     }
     m->verify_timeout_s = opts->verify_timeout_s;
+    if (opts->skills_dir) {
+        kb_rc lrc = kb_mcp_skills_load(opts->skills_dir, &m->skills, err);
+        if (lrc != KB_OK) {
+            free(m);
+            return lrc;
+        }
+    }
     kb_buf names, text;
     kb_buf_init(&names, 0);
     kb_buf_init(&text, 2048);   /* the spec's advice: instructions stay short */
     kb_rc rc = kb_buf_puts(&text, instructions_text);
+    if (rc == KB_OK && m->skills)
+        rc = kb_buf_puts(&text, resources_instructions);
     if (rc == KB_OK && opts->allow_verify)
         rc = kb_buf_puts(&text, verify_instructions);
     m->tools = cJSON_CreateArray();
@@ -173,6 +198,7 @@ void kb_mcp_free(kb_mcp *m)
     if (!m)
         return;
     cJSON_Delete(m->tools);
+    kb_mcp_skills_free(m->skills);
     free(m->instructions);
     free(m->names);
     free(m->tasks_dir);
@@ -184,14 +210,19 @@ const char *kb_mcp_tool_names(const kb_mcp *m)
     return m->names;
 }
 
-/* The tool called name in the server's tables, or NULL; *serve_table set
- * when it is serve/'s. */
-static const kb_tool *find_tool(const kb_mcp *m, const char *name, int *serve_table)
+size_t kb_mcp_skill_count(const kb_mcp *m)
+{
+    return m->skills ? m->skills->n : 0;
+}
+
+/* The tool called name in the server's tables, or NULL; *table its
+ * table's index. */
+static const kb_tool *find_tool(const kb_mcp *m, const char *name, size_t *table)
 {
     for (size_t t = 0; t < m->ntab; t++) {
         const kb_tool *tool = kb_tool_lookup(m->tables[t], m->ntables[t], name);
         if (tool) {
-            *serve_table = t > 0;
+            *table = t;
             return tool;
         }
     }
@@ -304,13 +335,25 @@ static cJSON *server_info(void)
     return NULL;
 }
 
-static cJSON *capabilities(void)
+/* tools; resources when a skill library is served (and, in 2026-07-28,
+ * the Skills extension, which is written against that revision). */
+static cJSON *capabilities(const exchange *x)
 {
     cJSON *c = cJSON_CreateObject(), *tools = cJSON_CreateObject();
-    if (c && tools && cJSON_AddBoolToObject(tools, "listChanged", 0) &&
-        cJSON_AddItemToObject(c, "tools", tools))
+    int ok = c && tools && cJSON_AddBoolToObject(tools, "listChanged", 0) &&
+             cJSON_AddItemToObject(c, "tools", tools);
+    if (!ok)
+        cJSON_Delete(tools);
+    if (ok && x->server->skills) {
+        cJSON *res = cJSON_AddObjectToObject(c, "resources");
+        ok = res && cJSON_AddBoolToObject(res, "listChanged", 0) &&
+             cJSON_AddBoolToObject(res, "subscribe", 0);
+        cJSON *ext = ok && x->modern ? cJSON_AddObjectToObject(c, "extensions") : NULL;
+        if (ok && x->modern)
+            ok = ext && cJSON_AddObjectToObject(ext, SKILLS_EXTENSION);
+    }
+    if (ok)
         return c;
-    cJSON_Delete(tools);
     cJSON_Delete(c);
     return NULL;
 }
@@ -349,7 +392,7 @@ static void do_initialize(exchange *x)
             version = handshake_versions[i];
     cJSON *r = new_result(x);
     add(x, r, "protocolVersion", cJSON_CreateString(version));
-    add(x, r, "capabilities", capabilities());
+    add(x, r, "capabilities", capabilities(x));
     add(x, r, "serverInfo", server_info());
     add(x, r, "instructions", cJSON_CreateString(x->server->instructions));
     if (x->code)
@@ -393,7 +436,7 @@ static void do_discover(exchange *x)
 {
     cJSON *r = new_result(x);
     add(x, r, "supportedVersions", modern_versions());
-    add(x, r, "capabilities", capabilities());
+    add(x, r, "capabilities", capabilities(x));
     add(x, r, "instructions", cJSON_CreateString(x->server->instructions));
     modern_fields(x, 1);
 }
@@ -435,11 +478,12 @@ static void do_tools_call(exchange *x)
     if (!cJSON_IsString(name))
         return fail(x, INVALID_PARAMS, "tools/call needs params.name, one of: %s",
                     x->server->names);
-    int serve_table = 0;
-    const kb_tool *tool = find_tool(x->server, name->valuestring, &serve_table);
+    size_t table = 0;
+    const kb_tool *tool = find_tool(x->server, name->valuestring, &table);
     if (!tool)
-        return fail(x, INVALID_PARAMS, "unknown tool '%.64s' (tools: %s)",
-                    name->valuestring, x->server->names);
+        return fail(x, INVALID_PARAMS, "unknown tool '%.*s' (tools: %s)",
+                    kb_utf8_cut(name->valuestring, 64), name->valuestring,
+                    x->server->names);
     const cJSON *args = cJSON_GetObjectItemCaseSensitive(x->params, "arguments");
     if (cJSON_IsNull(args))
         args = NULL;
@@ -452,9 +496,12 @@ static void do_tools_call(exchange *x)
     if (!ctx.budget_tokens)
         ctx.budget_tokens = KB_TOOL_BUDGET_DEFAULT;
     kb_rc rc = KB_OK;
-    if (serve_table)   /* verify's settings, with this thread's store */
+    if (table == x->server->verify_table)   /* verify's settings, with this
+                                                thread's store */
         rc = kb_serve_verify_attach(ctx.store, x->server->tasks_dir,
                                     x->server->verify_timeout_s, &err);
+    else if (table > 0)   /* the skill library, for skill_get */
+        rc = kb_serve_skills_attach(ctx.store, x->server->skills, &err);
     cJSON *out = NULL;
     double t0 = kb_now_ms();
     if (rc == KB_OK)
@@ -467,6 +514,182 @@ static void do_tools_call(exchange *x)
     call_result(x, out, err.msg[0] ? err.msg : kb_rc_name(rc));
 }
 
+/* ------------------------------------------------------------------ skills */
+
+/* The cursor of a list request: kb lists everything at once. */
+static int refuse_cursor(exchange *x, const char *method)
+{
+    if (!cJSON_GetObjectItemCaseSensitive(x->params, "cursor"))
+        return 0;
+    fail(x, INVALID_PARAMS, "%s: unknown cursor (kb lists everything at once "
+         "and gives no cursor)", method);
+    return 1;
+}
+
+/* {"io.modelcontextprotocol.skills/digest": "sha256:HEX"} */
+static cJSON *digest_meta(const kb_mcp_skill_file *f)
+{
+    char d[72];
+    snprintf(d, sizeof d, "sha256:%s", f->sha256);
+    cJSON *m = cJSON_CreateObject();
+    if (m && cJSON_AddStringToObject(m, META_DIGEST, d))
+        return m;
+    cJSON_Delete(m);
+    return NULL;
+}
+
+/* A Resource of resources/list: SKILL.md named and described by its
+ * front matter (the extension's rule), the other files by their place. */
+static cJSON *resource_entry(const kb_mcp_skill *s, const kb_mcp_skill_file *f)
+{
+    cJSON *o = cJSON_CreateObject();
+    int md = strcmp(f->name, "SKILL.md") == 0;
+    char name[200], desc[200];
+    snprintf(name, sizeof name, "%s/%s", s->name, f->name);
+    snprintf(desc, sizeof desc, "%s of the skill %s", f->name, s->name);
+    int ok = o && cJSON_AddStringToObject(o, "uri", f->uri) &&
+             cJSON_AddStringToObject(o, "name", md ? s->name : name) &&
+             cJSON_AddStringToObject(o, "description", md ? s->description : desc) &&
+             cJSON_AddStringToObject(o, "mimeType", f->mime) &&
+             cJSON_AddNumberToObject(o, "size", (double)f->size) &&
+             cJSON_AddItemToObject(o, "_meta", digest_meta(f));
+    if (ok)
+        return o;
+    cJSON_Delete(o);
+    return NULL;
+}
+
+static void do_resources_list(exchange *x)
+{
+    if (refuse_cursor(x, "resources/list"))
+        return;
+    cJSON *r = new_result(x), *arr = cJSON_CreateArray();
+    add(x, r, "resources", arr);
+    const kb_mcp_skills *lib = x->server->skills;
+    for (size_t i = 0; !x->code && i < lib->n; i++)
+        for (size_t j = 0; !x->code && j < lib->items[i].nfiles; j++) {
+            cJSON *e = resource_entry(&lib->items[i], &lib->items[i].files[j]);
+            if (!e || !cJSON_AddItemToArray(arr, e)) {
+                cJSON_Delete(e);
+                out_of_memory(x);
+            }
+        }
+    modern_fields(x, 1);
+}
+
+static void do_templates_list(exchange *x)
+{
+    if (refuse_cursor(x, "resources/templates/list"))
+        return;
+    cJSON *r = new_result(x);
+    add(x, r, "resourceTemplates", cJSON_CreateArray());
+    modern_fields(x, 1);
+}
+
+/* An unknown resource: -32002 in the handshake era (its spec's code),
+ * -32602 in 2026-07-28; the uri in data either way. */
+static void no_resource(exchange *x, const char *uri, const char *what)
+{
+    fail(x, x->modern ? INVALID_PARAMS : RESOURCE_NOT_FOUND, "%s '%.*s' not found "
+         "(resources/list or skills/list names them: skill://NAME/SKILL.md and "
+         "the files beside it)", what, kb_utf8_cut(uri, 200), uri);
+    cJSON *data = cJSON_CreateObject();
+    if (data && cJSON_AddStringToObject(data, "uri", uri) && !x->data)
+        x->data = data;
+    else
+        cJSON_Delete(data);
+}
+
+static void do_resources_read(exchange *x)
+{
+    const char *uri = param_string(x, "uri");
+    if (!uri)
+        return fail(x, INVALID_PARAMS, "resources/read needs params.uri, such as "
+                    "skill://NAME/SKILL.md");
+    const kb_mcp_skill_file *f = kb_mcp_skills_file(x->server->skills, uri, NULL);
+    if (!f)
+        return no_resource(x, uri, "resource");
+    cJSON *r = new_result(x), *contents = cJSON_CreateArray(), *c = cJSON_CreateObject();
+    if (contents && c && !cJSON_AddItemToArray(contents, c))
+        c = (cJSON_Delete(c), NULL);
+    add(x, r, "contents", contents);
+    add(x, c, "uri", cJSON_CreateString(f->uri));
+    add(x, c, "mimeType", cJSON_CreateString(f->mime));
+    if (f->text) {
+        add(x, c, "text", cJSON_CreateString(f->data));
+    } else {
+        /* 4 characters for each 3 bytes, and the NUL */
+        size_t n = (f->size + 2) / 3 * 4 + 1;
+        char *b64 = malloc(n);
+        if (b64)
+            EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)f->data, (int)f->size);
+        add(x, c, "blob", b64 ? cJSON_CreateString(b64) : NULL);
+        free(b64);
+    }
+    add(x, c, "_meta", digest_meta(f));
+    modern_fields(x, 1);
+}
+
+/* The extension's Skill entry: uri, front matter, every file with its
+ * digest and size. */
+static cJSON *skill_entry(const kb_mcp_skill *s)
+{
+    cJSON *o = cJSON_CreateObject(), *files = NULL;
+    char uri[128];
+    snprintf(uri, sizeof uri, "skill://%s/SKILL.md", s->name);
+    int ok = o && cJSON_AddStringToObject(o, "uri", uri) &&
+             cJSON_AddItemToObject(o, "frontmatter", cJSON_Duplicate(s->frontmatter, 1)) &&
+             (files = cJSON_AddArrayToObject(o, "resources"));
+    for (size_t i = 0; ok && i < s->nfiles; i++) {
+        char d[72];
+        snprintf(d, sizeof d, "sha256:%s", s->files[i].sha256);
+        cJSON *f = cJSON_CreateObject();
+        ok = f && cJSON_AddItemToArray(files, f) &&
+             cJSON_AddStringToObject(f, "uri", s->files[i].uri) &&
+             cJSON_AddStringToObject(f, "digest", d) &&
+             cJSON_AddNumberToObject(f, "size", (double)s->files[i].size);
+    }
+    if (ok)
+        return o;
+    cJSON_Delete(o);
+    return NULL;
+}
+
+static void do_skills_list(exchange *x)
+{
+    if (refuse_cursor(x, "skills/list"))
+        return;
+    cJSON *r = new_result(x), *arr = cJSON_CreateArray();
+    add(x, r, "skills", arr);
+    for (size_t i = 0; !x->code && i < x->server->skills->n; i++) {
+        cJSON *e = skill_entry(&x->server->skills->items[i]);
+        if (!e || !cJSON_AddItemToArray(arr, e)) {
+            cJSON_Delete(e);
+            out_of_memory(x);
+        }
+    }
+    modern_fields(x, 1);
+}
+
+static void do_skills_get(exchange *x)
+{
+    const char *uri = param_string(x, "uri");
+    if (!uri)
+        return fail(x, INVALID_PARAMS, "skills/get needs params.uri, a skill's "
+                    "SKILL.md: skill://NAME/SKILL.md");
+    const kb_mcp_skill *s = NULL;
+    const kb_mcp_skill_file *f = kb_mcp_skills_file(x->server->skills, uri, &s);
+    if (!f || strcmp(f->name, "SKILL.md") != 0) {
+        /* the extension's code for this, in either era */
+        fail(x, INVALID_PARAMS, "skills/get: '%.*s' is not a skill's SKILL.md "
+             "(skills/list names them)", kb_utf8_cut(uri, 200), uri);
+        return;
+    }
+    cJSON *r = new_result(x);
+    add(x, r, "skill", skill_entry(s));
+    modern_fields(x, 1);
+}
+
 /* ------------------------------------------------------------------ routing */
 
 /* A method kb serves in some era (so that, before initialize, it is "not
@@ -474,24 +697,39 @@ static void do_tools_call(exchange *x)
 static int known_method(const char *m)
 {
     return !strcmp(m, "tools/list") || !strcmp(m, "tools/call") ||
-           !strcmp(m, "ping") || !strcmp(m, "server/discover");
+           !strcmp(m, "ping") || !strcmp(m, "server/discover") ||
+           !strncmp(m, "resources/", 10) || !strncmp(m, "skills/", 7);
 }
 
 static void unknown_method(exchange *x)
 {
-    if (!strncmp(x->method, "resources/", 10))
-        return fail(x, METHOD_NOT_FOUND, "method '%s' not found: kb serves no "
-                    "resources yet (skills will be)", x->method);
-    fail(x, METHOD_NOT_FOUND, "method '%.64s' not found", x->method);
+    if ((!strncmp(x->method, "resources/", 10) || !strncmp(x->method, "skills/", 7)) &&
+        !x->server->skills)
+        return fail(x, METHOD_NOT_FOUND, "method '%.*s' not found: this server "
+                    "serves no skill library, hence no resources (--skills DIR)",
+                    kb_utf8_cut(x->method, 64), x->method);
+    fail(x, METHOD_NOT_FOUND, "method '%.*s' not found", kb_utf8_cut(x->method, 64),
+         x->method);
 }
 
 /* The methods both eras share. */
 static void dispatch(exchange *x)
 {
+    int skills = x->server->skills != NULL;
     if (!strcmp(x->method, "tools/list"))
         do_tools_list(x);
     else if (!strcmp(x->method, "tools/call"))
         do_tools_call(x);
+    else if (skills && !strcmp(x->method, "resources/list"))
+        do_resources_list(x);
+    else if (skills && !strcmp(x->method, "resources/read"))
+        do_resources_read(x);
+    else if (skills && !strcmp(x->method, "resources/templates/list"))
+        do_templates_list(x);
+    else if (skills && !strcmp(x->method, "skills/list"))
+        do_skills_list(x);
+    else if (skills && !strcmp(x->method, "skills/get"))
+        do_skills_get(x);
     else
         unknown_method(x);
 }
@@ -542,6 +780,11 @@ static void check_envelope(exchange *x)
             (!name || strcmp(name, body_name)))
             return fail(x, HEADER_MISMATCH, "the Mcp-Name header does not match "
                         "params.name");
+        const char *body_uri = param_string(x, "uri");
+        if (!strcmp(x->method, "resources/read") && body_uri &&
+            (!name || strcmp(name, body_uri)))
+            return fail(x, HEADER_MISMATCH, "the Mcp-Name header does not match "
+                        "params.uri");
     }
     if (!cJSON_IsString(v))
         return fail(x, INVALID_PARAMS, "params._meta's '" META_VERSION "' must "
@@ -551,8 +794,9 @@ static void check_envelope(exchange *x)
                     "must be an object (empty: none)");
     if (strcmp(v->valuestring, KB_MCP_VERSION_MODERN)) {
         char message[160];
-        snprintf(message, sizeof message, "unsupported protocol version '%.32s' "
-                 "(supported: %s; %s and %s through initialize)", v->valuestring,
+        snprintf(message, sizeof message, "unsupported protocol version '%.*s' "
+                 "(supported: %s; %s and %s through initialize)",
+                 kb_utf8_cut(v->valuestring, 32), v->valuestring,
                  KB_MCP_VERSION_MODERN, handshake_versions[0], handshake_versions[1]);
         unsupported_version(x, v->valuestring, message);
     }
@@ -590,8 +834,9 @@ static void serve_handshake(exchange *x, mcp_era era)
     }
     if (x->t && x->t->protocol_version &&
         strcmp(x->t->protocol_version, x->s->version))
-        return fail(x, INVALID_REQUEST, "the MCP-Protocol-Version header '%.32s' "
-                    "is not this session's '%s'", x->t->protocol_version,
+        return fail(x, INVALID_REQUEST, "the MCP-Protocol-Version header '%.*s' "
+                    "is not this session's '%s'", kb_utf8_cut(x->t->protocol_version, 32),
+                    x->t->protocol_version,
                     x->s->version);
     dispatch(x);
 }

@@ -22,17 +22,29 @@
  * 2026-07-28 one).
  *
  * JSON-RPC errors: -32700 (not JSON, not UTF-8), -32600 (not a request, a
- * batch array, a message over KB_MCP_MESSAGE_MAX), -32601 (unknown method;
- * resources/... too: kb serves no resources yet), -32602 (bad params, an
- * unknown tool), -32603 (out of memory), -32020 (HTTP headers that
- * disagree with the body), -32022. An error whose request id cannot be
+ * batch array, a message over KB_MCP_MESSAGE_MAX), -32601 (unknown method),
+ * -32602 (bad params, an unknown tool; in 2026-07-28 an unknown resource),
+ * -32002 (an unknown resource, handshake era), -32603 (out of memory),
+ * -32020 (HTTP headers that disagree with the body), -32022. An error
+ * whose request id cannot be
  * read carries no id (the schemas of 2025-11-25 and 2026-07-28 allow that,
  * not a null one). A tool's own failure - an argument the tool's schema
  * refuses, no such chunk, no model - is a result with isError true and
  * the message that says what to do.
  *
- * Tools come from the tool tables (kb.h, "tools"): query/'s, and serve/'s
- * verify when kb_mcp_opts.allow_verify is set.
+ * Tools come from the tool tables (kb.h, "tools"): query/'s, serve/'s
+ * skill tools (skill_search, skill_get), and serve/'s verify when
+ * kb_mcp_opts.allow_verify is set.
+ *
+ * Skills (kb_mcp_opts.skills_dir): every file of every skill folder is a
+ * resource, skill://<name>/<file> (SKILL.md, kernel.cu, evidence.json,
+ * baseline.cu ...), listed by resources/list with its size and its
+ * "sha256:<hex>" digest in _meta (io.modelcontextprotocol.skills/digest)
+ * and read by resources/read; the Skills extension's skills/list and
+ * skills/get give each skill's front matter and manifest of files with
+ * digests. The server then announces the resources capability (and, in
+ * 2026-07-28, the extension io.modelcontextprotocol/skills). The library
+ * is read once, at kb_mcp_open: a server serves the bytes it digested.
  *
  * Threads: a kb_mcp is read-only once open and serves any number of
  * threads; a session may be shared by threads (it locks itself); a
@@ -58,6 +70,9 @@ typedef struct {
     const char *tasks_dir;     /* where verify's tasks are (NULL: where
                                   kb verify looks, kb_task_find); copied */
     double verify_timeout_s;   /* per candidate (<= 0: 120) */
+    const char *skills_dir;    /* the skill library served as resources and
+                                  to skill_get (NULL: none; skill_search
+                                  still searches the KB's skills) */
 } kb_mcp_opts;
 
 void kb_mcp_opts_init(kb_mcp_opts *opts);
@@ -67,6 +82,8 @@ kb_rc kb_mcp_open(const kb_mcp_opts *opts, kb_mcp **out, kb_err *err);
 void kb_mcp_free(kb_mcp *server);
 /* The tools served, as "search, get, papers, status", for a log line. */
 const char *kb_mcp_tool_names(const kb_mcp *server);
+/* How many skills are served as resources (0: none, no library). */
+size_t kb_mcp_skill_count(const kb_mcp *server);
 
 /* What one connection has negotiated. stdio: one for the process.
  * Streamable HTTP: one per Mcp-Session-Id in the handshake era, made on
@@ -127,6 +144,61 @@ kb_rc kb_mcp_handle(kb_mcp *server, kb_mcp_session *s, kb_tool_ctx *ctx,
  * -32600 naming the limit, as kb_mcp_handle would answer it. Caller frees;
  * NULL out of memory. */
 char *kb_mcp_oversized_reply(size_t len);
+
+/* ------------------------------------------------------------ serve/mcp_skills.c */
+
+/* One file of a skill, read once: the bytes served and their digest. */
+typedef struct {
+    char *uri;               /* skill://<skill>/<name> */
+    char *name;              /* the file's name in the folder: "kernel.cu" */
+    const char *mime;        /* text/markdown, text/x-cuda, application/json ... */
+    char sha256[65];         /* of the raw bytes, lower-case hex */
+    size_t size;
+    int text;                /* UTF-8 without NUL: served as text, else base64 */
+    char *data;              /* size bytes (and a NUL) */
+} kb_mcp_skill_file;
+
+typedef struct {
+    char *name, *description;
+    cJSON *frontmatter;      /* SKILL.md's front matter, every key as written */
+    kb_mcp_skill_file *files;   /* SKILL.md first, then by name */
+    size_t nfiles;
+} kb_mcp_skill;
+
+typedef struct {
+    char *dir;
+    kb_mcp_skill *items;     /* in the library's order (by name) */
+    size_t n;
+} kb_mcp_skills;
+
+/* Reads the skill library dir (kb_skill_lib_load): every skill whose
+ * SKILL.md parses, with the regular files of its folder (links followed,
+ * hidden files left out), each at most the Skills extension's limits (512
+ * files, 16 MiB a skill). A missing dir is KB_ERR_NOTFOUND. *out is freed
+ * with kb_mcp_skills_free. */
+kb_rc kb_mcp_skills_load(const char *dir, kb_mcp_skills **out, kb_err *err);
+void kb_mcp_skills_free(kb_mcp_skills *lib);
+/* The library folder a server serves: given (--skills DIR) if not NULL,
+ * else KB_MCP_SKILLS_DEFAULT when it is a folder here, else NULL; none
+ * set (--no-skills): NULL. */
+#define KB_MCP_SKILLS_DEFAULT "corpus/skills"
+const char *kb_mcp_skills_dir(const char *given, int none);
+/* The skill called name, or NULL. */
+const kb_mcp_skill *kb_mcp_skills_find(const kb_mcp_skills *lib, const char *name);
+/* The file whose URI is uri (and its skill in *skill, may be NULL), or
+ * NULL: only the files read at load are ever served. */
+const kb_mcp_skill_file *kb_mcp_skills_file(const kb_mcp_skills *lib, const char *uri,
+                                            const kb_mcp_skill **skill);
+
+/* ------------------------------------------------------------ serve/tool_skill.c */
+
+/* serve/'s skill tools: skill_search (the KB's skills, kb_gen_skill_search)
+ * and skill_get (one skill of the library: front matter, SKILL.md, its
+ * files with digests, its evidence). Static; *n its length. */
+const kb_tool *kb_serve_skill_tools(size_t *n);
+/* Parks the library (not owned: it outlives the store's use) with store,
+ * for skill_get's calls on that store; lib NULL: none. */
+kb_rc kb_serve_skills_attach(kb_store *store, const kb_mcp_skills *lib, kb_err *err);
 
 /* ------------------------------------------------------------ serve/tool_verify.c */
 

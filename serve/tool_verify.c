@@ -153,7 +153,7 @@ static char *task_dir(const verify_settings *v, const kb_config *cfg,
 {
     if (!task_name_ok(task)) {
         kb_err_set(err, KB_ERR_USAGE, "verify: 'task' must be a task's name "
-                   "such as gelu, not '%.64s'", task);
+                   "such as gelu, not '%.*s'", kb_utf8_cut(task, 64), task);
         return NULL;
     }
     char *dir = NULL;

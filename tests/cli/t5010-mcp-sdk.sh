@@ -3,12 +3,14 @@
 # over stdio, in its legacy mode (the 2025-11-25 handshake) and its auto mode
 # (server/discover, then 2026-07-28), on a KB with vectors: every tool
 # called, sub-queries of each type, budgets, bad arguments, an unknown tool,
+# the skill tools and the skill library as resources (digests checked),
 # and (auto, --allow-verify) verify; every message kb wrote checked against
 # the negotiated version's schema (tests/mcp/sdk_client.py).
 . "$(dirname "$0")/lib.sh"
 need_mirror
 [ -x "${KB_VENV:-}/bin/python" ] || { echo "skipped: no test virtualenv (make test makes build/venv)"; exit 0; }
 expect_rc 0 kb ingest -q --manifest "$MANIFEST" cuda-best-practices survey-literature
+expect_rc 0 kb ingest -q --source skills "$KB_TOP/corpus/skills"
 mkdir -p "$KB_TMP/work"
 client() { expect_rc 0 "$KB_VENV/bin/python" "$KB_TOP/tests/mcp/sdk_client.py" "$@"; }
 

@@ -4,7 +4,9 @@ NAME.in (the lines a client sends, bytes as they are) is fed to one
 NAME.expected describes, each valid under the protocol's schema.
 
 NAME.expected: '#' comments, one 'version: V' line (the schema the replies
-are checked against), then one pattern a reply, in order. A pattern is
+are checked against), optionally one 'args: ...' line (kb mcp's options,
+{top} standing for the repository; default --no-skills), then one pattern
+a reply, in order. A pattern is
 JSON that the reply must contain: objects match key by key (other keys
 may be there), arrays element by element (same length), other values
 equal; the string "<absent>" says the key must not be there, "<any>" that
@@ -61,7 +63,7 @@ def run_case(kb_bin, kb_dir, path_in):
     name = os.path.basename(path_in)[:-3]
     with open(path_in, "rb") as f:
         sent = f.read()
-    version, patterns = None, []
+    version, patterns, args = None, [], ["--no-skills"]
     with open(path_in[:-3] + ".expected") as f:
         for line in f:
             line = line.strip()
@@ -69,10 +71,13 @@ def run_case(kb_bin, kb_dir, path_in):
                 continue
             if line.startswith("version:"):
                 version = line.split(":", 1)[1].strip()
+            elif line.startswith("args:"):
+                top = os.environ.get("KB_TOP", ".")
+                args = line.split(":", 1)[1].replace("{top}", top).split()
             else:
                 patterns.append(json.loads(line))
     assert version, f"{name}: no 'version:' line"
-    p = subprocess.run([kb_bin, "--kb", kb_dir, "mcp"], input=sent,
+    p = subprocess.run([kb_bin, "--kb", kb_dir, "mcp", *args], input=sent,
                        capture_output=True, timeout=120)
     if p.returncode != 0:
         return f"{name}: kb mcp exited {p.returncode}: {p.stderr.decode(errors='replace')}"

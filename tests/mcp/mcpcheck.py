@@ -23,11 +23,17 @@ HANDSHAKE_RESULTS = {
     "tools/list": "ListToolsResult",
     "tools/call": "CallToolResult",
     "ping": "EmptyResult",
+    "resources/list": "ListResourcesResult",
+    "resources/read": "ReadResourceResult",
+    "resources/templates/list": "ListResourceTemplatesResult",
 }
 MODERN_RESPONSES = {
     "server/discover": "DiscoverResultResponse",
     "tools/list": "ListToolsResultResponse",
     "tools/call": "CallToolResultResponse",
+    "resources/list": "ListResourcesResultResponse",
+    "resources/read": "ReadResourceResultResponse",
+    "resources/templates/list": "ListResourceTemplatesResultResponse",
 }
 # 2026-07-28's definitions of errors: of the whole response, or of its
 # error object

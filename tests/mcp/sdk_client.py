@@ -1,13 +1,16 @@
 """`kb mcp` driven by the official MCP Python SDK (PyPI mcp) over stdio, in
 one of its connect modes: 'legacy' (the initialize handshake) or 'auto'
 (server/discover first: 2026-07-28 when the server speaks it). It lists
-the tools, calls each one, passes bad arguments and an unknown tool; the
+the tools, calls each one (the skill tools too), lists and reads the skill
+library's resources (their digests checked), passes bad arguments, an
+unknown tool and an unknown resource; the
 lines each side wrote are kept (tee) and every message kb wrote is checked
 against the negotiated version's schema (mcpcheck).
 
   python3 sdk_client.py MODE KB_BIN KB_DIR WORK_DIR [--allow-verify TASKS_DIR]
 """
 import asyncio
+import hashlib
 import json
 import os
 import sys
@@ -20,7 +23,8 @@ from mcp.client import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
-TOOLS = ["search", "get", "papers", "status"]
+TOOLS = ["search", "get", "papers", "status", "skill_search", "skill_get"]
+SKILL = "warp-shuffle-block-reduction"
 
 
 def check(cond, what):
@@ -42,7 +46,8 @@ async def session(mode, kb_bin, kb_dir, work, verify_tasks):
     sent, wrote = os.path.join(work, f"{mode}.sent"), os.path.join(work, f"{mode}.wrote")
     for p in (sent, wrote):
         open(p, "w").close()
-    args = ["--kb", kb_dir, "mcp"]
+    skills = os.path.join(os.environ["KB_TOP"], "corpus", "skills")
+    args = ["--kb", kb_dir, "mcp", "--skills", skills]
     if verify_tasks:
         args += ["--allow-verify", "--tasks", verify_tasks]
     # the client's lines and kb's, each kept as it went by
@@ -55,7 +60,7 @@ async def session(mode, kb_bin, kb_dir, work, verify_tasks):
         check(c.protocol_version == want_version, f"negotiated {c.protocol_version}")
         check(c.server_info is not None and c.server_info.name == "kb", f"server info {c.server_info}")
         check(c.server_capabilities.tools is not None, "no tools capability")
-        check(c.server_capabilities.resources is None, "a resources capability, with no resources")
+        check(c.server_capabilities.resources is not None, "no resources capability, with a skill library")
         check("search" in (c.instructions or "") and len(c.instructions.encode()) <= 2048,
               f"instructions: {c.instructions!r}")
         if mode == "legacy":
@@ -117,10 +122,41 @@ async def session(mode, kb_bin, kb_dir, work, verify_tasks):
 
         s = structured(await c.call_tool("status", {}), "status")
         ids = {x["id"]: x for x in s["sources"]}
-        check(set(ids) == {"cuda-best-practices", "survey-literature"}, f"status sources {set(ids)}")
+        check(set(ids) == {"cuda-best-practices", "survey-literature", "skills"}, f"status sources {set(ids)}")
         check(ids["cuda-best-practices"]["version"] == "13.2" and ids["cuda-best-practices"]["ingested"].endswith("Z"),
               "status: version and ingest date")
         check(s["embeddings"] == s["chunks"] and s["embedder"] == "all-MiniLM-L6-v2", "status: vectors")
+
+        # the skill tools, on the KB's skills and the library
+        h = structured(await c.call_tool("skill_search", {"query": "block reduction with warp shuffles",
+                                                          "k": 3, "arch": "sm_90"}), "skill_search")
+        check(h["results"] and h["results"][0]["name"] == SKILL, f"skill_search: {[x['name'] for x in h['results']]}")
+        check(all(x["status"] != "retired" for x in h["results"]), "skill_search: a retired skill")
+        h = structured(await c.call_tool("skill_search", {"query": "reduction", "status": "draft"}), "skill_search draft")
+        check(all(x["status"] == "draft" for x in h["results"]), "skill_search: the status filter")
+        sk = structured(await c.call_tool("skill_get", {"name": SKILL}), "skill_get")
+        check(sk["frontmatter"]["metadata"]["kb-task"] == sk["frontmatter"]["metadata"].get("kb-task") and
+              sk["evidence"] and sk["skill_md"].startswith("---"), "skill_get: SKILL.md and its evidence")
+        r = await c.call_tool("skill_get", {"name": "x" * 65})
+        check(r.is_error and "'name' must be a non-empty string of at most 64 characters" in r.content[0].text,
+              f"skill_get: a long name: {r.content}")
+
+        # the library's files as resources: listed with digests, read back
+        res = await c.list_resources()
+        uris = [x.uri for x in res.resources]
+        check(f"skill://{SKILL}/SKILL.md" in uris and f"skill://{SKILL}/kernel.cu" in uris, f"resources {uris[:6]}")
+        for x in res.resources:
+            if not x.uri.startswith(f"skill://{SKILL}/"):
+                continue
+            got = await c.read_resource(x.uri)
+            body = got.contents[0].text.encode()
+            check(x.meta["io.modelcontextprotocol.skills/digest"] == "sha256:" + hashlib.sha256(body).hexdigest()
+                  and x.size == len(body), f"{x.uri}: digest or size")
+        try:
+            await c.read_resource("skill://no-such-skill/SKILL.md")
+            check(False, "an unknown resource was read")
+        except MCPError as e:
+            check(e.error.code in (-32002, -32602) and "not found" in e.error.message, f"unknown resource: {e.error}")
 
         # bad arguments: the tool's own failure, for the agent to read
         r = await c.call_tool("search", {"query": "x", "k": 0})

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <utf8proc.h>
 
 /* ------------------------------------------------------------ fixtures */
 
@@ -501,6 +502,77 @@ static void test_bad_args(void **state)
     kb_buf_release(&many);
 }
 
+/* ------------------------------------------------------------ UTF-8 */
+
+/* 1 if s is valid UTF-8. */
+static int utf8_ok(const char *s)
+{
+    for (size_t n = strlen(s), i = 0; i < n;) {
+        utf8proc_int32_t c;
+        utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s + i,
+                                              (utf8proc_ssize_t)(n - i), &c);
+        if (k <= 0)
+            return 0;
+        i += (size_t)k;
+    }
+    return 1;
+}
+
+/* A name quoted in a message is cut at 64 bytes: never inside a character
+ * (the fuzzer's find: a key of 63 ASCII bytes and an 'é' made kb mcp and
+ * the CLI print half a character, invalid UTF-8 in a JSON reply). */
+static void test_utf8_cut(void **state)
+{
+    (void)state;
+    assert_int_equal(kb_utf8_cut("ab\xc3\xa9", 3), 2);   /* inside the é */
+    assert_int_equal(kb_utf8_cut("ab\xc3\xa9", 4), 4);
+    assert_int_equal(kb_utf8_cut("a\xe2\x82\xac", 2), 1);   /* inside the € */
+    assert_int_equal(kb_utf8_cut("a\xe2\x82\xac", 3), 1);
+    assert_int_equal(kb_utf8_cut("a\xe2\x82\xac", 4), 4);
+    assert_int_equal(kb_utf8_cut("\xf0\x9f\x98\x80", 3), 0);   /* inside the emoji */
+    assert_int_equal(kb_utf8_cut("abc", 64), 3);
+    assert_int_equal(kb_utf8_cut("abc", 2), 2);
+
+    char key[128], args[512], want[160];
+    memset(key, 'a', 63);
+    memcpy(key + 63, "\xc3\xa9z", 4);   /* 'é' across bytes 63 and 64 */
+    snprintf(args, sizeof args, "{\"query\":\"x\",\"%s\":1}", key);
+    snprintf(want, sizeof want, "search: unknown argument '%.63s' (arguments:", key);
+    kb_tool_ctx ctx = { .store = store, .config = &config };
+    cJSON *a = cJSON_Parse(args), *out = NULL;
+    kb_err err;
+    kb_err_clear(&err);
+    assert_int_equal(kb_tool_call(&ctx, "search", a, &out, &err), KB_ERR_USAGE);
+    assert_true(utf8_ok(err.msg));
+    assert_non_null(strstr(err.msg, want));
+    cJSON_Delete(a);
+
+    /* an enum's value, and an unknown tool's name */
+    snprintf(args, sizeof args, "{\"query\":\"x\",\"mode\":\"%s\"}", key);
+    a = cJSON_Parse(args);
+    kb_err_clear(&err);
+    assert_int_equal(kb_tool_call(&ctx, "search", a, &out, &err), KB_ERR_USAGE);
+    assert_true(utf8_ok(err.msg));
+    cJSON_Delete(a);
+    kb_err_clear(&err);
+    assert_int_equal(kb_tool_call(&ctx, key, NULL, &out, &err), KB_ERR_USAGE);
+    assert_true(utf8_ok(err.msg));
+    assert_non_null(strstr(err.msg, "unknown tool 'aaaa"));
+
+    /* a message longer than kb_err holds is cut at a boundary too */
+    char big[2048];
+    for (size_t i = 0; i + 2 < sizeof big; i += 2)
+        memcpy(big + i, "\xc3\xa9", 2);
+    big[sizeof big - 1] = '\0';
+    big[sizeof big - 2] = '\0';
+    for (int shift = 0; shift < 3; shift++) {
+        kb_err_clear(&err);
+        kb_err_set(&err, KB_ERR_USAGE, "%.*s%s", shift, "xx", big);
+        assert_true(utf8_ok(err.msg));
+        assert_true(strlen(err.msg) >= sizeof err.msg - 4);
+    }
+}
+
 /* ------------------------------------------------------------ budgets */
 
 /* Calls tool with args under a caller's default budget. */
@@ -666,6 +738,7 @@ int main(void)
         cmocka_unit_test(test_papers),
         cmocka_unit_test(test_status),
         cmocka_unit_test(test_bad_args),
+        cmocka_unit_test(test_utf8_cut),
         cmocka_unit_test(test_budget),
         cmocka_unit_test(test_searches),
         cmocka_unit_test(test_other_table),
