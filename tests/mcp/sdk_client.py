@@ -24,7 +24,7 @@ from mcp.client.stdio import StdioServerParameters  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
 TOOLS = ["search", "get", "papers", "status", "skill_search", "skill_get"]
-SKILL = "warp-shuffle-block-reduction"
+SKILL = "smem-padding-bank-conflicts"
 
 
 def check(cond, what):
@@ -128,7 +128,7 @@ async def session(mode, kb_bin, kb_dir, work, verify_tasks):
         check(s["embeddings"] == s["chunks"] and s["embedder"] == "all-MiniLM-L6-v2", "status: vectors")
 
         # the skill tools, on the KB's skills and the library
-        h = structured(await c.call_tool("skill_search", {"query": "block reduction with warp shuffles",
+        h = structured(await c.call_tool("skill_search", {"query": "padding shared memory against bank conflicts in a transpose",
                                                           "k": 3, "arch": "sm_90"}), "skill_search")
         check(h["results"] and h["results"][0]["name"] == SKILL, f"skill_search: {[x['name'] for x in h['results']]}")
         check(all(x["status"] != "retired" for x in h["results"]), "skill_search: a retired skill")
