@@ -743,8 +743,9 @@ kb_rc kb_skill_write(const kb_skill *s, kb_buf *out)
     int ok = emit_front_matter(&em, s);
     yaml_emitter_delete(&em);
     kb_rc rc = ok ? KB_OK : KB_ERR_NOMEM;
-    /* an implicit document may still be closed with '...' */
-    if (rc == KB_OK && yaml.len >= 4 && strcmp(yaml.data + yaml.len - 4, "...\n") == 0)
+    /* an implicit document may still be closed with a line '...' (a line
+     * of its own: a value may end in "...") */
+    if (rc == KB_OK && yaml.len >= 5 && strcmp(yaml.data + yaml.len - 5, "\n...\n") == 0)
         yaml.data[yaml.len -= 4] = '\0';
     if (rc == KB_OK)
         rc = kb_buf_puts(out, "---\n");
