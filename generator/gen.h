@@ -167,6 +167,15 @@ kb_rc kb_gen_task_dir(const kb_config *config, const char *tasks_dir,
  * caller's (cJSON_Delete). */
 kb_rc kb_gen_prompt_json(const kb_gen_prompt *p, cJSON **out, kb_err *err);
 
+/* The task named task (kb_gen_task_dir) as one object, what the MCP task
+ * tool returns: name, description, level, ops, dtype, the kernels and
+ * their signature, each parameter's role and size (as an expression and
+ * at the target shape), the target shape alone (the others are kept
+ * back), the tolerance, the default launch, the baseline, the roofline
+ * and the reference source. *out is the caller's (cJSON_Delete). */
+kb_rc kb_gen_task_json(const kb_config *config, const char *tasks_dir,
+                       const char *task, cJSON **out, kb_err *err);
+
 /* ----------------------------------------------------------- tool_prompt.c */
 
 /* generator/'s tool table (kb.h, "tools"): task (a task's definition:

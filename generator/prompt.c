@@ -429,12 +429,38 @@ static const kb_shape *target_shape(const kb_task *t)
     return &t->shapes[0];
 }
 
-/* A number as a person writes it: integers whole, others in %g. */
+/* x in the fewest digits that give it back ("1e-05", not the
+ * "1.0000000000000001e-05" a JSON number's round trip leaves), integers
+ * whole. */
+static void num_text(double x, char out[40])
+{
+    if (fabs(x) < 1e15 && floor(x) == x) {
+        snprintf(out, 40, "%.0f", x);
+        return;
+    }
+    for (int digits = 1; digits <= 17; digits++) {
+        snprintf(out, 40, "%.*g", digits, x);
+        if (strtod(out, NULL) == x)
+            return;
+    }
+}
+
 static kb_rc put_num(kb_buf *b, double x)
 {
-    if (fabs(x) < 1e15 && floor(x) == x)
-        return kb_buf_printf(b, "%.0f", x);
-    return kb_buf_printf(b, "%g", x);
+    char t[40];
+    num_text(x, t);
+    return kb_buf_puts(b, t);
+}
+
+/* expr as the prompt shows it: a plain number in its fewest digits. */
+static const char *expr_text(const char *expr, char buf[40])
+{
+    char *end = NULL;
+    double x = strtod(expr, &end);
+    if (end == expr || *end)
+        return expr;
+    num_text(x, buf);
+    return buf;
 }
 
 /* expr, and its value at the target shape when that says more; a plain
@@ -448,8 +474,8 @@ static kb_rc put_expr(kb_buf *b, const kb_task *t, const kb_shape *s, const char
         return put_num(b, x);
     kb_rc rc = kb_buf_printf(b, "%s", expr);
     if (rc == KB_OK && kb_task_eval(t, s, expr, &x, NULL) == KB_OK) {
-        char tmp[64];
-        snprintf(tmp, sizeof tmp, fabs(x) < 1e15 && floor(x) == x ? "%.0f" : "%g", x);
+        char tmp[40];
+        num_text(x, tmp);
         if (strcmp(tmp, expr) != 0)
             rc = kb_buf_printf(b, " = %s", tmp);
     }
@@ -877,15 +903,16 @@ static char *task_query(const kb_task *t)
     return kb_buf_finish(&b, rc);
 }
 
-static kb_rc load_task(const kb_gen_prompt_opts *o, kb_task **t, char **ref,
-                       kb_err *err)
+/* The task and its reference source (both the caller's). */
+static kb_rc load_task(const kb_config *config, const char *tasks_dir, const char *task,
+                       kb_task **t, char **ref, kb_err *err)
 {
     *t = NULL;
     *ref = NULL;
-    if (!o->task || !*o->task)
+    if (!task || !*task)
         return kb_err_set(err, KB_ERR_USAGE, "no task given");
     char *dir = NULL;
-    kb_rc rc = kb_gen_task_dir(o->config, o->tasks_dir, o->task, &dir, err);
+    kb_rc rc = kb_gen_task_dir(config, tasks_dir, task, &dir, err);
     if (rc == KB_OK)
         rc = kb_task_load(dir, t, err);
     char *path = rc == KB_OK ? kb_path_join(dir, "reference.cu") : NULL;
@@ -954,7 +981,7 @@ kb_rc kb_gen_prompt_build(const kb_gen_prompt_opts *o, kb_gen_prompt *out, kb_er
     kb_buf_init(&ctx, 0);
     kb_buf_init(&user, 0);
     char *used = NULL;
-    kb_rc rc = load_task(o, &t, &ref, err);
+    kb_rc rc = load_task(o->config, o->tasks_dir, o->task, &t, &ref, err);
     if (rc == KB_OK && o->store)
         rc = retrieve(o, t, &ps, err);
     if (rc != KB_OK)
@@ -1125,6 +1152,136 @@ kb_rc kb_gen_prompt_json(const kb_gen_prompt *p, cJSON **out, kb_err *err)
     }
     *out = o;
     return KB_OK;
+}
+
+/* An expression's value at shape s, or null when it has none there. */
+static cJSON *eval_json(const kb_task *t, const kb_shape *s, const char *expr)
+{
+    double x;
+    return expr && kb_task_eval(t, s, expr, &x, NULL) == KB_OK ? cJSON_CreateNumber(x)
+                                                             : cJSON_CreateNull();
+}
+
+static int add_item(cJSON *o, const char *key, cJSON *x)
+{
+    if (x && cJSON_AddItemToObject(o, key, x))
+        return 1;
+    cJSON_Delete(x);
+    return 0;
+}
+
+static cJSON *expr_json(const char *expr)
+{
+    char buf[40];
+    return cJSON_CreateString(expr_text(expr, buf));
+}
+
+/* An array of the expressions of e[0..n) that are set. */
+static cJSON *expr_array(char *const *e, size_t n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; a && i < n && e[i]; i++)
+        if (!cJSON_AddItemToArray(a, expr_json(e[i]))) {
+            cJSON_Delete(a);
+            return NULL;
+        }
+    return a;
+}
+
+static cJSON *task_object(const kb_task *t, const char *ref)
+{
+    const kb_shape *s = target_shape(t);
+    cJSON *o = cJSON_CreateObject();
+    int ok = o && cJSON_AddStringToObject(o, "name", t->name) &&
+             cJSON_AddStringToObject(o, "description", t->description) &&
+             cJSON_AddNumberToObject(o, "level", t->level) &&
+             cJSON_AddArrayToObject(o, "ops") &&
+             cJSON_AddStringToObject(o, "dtype", kb_dtype_name(t->dtype));
+    cJSON *kernels = ok ? cJSON_AddArrayToObject(o, "kernels") : NULL;
+    kb_buf sig;
+    kb_buf_init(&sig, 0);
+    ok = ok && kernels && kb_buf_puts(&sig, "") == KB_OK;
+    for (size_t i = 0; ok && i < t->nlaunches; i++) {
+        int seen = 0;
+        for (size_t j = 0; j < i; j++)
+            seen |= !strcmp(t->launches[j].kernel, t->launches[i].kernel);
+        if (!seen)
+            ok = put_signature(&sig, t, t->launches[i].kernel) == KB_OK &&
+                 cJSON_AddItemToArray(kernels, cJSON_CreateString(t->launches[i].kernel));
+    }
+    ok = ok && cJSON_AddStringToObject(o, "signature", sig.data);
+    kb_buf_release(&sig);
+    cJSON *ops = ok ? cJSON_GetObjectItemCaseSensitive(o, "ops") : NULL;
+    for (const char *p = t->ops; ok && *p;) {
+        size_t n = strcspn(p, ",");
+        char *one = kb_strndup(p, n);
+        ok = one && cJSON_AddItemToArray(ops, cJSON_CreateString(one));
+        free(one);
+        p += n + (p[n] == ',');
+    }
+    cJSON *params = ok ? cJSON_AddArrayToObject(o, "params") : NULL;
+    ok = ok && params;
+    for (size_t i = 0; ok && i < t->nparams; i++) {
+        const kb_task_param *p = &t->params[i];
+        cJSON *x = cJSON_CreateObject();
+        const char *expr = is_buffer(p) ? p->size : p->value;
+        ok = x && cJSON_AddItemToArray(params, x) &&
+             cJSON_AddStringToObject(x, "name", p->name) &&
+             cJSON_AddStringToObject(x, "type", kb_dtype_name(p->dtype)) &&
+             cJSON_AddStringToObject(x, "role", role_name(p->role)) &&
+             add_item(x, is_buffer(p) ? "size" : "value", expr_json(expr)) &&
+             add_item(x, "at_target", eval_json(t, s, expr)) &&
+             add_item(x, "dists", expr_array(p->dists, p->ndists));
+    }
+    cJSON *shape = ok ? cJSON_AddObjectToObject(o, "target_shape") : NULL;
+    cJSON *dims = shape ? cJSON_AddObjectToObject(shape, "dims") : NULL;
+    ok = ok && dims && cJSON_AddStringToObject(shape, "name", s->name);
+    for (size_t i = 0; ok && i < t->ndims; i++)
+        ok = cJSON_AddNumberToObject(dims, t->dims[i], s->dims[i]) != NULL;
+    cJSON *tol = ok ? cJSON_AddObjectToObject(o, "tolerance") : NULL;
+    ok = ok && tol && cJSON_AddStringToObject(tol, "dtype", kb_dtype_name(t->dtype)) &&
+         add_item(tol, "atol", expr_json(t->atol)) &&
+         add_item(tol, "rtol", expr_json(t->rtol)) &&
+         add_item(tol, "atol_at_target", eval_json(t, s, t->atol)) &&
+         add_item(tol, "rtol_at_target", eval_json(t, s, t->rtol));
+    cJSON *launch = ok ? cJSON_AddArrayToObject(o, "launch") : NULL;
+    ok = ok && launch;
+    for (size_t i = 0; ok && i < t->nlaunches; i++) {
+        const kb_launch *l = &t->launches[i];
+        cJSON *x = cJSON_CreateObject();
+        ok = x && cJSON_AddItemToArray(launch, x) &&
+             cJSON_AddStringToObject(x, "kernel", l->kernel) &&
+             add_item(x, "grid", expr_array(l->grid, 3)) &&
+             add_item(x, "block", expr_array(l->block, 3)) &&
+             add_item(x, "shared", expr_json(l->shared ? l->shared : "0"));
+    }
+    cJSON *roof = ok ? cJSON_AddObjectToObject(o, "roofline") : NULL;
+    ok = ok && roof && cJSON_AddStringToObject(o, "baseline", t->baseline) &&
+         cJSON_AddStringToObject(roof, "bytes", t->roof_bytes ? t->roof_bytes : "0") &&
+         cJSON_AddStringToObject(roof, "flops", t->roof_flops ? t->roof_flops : "0") &&
+         cJSON_AddStringToObject(roof, "unit", t->roof_unit) &&
+         add_item(roof, "bytes_at_target", eval_json(t, s, t->roof_bytes)) &&
+         add_item(roof, "flops_at_target", eval_json(t, s, t->roof_flops)) &&
+         cJSON_AddStringToObject(o, "reference", ref);
+    if (!ok) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+kb_rc kb_gen_task_json(const kb_config *config, const char *tasks_dir, const char *task,
+                       cJSON **out, kb_err *err)
+{
+    *out = NULL;
+    kb_task *t = NULL;
+    char *ref = NULL;
+    kb_rc rc = load_task(config, tasks_dir, task, &t, &ref, err);
+    if (rc == KB_OK && !(*out = task_object(t, ref)))
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory making JSON");
+    kb_task_free(t);
+    free(ref);
+    return rc;
 }
 
 /* ------------------------------------------------------------------ repair */
