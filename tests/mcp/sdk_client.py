@@ -20,7 +20,7 @@ from mcp.client import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
-TOOLS = ["search", "get", "papers", "status"]
+TOOLS = ["search", "get", "papers", "status", "task", "prompt"]
 
 
 def check(cond, what):
