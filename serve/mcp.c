@@ -1,6 +1,7 @@
 /* mcp.c - the MCP server's core (mcp.h): a message checked, routed to its
  * era, the method run against the tool tables, the reply made. */
 #include "serve/mcp.h"
+#include "generator/gen.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -85,7 +86,8 @@ static const char instructions_text[] =
     "documentation would put the answer. Call get with a result's chunk_id "
     "(and section true) when a passage is cut short or its surroundings "
     "matter; papers to list the literature on a topic; status for the "
-    "sources, their versions and when they were ingested. Results keep "
+    "sources, their versions and when they were ingested; task and prompt "
+    "for a kernel task's definition and the generator's prompt for it. Results keep "
     "within budget_tokens (8000 unless you pass another); when truncated "
     "is true, raise it, lower k, or pass snippet. Before you write or "
     "optimise a kernel, call skill_search: skills are techniques measured "
@@ -146,6 +148,8 @@ kb_rc kb_mcp_open(const kb_mcp_opts *opts, kb_mcp **out, kb_err *err)
     m->tables[m->ntab] = kb_tools(&m->ntables[m->ntab]);
     m->ntab++;
     m->tables[m->ntab] = kb_serve_skill_tools(&m->ntables[m->ntab]);
+    m->ntab++;
+    m->tables[m->ntab] = kb_gen_tools(&m->ntables[m->ntab]);   /* task, prompt */
     m->ntab++;
     m->verify_table = (size_t)-1;
     if (opts->allow_verify) {

@@ -33,7 +33,8 @@
  * the message that says what to do.
  *
  * Tools come from the tool tables (kb.h, "tools"): query/'s, serve/'s
- * skill tools (skill_search, skill_get), and serve/'s verify when
+ * skill tools (skill_search, skill_get), generator/'s task and prompt
+ * (gen.h), and serve/'s verify when
  * kb_mcp_opts.allow_verify is set.
  *
  * Skills (kb_mcp_opts.skills_dir): every file of every skill folder is a
