@@ -44,6 +44,8 @@ static const char *const handshake_versions[] = {
 
 typedef enum { ERA_NONE = 0, ERA_HANDSHAKE, ERA_MODERN } mcp_era;
 
+#define MCP_MAX_TABLES 4
+
 struct kb_mcp_session {
     pthread_mutex_t lock;
     mcp_era era;
@@ -51,8 +53,9 @@ struct kb_mcp_session {
 };
 
 struct kb_mcp {
-    const kb_tool *tables[3];
-    size_t ntables[3];
+    /* query/'s, serve/'s skill tools, generator/'s, verify */
+    const kb_tool *tables[MCP_MAX_TABLES];
+    size_t ntables[MCP_MAX_TABLES];
     size_t ntab;
     size_t verify_table;     /* verify's table's index, or ntab */
     kb_mcp_skills *skills;   /* the library served as resources, or NULL */

@@ -58,7 +58,7 @@ expect_status 202 POST /mcp "${A[@]}" "${J[@]}" "${S[@]}" -d '{"jsonrpc":"2.0","
 expect_status 202 POST /mcp "${A[@]}" "${J[@]}" "${S[@]}" -d '{"jsonrpc":"2.0","id":"s1","result":{}}'
 # requests on the session: tools and resources
 expect_status 200 POST /mcp "${A[@]}" "${J[@]}" "${S[@]}" -H 'MCP-Protocol-Version: 2025-11-25' -d "$(rpc 2 tools/list)"
-[ "$(json_get "$body" "[t['name'] for t in j['result']['tools']]")" = "['search', 'get', 'papers', 'status', 'skill_search', 'skill_get']" ] ||
+[ "$(json_get "$body" "[t['name'] for t in j['result']['tools']]")" = "['search', 'get', 'papers', 'status', 'skill_search', 'skill_get', 'task', 'prompt']" ] ||
     fail "tools over HTTP: $body"
 expect_status 200 POST /mcp "${A[@]}" "${J[@]}" "${S[@]}" -d "$(rpc 3 resources/read "{\"uri\":\"skill://$skill/kernel.cu\"}")"
 want=sha256:$(sha256sum "$KB_TOP/corpus/skills/$skill/kernel.cu" | cut -c1-64)

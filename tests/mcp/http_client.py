@@ -23,7 +23,7 @@ from mcp.client import Client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
-TOOLS = ["search", "get", "papers", "status", "skill_search", "skill_get"]
+TOOLS = ["search", "get", "papers", "status", "skill_search", "skill_get", "task", "prompt"]
 SKILL = "smem-padding-bank-conflicts"
 
 
