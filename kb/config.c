@@ -104,6 +104,7 @@ void kb_config_release(kb_config *cfg)
         free(*p);
         *p = NULL;
     }
+    free(cfg->state_dir);
     kb_config_init(cfg);
 }
 
@@ -175,6 +176,11 @@ kb_rc kb_config_load(kb_config *cfg, kb_err *err)
     cfg->term_dumb = term && strcmp(term, "dumb") == 0;
     /* the defaults that depend on where home is */
     if (!cfg->kb_dir && !(cfg->kb_dir = kb_config_env_kb_dir()))
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    const char *xdg_state = getenv("XDG_STATE_HOME");
+    if (rc == KB_OK &&
+        !(cfg->state_dir = xdg_state && *xdg_state ? kb_path_join(xdg_state, "kb")
+                                                    : kb_path_join(home_dir(), ".local/state/kb")))
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     if (rc == KB_OK && !cfg->model_dir &&
         !(cfg->model_dir = kb_path_join(home_dir(), ".cache/kb/models/all-MiniLM-L6-v2")))

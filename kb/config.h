@@ -33,6 +33,9 @@ struct kb_config {
     char *serve_token;       /* KB_SERVE_TOKEN: kb serve's bearer token,
                                 never printed */
     int no_color;            /* NO_COLOR set and not empty */
+    char *state_dir;         /* $XDG_STATE_HOME/kb, else ~/.local/state/kb:
+                                what kb keeps between commands (the last
+                                query's results); never NULL once loaded */
     int term_dumb;           /* TERM is "dumb": no colour (not a kb
                                 setting, so not in the table) */
 };

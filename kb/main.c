@@ -3,7 +3,7 @@
 #include "kb/cli.h"
 
 static const kb_command *const commands[] = {
-    &kb_cmd_ingest, &kb_cmd_query, &kb_cmd_get, &kb_cmd_status, &kb_cmd_sources,
+    &kb_cmd_ingest, &kb_cmd_rm, &kb_cmd_query, &kb_cmd_get, &kb_cmd_status, &kb_cmd_sources,
     &kb_cmd_papers, &kb_cmd_eval, &kb_cmd_mcp, &kb_cmd_verify, &kb_cmd_skill,
     &kb_cmd_serve, &kb_cmd_completion, &kb_cmd_manpage, NULL,
 };

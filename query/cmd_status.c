@@ -59,8 +59,18 @@ static int cmd_status(int argc, char **argv, const kb_cli *cli, const kb_command
         printf("KB %s: %zu sources, %zu documents, %zu chunks, %zu papers, "
                "%.1f MB on disk\n", kb_store_dir(store), st.n, st.documents, st.chunks, st.papers,
                (double)st.disk_bytes / 1e6);
-        printf("embeddings: %zu%s%s\n\n", st.embeddings, *st.embedder ? " by " : "",
-               st.embedder);
+        if (st.embeddings == 0)
+            printf("embeddings: none (search is lexical; 'kb ingest' without "
+                   "--no-embed makes them)\n\n");
+        else if (st.embeddings < st.chunks)
+            printf("embeddings: %zu of %zu chunks by %s, index %s: partly embedded\n"
+                   "  (an interrupted ingest?) vector and hybrid search see only the "
+                   "embedded chunks;\n  run 'kb ingest' to embed the other %zu\n\n",
+                   st.embeddings, st.chunks, st.embedder, st.vec_index,
+                   st.chunks - st.embeddings);
+        else
+            printf("embeddings: %zu of %zu chunks by %s, index %s\n\n", st.embeddings,
+                   st.chunks, st.embedder, st.vec_index);
         printf("%-32s %-12s %6s %7s %6s  %-19s %s\n", "source", "version", "docs",
                "chunks", "papers", "last ingest", "state");
         for (size_t i = 0; i < st.n; i++) {

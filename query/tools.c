@@ -54,7 +54,11 @@
     "\"lexical_rank\":{\"type\":[\"integer\",\"null\"],\"description\":" \
         "\"place in the keyword (BM25) list; null when not in it\"}," \
     "\"vector_rank\":{\"type\":[\"integer\",\"null\"],\"description\":" \
-        "\"place in the embedding list; null when not in it\"}}," \
+        "\"place in the embedding list; null when not in it\"}," \
+    "\"lexical_score\":{\"type\":[\"number\",\"null\"],\"description\":" \
+        "\"with explain: its BM25 score; null when not in that list\"}," \
+    "\"vector_score\":{\"type\":[\"number\",\"null\"],\"description\":" \
+        "\"with explain: its cosine similarity; null when not in that list\"}}," \
     "\"required\":[\"rank\",\"score\",\"chunk_id\",\"source\",\"title\"," \
         "\"heading_path\",\"url\",\"path\",\"kind\",\"text\",\"version\"," \
         "\"lexical_rank\",\"vector_rank\"]," \
@@ -70,6 +74,12 @@
     "\"omitted\":{\"type\":\"integer\",\"minimum\":0,\"description\":" \
         "\"how many results were left out (raise budget_tokens, lower k, " \
         "or pass snippet for them)\"}," \
+    "\"timings\":{\"type\":\"object\",\"description\":\"with explain: " \
+        "where the time went, in ms\",\"properties\":{" \
+        "\"lexical_ms\":{\"type\":\"number\"},\"embed_ms\":{\"type\":\"number\"}," \
+        "\"vector_ms\":{\"type\":\"number\"},\"results_ms\":{\"type\":\"number\"}}," \
+        "\"required\":[\"lexical_ms\",\"embed_ms\",\"vector_ms\",\"results_ms\"]," \
+        "\"additionalProperties\":false}," \
     "\"results\":{\"type\":\"array\",\"items\":" RESULT_SCHEMA "}}," \
     "\"required\":[\"query\",\"mode\",\"took_ms\",\"truncated\",\"omitted\"," \
         "\"results\"]," \
@@ -100,6 +110,8 @@ static const char search_input[] =
         "\"description\":\"only results from these source ids\"},"
     "\"kinds\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":"
         KINDS_ENUM "},\"description\":\"only results of these kinds\"},"
+    "\"explain\":{\"type\":\"boolean\",\"default\":false,\"description\":"
+        "\"true: each result's score in each list, and the time of each step\"},"
     "\"snippet\":{\"type\":\"boolean\",\"default\":false,\"description\":"
         "\"true: each text is a window of about 320 bytes around the first "
         "query word; false: the whole chunk\"},"
@@ -175,6 +187,8 @@ static const char status_output[] =
     "\"embeddings\":{\"type\":\"integer\",\"minimum\":0},"
     "\"embedder\":{\"type\":\"string\",\"description\":\"what made the "
         "vectors; empty when the KB has none (search answers lexical)\"},"
+    "\"index\":{\"type\":\"string\",\"description\":\"the FAISS index "
+        "the vectors are searched with (Flat: exact; HNSW32, ...)\"},"
     "\"disk_bytes\":{\"type\":\"integer\",\"minimum\":0},"
     "\"sources\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
     "\"properties\":{"
@@ -336,7 +350,7 @@ static void pack_items(cJSON *root, const char *key, cJSON *arr, int budget, int
 /* DESIGN.md's `kb query --json` object for r, within budget tokens (0: no
  * limit). */
 static kb_rc results_json(const char *query, const kb_results *r, int budget,
-                          cJSON **out, kb_err *err)
+                          int explain, cJSON **out, kb_err *err)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON *arr = cJSON_CreateArray();
@@ -362,6 +376,22 @@ static kb_rc results_json(const char *query, const kb_results *r, int budget,
         put_string(o, "version", x->version, &ok);
         put_rank(o, "lexical_rank", x->lexical_rank, &ok);
         put_rank(o, "vector_rank", x->vector_rank, &ok);
+        if (explain && x->lexical_rank)
+            put_number(o, "lexical_score", x->lexical_score, &ok);
+        else if (explain)
+            put_rank(o, "lexical_score", 0, &ok);
+        if (explain && x->vector_rank)
+            put_number(o, "vector_score", x->vector_score, &ok);
+        else if (explain)
+            put_rank(o, "vector_score", 0, &ok);
+    }
+    if (explain) {
+        cJSON *t = cJSON_CreateObject();
+        put_item(root, "timings", t, &ok);
+        put_number(t, "lexical_ms", r->lexical_ms, &ok);
+        put_number(t, "embed_ms", r->embed_ms, &ok);
+        put_number(t, "vector_ms", r->vector_ms, &ok);
+        put_number(t, "results_ms", r->results_ms, &ok);
     }
     pack_items(root, "results", arr, budget, &ok);
     cJSON_Delete(arr);
@@ -434,7 +464,8 @@ static kb_rc tool_search(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
     kb_results res;
     kb_rc rc = kb_query_run(ctx->store, ctx->emb, &opts, &res, err);
     if (rc == KB_OK)
-        rc = results_json(opts.text, &res, arg_budget(ctx, args), out, err);
+        rc = results_json(opts.text, &res, arg_budget(ctx, args),
+                          arg_bool(args, "explain", 0), out, err);
     kb_results_release(&res);
     return rc;
 }
@@ -451,7 +482,7 @@ static kb_rc tool_get(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
     kb_rc rc = kb_get_chunk(ctx->store, id, arg_bool(args, "section", 0), &res,
                             err);
     if (rc == KB_OK)
-        rc = results_json(query, &res, arg_budget(ctx, args), out, err);
+        rc = results_json(query, &res, arg_budget(ctx, args), 0, out, err);
     kb_results_release(&res);
     return rc;
 }
@@ -503,6 +534,7 @@ static kb_rc tool_status(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
     put_number(root, "papers", (double)st.papers, &ok);
     put_number(root, "embeddings", (double)st.embeddings, &ok);
     put_string(root, "embedder", st.embedder, &ok);
+    put_string(root, "index", st.vec_index, &ok);
     put_number(root, "disk_bytes", (double)st.disk_bytes, &ok);
     cJSON *arr = put_array(root, "sources", &ok);
     for (size_t i = 0; ok && i < st.n; i++) {

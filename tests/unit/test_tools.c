@@ -319,8 +319,21 @@ static void test_search(void **state)
     cJSON_ArrayForEach(x, get(r, "results"))
         assert_string_equal(get(x, "kind")->valuestring, "code");
     cJSON_Delete(r);
-    r = call_ok("search", "{\"query\":\"transpose\",\"sources\":[\"elsewhere\"]}");
-    assert_int_equal(cJSON_GetArraySize(get(r, "results")), 0);
+    /* a source the KB does not hold is a mistake to say, not an empty list */
+    call_fails("search", "{\"query\":\"transpose\",\"sources\":[\"elsewhere\"]}",
+               KB_ERR_USAGE, "unknown source 'elsewhere' (the KB has: ");
+
+    /* explain: the scores of each list and where the time went, in the
+     * output schema */
+    r = call_ok("search", "{\"query\":\"conflicts\",\"mode\":\"lexical\",\"explain\":true}");
+    assert_non_null(get(get(r, "timings"), "lexical_ms"));
+    cJSON_ArrayForEach(x, get(r, "results")) {
+        assert_true(cJSON_IsNumber(get(x, "lexical_score")));
+        assert_true(cJSON_IsNull(get(x, "vector_score")));
+    }
+    cJSON_Delete(r);
+    r = call_ok("search", "{\"query\":\"conflicts\",\"mode\":\"lexical\"}");
+    assert_null(cJSON_GetObjectItemCaseSensitive(r, "timings"));
     cJSON_Delete(r);
 
     /* snippet: a window, not the whole chunk */
@@ -424,7 +437,7 @@ static void test_bad_args(void **state)
     (void)state;
     call_fails("search", "{\"query\":\"x\",\"foo\":1}", KB_ERR_USAGE,
                "search: unknown argument 'foo' (arguments: query, k, mode, "
-               "sources, kinds, snippet, budget_tokens, searches)");
+               "sources, kinds, explain, snippet, budget_tokens, searches)");
     call_fails("search", "{\"query\":\"x\",\"k\":0}", KB_ERR_USAGE,
                "search: 'k' must be an integer from 1 to 50, not 0");
     call_fails("search", "{\"query\":\"x\",\"k\":51}", KB_ERR_USAGE,
