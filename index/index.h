@@ -117,5 +117,9 @@ kb_rc kb_vec_set_index_kind(kb_store *store, const char *kind, kb_err *err);
  * write's error is returned. */
 kb_rc kb_vec_rebuild(kb_store *store, kb_err *err);
 void kb_vec_release(kb_store *store);
+/* KB_OK when the index file of the KB's current vectors is there, whole
+ * and holds every one of them (or the KB has none); else KB_ERR_INDEX
+ * saying what is wrong with it (a query would rebuild it). */
+kb_rc kb_vec_check_file(kb_store *store, kb_err *err);
 
 #endif

@@ -650,6 +650,37 @@ out:
     return rc;
 }
 
+kb_rc kb_vec_check_file(kb_store *store, kb_err *err)
+{
+    long long dim = meta_ll(store, "embedder_dim");
+    size_t count = 0;
+    kb_rc rc = kb_vec_count(store, &count, err);
+    if (rc != KB_OK || dim <= 0 || count == 0)
+        return rc;
+    long long gen = meta_ll(store, "vec_generation");
+    char *path = index_path(store, gen);
+    if (!path)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    if (access(path, F_OK) != 0) {
+        rc = kb_err_set(err, KB_ERR_INDEX, "'%s' is missing (stale or never written): "
+                        "the next query rebuilds it", path);
+    } else {
+        size_t max_bytes = (count + 1) * ((size_t)dim * sizeof(float) + 1024) + (1u << 20);
+        FaissIndex *index = read_index_file(path, max_bytes);
+        if (!index)
+            rc = kb_err_set(err, KB_ERR_INDEX, "'%s' cannot be used (see above): the "
+                            "next query rebuilds it", path);
+        else if (faiss_Index_d(index) != dim || (size_t)faiss_Index_ntotal(index) != count)
+            rc = kb_err_set(err, KB_ERR_INDEX, "'%s' holds %lld vectors, not %zu: the "
+                            "next query rebuilds it", path,
+                            (long long)faiss_Index_ntotal(index), count);
+        if (index)
+            faiss_Index_free(index);
+    }
+    free(path);
+    return rc;
+}
+
 void kb_vec_release(kb_store *store)
 {
     kb_store_slot_clear(store, VEC_SLOT);

@@ -37,8 +37,13 @@ contains "$(hits 10)" "convolutionRowsKernel"
 # any user text is safe: no FTS5 syntax errors
 for text in '"unbalanced quote' 'a:b' 'x-y-z' '(' ')' '*' 'AND OR NOT' 'NEAR(a b)' \
             'col:umn "x" (y) *z -w' 'ünïcödé 共享内存' '^' '.' '--' "it's" '{}[]' 'a+b=c;'; do
-    expect_json 0 kb query --mode lexical --json -- "$text"
-    json_get "$out" "j['results']" >/dev/null || fail "bad JSON for '$text'"
+    if printf '%s' "$text" | LC_ALL=C grep -q '[[:alnum:]]\|[^ -~]'; then
+        expect_json 0 kb query --mode lexical --json -- "$text"
+        json_get "$out" "j['results']" >/dev/null || fail "bad JSON for '$text'"
+    else   # punctuation alone: no words to search for (issue 14)
+        expect_rc 2 kb query --mode lexical --json -- "$text"
+        contains "$out" "has no words to search for"
+    fi
 done
 
 # the JSON object has exactly DESIGN.md's fields, and the budget's
