@@ -59,7 +59,7 @@ expect_rc 1 kb query --file "$KB_TMP/nowhere.txt"
 contains "$out" "nowhere.txt"
 
 # chunk ids in the human output; kb get @N: the last query's Nth result
-export XDG_STATE_HOME="$KB_TMP/state"
+export XDG_STATE_HOME="$KB_TMP/fresh-state"
 expect_rc 2 kb get @1
 contains "$out" "no last query"
 expect_rc 0 kb query --mode lexical bank conflicts pad tile
@@ -68,7 +68,7 @@ id=$(printf '%s\n' "$out" | sed -n 's/^1\. .*chunk \([0-9]*\)).*/\1/p')
 expect_rc 0 kb get @1
 contains "$out" "Bank conflicts slow shared memory"
 expect_json 0 kb get --json @1
-[ "$(json_get "$out" "j['results'][0]['chunk_id']")" = "$id" ] || fail "@1 is not chunk $id: $out"
+[ "$(json_get "$out" "j['chunk_id']")" = "$id" ] || fail "@1 is not chunk $id: $out"
 expect_rc 2 kb get @9
 contains "$out" "no result @9"
 expect_rc 0 env KB_DIR="$KB_TMP/other" "$KB_BIN" -q ingest --no-embed "$docs/warp.md"

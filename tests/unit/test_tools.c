@@ -353,17 +353,23 @@ static void test_get(void **state)
     char args[128];
     snprintf(args, sizeof args, "{\"chunk_id\":%.0f}", id);
     cJSON *g = call_ok("get", args);
-    assert_int_equal(cJSON_GetArraySize(get(g, "results")), 1);
-    const cJSON *one = cJSON_GetArrayItem(get(g, "results"), 0);
+    /* its own shape: the chunk, its section and its document, once each */
+    assert_true(get(g, "chunk_id")->valuedouble == id);
+    assert_int_equal(cJSON_GetArraySize(get(g, "chunks")), 1);
+    const cJSON *one = cJSON_GetArrayItem(get(g, "chunks"), 0);
     assert_true(get(one, "chunk_id")->valuedouble == id);
     assert_string_equal(get(one, "text")->valuestring, get(first, "text")->valuestring);
-    char q[32];
-    snprintf(q, sizeof q, "%.0f", id);
-    assert_string_equal(get(g, "query")->valuestring, q);
+    const cJSON *doc = get(g, "document");
+    assert_string_equal(get(doc, "source")->valuestring, get(first, "source")->valuestring);
+    assert_string_equal(get(doc, "title")->valuestring, get(first, "title")->valuestring);
+    assert_null(strchr(get(doc, "url")->valuestring, '#'));
+    assert_string_equal(get(get(g, "section"), "url")->valuestring,
+                        get(first, "url")->valuestring);
+    assert_null(cJSON_GetObjectItemCaseSensitive(g, "results"));
     cJSON_Delete(g);
     snprintf(args, sizeof args, "{\"chunk_id\":%.0f,\"section\":true}", id);
     g = call_ok("get", args);
-    assert_true(cJSON_GetArraySize(get(g, "results")) >= 1);
+    assert_true(cJSON_GetArraySize(get(g, "chunks")) >= 1);
     cJSON_Delete(g);
     cJSON_Delete(r);
 
@@ -576,13 +582,13 @@ static void test_budget(void **state)
     snprintf(args, sizeof args, "{\"chunk_id\":%.0f,\"section\":true,"
              "\"budget_tokens\":1000}", get(first, "chunk_id")->valuedouble);
     cJSON *g = call_ok("get", args);
-    assert_true(cJSON_GetArraySize(get(g, "results")) >= 1);
+    assert_true(cJSON_GetArraySize(get(g, "chunks")) >= 1);
     assert_true(printed_bytes(g) <= 3000);
     snprintf(args, sizeof args, "{\"chunk_id\":%.0f,\"section\":true}",
              get(first, "chunk_id")->valuedouble);
     cJSON *whole = call_ok("get", args);
-    assert_int_equal(cJSON_GetArraySize(get(g, "results")) + get(g, "omitted")->valueint,
-                     cJSON_GetArraySize(get(whole, "results")));
+    assert_int_equal(cJSON_GetArraySize(get(g, "chunks")) + get(g, "omitted")->valueint,
+                     cJSON_GetArraySize(get(whole, "chunks")));
     cJSON_Delete(whole);
     cJSON_Delete(g);
     cJSON_Delete(all);
