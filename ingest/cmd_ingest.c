@@ -231,7 +231,8 @@ static int cmd_ingest(int argc, char **argv, const kb_cli *cli, const kb_command
     }
     if (rc == KB_ERR_PARTIAL) {
         /* each failure was reported above as it happened; quiet, once here */
-        if (cli->quiet || ps.json)
+        if (cli->quiet || ps.json || !(stats.sources_failed || stats.docs_failed))
+            /* quiet, or a failure no line above told (the embedding pass) */
             fprintf(stderr, "kb: some sources or documents failed; first: %s\n", err.msg);
         else
             fprintf(stderr, "kb: %zu source%s and %zu document%s failed (above); the "
