@@ -330,6 +330,31 @@ static int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command 
     }
     opts.text = text.data;
     opts.config = cli->config;
+    /* blanks are no query, as "" is not; punctuation alone has no words */
+    if (!text.data[strspn(text.data, " \t\r\n\v\f")]) {
+        kb_buf_release(&text);
+        return kb_cli_usage_error(self, "empty query");
+    }
+    if (!kb_query_has_words(text.data)) {
+        int status = kb_cli_usage_error(self, "the query '%.80s' has no words to search "
+                                        "for", text.data);
+        kb_buf_release(&text);
+        return status;
+    }
+    if (opts.filter.nsources) {   /* a source the KB lacks: a usage error */
+        kb_err serr;
+        kb_err_clear(&serr);
+        kb_store *s = NULL;
+        kb_rc src = kb_cli_open_store(cli, KB_STORE_READONLY, &s, &serr);
+        if (src == KB_OK)
+            src = kb_query_check_sources(s, &opts.filter, &serr);
+        kb_store_close(s);
+        if (src != KB_OK) {
+            kb_buf_release(&text);
+            return src == KB_ERR_NOTFOUND && strncmp(serr.msg, "unknown source", 14) == 0
+                       ? kb_cli_usage_error(self, "%s", serr.msg) : kb_cli_fail(&serr);
+        }
+    }
     if (json) {   /* the search tool's object, whole chunks */
         cJSON *args = search_args(&opts, mode, budget, explain);
         kb_buf_release(&text);

@@ -587,9 +587,7 @@ static kb_rc rank_results(query_run *q, kb_results *out, int *backfilled,
 }
 
 /* The arguments kb_query_run cannot search. */
-/* 1 if s holds something to search for: a letter or digit (any byte of a
- * multi-byte character counts as one). */
-static int has_word(const char *s)
+int kb_query_has_words(const char *s)
 {
     for (; *s; s++)
         if (isalnum((unsigned char)*s) || (unsigned char)*s >= 0x80)
@@ -599,13 +597,8 @@ static int has_word(const char *s)
 
 static kb_rc check_opts(const kb_query_opts *opts, kb_err *err)
 {
-    /* blanks are no query, and punctuation alone no words to search for:
-     * both would only return whatever the vectors lie nearest */
-    if (!opts->text || !opts->text[strspn(opts->text, " \t\r\n\v\f")])
+    if (!opts->text || !*opts->text)
         return kb_err_set(err, KB_ERR_USAGE, "empty query");
-    if (!has_word(opts->text))
-        return kb_err_set(err, KB_ERR_USAGE, "the query '%.80s' has no words to search for",
-                          opts->text);
     if (opts->nsearches > KB_QUERY_MAX_SEARCHES)
         return kb_err_set(err, KB_ERR_USAGE, "%zu sub-queries; at most %d",
                           opts->nsearches, KB_QUERY_MAX_SEARCHES);
@@ -615,9 +608,7 @@ static kb_rc check_opts(const kb_query_opts *opts, kb_err *err)
     return KB_OK;
 }
 
-/* A source filter names sources of the KB: one that is not there is a
- * mistake to say, not a filter that quietly matches nothing. */
-static kb_rc check_sources(kb_store *store, const kb_filter *f, kb_err *err)
+kb_rc kb_query_check_sources(kb_store *store, const kb_filter *f, kb_err *err)
 {
     sqlite3_stmt *st = NULL;
     kb_rc rc = KB_OK;
@@ -645,7 +636,7 @@ static kb_rc check_sources(kb_store *store, const kb_filter *f, kb_err *err)
                 break;
         sqlite3_finalize(all);
         if (rc == KB_OK)
-            rc = kb_err_set(err, KB_ERR_USAGE, "unknown source '%s' (the KB has: %s)",
+            rc = kb_err_set(err, KB_ERR_NOTFOUND, "unknown source '%s' (the KB has: %s)",
                             f->sources[i], n ? known.data : "none");
         kb_buf_release(&known);
     }
@@ -665,9 +656,15 @@ kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
 
     kb_rc rc = check_opts(opts, err);
     if (rc == KB_OK)
-        rc = check_sources(store, &opts->filter, err);
+        rc = kb_query_check_sources(store, &opts->filter, err);
     if (rc != KB_OK)
         return rc;
+    /* blanks, or punctuation alone, are nothing to search for: no results,
+     * rather than whatever the vectors lie nearest to (the CLI refuses them) */
+    if (!kb_query_has_words(opts->text)) {
+        out->took_ms = kb_now_ms() - t0;
+        return KB_OK;
+    }
     /* one read transaction: every statement below sees the same snapshot,
      * so an ingest committing meanwhile cannot remove a chunk between the
      * search and reading its row */

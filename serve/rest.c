@@ -355,7 +355,7 @@ static cJSON *operation(const rest_op *op, int token, int *ok)
     if (op->path_arg || op->body)
         item(resp, "404", error_ref(op->path_arg ? "no such chunk"
                                     : "the KB lacks what the mode needs "
-                                      "(vectors)", ok), ok);
+                                      "(vectors), or a source asked for", ok), ok);
     if (op->body)
         item(resp, "413", error_ref("the body is over the server's cap", ok), ok);
     item(resp, "500", error_ref("the server's own failure", ok), ok);
