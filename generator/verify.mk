@@ -16,7 +16,7 @@ VERIFY_OBJ  := $(VERIFY_SRC:%.c=$(BUILD)/obj/%.o)
 HARNESS_FB  := $(BUILD)/verify/harness.fatbin
 VERIFY_LIBS := -L$(CUDA_HOME)/lib64 -lnvrtc \
                -Wl,-rpath,$(CUDA_HOME)/lib64 \
-               $(shell pkg-config --libs libcjson libcrypto 2>/dev/null) -ldl -lm
+               $(shell pkg-config --libs libcjson libcrypto libutf8proc 2>/dev/null) -ldl -lm
 
 $(VERIFY_OBJ): ALL_CFLAGS += -I$(CUDA_HOME)/include -DKBV_CUDA_HOME='"$(CUDA_HOME)"' \
                              -DKBV_HARNESS_PATH='"$(HARNESS_FB)"'

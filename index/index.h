@@ -104,13 +104,22 @@ int kb_vec_any(kb_store *store);
  * first use and keeps it with the store. */
 kb_rc kb_vec_search(kb_store *store, const float *q, int dim, size_t k,
                     const kb_filter *filter, kb_hits *out, kb_err *err);
-/* Sets the FAISS factory string the index is built with ("Flat",
- * "HNSW32"); a change starts a new index file. */
+/* KB_ERR_USAGE unless FAISS can make an index of the factory string kind
+ * ("Flat", "HNSW32", "IVF256,Flat") for vectors of dim dimensions. */
+kb_rc kb_vec_check_index_kind(const char *kind, int dim, kb_err *err);
+/* Sets the FAISS factory string the index is built with; a change starts
+ * a new index file. The new index is built first: when that fails (too
+ * few vectors to train it) the KB keeps its index and setting, and err
+ * says so. */
 kb_rc kb_vec_set_index_kind(kb_store *store, const char *kind, kb_err *err);
 /* Builds the FAISS index from SQLite and writes it (atomically). When only
  * the write fails, the built index stays loaded with the store and the
  * write's error is returned. */
 kb_rc kb_vec_rebuild(kb_store *store, kb_err *err);
 void kb_vec_release(kb_store *store);
+/* KB_OK when the index file of the KB's current vectors is there, whole
+ * and holds every one of them (or the KB has none); else KB_ERR_INDEX
+ * saying what is wrong with it (a query would rebuild it). */
+kb_rc kb_vec_check_file(kb_store *store, kb_err *err);
 
 #endif

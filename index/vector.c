@@ -67,11 +67,28 @@ void kb_hits_release(kb_hits *h)
     memset(h, 0, sizeof *h);
 }
 
-static kb_rc faiss_error(kb_err *err, const char *what)
+/* FAISS's last error without its "Error in SIGNATURE at FILE:LINE: "
+ * prefix, which says nothing to a user. */
+static const char *faiss_message(void)
 {
     const char *msg = faiss_get_last_error();
-    return kb_err_set(err, KB_ERR_INDEX, "cannot %s: %s", what,
-                      msg ? msg : "FAISS error");
+    if (!msg)
+        return "FAISS error";
+    const char *at = strncmp(msg, "Error in ", 9) == 0 ? strstr(msg, " at ") : NULL;
+    const char *colon = at ? strstr(at, ".cpp:") : NULL;
+    if (colon) {
+        colon += 5;
+        while (*colon >= '0' && *colon <= '9')
+            colon++;
+        if (colon[0] == ':' && colon[1] == ' ')
+            return colon + 2;
+    }
+    return msg;
+}
+
+static kb_rc faiss_error(kb_err *err, const char *what)
+{
+    return kb_err_set(err, KB_ERR_INDEX, "cannot %s: %s", what, faiss_message());
 }
 
 static long long meta_ll(kb_store *store, const char *key)
@@ -448,15 +465,19 @@ static void remove_stale_files(kb_store *store, long long keep)
     closedir(d);
 }
 
-/* Builds an index in memory from every stored vector. */
-static kb_rc build_index(kb_store *store, int dim, FaissIndex **out, kb_err *err)
+/* Builds an index in memory from every stored vector, of the factory
+ * string kind (NULL: the KB's own). */
+static kb_rc build_index(kb_store *store, int dim, const char *kind, FaissIndex **out,
+                         kb_err *err)
 {
     *out = NULL;
-    char *kind = kb_store_meta_get(store, "vec_index");
+    char *stored = kind ? NULL : kb_store_meta_get(store, "vec_index");
+    if (!kind)
+        kind = stored && *stored ? stored : DEFAULT_INDEX;
     kb_buf desc;
     kb_buf_init(&desc, 0);
-    kb_rc rc = kb_buf_printf(&desc, "IDMap2,%s", kind && *kind ? kind : DEFAULT_INDEX);
-    free(kind);
+    kb_rc rc = kb_buf_printf(&desc, "IDMap2,%s", kind);
+    free(stored);
     FaissIndex *index = NULL;
     sqlite3_stmt *st = NULL;
     float *batch = NULL;
@@ -529,6 +550,8 @@ out:
     return rc;
 }
 
+static kb_rc write_and_install(kb_store *store, FaissIndex *index, int dim, kb_err *err);
+
 kb_rc kb_vec_rebuild(kb_store *store, kb_err *err)
 {
     long long dim = meta_ll(store, "embedder_dim");
@@ -536,9 +559,18 @@ kb_rc kb_vec_rebuild(kb_store *store, kb_err *err)
         return KB_OK;   /* no vectors: nothing to build */
     kb_vec_release(store);
     FaissIndex *index = NULL;
-    kb_rc rc = build_index(store, (int)dim, &index, err);
+    kb_rc rc = build_index(store, (int)dim, NULL, &index, err);
     if (rc != KB_OK)
         return rc;
+    return write_and_install(store, index, (int)dim, err);
+}
+
+/* Writes index as the current generation's file and installs it (taking
+ * it); when only the write fails the index stays installed and the
+ * write's error is returned. */
+static kb_rc write_and_install(kb_store *store, FaissIndex *index, int dim, kb_err *err)
+{
+    kb_rc rc = KB_OK;
     long long gen = meta_ll(store, "vec_generation");
     char *path = index_path(store, gen);
     kb_buf bytes;
@@ -549,24 +581,103 @@ kb_rc kb_vec_rebuild(kb_store *store, kb_err *err)
              (rc = kb_write_file_atomic(path, bytes.data, bytes.len, err)) == KB_OK)
         remove_stale_files(store, gen);
     kb_buf_release(&bytes);
-    kb_rc irc = vec_install(store, index, (int)dim, gen, err);
+    kb_rc irc = vec_install(store, index, dim, gen, err);
     if (rc == KB_OK)
         rc = irc;
     free(path);
     return rc;
 }
 
+kb_rc kb_vec_check_index_kind(const char *kind, int dim, kb_err *err)
+{
+    kb_buf desc;
+    kb_buf_init(&desc, 0);
+    if (!*kind || kb_buf_printf(&desc, "IDMap2,%s", kind) != KB_OK) {
+        kb_buf_release(&desc);
+        return kb_err_set(err, *kind ? KB_ERR_NOMEM : KB_ERR_USAGE,
+                          *kind ? "out of memory" : "an empty --index");
+    }
+    FaissIndex *index = NULL;
+    kb_rc rc = KB_OK;
+    if (faiss_index_factory(&index, dim > 0 ? dim : 384, desc.data,
+                            METRIC_INNER_PRODUCT) != 0)
+        rc = kb_err_set(err, KB_ERR_USAGE, "bad --index '%s': %s (a FAISS factory "
+                        "string: Flat, HNSW32, IVF256,Flat, ...)", kind, faiss_message());
+    if (index)
+        faiss_Index_free(index);
+    kb_buf_release(&desc);
+    return rc;
+}
+
 kb_rc kb_vec_set_index_kind(kb_store *store, const char *kind, kb_err *err)
 {
     char *old = kb_store_meta_get(store, "vec_index");
+    const char *was = old && *old ? old : DEFAULT_INDEX;
+    long long dim = meta_ll(store, "embedder_dim");
+    FaissIndex *index = NULL;
     kb_rc rc = KB_OK;
-    if (!old || strcmp(old, kind) != 0) {
-        rc = kb_store_meta_set(store, "vec_index", kind, err);
-        if (rc == KB_OK)   /* a new kind of index: a new file */
-            rc = kb_store_exec(store, "UPDATE meta SET value = CAST(value AS"
-                               " INTEGER) + 1 WHERE key = 'vec_generation'", err);
+    if (old && strcmp(old, kind) == 0)
+        goto out;
+    /* the new index first: one that cannot be built (IVF4096 over a few
+     * hundred vectors) leaves the old index and setting as they were */
+    if (dim > 0 && kb_vec_any(store)) {
+        kb_err berr;
+        kb_err_clear(&berr);
+        if (build_index(store, (int)dim, kind, &index, &berr) != KB_OK) {
+            rc = kb_err_set(err, berr.rc, "%s; the vector index stays '%s'", berr.msg, was);
+            goto out;
+        }
     }
+    if ((rc = kb_store_begin(store, err)) != KB_OK)
+        goto out;
+    rc = kb_store_meta_set(store, "vec_index", kind, err);
+    if (rc == KB_OK)   /* a new kind of index: a new file */
+        rc = kb_store_exec(store, "UPDATE meta SET value = CAST(value AS"
+                           " INTEGER) + 1 WHERE key = 'vec_generation'", err);
+    if (rc == KB_OK)
+        rc = kb_store_commit(store, err);
+    else
+        kb_store_rollback(store);
+    if (rc == KB_OK && index) {
+        kb_vec_release(store);
+        rc = write_and_install(store, index, (int)dim, err);
+        index = NULL;
+    }
+out:
+    if (index)
+        faiss_Index_free(index);
     free(old);
+    return rc;
+}
+
+kb_rc kb_vec_check_file(kb_store *store, kb_err *err)
+{
+    long long dim = meta_ll(store, "embedder_dim");
+    size_t count = 0;
+    kb_rc rc = kb_vec_count(store, &count, err);
+    if (rc != KB_OK || dim <= 0 || count == 0)
+        return rc;
+    long long gen = meta_ll(store, "vec_generation");
+    char *path = index_path(store, gen);
+    if (!path)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    if (access(path, F_OK) != 0) {
+        rc = kb_err_set(err, KB_ERR_INDEX, "'%s' is missing (stale or never written): "
+                        "the next query rebuilds it", path);
+    } else {
+        size_t max_bytes = (count + 1) * ((size_t)dim * sizeof(float) + 1024) + (1u << 20);
+        FaissIndex *index = read_index_file(path, max_bytes);
+        if (!index)
+            rc = kb_err_set(err, KB_ERR_INDEX, "'%s' cannot be used (see above): the "
+                            "next query rebuilds it", path);
+        else if (faiss_Index_d(index) != dim || (size_t)faiss_Index_ntotal(index) != count)
+            rc = kb_err_set(err, KB_ERR_INDEX, "'%s' holds %lld vectors, not %zu: the "
+                            "next query rebuilds it", path,
+                            (long long)faiss_Index_ntotal(index), count);
+        if (index)
+            faiss_Index_free(index);
+    }
+    free(path);
     return rc;
 }
 
@@ -621,7 +732,7 @@ static kb_rc vec_load(kb_store *store, int dim, kb_err *err)
             if (wrc != KB_OK)   /* the build itself failed: so would another */
                 return kb_err_set(err, wrc, "%s", werr.msg);
         }
-        kb_rc rc = build_index(store, dim, &index, err);
+        kb_rc rc = build_index(store, dim, NULL, &index, err);
         if (rc != KB_OK)
             return rc;
     }

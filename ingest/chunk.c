@@ -95,6 +95,8 @@ typedef struct {
     kb_buf text;
     size_t tokens;       /* of text */
     size_t prefix;       /* of the heading prefix */
+    int code_only;       /* every block so far was code: a chunk of code,
+                            however short (a small CUDA function) */
 } pending;
 
 /* The chunker's state: the chunk being filled; a tiny section intro
@@ -175,7 +177,8 @@ static kb_rc emit(chunker *ch, pending *p)
     if (!p->first || p->text.len == 0)
         goto done;
     const kb_block *b = p->first;
-    if (p->kind == KB_KIND_TEXT && p->tokens < TINY_SECTION_TOKENS && b->depth >= 2) {
+    if (p->kind == KB_KIND_TEXT && !p->code_only && p->tokens < TINY_SECTION_TOKENS &&
+        b->depth >= 2) {
         const char *title = b->heading[b->depth - 1];
         int joins = 0;
         if (ch->run_count && siblings(ch->run_first, b)) {
@@ -212,11 +215,13 @@ static kb_rc emit(chunker *ch, pending *p)
         goto done;
     }
     if ((rc = flush_run(ch)) == KB_OK)
-        rc = store_chunk(ch, p->kind, b, b->depth, p->text.data, p->text.len);
+        rc = store_chunk(ch, p->code_only ? KB_KIND_CODE : p->kind, b, b->depth,
+                         p->text.data, p->text.len);
 done:
     kb_buf_reset(&p->text);
     p->first = NULL;
     p->tokens = 0;
+    p->code_only = 0;
     return rc;
 }
 
@@ -267,7 +272,7 @@ static size_t fit_prefix(const kb_tokenizer *tok, const char *s, size_t len,
  * never came. */
 static kb_rc emit_carry(chunker *ch)
 {
-    pending alone = { ch->carry_from, KB_KIND_TEXT, ch->carry, 0, 0 };
+    pending alone = { ch->carry_from, KB_KIND_TEXT, ch->carry, 0, 0, 0 };
     alone.tokens = kb_chunk_count_tokens(ch->tok, ch->carry.data);
     kb_rc rc = emit(ch, &alone);
     ch->carry = alone.text;   /* emptied by emit, still ours */
@@ -313,7 +318,9 @@ static kb_rc start_pending(chunker *ch, const kb_block *b, kb_kind kind,
     p->first = b;
     p->kind = kind;
     p->prefix = prefix;
+    p->code_only = b->kind == KB_KIND_CODE;
     if (ch->carry.len && kind == KB_KIND_TEXT) {
+        p->code_only = 0;
         kb_rc rc = kb_buf_append(&p->text, ch->carry.data, ch->carry.len);
         if (rc != KB_OK)
             return rc;
@@ -370,6 +377,7 @@ static kb_rc add_block(chunker *ch, const kb_block *b, kb_kind kind,
             rc = kb_buf_puts(&p->text, kind == KB_KIND_TABLE ? "\n" : "\n\n");
         if (rc == KB_OK)
             rc = kb_buf_append(&p->text, s, take);
+        p->code_only &= b->kind == KB_KIND_CODE;
         if (rc != KB_OK)
             return rc;
         p->tokens = kb_chunk_count_tokens(tok, p->text.data);

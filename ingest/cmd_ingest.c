@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 typedef struct {
     const kb_cli *cli;
@@ -57,9 +59,59 @@ static void on_progress(const kb_ingest_progress *p, void *ctx)
         fprintf(stderr, "%s: failed: %s\n", p->source, p->error);
         return;
     }
-    fprintf(stderr, "%s: %zu documents (%zu changed, %zu unchanged, %zu removed,"
-            " %zu failed), %zu chunks in %.1fs\n", p->source, p->docs_total,
-            p->changed, p->unchanged, p->removed, p->failed, p->chunks, secs);
+    fprintf(stderr, "%s: %zu document%s (%zu changed, %zu unchanged, %zu removed,"
+            " %zu failed), %zu chunk%s in %.1fs\n", p->source, p->docs_total,
+            p->docs_total == 1 ? "" : "s", p->changed, p->unchanged, p->removed,
+            p->failed, p->chunks, p->chunks == 1 ? "" : "s", secs);
+}
+
+/* Removes the KB a failed first ingest made: its files, and the folder
+ * when this run made it (rmdir: never a folder that holds anything else). */
+static void remove_new_kb(const char *dir, int dir_fresh)
+{
+    static const char *const files[] = { "kb.sqlite", "kb.sqlite-wal", "kb.sqlite-shm",
+                                         "ingest.lock" };
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char *p = kb_path_join(dir, files[i]);
+        if (p)
+            unlink(p);
+        free(p);
+    }
+    char *cache = kb_path_join(dir, "cache");
+    if (cache)
+        rmdir(cache);
+    free(cache);
+    if (dir_fresh)
+        rmdir(dir);
+}
+
+/* "did you mean" for a target that is neither a file nor a source of the
+ * manifest (kb ingest ptx_isa). */
+static void suggest_source(const kb_cli *cli, const kb_ingest_opts *opts,
+                           char *const *targets, size_t n)
+{
+    kb_manifest m;
+    kb_err err;
+    kb_err_clear(&err);
+    char *path = opts->manifest_path ? kb_strdup(opts->manifest_path)
+                                     : kb_manifest_default_path();
+    kb_rc rc = path ? kb_manifest_load(path, &m, &err) : KB_ERR_NOMEM;
+    free(path);
+    if (rc != KB_OK)
+        return;
+    const char **ids = calloc(m.n ? m.n : 1, sizeof *ids);
+    for (size_t i = 0; ids && i < m.n; i++)
+        ids[i] = m.sources[i].id;
+    struct stat st;
+    for (size_t i = 0; ids && i < n; i++) {
+        const char *like = stat(targets[i], &st) != 0 && !kb_manifest_find(&m, targets[i])
+                               ? kb_cli_similar(targets[i], ids, m.n) : NULL;
+        if (like)
+            fprintf(stderr, "hint: did you mean '%s'? ('kb sources' lists them)\n", like);
+    }
+    free(ids);
+    kb_manifest_release(&m);
+    (void)cli;
 }
 
 /* The --json summary (NULL when out of memory). */
@@ -167,11 +219,21 @@ static int cmd_ingest(int argc, char **argv, const kb_cli *cli, const kb_command
     kb_store *store = NULL;
     kb_ingest_stats stats;
     memset(&stats, 0, sizeof stats);
+    /* a first ingest that fails leaves no empty KB behind */
+    char *dir = kb_store_default_dir(cli->kb_dir);
+    char *db = dir ? kb_path_join(dir, "kb.sqlite") : NULL;
+    struct stat st;
+    int fresh = db && stat(db, &st) != 0;
+    int dir_fresh = dir && stat(dir, &st) != 0;
     kb_rc rc = kb_cli_open_store(cli, KB_STORE_CREATE, &store, &err);
     if (rc == KB_OK)
         rc = kb_ingest_run(store, &opts, argv + g.ind, (size_t)(argc - g.ind),
                            &stats, &err);
     kb_store_close(store);
+    if (rc != KB_OK && rc != KB_ERR_PARTIAL && fresh && stats.docs_changed == 0)
+        remove_new_kb(dir, dir_fresh);
+    free(db);
+    free(dir);
 
     if (ps.json) {
         kb_err jerr;
@@ -180,12 +242,14 @@ static int cmd_ingest(int argc, char **argv, const kb_cli *cli, const kb_command
         kb_ingest_stats_release(&stats);
         if (kb_cli_print_json(sum, &jerr) != KB_OK)
             return kb_cli_fail(&jerr);
-    } else if (!cli->quiet && rc != KB_ERR_USAGE) {
-        fprintf(stderr, "ingested %zu sources in %.1fs: %zu documents changed, "
-                "%zu unchanged, %zu removed, %zu failed; %zu chunks written\n",
-                stats.sources, stats.took_ms / 1000.0, stats.docs_changed,
+    } else if (!cli->quiet && (rc == KB_OK || (rc == KB_ERR_PARTIAL &&
+                                                stats.docs_changed + stats.docs_unchanged))) {
+        fprintf(stderr, "ingested %zu source%s in %.1fs: %zu document%s changed, "
+                "%zu unchanged, %zu removed, %zu failed; %zu chunk%s written\n",
+                stats.sources, stats.sources == 1 ? "" : "s", stats.took_ms / 1000.0,
+                stats.docs_changed, stats.docs_changed == 1 ? "" : "s",
                 stats.docs_unchanged, stats.docs_removed, stats.docs_failed,
-                stats.chunks_written);
+                stats.chunks_written, stats.chunks_written == 1 ? "" : "s");
     }
     kb_ingest_stats_release(&stats);
     /* exit 3 says some items failed and the rest succeeded: when nothing
@@ -195,10 +259,22 @@ static int cmd_ingest(int argc, char **argv, const kb_cli *cli, const kb_command
         return 1;
     }
     if (rc == KB_ERR_PARTIAL) {
-        fprintf(stderr, "kb: some sources or documents failed; first: %s\n", err.msg);
+        /* each failure was reported above as it happened; quiet, once here */
+        if (cli->quiet || ps.json || !(stats.sources_failed || stats.docs_failed))
+            /* quiet, or a failure no line above told (the embedding pass) */
+            fprintf(stderr, "kb: some sources or documents failed; first: %s\n", err.msg);
+        else
+            fprintf(stderr, "kb: %zu source%s and %zu document%s failed (above); the "
+                    "rest was ingested\n", stats.sources_failed,
+                    stats.sources_failed == 1 ? "" : "s", stats.docs_failed,
+                    stats.docs_failed == 1 ? "" : "s");
         return kb_rc_exit_status(rc);
     }
-    if (rc != KB_OK)
-        return kb_cli_fail(&err);
+    if (rc != KB_OK) {
+        int status = kb_cli_fail(&err);
+        if (rc == KB_ERR_NOTFOUND)
+            suggest_source(cli, &opts, argv + g.ind, (size_t)(argc - g.ind));
+        return status;
+    }
     return 0;
 }

@@ -24,7 +24,9 @@
 /* Bump whenever parsing or chunking changes what a document becomes. The
  * stored hash covers it, so a KB ingested by an older kb has each document
  * read again once, instead of keeping its old chunks as "unchanged". */
-#define KB_INGEST_VERSION 3   /* 2: CUDA anchors by line; 3: chunks fit the window */
+#define KB_INGEST_VERSION 4   /* 2: CUDA anchors by line; 3: chunks fit the window;
+                                 4: code chunks however short, one-page
+                                 sources' titles */
 
 /* One document to look at: where its bytes are and how results cite it. */
 typedef struct {
@@ -38,6 +40,9 @@ typedef struct {
 typedef struct {
     doc_ref *items;
     size_t n, cap;
+    size_t failed;    /* folders that could not be listed: their
+                         documents are neither read nor removed */
+    kb_err first;     /* why the first of them could not */
 } doc_list;
 
 static void doc_list_release(doc_list *l)
@@ -117,6 +122,8 @@ typedef struct {
     size_t ndirs, capdirs;
     struct { char *full, *rel, *url_rel; } *links;
     size_t nlinks, caplinks;
+    size_t failed;           /* subfolders that could not be read */
+    kb_err first;            /* the first of them */
 } walk;
 
 /* Adds st's folder to the walk: 1 if it is new, 0 if it was read
@@ -148,6 +155,28 @@ static kb_rc walk_defer(walk *w, char *full, char *rel, char *url_rel, kb_err *e
     w->links[w->nlinks].url_rel = url_rel;
     w->nlinks++;
     return KB_OK;
+}
+
+static kb_rc walk_folder(walk *w, const char *dir, const char *rel,
+                         const char *url_rel, kb_err *err);
+
+/* walk_folder of a folder below the walk's root: one that cannot be read
+ * is counted and reported, and the others proceed. */
+static kb_rc walk_subfolder(walk *w, const char *dir, const char *rel,
+                            const char *url_rel, kb_err *err)
+{
+    kb_err serr;
+    kb_err_clear(&serr);
+    kb_rc rc = walk_folder(w, dir, rel, url_rel, &serr);
+    if (rc == KB_ERR_IO) {
+        kb_log_warn("%s", serr.msg);
+        if (w->failed++ == 0)
+            kb_err_set(&w->first, rc, "%s", serr.msg);
+        return KB_OK;
+    }
+    if (rc != KB_OK)
+        kb_err_set(err, rc, "%s", serr.msg);
+    return rc;
 }
 
 /* Adds every supported file under dir (sorted, hidden entries skipped) to
@@ -200,7 +229,7 @@ static kb_rc walk_folder(walk *w, const char *dir, const char *rel,
             if (added < 0)
                 rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
             else if (added)
-                rc = walk_folder(w, full, r, ur, err);
+                rc = walk_subfolder(w, full, r, ur, err);
         } else if (S_ISREG(st.st_mode) && kb_parser_for(full, w->format)) {
             char *url = *w->folder_url ? url_join(w->folder_url, ur) : kb_strdup("");
             rc = url ? doc_list_add(w->out, r, full, r, url, err)
@@ -217,12 +246,15 @@ static kb_rc walk_folder(walk *w, const char *dir, const char *rel,
 }
 
 /* Every supported file of the tree at dir (a folder: st, from stat), its
- * own folders first, then those reached through links, each once. */
+ * own folders first, then those reached through links, each once. A
+ * subfolder that cannot be read is counted in out->failed (out->first
+ * says why) and the rest is listed. */
 static kb_rc walk_tree(const char *dir, const struct stat *st, const char *rel,
                        const char *format, const char *folder_url, doc_list *out,
                        kb_err *err)
 {
     walk w = { .format = format, .folder_url = folder_url, .out = out };
+    kb_err_clear(&w.first);
     kb_rc rc = walk_enter(&w, st) < 0
                    ? kb_err_set(err, KB_ERR_NOMEM, "out of memory")
                    : walk_folder(&w, dir, rel, "", err);
@@ -234,10 +266,13 @@ static kb_rc walk_tree(const char *dir, const struct stat *st, const char *rel,
         if (added < 0)
             rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
         else if (added)
-            rc = walk_folder(&w, full, w.links[i].rel, w.links[i].url_rel, err);
+            rc = walk_subfolder(&w, full, w.links[i].rel, w.links[i].url_rel, err);
         else
             kb_log_warn("skipping '%s': a link to a folder already read", full);
     }
+    if (w.failed && out->failed == 0)
+        kb_err_set(&out->first, w.first.rc, "%s", w.first.msg);
+    out->failed += w.failed;
     for (size_t i = 0; i < w.nlinks; i++) {
         free(w.links[i].full);
         free(w.links[i].rel);
@@ -580,20 +615,24 @@ out:
     return rc;
 }
 
-/* Removes the source's documents whose keys are not in seen (sorted). */
-static kb_rc remove_gone(kb_store *store, const char *source, char **seen,
-                         size_t nseen, size_t *removed, kb_err *err)
+/* Removes the source's documents whose keys are not in seen (sorted); with
+ * under, only those under that folder. */
+static kb_rc remove_gone(kb_store *store, const char *source, const char *under,
+                         char **seen, size_t nseen, size_t *removed, kb_err *err)
 {
     sqlite3_stmt *sel = NULL, *del = NULL;
     kb_rc rc = kb_store_begin(store, err);
     if (rc != KB_OK)
         return rc;
     if ((rc = kb_store_prepare(store, "SELECT id, key FROM documents WHERE "
-                               "source_id = ?", &sel, err)) != KB_OK ||
+                               "source_id = ?1 AND (?2 IS NULL OR substr(key, 1,"
+                               " length(?2) + 1) = ?2 || '/')", &sel, err)) != KB_OK ||
         (rc = kb_store_prepare(store, "DELETE FROM documents WHERE id = ?", &del,
                                err)) != KB_OK)
         goto out;
     sqlite3_bind_text(sel, 1, source, -1, SQLITE_STATIC);
+    if (under)
+        sqlite3_bind_text(sel, 2, under, -1, SQLITE_STATIC);
     while (sqlite3_step(sel) == SQLITE_ROW) {
         const char *key = (const char *)sqlite3_column_text(sel, 1);
         if (bsearch(&key, seen, nseen, sizeof *seen, cmp_str))
@@ -643,7 +682,7 @@ static void give_headings(kb_doc *doc, const char *name)
 /* Reads (or fetches) one document, and unless its hash is unchanged parses,
  * chunks and stores it. *changed tells which happened. */
 static kb_rc ingest_document(kb_store *store, const kb_ingest_opts *opts,
-                             const char *source, const char *format,
+                             const char *source, const char *format, const char *title,
                              const doc_ref *ref, const kb_tokenizer *tok,
                              int *changed, size_t *nchunks, kb_err *err)
 {
@@ -694,8 +733,31 @@ static kb_rc ingest_document(kb_store *store, const kb_ingest_opts *opts,
         rc = kb_err_set(err, KB_ERR_PARSE, "'%s' is not a format kb reads", name);
         goto out;
     }
+    if (parse != kb_parse_html && raw.len && !kb_utf8_valid(raw.data, raw.len)) {
+        /* libxml2 reads an HTML page's own encoding; other documents are
+         * UTF-8, and bytes that are not are made U+FFFD, said once */
+        kb_buf fixed;
+        kb_buf_init(&fixed, 0);
+        size_t bad = 0;
+        if ((rc = kb_utf8_repair(raw.data, raw.len, &fixed, &bad)) != KB_OK) {
+            kb_buf_release(&fixed);
+            rc = kb_err_set(err, rc, "out of memory");
+            goto out;
+        }
+        kb_log_warn("%s: %zu byte%s that are not UTF-8 stored as U+FFFD", name, bad,
+                    bad == 1 ? "" : "s");
+        kb_buf_release(&raw);
+        raw = fixed;
+    }
     if ((rc = parse(raw.data ? raw.data : "", raw.len, name, &doc, err)) != KB_OK)
         goto out;
+    if (title && *title) {
+        free(doc.title);
+        if (!(doc.title = kb_strdup(title))) {
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+    }
     give_headings(&doc, name);
     if ((rc = kb_chunk_doc(&doc, tok, KB_CHUNK_MAX_TOKENS, &chunks, err)) != KB_OK)
         goto out;
@@ -719,6 +781,10 @@ typedef struct {
     const char *format;
     doc_list docs;
     int prune;          /* remove documents that are gone (manifest sources) */
+    char *prune_under;  /* an ad-hoc folder: remove the documents under it
+                           that are gone (owned) */
+    const char *title;  /* a source that is one page: its documents' title
+                           (a Sphinx page's <title> is its first section's) */
 } ingest_job;
 
 static kb_rc run_job(kb_store *store, const kb_ingest_opts *opts,
@@ -733,14 +799,19 @@ static kb_rc run_job(kb_store *store, const kb_ingest_opts *opts,
     size_t nseen = 0;
     kb_rc result = KB_OK;
     pr->docs_total = job->docs.n;
+    if (job->docs.failed) {   /* folders not read: nothing under them goes */
+        pr->failed += job->docs.failed;
+        kb_err_set(err, job->docs.first.rc, "%s", job->docs.first.msg);
+        result = KB_ERR_PARTIAL;
+    }
     for (size_t i = 0; i < job->docs.n; i++) {
         const doc_ref *ref = &job->docs.items[i];
         kb_err derr;
         kb_err_clear(&derr);
         int changed = 0;
         size_t nchunks = 0;
-        kb_rc rc = ingest_document(store, opts, job->id, job->format, ref, tok,
-                                   &changed, &nchunks, &derr);
+        kb_rc rc = ingest_document(store, opts, job->id, job->format, job->title, ref,
+                                   tok, &changed, &nchunks, &derr);
         if (rc == KB_OK) {
             seen[nseen++] = ref->key;
             if (changed) {
@@ -771,11 +842,12 @@ static kb_rc run_job(kb_store *store, const kb_ingest_opts *opts,
     /* Only a source read in full says which documents are gone: after a
      * failure (a fetch that did not answer, where the KB holds the same
      * source read from a mirror under other keys) nothing is removed. */
-    if (job->prune && result == KB_OK) {
+    if ((job->prune || job->prune_under) && result == KB_OK) {
         qsort(seen, nseen, sizeof *seen, cmp_str);
         kb_err rerr;
         kb_err_clear(&rerr);
-        if (remove_gone(store, job->id, seen, nseen, &pr->removed, &rerr) != KB_OK) {
+        if (remove_gone(store, job->id, job->prune_under, seen, nseen, &pr->removed,
+                        &rerr) != KB_OK) {
             kb_err_set(err, rerr.rc, "%s", rerr.msg);
             result = KB_ERR_PARTIAL;
         }
@@ -874,6 +946,44 @@ typedef struct {
     kb_err first;            /* the first source's failure, for KB_ERR_PARTIAL */
 } ingest_run;
 
+/* --source names where ad-hoc files go: never a source of the manifest,
+ * whose next pass would delete them as gone from its mirror or URL. */
+static kb_rc check_adhoc_source(ingest_run *r, kb_err *err)
+{
+    const char *id = r->opts->adhoc_source;
+    if (!id)
+        return KB_OK;
+    if (!*id || strchr(id, '/'))
+        return kb_err_set(err, KB_ERR_USAGE, "--source wants an id for the ad-hoc "
+                          "files and URLs (my-notes), not '%s'", id);
+    int in_manifest = 0;
+    if (r->need_manifest) {
+        in_manifest = kb_manifest_find(&r->manifest, id) != NULL;
+    } else {
+        kb_manifest m;
+        kb_err merr;
+        kb_err_clear(&merr);
+        if (kb_manifest_load(r->manifest_path, &m, &merr) == KB_OK) {
+            in_manifest = kb_manifest_find(&m, id) != NULL;
+            kb_manifest_release(&m);
+        }
+    }
+    /* or one the KB holds from a manifest (it has a URL of its own) */
+    sqlite3_stmt *st = NULL;
+    kb_rc rc = kb_store_prepare(r->store, "SELECT 1 FROM sources WHERE id = ? AND"
+                                " url != ''", &st, err);
+    if (rc != KB_OK)
+        return rc;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    in_manifest |= sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    if (in_manifest)
+        return kb_err_set(err, KB_ERR_USAGE, "--source '%s' is a source of the "
+                          "manifest: its next ingest would remove files added to it; "
+                          "give ad-hoc files an id of their own (--source my-notes)", id);
+    return KB_OK;
+}
+
 /* Every target must make sense before anything is written: a manifest
  * source (the manifest is loaded when some target is not a file or a URL,
  * or when there are none), a file or folder, or a URL. A bare name that
@@ -911,7 +1021,7 @@ static kb_rc check_targets(ingest_run *r, char *const *targets, size_t ntargets,
                               "'%s' is neither a source in '%s', a file, nor a URL",
                               t, r->manifest_path);
     }
-    return KB_OK;
+    return check_adhoc_source(r, err);
 }
 
 /* The job of a manifest source: its documents listed from the mirror or
@@ -923,6 +1033,9 @@ static kb_rc plan_source(ingest_run *r, const kb_source *src, ingest_job *job,
     job->id = src->id;
     job->format = src->format;
     job->prune = 1;
+    size_t m0 = src->nmirror ? strlen(src->mirror[0]) : 0;
+    if (src->nmirror <= 1 && (!m0 || src->mirror[0][m0 - 1] != '/'))
+        job->title = src->title;
     kb_rc rc = upsert_source(r->store, src->id, src->title, src->url, src->format,
                              src->version, err);
     if (rc != KB_OK)
@@ -932,7 +1045,8 @@ static kb_rc plan_source(ingest_run *r, const kb_source *src, ingest_job *job,
     if (list_source_docs(src, r->manifest_path, r->mirror, &job->docs, &lerr) == KB_OK)
         return KB_OK;
     job->format = NULL;
-    kb_log_warn("%s: %s", src->id, lerr.msg);
+    if (!r->opts->progress)   /* else progress says it, once */
+        kb_log_warn("%s: %s", src->id, lerr.msg);
     if ((rc = finish_source(r->store, src->id, lerr.msg, err)) != KB_OK)
         return rc;
     kb_err_set(&r->first, lerr.rc, "%s", lerr.msg);
@@ -964,16 +1078,26 @@ static kb_rc plan_target(ingest_run *r, const char *t, ingest_job *job, kb_err *
     }
     if (stat(t, &st) != 0)   /* gone since it was checked */
         return kb_err_set(err, KB_ERR_IO, "cannot read '%s': %s", t, strerror(errno));
+    /* one document per file, however it is spelt (notes.md, ./notes.md,
+     * its absolute path, through a link): the key is its real path */
+    char *canon = realpath(t, NULL);
+    if (!canon)
+        return kb_err_set(err, errno == ENOMEM ? KB_ERR_NOMEM : KB_ERR_IO,
+                          "cannot resolve '%s': %s", t, strerror(errno));
     job->id = adhoc ? adhoc : "local";
     rc = upsert_source(r->store, job->id, "Local files", "", "", "", err);
-    char *url = file_url(t);
+    char *url = file_url(canon);
     if (rc == KB_OK && !url)
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    if (rc == KB_OK && S_ISDIR(st.st_mode))
-        rc = walk_tree(t, &st, t, "", url, &job->docs, err);
-    else if (rc == KB_OK)
-        rc = doc_list_add(&job->docs, t, t, t, url, err);
+    if (rc == KB_OK && S_ISDIR(st.st_mode)) {
+        rc = walk_tree(canon, &st, canon, "", url, &job->docs, err);
+        job->prune_under = canon;   /* a folder read again: what is gone goes */
+        canon = NULL;
+    } else if (rc == KB_OK) {
+        rc = doc_list_add(&job->docs, canon, canon, canon, url, err);
+    }
     free(url);
+    free(canon);
     return rc;
 }
 
@@ -1055,8 +1179,6 @@ static kb_rc embed_pending(ingest_run *r, kb_embedder *emb, kb_err *err)
     kb_rc rc = KB_OK;
     if (opts->reembed)
         rc = kb_vec_clear(r->store, err);
-    if (rc == KB_OK && opts->index_kind)
-        rc = kb_vec_set_index_kind(r->store, opts->index_kind, err);
     if (rc == KB_OK)
         rc = kb_vec_embed_pending(r->store, emb, opts->progress, opts->progress_ctx,
                                   &r->stats->chunks_embedded, err);
@@ -1181,6 +1303,10 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
     kb_embedder *emb = NULL;
     if (rc == KB_OK && (opts->embed || opts->reembed))
         rc = kb_embedder_open_config(opts->config, &emb, err);
+    /* a factory string FAISS cannot read is refused before anything is
+     * stored, not saved for every later query to fail on */
+    if (rc == KB_OK && opts->index_kind)
+        rc = kb_vec_check_index_kind(opts->index_kind, emb ? kb_embedder_dim(emb) : 0, err);
     if (rc == KB_OK)
         rc = plan_jobs(&r, targets, ntargets, err);
     if (rc == KB_OK)
@@ -1199,6 +1325,10 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
             kb_err_set(err, rc, "%s", eerr.msg);
         }
     }
+    /* the new kind of index last, over every vector: one that cannot be
+     * built leaves the KB's index and setting as they were */
+    if (rc == KB_OK && opts->index_kind && !embed_failed)
+        rc = kb_vec_set_index_kind(store, opts->index_kind, err);
     if (rc == KB_OK)
         rc = flag_skill_dups(&r, embed_failed ? NULL : emb, err);
     if (rc == KB_OK && (stats->sources_failed || stats->docs_failed || embed_failed)) {
@@ -1206,8 +1336,10 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
         kb_err_set(err, r.first.rc, "%s", r.first.msg);
     }
     stats->took_ms = kb_now_ms() - t0;
-    for (size_t j = 0; j < r.njobs; j++)
+    for (size_t j = 0; j < r.njobs; j++) {
         doc_list_release(&r.jobs[j].docs);
+        free(r.jobs[j].prune_under);
+    }
     free(r.jobs);
     kb_tokenizer_free(r.tok);
     kb_manifest_release(&r.manifest);
@@ -1218,5 +1350,212 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
     for (size_t i = 0; tv && i < ntargets; i++)
         free(tv[i]);
     free(tv);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ kb rm */
+
+void kb_rm_result_release(kb_rm_result *r)
+{
+    for (size_t i = 0; i < r->ndocs; i++)
+        free(r->docs[i]);
+    free(r->docs);
+    free(r->items);
+    memset(r, 0, sizeof *r);
+}
+
+/* The absolute, link-free spelling of a path that may no longer exist
+ * (caller frees; NULL out of memory): its real path, else its folder's
+ * real path and its name, else the path made absolute. */
+static char *canonical_path(const char *t)
+{
+    char *canon = realpath(t, NULL);
+    if (canon)
+        return canon;
+    size_t n = strlen(t);
+    while (n > 1 && t[n - 1] == '/')
+        n--;
+    char *copy = kb_strndup(t, n);
+    if (!copy)
+        return NULL;
+    char *slash = strrchr(copy, '/');
+    const char *base = slash ? slash + 1 : copy;
+    char *dir = slash ? (slash == copy ? kb_strdup("/") : kb_strndup(copy, (size_t)(slash - copy)))
+                      : kb_strdup(".");
+    char *rdir = dir ? realpath(dir, NULL) : NULL;
+    char *out = NULL;
+    if (rdir) {
+        out = kb_path_join(rdir, base);
+    } else if (copy[0] == '/') {
+        out = kb_strdup(copy);
+    } else {
+        char *cwd = getcwd(NULL, 0);
+        out = cwd ? kb_path_join(cwd, copy) : NULL;
+        free(cwd);
+    }
+    free(rdir);
+    free(dir);
+    free(copy);
+    return out;
+}
+
+/* 1 if id is a source of the KB, 0 if not, -1 on a database error. */
+static int is_kb_source(kb_store *store, const char *id)
+{
+    sqlite3_stmt *st = NULL;
+    kb_err e;
+    kb_err_clear(&e);
+    if (kb_store_prepare(store, "SELECT 1 FROM sources WHERE id = ?", &st, &e) != KB_OK)
+        return -1;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    int step = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return step == SQLITE_ROW ? 1 : step == SQLITE_DONE ? 0 : -1;
+}
+
+/* "known sources: a, b" into b, for a target that matched nothing. */
+static kb_rc known_sources(kb_store *store, kb_buf *b, kb_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    kb_rc rc = kb_store_prepare(store, "SELECT id FROM sources ORDER BY id", &st, err);
+    size_t n = 0;
+    while (rc == KB_OK && sqlite3_step(st) == SQLITE_ROW)
+        rc = kb_buf_printf(b, "%s%s", n++ ? ", " : "", sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    if (rc == KB_OK && n == 0)
+        rc = kb_buf_puts(b, "none");
+    return rc;
+}
+
+/* Removes (or with dry_run counts) the documents of one target; item
+ * gets what it matched. */
+static kb_rc remove_target(kb_store *store, const char *target, int dry_run,
+                           kb_rm_item *item, kb_rm_result *out, kb_err *err)
+{
+    char *local = NULL, *key = NULL;
+    kb_rc rc = target_of(target, &local, err);
+    if (rc != KB_OK)
+        return rc;
+    struct stat st;
+    int exists = !is_url(local) && stat(local, &st) == 0;
+    int source = 0;
+    if (is_url(local)) {
+        item->what = "URL";
+    } else if (!exists && (source = is_kb_source(store, local)) < 0) {
+        rc = kb_store_db_error(store, err, "look up a source");
+        goto out;
+    } else if (source) {
+        item->what = "source";
+    } else {
+        item->what = exists && S_ISDIR(st.st_mode) ? "folder" : "file";
+    }
+    if (!is_url(local) && !source && !(key = canonical_path(local))) {
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    /* ?1 the key (a path: also what lies under it), ?2 as given */
+    const char *where = source ? "d.source_id = ?2"
+                      : is_url(local) ? "d.key = ?2 OR d.url = ?2"
+                      : "d.key = ?1 OR substr(d.key, 1, length(?1) + 1) = ?1 || '/'"
+                        " OR d.key = ?2";
+    kb_buf sql;
+    kb_buf_init(&sql, 0);
+    sqlite3_stmt *sel = NULL, *del = NULL;
+    rc = kb_buf_printf(&sql, "SELECT d.id, CASE WHEN d.path != '' THEN d.path ELSE"
+                       " d.url END, (SELECT count(*) FROM chunks c WHERE"
+                       " c.document_id = d.id) FROM documents d WHERE %s ORDER BY 2",
+                       where);
+    if (rc != KB_OK)
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    if (rc == KB_OK)
+        rc = kb_store_prepare(store, sql.data, &sel, err);
+    if (rc == KB_OK)
+        rc = kb_store_prepare(store, "DELETE FROM documents WHERE id = ?", &del, err);
+    if (rc == KB_OK) {
+        if (key)
+            sqlite3_bind_text(sel, 1, key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(sel, 2, local, -1, SQLITE_STATIC);
+    }
+    int step = SQLITE_DONE;
+    while (rc == KB_OK && (step = sqlite3_step(sel)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(sel, 1);
+        item->documents++;
+        item->chunks += (size_t)sqlite3_column_int64(sel, 2);
+        if (KB_GROW(out->docs, out->ndocs + 1, out->capdocs) != KB_OK ||
+            !(out->docs[out->ndocs] = kb_strdup(name ? name : ""))) {
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+            break;
+        }
+        out->ndocs++;
+        if (dry_run)
+            continue;
+        sqlite3_reset(del);
+        sqlite3_bind_int64(del, 1, sqlite3_column_int64(sel, 0));
+        if (sqlite3_step(del) != SQLITE_DONE)
+            rc = kb_store_db_error(store, err, "remove a document");
+    }
+    if (rc == KB_OK && step != SQLITE_DONE)
+        rc = kb_store_db_error(store, err, "find the documents to remove");
+    sqlite3_finalize(sel);
+    sqlite3_finalize(del);
+    kb_buf_release(&sql);
+    if (rc == KB_OK && source && !dry_run) {
+        sqlite3_stmt *ds = NULL;
+        rc = kb_store_prepare(store, "DELETE FROM sources WHERE id = ?", &ds, err);
+        if (rc == KB_OK) {
+            sqlite3_bind_text(ds, 1, local, -1, SQLITE_STATIC);
+            if (sqlite3_step(ds) != SQLITE_DONE)
+                rc = kb_store_db_error(store, err, "remove a source");
+        }
+        sqlite3_finalize(ds);
+    }
+    if (rc == KB_OK && !source && item->documents == 0) {
+        kb_buf known;
+        kb_buf_init(&known, 4096);
+        rc = known_sources(store, &known, err);
+        if (rc == KB_OK)
+            rc = kb_err_set(err, KB_ERR_NOTFOUND, "'%s' matches nothing in the KB: no "
+                            "document, folder or source of that name (sources: %s)",
+                            target, known.data);
+        kb_buf_release(&known);
+    }
+out:
+    free(local);
+    free(key);
+    return rc;
+}
+
+kb_rc kb_ingest_remove(kb_store *store, char *const *targets, size_t ntargets,
+                       int dry_run, kb_rm_result *out, kb_err *err)
+{
+    memset(out, 0, sizeof *out);
+    int lock = -1;
+    out->items = calloc(ntargets ? ntargets : 1, sizeof *out->items);
+    if (!out->items)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    out->n = ntargets;
+    kb_rc rc = lock_ingest(store, &lock, err);
+    if (rc == KB_OK)
+        rc = kb_store_begin(store, err);
+    if (rc != KB_OK)
+        goto out;
+    size_t chunks = 0;
+    for (size_t i = 0; i < ntargets && rc == KB_OK; i++) {
+        out->items[i].target = targets[i];
+        rc = remove_target(store, targets[i], dry_run, &out->items[i], out, err);
+        chunks += out->items[i].chunks;
+    }
+    /* all of it or nothing: a target that matched nothing removes nothing */
+    if (rc == KB_OK && !dry_run)
+        rc = kb_store_commit(store, err);
+    else
+        kb_store_rollback(store);
+    /* the vectors went with their chunks: the index follows now, not at
+     * the next query */
+    if (rc == KB_OK && !dry_run && chunks)
+        rc = kb_vec_rebuild(store, err);
+out:
+    if (lock >= 0)
+        close(lock);
     return rc;
 }

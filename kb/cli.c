@@ -18,6 +18,21 @@ kb_rc kb_cli_print_json(cJSON *root, kb_err *err)
     cJSON_Delete(root);
     if (!s)
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory printing JSON");
+    size_t n = strlen(s);
+    if (!kb_utf8_valid(s, n)) {
+        /* cJSON copies a string's bytes as they are: bytes that are not
+         * UTF-8 (from a query's argv, a file name) would make invalid
+         * JSON; they are only ever inside strings, where U+FFFD is fine */
+        kb_buf fixed;
+        kb_buf_init(&fixed, 0);
+        if (kb_utf8_repair(s, n, &fixed, NULL) != KB_OK) {
+            kb_buf_release(&fixed);
+            free(s);
+            return kb_err_set(err, KB_ERR_NOMEM, "out of memory printing JSON");
+        }
+        free(s);
+        s = kb_buf_detach(&fixed);
+    }
     puts(s);
     free(s);
     return KB_OK;

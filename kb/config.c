@@ -89,8 +89,10 @@ static const config_var vars[] = {
 #undef F
 
 static const size_t nvars = sizeof vars / sizeof vars[0];
+_Static_assert(sizeof vars / sizeof vars[0] <= sizeof ((kb_config *)0)->from,
+               "kb_config's from[] and line[] hold a slot per variable");
 
-#define FIELD(cfg, v, type) ((type *)((char *)(cfg) + (v)->offset))
+#define FIELD(cfg, v, type) ((type *)((const char *)(cfg) + (v)->offset))
 
 void kb_config_init(kb_config *cfg)
 {
@@ -111,6 +113,8 @@ void kb_config_release(kb_config *cfg)
         free(*p);
         *p = NULL;
     }
+    free(cfg->state_dir);
+    free(cfg->file);
     kb_config_init(cfg);
 }
 
@@ -139,11 +143,11 @@ char *kb_config_env_kb_dir(void)
     return out;
 }
 
-static kb_rc load_var(kb_config *cfg, const config_var *v, kb_err *err)
+/* Sets v's field from the string s; where (NULL: the environment) says
+ * whence, for the error: "FILE:LINE". */
+static kb_rc load_value(kb_config *cfg, const config_var *v, const char *s,
+                        const char *where, int line, kb_err *err)
 {
-    const char *s = getenv(v->name);
-    if (!s || (!*s && v->type != V_STR_EMPTY))
-        return KB_OK;
     long n;
     switch (v->type) {
     case V_STR:
@@ -154,10 +158,15 @@ static kb_rc load_var(kb_config *cfg, const config_var *v, kb_err *err)
         return KB_OK;
     case V_INT:
     case V_LONG:
-        if (kb_parse_long(s, v->min, v->max, &n) != KB_OK)
+        if (kb_parse_long(s, v->min, v->max, &n) != KB_OK) {
+            if (where)
+                return kb_err_set(err, KB_ERR_USAGE, "%s:%d: bad %s '%s': expected a "
+                                  "whole number from %ld to %ld", where, line, v->name,
+                                  s, v->min, v->max);
             return kb_err_set(err, KB_ERR_USAGE,
                               "bad %s '%s': expected a whole number from %ld to %ld",
                               v->name, s, v->min, v->max);
+        }
         if (v->type == V_INT)
             *FIELD(cfg, v, int) = (int)n;
         else
@@ -170,12 +179,105 @@ static kb_rc load_var(kb_config *cfg, const config_var *v, kb_err *err)
     return KB_OK;
 }
 
+/* 1 if s counts as set for v (empty counts only for V_STR_EMPTY). */
+static int is_set(const config_var *v, const char *s)
+{
+    return s && (*s || v->type == V_STR_EMPTY);
+}
+
+/* One "KEY = value" of the config file. */
+typedef struct {
+    char *value;   /* into the file's buffer */
+    int line;
+} file_value;
+
+/* Reads the config file at path into vals (per variable; NULL: not in
+ * it), its text kept in text. A missing file is no error. */
+static kb_rc read_file(const char *path, kb_buf *text, file_value *vals, int *found,
+                       kb_err *err)
+{
+    *found = 0;
+    if (access(path, F_OK) != 0)
+        return KB_OK;
+    kb_rc rc = kb_read_file(path, 1 << 20, text, err);
+    if (rc != KB_OK)
+        return rc;
+    *found = 1;
+    int lineno = 0;
+    for (char *p = text->data; p && *p;) {
+        char *nl = strchr(p, '\n');
+        if (nl)
+            *nl = '\0';
+        lineno++;
+        char *line = p;
+        p = nl ? nl + 1 : NULL;
+        line += strspn(line, " \t\r");
+        size_t n = strlen(line);
+        while (n && (line[n - 1] == ' ' || line[n - 1] == '\t' || line[n - 1] == '\r'))
+            line[--n] = '\0';
+        if (!*line || *line == '#')
+            continue;
+        char *eq = strchr(line, '=');
+        if (!eq)
+            return kb_err_set(err, KB_ERR_USAGE, "%s:%d: expected 'KEY = value', not "
+                              "'%.60s'", path, lineno, line);
+        char *end = eq;
+        while (end > line && (end[-1] == ' ' || end[-1] == '\t'))
+            end--;
+        *end = '\0';
+        char *value = eq + 1 + strspn(eq + 1, " \t");
+        size_t vl = strlen(value);
+        if (vl >= 2 && (value[0] == '"' || value[0] == '\'') && value[vl - 1] == value[0]) {
+            value[vl - 1] = '\0';   /* KEY = "a value" */
+            value++;
+        }
+        size_t i = 0;
+        while (i < nvars && strcmp(vars[i].name, line) != 0)
+            i++;
+        if (i == nvars)
+            return kb_err_set(err, KB_ERR_USAGE, "%s:%d: unknown setting '%s' (the "
+                              "settings are the variables 'kb --help' lists)", path,
+                              lineno, line);
+        vals[i].value = value;
+        vals[i].line = lineno;
+    }
+    return KB_OK;
+}
+
+/* $XDG_CONFIG_HOME/kb/config, else ~/.config/kb/config (caller frees). */
+static char *config_path(void)
+{
+    const char *xdg = getenv("XDG_CONFIG_HOME");
+    if (xdg && *xdg)
+        return kb_path_join(xdg, "kb/config");
+    return kb_path_join(home_dir(), ".config/kb/config");
+}
+
 kb_rc kb_config_load(kb_config *cfg, kb_err *err)
 {
     kb_rc rc = KB_OK;
     kb_config_init(cfg);
-    for (size_t i = 0; i < nvars && rc == KB_OK; i++)
-        rc = load_var(cfg, &vars[i], err);
+    file_value vals[sizeof vars / sizeof vars[0]];
+    memset(vals, 0, sizeof vals);
+    kb_buf text;
+    kb_buf_init(&text, 0);
+    if (!(cfg->file = config_path()))
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    if (rc == KB_OK)
+        rc = read_file(cfg->file, &text, vals, &cfg->file_found, err);
+    /* the environment wins over the file */
+    for (size_t i = 0; i < nvars && rc == KB_OK; i++) {
+        const char *env = getenv(vars[i].name);
+        if (is_set(&vars[i], env)) {
+            rc = load_value(cfg, &vars[i], env, NULL, 0, err);
+            cfg->from[i] = KB_FROM_ENV;
+        } else if (is_set(&vars[i], vals[i].value)) {
+            rc = load_value(cfg, &vars[i], vals[i].value, cfg->file, vals[i].line, err);
+            cfg->from[i] = KB_FROM_FILE;
+            cfg->line[i] = vals[i].line;
+        }
+    }
+    kb_buf_release(&text);
     if (rc != KB_OK)
         goto out;
     const char *term = getenv("TERM");
@@ -183,12 +285,59 @@ kb_rc kb_config_load(kb_config *cfg, kb_err *err)
     /* the defaults that depend on where home is */
     if (!cfg->kb_dir && !(cfg->kb_dir = kb_config_env_kb_dir()))
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    const char *xdg_state = getenv("XDG_STATE_HOME");
+    if (rc == KB_OK &&
+        !(cfg->state_dir = xdg_state && *xdg_state ? kb_path_join(xdg_state, "kb")
+                                                    : kb_path_join(home_dir(), ".local/state/kb")))
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     if (rc == KB_OK && !cfg->model_dir &&
         !(cfg->model_dir = kb_path_join(home_dir(), ".cache/kb/models/all-MiniLM-L6-v2")))
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
 out:
     if (rc != KB_OK)
         kb_config_release(cfg);
+    return rc;
+}
+
+kb_rc kb_config_show(const kb_config *cfg, kb_buf *out)
+{
+    kb_rc rc = kb_buf_printf(out, "config file: %s%s\n\n", cfg->file ? cfg->file : "",
+                             cfg->file_found ? "" : " (not there)");
+    for (size_t i = 0; i < nvars && rc == KB_OK; i++) {
+        const config_var *v = &vars[i];
+        char num[32] = "";
+        const char *value = num;
+        switch (v->type) {
+        case V_STR:
+        case V_STR_EMPTY:
+            value = *FIELD(cfg, v, char *const);
+            break;
+        case V_SECRET:
+            value = *FIELD(cfg, v, char *const) ? "(set, not shown)" : NULL;
+            break;
+        case V_INT:
+            if (*FIELD(cfg, v, const int))
+                snprintf(num, sizeof num, "%d", *FIELD(cfg, v, const int));
+            break;
+        case V_LONG:
+            snprintf(num, sizeof num, "%ld", *FIELD(cfg, v, const long));
+            break;
+        case V_FLAG:
+            value = *FIELD(cfg, v, const int) ? "1" : NULL;
+            break;
+        }
+        char whence[64];
+        if (cfg->from[i] == KB_FROM_ENV)
+            snprintf(whence, sizeof whence, "environment");
+        else if (cfg->from[i] == KB_FROM_FILE)
+            snprintf(whence, sizeof whence, "config file, line %d", cfg->line[i]);
+        else
+            snprintf(whence, sizeof whence, "default");
+        if (!value || (!*value && v->type != V_STR_EMPTY))
+            rc = kb_buf_printf(out, "%-20s (default: %s)\n", v->name, v->dflt);
+        else
+            rc = kb_buf_printf(out, "%-20s %s  (%s)\n", v->name, value, whence);
+    }
     return rc;
 }
 

@@ -36,18 +36,33 @@ struct kb_config {
     char *serve_token;       /* KB_SERVE_TOKEN: kb serve's bearer token,
                                 never printed */
     int no_color;            /* NO_COLOR set and not empty */
+    char *state_dir;         /* $XDG_STATE_HOME/kb, else ~/.local/state/kb:
+                                what kb keeps between commands (the last
+                                query's results); never NULL once loaded */
     int term_dumb;           /* TERM is "dumb": no colour (not a kb
                                 setting, so not in the table) */
+    char *file;              /* the config file looked at:
+                                $XDG_CONFIG_HOME/kb/config, else
+                                ~/.config/kb/config */
+    int file_found;          /* it was there (and was read) */
+    unsigned char from[32];  /* per variable of the table: KB_FROM_* */
+    int line[32];            /* per variable: its line in the file */
 };
+
+enum { KB_FROM_DEFAULT = 0, KB_FROM_ENV, KB_FROM_FILE };
 
 /* Sets every field to its default, as if no variable were set, without
  * reading the environment: kb_dir and model_dir stay NULL. */
 void kb_config_init(kb_config *cfg);
-/* Fills cfg from the environment (cfg's old contents are not freed: pass
- * one fresh or released). A malformed number is KB_ERR_USAGE naming the
- * variable ("bad KB_THREADS 'x': expected a whole number from 1 to 64");
- * KB_ERR_NOMEM. On failure cfg is left as after kb_config_init. Release
- * with kb_config_release. */
+/* Fills cfg from the environment and the config file (cfg's old contents
+ * are not freed: pass one fresh or released). The file holds "KEY = value"
+ * lines (blank lines and '#' comments aside) whose keys are the
+ * variables' names; a variable set in the environment wins over the
+ * file. A malformed number is KB_ERR_USAGE naming the variable ("bad
+ * KB_THREADS 'x': expected a whole number from 1 to 64", after "FILE:LINE:
+ * " when it is the file's); so is an unknown key of the file; KB_ERR_NOMEM.
+ * On failure cfg is left as after kb_config_init. Release with
+ * kb_config_release. */
 kb_rc kb_config_load(kb_config *cfg, kb_err *err);
 /* Frees the strings (wiping the keys) and goes back to kb_config_init. */
 void kb_config_release(kb_config *cfg);
@@ -55,6 +70,9 @@ void kb_config_release(kb_config *cfg);
 /* Appends the list of variables for `kb --help`: one line each with its
  * meaning and default (never a value: keys stay out of it). */
 kb_rc kb_config_help(kb_buf *out);
+/* Appends what `kb config` shows: the file, then each variable with its
+ * value (a key only as "(set)") and where it came from. */
+kb_rc kb_config_show(const kb_config *cfg, kb_buf *out);
 
 /* The KB directory the environment names now: $KB_DIR, else
  * $XDG_DATA_HOME/kb, else ~/.local/share/kb (the rule kb_config_load

@@ -105,6 +105,12 @@ kb_rc kb_write_file_atomic(const char *path, const void *data, size_t len,
 kb_rc kb_mkdirs(const char *path, kb_err *err);
 /* Lower-case hex SHA-256 of data into hex[65]. */
 void kb_sha256_hex(const void *data, size_t len, char hex[65]);
+
+/* 1 if s[0, n) is valid UTF-8. */
+int kb_utf8_valid(const char *s, size_t n);
+/* Appends s[0, n) to out with each byte that is not part of valid UTF-8
+ * replaced by U+FFFD; *replaced (if not NULL) counts them. */
+kb_rc kb_utf8_repair(const char *s, size_t n, kb_buf *out, size_t *replaced) KB_MUST_CHECK;
 /* n bytes as lower-case hex into hex[2n + 1]. */
 void kb_hex_encode(const void *bytes, size_t n, char *hex);
 /* The SHA-256 of each block bytes of data[0, len) (the last block may be
@@ -351,6 +357,32 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
                     char *const *targets, size_t ntargets,
                     kb_ingest_stats *stats, kb_err *err);
 
+/* What one target of kb_ingest_remove matched. */
+typedef struct {
+    const char *target;      /* as given (the caller's string) */
+    const char *what;        /* "source", "folder", "file" or "URL" */
+    size_t documents, chunks;
+} kb_rm_item;
+
+typedef struct {
+    kb_rm_item *items;       /* one per target, in order */
+    size_t n;
+    char **docs;             /* the path (else URL) of each document matched */
+    size_t ndocs, capdocs;
+} kb_rm_result;
+
+/* Removes what the targets name, all in one transaction: a source of the
+ * KB (it and its documents), a local file or folder (the documents of that
+ * real path or under it, files deleted since included), a URL (the
+ * document fetched from it or cited by it); chunks, papers and vectors go
+ * with their documents and the vector index is rebuilt. A target that
+ * matches nothing is KB_ERR_NOTFOUND naming the KB's sources, and nothing
+ * is removed. dry_run: out says what would go; nothing does. Release out
+ * with kb_rm_result_release (also after a failure). */
+kb_rc kb_ingest_remove(kb_store *store, char *const *targets, size_t ntargets,
+                       int dry_run, kb_rm_result *out, kb_err *err);
+void kb_rm_result_release(kb_rm_result *r);
+
 /* ------------------------------------------------------------------ query */
 
 typedef enum { KB_MODE_HYBRID = 0, KB_MODE_LEXICAL, KB_MODE_VECTOR } kb_mode;
@@ -374,6 +406,15 @@ typedef struct {
 
 /* "lex", "vec", "hyde". */
 const char *kb_search_type_name(kb_search_type type);
+
+/* 1 if text holds a word to search for (a letter or digit, or any
+ * character beyond ASCII); a query of blanks or punctuation alone has none
+ * and kb_query_run gives it no results. */
+int kb_query_has_words(const char *text);
+/* KB_ERR_NOTFOUND naming the KB's sources when the filter names one the
+ * KB does not hold: a mistake to say, not a filter that quietly matches
+ * nothing (kb_query_run checks it too). */
+kb_rc kb_query_check_sources(kb_store *store, const kb_filter *filter, kb_err *err);
 /* Returns 0 and sets *out, or -1 if name is no type. */
 int kb_search_type_parse(const char *name, kb_search_type *out);
 
@@ -451,6 +492,7 @@ typedef struct {
     int schema_version;
     long long disk_bytes;
     char *embedder;            /* "" when the KB has no vectors */
+    char *vec_index;           /* the FAISS factory string ("Flat") */
 } kb_status;
 
 kb_rc kb_store_status(kb_store *store, kb_status *out, kb_err *err);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <utf8proc.h>
 
 /* ------------------------------------------------------------------ errors */
 
@@ -532,4 +533,46 @@ void kb_log_warn(const char *fmt, ...)
     va_start(ap, fmt);
     log_v("warning: ", fmt, ap);
     va_end(ap);
+}
+
+/* ------------------------------------------------------------------ UTF-8 */
+
+/* The length of the valid UTF-8 sequence at s (n bytes left), 0 if none. */
+static size_t utf8_step(const char *s, size_t n)
+{
+    utf8proc_int32_t c;
+    utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s,
+                                          (utf8proc_ssize_t)n, &c);
+    return k > 0 ? (size_t)k : 0;
+}
+
+int kb_utf8_valid(const char *s, size_t n)
+{
+    for (size_t k; n; s += k, n -= k)
+        if (!(k = utf8_step(s, n)))
+            return 0;
+    return 1;
+}
+
+kb_rc kb_utf8_repair(const char *s, size_t n, kb_buf *out, size_t *replaced)
+{
+    kb_rc rc = KB_OK;
+    size_t bad = 0;
+    while (n && rc == KB_OK) {
+        size_t run = 0, k;   /* the valid bytes, appended in one go */
+        while (run < n && (k = utf8_step(s + run, n - run)) != 0)
+            run += k;
+        rc = kb_buf_append(out, s, run);
+        s += run;
+        n -= run;
+        if (n && rc == KB_OK) {
+            rc = kb_buf_puts(out, "\xef\xbf\xbd");
+            bad++;
+            s++;
+            n--;
+        }
+    }
+    if (replaced)
+        *replaced = bad;
+    return rc;
 }

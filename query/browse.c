@@ -56,6 +56,12 @@ kb_rc kb_store_status(kb_store *store, kb_status *out, kb_err *err)
     out->disk_bytes = kb_store_disk_size(store);
     char *e = kb_store_meta_get(store, "embedder");
     out->embedder = e ? e : kb_strdup("");
+    char *x = kb_store_meta_get(store, "vec_index");
+    out->vec_index = x && *x ? x : kb_strdup("Flat");
+    if (x && !*x)
+        free(x);
+    if (!out->embedder || !out->vec_index)
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
 out:
     sqlite3_finalize(st);
     if (rc != KB_OK)
@@ -74,6 +80,7 @@ void kb_status_release(kb_status *s)
     }
     free(s->sources);
     free(s->embedder);
+    free(s->vec_index);
     memset(s, 0, sizeof *s);
 }
 

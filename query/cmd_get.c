@@ -17,11 +17,53 @@ static int cmd_get(int argc, char **argv, const kb_cli *cli, const kb_command *s
 const kb_command kb_cmd_get = {
     .name = "get",
     .fn = cmd_get,
-    .usage = "kb get [--json [--budget TOKENS]] [--section] CHUNK_ID",
+    .usage = "kb get [--json [--budget TOKENS]] [--section] CHUNK_ID|@RANK",
     .summary = "print a whole chunk, or with --section its whole section",
     .options = get_options,
+    .notes = "@RANK is a result of the last 'kb query' (in this KB): kb get @1.\n",
     .operands = "chunk",
 };
+
+/* The chunk id of result rank of the last query in the KB at dir (its
+ * ids are in the state folder's last-query, first line the KB). */
+static int last_result(const kb_cli *cli, const kb_command *self, long rank, long *id)
+{
+    char *path = kb_path_join(cli->config->state_dir, "last-query");
+    char *dir = kb_store_default_dir(cli->kb_dir);
+    kb_buf b;
+    kb_buf_init(&b, 1 << 20);
+    kb_err err;
+    kb_err_clear(&err);
+    int status = 0;
+    if (!path || !dir || kb_read_file(path, 1 << 20, &b, &err) != KB_OK) {
+        status = kb_cli_usage_error(self, "no last query to take @%ld from; run 'kb "
+                                    "query' first", rank);
+        goto out;
+    }
+    char *line = b.data, *nl = strchr(line, '\n');
+    if (!nl || (size_t)(nl - line) != strlen(dir) || strncmp(line, dir, strlen(dir)) != 0) {
+        status = kb_cli_usage_error(self, "the last query searched another KB; run "
+                                    "'kb query' here first");
+        goto out;
+    }
+    for (long r = 1; (line = nl + 1) && *line; r++) {
+        nl = strchr(line, '\n');
+        if (!nl)
+            break;
+        *nl = '\0';
+        if (r == rank) {
+            if (kb_parse_long(line, 1, 0x7fffffffL, id) != KB_OK)
+                break;
+            goto out;
+        }
+    }
+    status = kb_cli_usage_error(self, "the last query has no result @%ld", rank);
+out:
+    kb_buf_release(&b);
+    free(path);
+    free(dir);
+    return status;
+}
 
 static int cmd_get(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
@@ -49,8 +91,15 @@ static int cmd_get(int argc, char **argv, const kb_cli *cli, const kb_command *s
     long id;
     if (!id_arg)
         return kb_cli_usage_error(self, "no chunk id given");
-    if (kb_parse_long(id_arg, 1, 0x7fffffffL, &id) != KB_OK)
-        return kb_cli_usage_error(self, "'%s' is not a chunk id", id_arg);
+    long rank;
+    if (id_arg[0] == '@' && kb_parse_long(id_arg + 1, 1, 1000, &rank) == KB_OK) {
+        int status = last_result(cli, self, rank, &id);
+        if (status)
+            return status;
+    } else if (kb_parse_long(id_arg, 1, 0x7fffffffL, &id) != KB_OK) {
+        return kb_cli_usage_error(self, "'%s' is not a chunk id (nor @RANK of the last "
+                                  "query)", id_arg);
+    }
     if (budget && !json)
         return kb_cli_usage_error(self, "--budget needs --json");
 

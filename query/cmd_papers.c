@@ -15,13 +15,18 @@ static const kb_option papers_options[] = {
 };
 
 static int cmd_papers(int argc, char **argv, const kb_cli *cli, const kb_command *self);
+static int papers_run(const kb_cli *cli, const kb_command *self, const char *section,
+                      const char *words, long budget, int json);
 
 const kb_command kb_cmd_papers = {
     .name = "papers",
     .fn = cmd_papers,
-    .usage = "kb papers [--section S] [--words W] [--json [--budget TOKENS]]",
+    .usage = "kb papers [--section S] [--words W] [--json [--budget TOKENS]] [WORDS...]",
     .summary = "list the literature list's paper records",
     .options = papers_options,
+    .notes = "WORDS, like --words, keep the papers whose title or section holds each:\n"
+             "kb papers triton reinforcement\n",
+    .operands = "text",
 };
 
 static int cmd_papers(int argc, char **argv, const kb_cli *cli, const kb_command *self)
@@ -45,8 +50,27 @@ static int cmd_papers(int argc, char **argv, const kb_cli *cli, const kb_command
     }
     if (c < 0)
         return g.status;
-    if (kb_cli_no_operands(&g))
-        return 2;
+    /* kb papers WORDS...: --words by another name */
+    kb_buf wbuf;
+    kb_buf_init(&wbuf, 1 << 16);
+    for (int i = g.ind - 1; i < argc; i++) {
+        const char *w = i < g.ind ? words : argv[i];
+        if (w && ((wbuf.len && kb_buf_putc(&wbuf, ' ') != KB_OK) ||
+                  kb_buf_puts(&wbuf, w) != KB_OK)) {
+            kb_buf_release(&wbuf);
+            return kb_cli_usage_error(self, "the words are longer than %d bytes", 1 << 16);
+        }
+    }
+    if (wbuf.len)
+        words = wbuf.data;
+    int status = papers_run(cli, self, section, words, budget, json);
+    kb_buf_release(&wbuf);
+    return status;
+}
+
+static int papers_run(const kb_cli *cli, const kb_command *self, const char *section,
+                      const char *words, long budget, int json)
+{
     if (budget && !json)
         return kb_cli_usage_error(self, "--budget needs --json");
     if (json) {   /* the papers tool's object */

@@ -12,6 +12,9 @@
 #define HIT(cli) ((cli)->color ? "\033[1;33m" : "")
 #define RESET(cli) ((cli)->color ? "\033[0m" : "")
 
+/* the most of one heading a result's line shows */
+#define HEADING_MAX 100
+
 /* 1 if the word at s (len n) is one of the query's words (3+ letters). */
 static int is_query_word(const char *query, const char *s, size_t n)
 {
@@ -56,6 +59,22 @@ static void print_text(const kb_cli *cli, const char *text, const char *query)
     putchar('\n');
 }
 
+/* A heading of a result for the terminal: a long one (a paper's title
+ * list, a generated page's run-on heading) cut at about max bytes, on a
+ * character boundary, with an ellipsis. */
+static void put_heading(const char *h, size_t max)
+{
+    size_t n = strlen(h);
+    if (n <= max) {
+        kb_cli_put_safe(stdout, h, n);
+        return;
+    }
+    while (max > 0 && ((unsigned char)h[max] & 0xC0) == 0x80)
+        max--;
+    kb_cli_put_safe(stdout, h, max);
+    fputs("\xe2\x80\xa6", stdout);   /* … */
+}
+
 static void print_human(const kb_cli *cli, const kb_query_opts *opts,
                         const kb_results *r, int explain)
 {
@@ -72,10 +91,10 @@ static void print_human(const kb_cli *cli, const kb_query_opts *opts,
         printf("]%s ", RESET(cli));
         for (size_t d = 0; d < x->depth; d++) {
             printf("%s%s", d ? " > " : "", d + 1 == x->depth ? BOLD(cli) : "");
-            kb_cli_puts_safe(stdout, x->heading_path[d]);
+            put_heading(x->heading_path[d], HEADING_MAX);
         }
-        printf("%s  %s(%s)%s\n", RESET(cli), DIM(cli), kb_kind_name(x->kind),
-               RESET(cli));
+        printf("%s  %s(%s, chunk %lld)%s\n", RESET(cli), DIM(cli), kb_kind_name(x->kind),
+               (long long)x->chunk_id, RESET(cli));
         const char *lines[] = { x->url, x->path };
         for (size_t l = 0; l < 2; l++) {
             if (!*lines[l])
@@ -101,8 +120,10 @@ static void print_human(const kb_cli *cli, const kb_query_opts *opts,
         }
         putchar('\n');
     }
-    printf("%s%zu results in %.1f ms (%s)", DIM(cli), r->n, r->took_ms,
-           kb_mode_name(r->mode));
+    if (cli->quiet && !explain)
+        return;
+    printf("%s%zu result%s in %.1f ms (%s)", DIM(cli), r->n, r->n == 1 ? "" : "s",
+           r->took_ms, kb_mode_name(r->mode));
     if (explain)
         printf(": lexical %.1f ms, query embedding %.1f ms (in parallel), "
                "vector search %.1f ms, fusion and results %.1f ms", r->lexical_ms,
@@ -110,12 +131,35 @@ static void print_human(const kb_cli *cli, const kb_query_opts *opts,
     printf("%s\n", RESET(cli));
 }
 
+/* Keeps the results' chunk ids, best first, for 'kb get @N': the file
+ * last-query in the state folder, its first line the KB's folder. A KB
+ * that cannot keep it loses nothing but the shorthand. */
+static void save_last(const kb_cli *cli, const kb_store *store, const kb_results *r)
+{
+    kb_buf b;
+    kb_buf_init(&b, 0);
+    kb_err err;
+    kb_err_clear(&err);
+    kb_rc rc = kb_buf_printf(&b, "%s\n", kb_store_dir(store));
+    for (size_t i = 0; i < r->n && rc == KB_OK; i++)
+        rc = kb_buf_printf(&b, "%lld\n", (long long)r->items[i].chunk_id);
+    char *path = kb_path_join(cli->config->state_dir, "last-query");
+    if (rc == KB_OK && path && kb_mkdirs(cli->config->state_dir, &err) == KB_OK)
+        rc = kb_write_file_atomic(path, b.data, b.len, &err);
+    if (rc != KB_OK || err.msg[0])
+        kb_log_debug("cannot keep the last query: %s", err.msg[0] ? err.msg : "no memory");
+    free(path);
+    kb_buf_release(&b);
+}
+
 /* The search tool's arguments for the command line's options (mode NULL:
  * not given; budget 0: none). NULL when out of memory. */
-static cJSON *search_args(const kb_query_opts *opts, const char *mode, long budget)
+static cJSON *search_args(const kb_query_opts *opts, const char *mode, long budget,
+                          int explain)
 {
     cJSON *a = cJSON_CreateObject(), *arr = NULL;
     int ok = a && cJSON_AddStringToObject(a, "query", opts->text) &&
+             (!explain || cJSON_AddBoolToObject(a, "explain", 1)) &&
              cJSON_AddNumberToObject(a, "k", opts->k) &&
              (!mode || cJSON_AddStringToObject(a, "mode", mode)) &&
              (!budget || cJSON_AddNumberToObject(a, "budget_tokens", (double)budget));
@@ -157,6 +201,7 @@ static const kb_option query_options[] = {
       "at most 10 of --lex, --vec, --hyde" },
     { "budget", KB_OPT_LONG('b'), "TOKENS", "with --json: whole results, best first, within\n"
       "about TOKENS tokens (1000-200000; default: no limit)" },
+    { "file", KB_OPT_LONG('F'), "FILE", "the query is FILE's text ('-': standard input)" },
     { NULL, 0, NULL, NULL },
 };
 
@@ -165,10 +210,12 @@ static int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command 
 const kb_command kb_cmd_query = {
     .name = "query",
     .fn = cmd_query,
-    .usage = "kb query [options] [--] TEXT...",
+    .usage = "kb query [options] [--] TEXT... | -",
     .summary = "search the KB; prints ranked, cited passages",
     .options = query_options,
-    .notes = "A query that starts with '-' goes after '--': kb query -- -arch=sm_90\n",
+    .notes = "A query that starts with '-' goes after '--': kb query -- -arch=sm_90\n"
+             "'-' alone reads the query from standard input: make 2>&1 | kb query -\n"
+             "'kb get @N' prints the Nth result of the last query in full.\n",
     .operands = "text",
 };
 
@@ -180,7 +227,7 @@ static int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command 
     kb_search searches[KB_QUERY_MAX_SEARCHES];
     opts.searches = searches;
     int json = 0, explain = 0, c;
-    const char *mode = NULL;
+    const char *mode = NULL, *file = NULL;
     long k = 10, budget = 0;
     kb_getopt g;
     kb_getopt_init(&g, self, argc, argv);
@@ -198,9 +245,17 @@ static int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command 
                                           "lexical, vector)", g.arg);
             break;
         case KB_OPT_LONG('s'):
-            if (opts.filter.nsources == KB_FILTER_MAX_SOURCES)
-                return kb_cli_usage_error(self, "too many --source options");
-            opts.filter.sources[opts.filter.nsources++] = g.arg;
+            /* --source a,b is --source a --source b */
+            for (char *id = (char *)g.arg, *next; id; id = next) {
+                if ((next = strchr(id, ',')) != NULL)
+                    *next++ = '\0';
+                if (!*id)
+                    return kb_cli_usage_error(self, "an empty --source");
+                if (opts.filter.nsources == KB_FILTER_MAX_SOURCES)
+                    return kb_cli_usage_error(self, "too many sources (at most %d)",
+                                              KB_FILTER_MAX_SOURCES);
+                opts.filter.sources[opts.filter.nsources++] = id;
+            }
             break;
         case KB_OPT_LONG('K'): {
             kb_kind kind;
@@ -229,6 +284,7 @@ static int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command 
                                           : KB_SEARCH_HYDE;
             searches[opts.nsearches++].text = g.arg;
             break;
+        case KB_OPT_LONG('F'): file = g.arg; break;
         case KB_OPT_LONG('j'): json = 1; break;
         case KB_OPT_LONG('e'): explain = 1; break;
         case KB_OPT_LONG('f'): opts.snippet = 0; break;
@@ -236,24 +292,71 @@ static int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command 
     }
     if (c < 0)
         return g.status;
-    if (g.ind >= argc)
+    if (!file && g.ind + 1 == argc && strcmp(argv[g.ind], "-") == 0)
+        file = "-";   /* kb query - : standard input */
+    else if (file && g.ind < argc)
+        return kb_cli_usage_error(self, "the query comes from --file or the command "
+                                  "line, not both");
+    if (!file && g.ind >= argc)
         return kb_cli_usage_error(self, "no query text given");
     if (budget && !json)
         return kb_cli_usage_error(self, "--budget needs --json");
     opts.k = (int)k;
     kb_buf text;
     kb_buf_init(&text, 1 << 16);
-    for (int i = g.ind; i < argc; i++)
+    if (file) {
+        kb_err ferr;
+        kb_err_clear(&ferr);
+        kb_rc frc = kb_read_file(strcmp(file, "-") == 0 ? "/dev/stdin" : file, 1 << 16,
+                                 &text, &ferr);
+        if (frc != KB_OK) {
+            kb_buf_release(&text);
+            if (strstr(ferr.msg, "too large"))
+                return kb_cli_usage_error(self, "the query text is longer than %d bytes",
+                                          1 << 16);
+            return kb_cli_fail(&ferr);
+        }
+    }
+    for (int i = g.ind; !file && i < argc; i++)
         if ((i > g.ind && kb_buf_putc(&text, ' ') != KB_OK) ||
             kb_buf_puts(&text, argv[i]) != KB_OK) {
             kb_buf_release(&text);
             return kb_cli_usage_error(self, "the query text is longer than %d bytes",
                                       1 << 16);
         }
+    if (!text.data && kb_buf_puts(&text, "") != KB_OK) {
+        kb_buf_release(&text);
+        return kb_cli_usage_error(self, "out of memory");
+    }
     opts.text = text.data;
     opts.config = cli->config;
+    /* blanks are no query, as "" is not; punctuation alone has no words */
+    if (!text.data[strspn(text.data, " \t\r\n\v\f")]) {
+        kb_buf_release(&text);
+        return kb_cli_usage_error(self, "empty query");
+    }
+    if (!kb_query_has_words(text.data)) {
+        int status = kb_cli_usage_error(self, "the query '%.80s' has no words to search "
+                                        "for", text.data);
+        kb_buf_release(&text);
+        return status;
+    }
+    if (opts.filter.nsources) {   /* a source the KB lacks: a usage error */
+        kb_err serr;
+        kb_err_clear(&serr);
+        kb_store *s = NULL;
+        kb_rc src = kb_cli_open_store(cli, KB_STORE_READONLY, &s, &serr);
+        if (src == KB_OK)
+            src = kb_query_check_sources(s, &opts.filter, &serr);
+        kb_store_close(s);
+        if (src != KB_OK) {
+            kb_buf_release(&text);
+            return src == KB_ERR_NOTFOUND && strncmp(serr.msg, "unknown source", 14) == 0
+                       ? kb_cli_usage_error(self, "%s", serr.msg) : kb_cli_fail(&serr);
+        }
+    }
     if (json) {   /* the search tool's object, whole chunks */
-        cJSON *args = search_args(&opts, mode, budget);
+        cJSON *args = search_args(&opts, mode, budget, explain);
         kb_buf_release(&text);
         return cmd_tool_json(cli, "search", args);
     }
@@ -266,8 +369,10 @@ static int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command 
     kb_rc rc = kb_cli_open_store(cli, KB_STORE_READONLY, &store, &err);
     if (rc == KB_OK)
         rc = kb_query_run(store, emb, &opts, &res, &err);
-    if (rc == KB_OK)
+    if (rc == KB_OK) {
         print_human(cli, &opts, &res, explain);
+        save_last(cli, store, &res);
+    }
     kb_results_release(&res);
     kb_store_close(store);
     kb_buf_release(&text);

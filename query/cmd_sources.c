@@ -114,6 +114,28 @@ static int cmd_sources(int argc, char **argv, const kb_cli *cli, const kb_comman
             fputc('\n', stdout);
         }
     }
+    /* the KB's sources that are not the manifest's: ad-hoc files and URLs
+     * (--source ID, 'local', 'web') */
+    for (size_t j = 0; j < st.n; j++) {
+        const kb_source_status *ss = &st.sources[j];
+        if (kb_manifest_find(&m, ss->id))
+            continue;
+        if (json) {
+            cJSON *o = cJSON_CreateObject();
+            if (!o || !cJSON_AddStringToObject(o, "id", ss->id) ||
+                !cJSON_AddStringToObject(o, "state", "ad-hoc") ||
+                !cJSON_AddNumberToObject(o, "documents", (double)ss->documents) ||
+                !cJSON_AddNumberToObject(o, "chunks", (double)ss->chunks) ||
+                !cJSON_AddItemToArray(arr, o)) {
+                cJSON_Delete(o);
+                cJSON_Delete(arr);
+                arr = NULL;
+            }
+        } else {
+            printf("%-32s %-10s %6zu %7zu  %s\n", ss->id, "ad-hoc", ss->documents,
+                   ss->chunks, "(not in the manifest)");
+        }
+    }
     if (json) {
         cJSON *root = cJSON_CreateObject();
         if (!cJSON_AddItemToObject(root, "sources", arr)) {

@@ -63,9 +63,20 @@ static int cmd_status(int argc, char **argv, const kb_cli *cli, const kb_command
         printf(": %zu sources, %zu documents, %zu chunks, %zu papers, "
                "%.1f MB on disk\n", st.n, st.documents, st.chunks, st.papers,
                (double)st.disk_bytes / 1e6);
-        printf("embeddings: %zu%s", st.embeddings, *st.embedder ? " by " : "");
-        kb_cli_puts_safe(stdout, st.embedder);
-        fputs("\n\n", stdout);
+        if (st.embeddings == 0) {
+            printf("embeddings: none (search is lexical; 'kb ingest' without "
+                   "--no-embed makes them)\n\n");
+        } else {
+            printf("embeddings: %zu of %zu chunks by ", st.embeddings, st.chunks);
+            kb_cli_puts_safe(stdout, st.embedder);
+            printf(", index %s", st.vec_index);
+            if (st.embeddings < st.chunks)
+                printf(": partly embedded\n"
+                       "  (an interrupted ingest?) vector and hybrid search see only the "
+                       "embedded chunks;\n  run 'kb ingest' to embed the other %zu",
+                       st.chunks - st.embeddings);
+            fputs("\n\n", stdout);
+        }
         printf("%-32s %-12s %6s %7s %6s  %-19s %s\n", "source", "version", "docs",
                "chunks", "papers", "last ingest", "state");
         for (size_t i = 0; i < st.n; i++) {

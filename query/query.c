@@ -481,6 +481,22 @@ static kb_rc plan_lists(query_run *q, kb_results *out, kb_err *err)
         if (opts->mode == KB_MODE_HYBRID)
             out->mode = KB_MODE_LEXICAL;
     }
+    if (want_vec) {
+        /* no model installed: the default mode answers lexically and says
+         * why; only an explicit vector search fails */
+        kb_err merr;
+        kb_err_clear(&merr);
+        kb_rc rc = query_embedder(q->store, opts->config, &q->emb, &merr);
+        if (rc == KB_ERR_MODEL && opts->mode != KB_MODE_VECTOR) {
+            kb_log_warn("answering lexically: %s", merr.msg);
+            want_vec = 0;
+            q->emb = NULL;
+            if (opts->mode == KB_MODE_HYBRID)
+                out->mode = KB_MODE_LEXICAL;
+        } else if (rc != KB_OK) {
+            return kb_err_set(err, rc, "%s", merr.msg);
+        }
+    }
     if (opts->mode != KB_MODE_VECTOR)
         add_list(q, 0, opts->text);
     if (opts->mode != KB_MODE_LEXICAL && want_vec)
@@ -492,9 +508,7 @@ static kb_rc plan_lists(query_run *q, kb_results *out, kb_err *err)
     }
     if (!want_vec)
         return KB_OK;
-    kb_rc rc = query_embedder(q->store, opts->config, &q->emb, err);
-    if (rc == KB_OK)
-        rc = kb_vec_check_embedder(q->store, q->emb, 0, err);
+    kb_rc rc = kb_vec_check_embedder(q->store, q->emb, 0, err);
     if (rc != KB_OK)
         return rc;
     q->job.emb = q->emb;
@@ -573,6 +587,14 @@ static kb_rc rank_results(query_run *q, kb_results *out, int *backfilled,
 }
 
 /* The arguments kb_query_run cannot search. */
+int kb_query_has_words(const char *s)
+{
+    for (; *s; s++)
+        if (isalnum((unsigned char)*s) || (unsigned char)*s >= 0x80)
+            return 1;
+    return 0;
+}
+
 static kb_rc check_opts(const kb_query_opts *opts, kb_err *err)
 {
     if (!opts->text || !*opts->text)
@@ -586,6 +608,42 @@ static kb_rc check_opts(const kb_query_opts *opts, kb_err *err)
     return KB_OK;
 }
 
+kb_rc kb_query_check_sources(kb_store *store, const kb_filter *f, kb_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    kb_rc rc = KB_OK;
+    for (size_t i = 0; i < f->nsources && rc == KB_OK; i++) {
+        if (!st && (rc = kb_store_prepare(store, "SELECT 1 FROM sources WHERE id = ?",
+                                          &st, err)) != KB_OK)
+            break;
+        sqlite3_reset(st);
+        sqlite3_bind_text(st, 1, f->sources[i], -1, SQLITE_STATIC);
+        int step = sqlite3_step(st);
+        if (step == SQLITE_ROW)
+            continue;
+        if (step != SQLITE_DONE) {
+            rc = kb_store_db_error(store, err, "look up a source");
+            break;
+        }
+        sqlite3_stmt *all = NULL;
+        kb_buf known;
+        kb_buf_init(&known, 8192);
+        rc = kb_store_prepare(store, "SELECT id FROM sources ORDER BY id", &all, err);
+        size_t n = 0;
+        while (rc == KB_OK && sqlite3_step(all) == SQLITE_ROW)
+            if (kb_buf_printf(&known, "%s%s", n++ ? ", " : "",
+                              (const char *)sqlite3_column_text(all, 0)) != KB_OK)
+                break;
+        sqlite3_finalize(all);
+        if (rc == KB_OK)
+            rc = kb_err_set(err, KB_ERR_NOTFOUND, "unknown source '%s' (the KB has: %s)",
+                            f->sources[i], n ? known.data : "none");
+        kb_buf_release(&known);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
                    kb_results *out, kb_err *err)
 {
@@ -597,8 +655,16 @@ kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
     query_run q = { .store = store, .opts = opts, .emb = emb, .depth = k * 4 + 40 };
 
     kb_rc rc = check_opts(opts, err);
+    if (rc == KB_OK)
+        rc = kb_query_check_sources(store, &opts->filter, err);
     if (rc != KB_OK)
         return rc;
+    /* blanks, or punctuation alone, are nothing to search for: no results,
+     * rather than whatever the vectors lie nearest to (the CLI refuses them) */
+    if (!kb_query_has_words(opts->text)) {
+        out->took_ms = kb_now_ms() - t0;
+        return KB_OK;
+    }
     /* one read transaction: every statement below sees the same snapshot,
      * so an ingest committing meanwhile cannot remove a chunk between the
      * search and reading its row */

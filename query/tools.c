@@ -54,7 +54,11 @@
     "\"lexical_rank\":{\"type\":[\"integer\",\"null\"],\"description\":" \
         "\"place in the keyword (BM25) list; null when not in it\"}," \
     "\"vector_rank\":{\"type\":[\"integer\",\"null\"],\"description\":" \
-        "\"place in the embedding list; null when not in it\"}}," \
+        "\"place in the embedding list; null when not in it\"}," \
+    "\"lexical_score\":{\"type\":[\"number\",\"null\"],\"description\":" \
+        "\"with explain: its BM25 score; null when not in that list\"}," \
+    "\"vector_score\":{\"type\":[\"number\",\"null\"],\"description\":" \
+        "\"with explain: its cosine similarity; null when not in that list\"}}," \
     "\"required\":[\"rank\",\"score\",\"chunk_id\",\"source\",\"title\"," \
         "\"heading_path\",\"url\",\"path\",\"kind\",\"text\",\"version\"," \
         "\"lexical_rank\",\"vector_rank\"]," \
@@ -70,9 +74,48 @@
     "\"omitted\":{\"type\":\"integer\",\"minimum\":0,\"description\":" \
         "\"how many results were left out (raise budget_tokens, lower k, " \
         "or pass snippet for them)\"}," \
+    "\"timings\":{\"type\":\"object\",\"description\":\"with explain: " \
+        "where the time went, in ms\",\"properties\":{" \
+        "\"lexical_ms\":{\"type\":\"number\"},\"embed_ms\":{\"type\":\"number\"}," \
+        "\"vector_ms\":{\"type\":\"number\"},\"results_ms\":{\"type\":\"number\"}}," \
+        "\"required\":[\"lexical_ms\",\"embed_ms\",\"vector_ms\",\"results_ms\"]," \
+        "\"additionalProperties\":false}," \
     "\"results\":{\"type\":\"array\",\"items\":" RESULT_SCHEMA "}}," \
     "\"required\":[\"query\",\"mode\",\"took_ms\",\"truncated\",\"omitted\"," \
         "\"results\"]," \
+    "\"additionalProperties\":false}"
+
+/* get's object: the chunk (or its section's chunks), its section and its
+ * document, said once each */
+#define GET_SCHEMA \
+    "{\"type\":\"object\",\"properties\":{" \
+    "\"chunk_id\":{\"type\":\"integer\",\"minimum\":1,\"description\":" \
+        "\"the chunk asked for\"}," \
+    "\"document\":{\"type\":\"object\",\"properties\":{" \
+        "\"source\":{\"type\":\"string\"},\"title\":{\"type\":\"string\"}," \
+        "\"url\":{\"type\":\"string\",\"description\":\"the document, " \
+            "without an anchor\"}," \
+        "\"path\":{\"type\":\"string\"},\"version\":{\"type\":\"string\"}}," \
+        "\"required\":[\"source\",\"title\",\"url\",\"path\",\"version\"]," \
+        "\"additionalProperties\":false}," \
+    "\"section\":{\"type\":\"object\",\"properties\":{" \
+        "\"heading_path\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}," \
+        "\"url\":{\"type\":\"string\",\"description\":\"a deep link to the " \
+            "section; cite it\"}}," \
+        "\"required\":[\"heading_path\",\"url\"],\"additionalProperties\":false}," \
+    "\"truncated\":{\"type\":\"boolean\"}," \
+    "\"omitted\":{\"type\":\"integer\",\"minimum\":0}," \
+    "\"chunks\":{\"type\":\"array\",\"description\":\"the chunk, or with " \
+        "section every chunk of its section in document order\",\"items\":{" \
+        "\"type\":\"object\",\"properties\":{" \
+        "\"chunk_id\":{\"type\":\"integer\",\"minimum\":1}," \
+        "\"kind\":{\"type\":\"string\",\"enum\":" KINDS_ENUM "}," \
+        "\"heading_path\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}," \
+        "\"text\":{\"type\":\"string\"}}," \
+        "\"required\":[\"chunk_id\",\"kind\",\"heading_path\",\"text\"]," \
+        "\"additionalProperties\":false}}}," \
+    "\"required\":[\"chunk_id\",\"document\",\"section\",\"truncated\"," \
+        "\"omitted\",\"chunks\"]," \
     "\"additionalProperties\":false}"
 
 /* budget_tokens, as search and get take it */
@@ -100,6 +143,8 @@ static const char search_input[] =
         "\"description\":\"only results from these source ids\"},"
     "\"kinds\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":"
         KINDS_ENUM "},\"description\":\"only results of these kinds\"},"
+    "\"explain\":{\"type\":\"boolean\",\"default\":false,\"description\":"
+        "\"true: each result's score in each list, and the time of each step\"},"
     "\"snippet\":{\"type\":\"boolean\",\"default\":false,\"description\":"
         "\"true: each text is a window of about 320 bytes around the first "
         "query word; false: the whole chunk\"},"
@@ -175,6 +220,8 @@ static const char status_output[] =
     "\"embeddings\":{\"type\":\"integer\",\"minimum\":0},"
     "\"embedder\":{\"type\":\"string\",\"description\":\"what made the "
         "vectors; empty when the KB has none (search answers lexical)\"},"
+    "\"index\":{\"type\":\"string\",\"description\":\"the FAISS index "
+        "the vectors are searched with (Flat: exact; HNSW32, ...)\"},"
     "\"disk_bytes\":{\"type\":\"integer\",\"minimum\":0},"
     "\"sources\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
     "\"properties\":{"
@@ -336,7 +383,7 @@ static void pack_items(cJSON *root, const char *key, cJSON *arr, int budget, int
 /* DESIGN.md's `kb query --json` object for r, within budget tokens (0: no
  * limit). */
 static kb_rc results_json(const char *query, const kb_results *r, int budget,
-                          cJSON **out, kb_err *err)
+                          int explain, cJSON **out, kb_err *err)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON *arr = cJSON_CreateArray();
@@ -362,6 +409,22 @@ static kb_rc results_json(const char *query, const kb_results *r, int budget,
         put_string(o, "version", x->version, &ok);
         put_rank(o, "lexical_rank", x->lexical_rank, &ok);
         put_rank(o, "vector_rank", x->vector_rank, &ok);
+        if (explain && x->lexical_rank)
+            put_number(o, "lexical_score", x->lexical_score, &ok);
+        else if (explain)
+            put_rank(o, "lexical_score", 0, &ok);
+        if (explain && x->vector_rank)
+            put_number(o, "vector_score", x->vector_score, &ok);
+        else if (explain)
+            put_rank(o, "vector_score", 0, &ok);
+    }
+    if (explain) {
+        cJSON *t = cJSON_CreateObject();
+        put_item(root, "timings", t, &ok);
+        put_number(t, "lexical_ms", r->lexical_ms, &ok);
+        put_number(t, "embed_ms", r->embed_ms, &ok);
+        put_number(t, "vector_ms", r->vector_ms, &ok);
+        put_number(t, "results_ms", r->results_ms, &ok);
     }
     pack_items(root, "results", arr, budget, &ok);
     cJSON_Delete(arr);
@@ -434,24 +497,68 @@ static kb_rc tool_search(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
     kb_results res;
     kb_rc rc = kb_query_run(ctx->store, ctx->emb, &opts, &res, err);
     if (rc == KB_OK)
-        rc = results_json(opts.text, &res, arg_budget(ctx, args), out, err);
+        rc = results_json(opts.text, &res, arg_budget(ctx, args),
+                          arg_bool(args, "explain", 0), out, err);
     kb_results_release(&res);
     return rc;
 }
 
-/* The object of search, its query the chunk id: what `kb get --json` has
- * always printed (mode and took_ms say nothing here). */
+/* get's object for chunk id and its chunks r (GET_SCHEMA), within budget
+ * tokens (0: no limit). */
+static kb_rc get_json(int64_t id, const kb_results *r, int budget, cJSON **out,
+                      kb_err *err)
+{
+    const kb_result *x = &r->items[0];
+    for (size_t i = 0; i < r->n; i++)   /* the section as the chunk asked for has it */
+        if (r->items[i].chunk_id == id)
+            x = &r->items[i];
+    cJSON *root = cJSON_CreateObject();
+    cJSON *arr = cJSON_CreateArray();
+    int ok = root && arr;
+    put_number(root, "chunk_id", (double)id, &ok);
+    cJSON *doc = cJSON_CreateObject();
+    put_item(root, "document", doc, &ok);
+    put_string(doc, "source", x->source, &ok);
+    put_string(doc, "title", x->title, &ok);
+    size_t ulen = strcspn(x->url, "#");
+    char *url = kb_strndup(x->url, ulen);
+    if (!url)
+        ok = 0;
+    put_string(doc, "url", url ? url : "", &ok);
+    free(url);
+    put_string(doc, "path", x->path, &ok);
+    put_string(doc, "version", x->version, &ok);
+    cJSON *sec = cJSON_CreateObject();
+    put_item(root, "section", sec, &ok);
+    cJSON *hp = put_array(sec, "heading_path", &ok);
+    for (size_t d = 0; d < x->depth; d++)
+        push_string(hp, x->heading_path[d], &ok);
+    put_string(sec, "url", x->url, &ok);
+    for (size_t i = 0; ok && i < r->n; i++) {
+        const kb_result *c = &r->items[i];
+        cJSON *o = push_object(arr, &ok);
+        put_number(o, "chunk_id", (double)c->chunk_id, &ok);
+        put_string(o, "kind", kb_kind_name(c->kind), &ok);
+        cJSON *h = put_array(o, "heading_path", &ok);
+        for (size_t d = 0; d < c->depth; d++)
+            push_string(h, c->heading_path[d], &ok);
+        put_string(o, "text", c->text, &ok);
+    }
+    pack_items(root, "chunks", arr, budget, &ok);
+    cJSON_Delete(arr);
+    return finish(root, ok, out, err);
+}
+
+/* The chunk, its section and its document (`kb get --json`). */
 static kb_rc tool_get(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
                       kb_err *err)
 {
     int64_t id = (int64_t)arg_number(args, "chunk_id", 0);
-    char query[32];
-    snprintf(query, sizeof query, "%lld", (long long)id);
     kb_results res;
     kb_rc rc = kb_get_chunk(ctx->store, id, arg_bool(args, "section", 0), &res,
                             err);
     if (rc == KB_OK)
-        rc = results_json(query, &res, arg_budget(ctx, args), out, err);
+        rc = get_json(id, &res, arg_budget(ctx, args), out, err);
     kb_results_release(&res);
     return rc;
 }
@@ -503,6 +610,7 @@ static kb_rc tool_status(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
     put_number(root, "papers", (double)st.papers, &ok);
     put_number(root, "embeddings", (double)st.embeddings, &ok);
     put_string(root, "embedder", st.embedder, &ok);
+    put_string(root, "index", st.vec_index, &ok);
     put_number(root, "disk_bytes", (double)st.disk_bytes, &ok);
     cJSON *arr = put_array(root, "sources", &ok);
     for (size_t i = 0; ok && i < st.n; i++) {
@@ -552,12 +660,12 @@ static const kb_tool tools[] = {
       "Fetch one chunk of the knowledge base by the chunk_id that a search "
       "result gave, or with section every chunk of that chunk's section in "
       "document order. Use it when a result's text is cut short or the "
-      "passages around it matter. Returns the object search returns, its "
-      "results in document order with rank counting from 1; query holds "
-      "the chunk id, and mode and took_ms carry no information; a section "
-      "longer than budget_tokens keeps its first chunks (truncated, "
-      "omitted). An unknown chunk_id is an error.",
-      get_input, RESULTS_SCHEMA, 1, tool_get },
+      "passages around it matter. Returns the chunk's document (source, "
+      "title, url, path, version) and section (heading_path and its deep "
+      "link) once, and chunks: the chunk, or the section's chunks in "
+      "document order; a section longer than budget_tokens keeps its first "
+      "chunks (truncated, omitted). An unknown chunk_id is an error.",
+      get_input, GET_SCHEMA, 1, tool_get },
     { "papers",
       "List the paper records of the kernel-generation literature list "
       "(date, title, section path and links by label such as paper, code, "

@@ -33,8 +33,10 @@ fi
 # --- FAISS C API -------------------------------------------------------------
 # libfaiss-dev ships libfaiss.a and the c_api headers but not the C API objects.
 capi="$build/faiss-capi"
-# the library is the last thing written: its presence means a finished build
-if [ ! -f "$capi/libfaiss_c.a" ]; then
+# the library is the last thing written: its presence means a finished build;
+# the stamp, one built with NDEBUG (without it every FAISS error is also
+# printed on stderr by the C API itself, so kb's message came twice)
+if [ ! -f "$capi/libfaiss_c.a" ] || [ ! -f "$capi/ndebug.stamp" ]; then
   srclist=/etc/apt/sources.list.d/kb-debian-src.sources
   if [ ! -f "$srclist" ]; then
     say "enabling deb-src for bookworm"
@@ -61,10 +63,11 @@ SRC
   # one compiler per CPU; xargs fails if any compile does
   sources=$(cd "$srcdir/c_api" && find . -name '*.cpp' ! -path '*gpu*' | sort)
   printf '%s\n' $sources | xargs -P "$(nproc)" -I{} sh -c \
-    'o="$1/obj/$(echo "$2" | sed "s|^\./||; s|/|_|g").o"; g++ -O2 -fPIC -std=c++17 -I"$0" -c "$0c_api/$2" -o "$o"' \
+    'o="$1/obj/$(echo "$2" | sed "s|^\./||; s|/|_|g").o"; g++ -O2 -DNDEBUG -fPIC -std=c++17 -I"$0" -c "$0c_api/$2" -o "$o"' \
     "$srcdir" "$capi" {}
   ar rcs "$capi/libfaiss_c.a.tmp" "$capi"/obj/*.o
   mv "$capi/libfaiss_c.a.tmp" "$capi/libfaiss_c.a"
+  touch "$capi/ndebug.stamp"
 fi
 
 # --- model weights -----------------------------------------------------------

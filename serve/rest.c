@@ -372,7 +372,7 @@ static cJSON *operation(const rest_op *op, int token, int *ok)
         item(resp, "404", error_ref(op->not_found ? op->not_found
                                     : op->path_arg ? "no such chunk"
                                     : "the KB lacks what the mode needs "
-                                      "(vectors), or no such task", ok), ok);
+                                      "(vectors), a source asked for, or no such task", ok), ok);
     if (op->body)
         item(resp, "413", error_ref("the body is over the server's cap", ok), ok);
     item(resp, "500", error_ref("the server's own failure", ok), ok);

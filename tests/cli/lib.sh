@@ -4,6 +4,8 @@ set -u
 KB_TMP=$(mktemp -d)
 trap 'rm -rf "$KB_TMP"' EXIT
 export KB_DIR="$KB_TMP/kb" NO_COLOR=1
+# no config file or state of the user running the tests
+export XDG_CONFIG_HOME="$KB_TMP/config" XDG_STATE_HOME="$KB_TMP/state"
 kb() { "$KB_BIN" "$@"; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 # expect_rc RC command... : runs command, output in $out, fails unless exit RC

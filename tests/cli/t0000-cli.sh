@@ -39,4 +39,20 @@ make -s -C "$KB_TOP" install PREFIX=/usr/local DESTDIR="$dest" BUILD="$(basename
 [ -x "$dest/usr/local/bin/kb" ] || fail "kb not installed"
 out=$(cd "$KB_TMP" && "$dest/usr/local/bin/kb" sources --json) || fail "installed kb sources"
 contains "$out" '"id":"ptx-isa"'
+# ... the completion and the man page, made from the command table
+for f in share/bash-completion/completions/kb share/zsh/site-functions/_kb share/man/man1/kb.1; do
+    [ -s "$dest/usr/local/$f" ] || fail "make install did not install $f"
+done
+contains "$(man -l "$dest/usr/local/share/man/man1/kb.1" 2>/dev/null)" "kb query"
+# ... and kb ingest and kb verify find the manifest and the tasks from anywhere
+if [ -n "${KB_MIRROR:-}" ] && [ -f "$KB_MIRROR/MANIFEST.json" ]; then
+    out=$(cd "$KB_TMP" && "$dest/usr/local/bin/kb" ingest --no-embed --json cuda-best-practices) ||
+        fail "installed kb ingest: $out"
+    [ "$(json_get "$out" "j['documents_changed']")" = 1 ] || fail "installed kb ingest: $out"
+fi
+if [ -x "$dest/usr/local/bin/kb-verify" ]; then
+    out=$(cd "$KB_TMP" && "$dest/usr/local/bin/kb" verify --compile-only --json gelu \
+          "$KB_TOP/corpus/tasks/gelu/candidates/vec4.cu") || fail "installed kb verify: $out"
+    contains "$out" '"verdict":"compiled"'
+fi
 echo ok

@@ -33,7 +33,7 @@ lacks "$out" "unknown option 'query'"
 expect_rc 0 kb query --mode lexical -- -arch=sm_90
 contains "$out" "notes.md"
 expect_rc 0 kb query --mode lexical warp -- --help
-contains "$out" "results"
+contains "$out" "result in"
 
 # --help and --version are every command's and every subcommand's
 for c in ingest query get status sources papers eval mcp verify serve completion manpage; do

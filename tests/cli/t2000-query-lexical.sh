@@ -37,8 +37,13 @@ contains "$(hits 10)" "convolutionRowsKernel"
 # any user text is safe: no FTS5 syntax errors
 for text in '"unbalanced quote' 'a:b' 'x-y-z' '(' ')' '*' 'AND OR NOT' 'NEAR(a b)' \
             'col:umn "x" (y) *z -w' 'ünïcödé 共享内存' '^' '.' '--' "it's" '{}[]' 'a+b=c;'; do
-    expect_json 0 kb query --mode lexical --json -- "$text"
-    json_get "$out" "j['results']" >/dev/null || fail "bad JSON for '$text'"
+    if printf '%s' "$text" | LC_ALL=C grep -q '[[:alnum:]]\|[^ -~]'; then
+        expect_json 0 kb query --mode lexical --json -- "$text"
+        json_get "$out" "j['results']" >/dev/null || fail "bad JSON for '$text'"
+    else   # punctuation alone: no words to search for (issue 14)
+        expect_rc 2 kb query --mode lexical --json -- "$text"
+        contains "$out" "has no words to search for"
+    fi
 done
 
 # the JSON object has exactly DESIGN.md's fields, and the budget's
@@ -124,11 +129,18 @@ expect_rc 2 kb query --mode lexical "$(head -c 70000 /dev/zero | tr '\0' 'a')"
 contains "$out" "the query text is longer than 65536 bytes"
 
 # kb get prints the chunk; --section the whole section
-id=$(json_get "$(kb query --mode lexical --json -k 1 'cp.async.bulk.tensor')" "j['results'][0]['chunk_id']")
+top=$(kb query --mode lexical --json -k 1 'cp.async.bulk.tensor')
+id=$(json_get "$top" "j['results'][0]['chunk_id']")
 expect_rc 0 kb get "$id"
 contains "$out" "cp.async.bulk.tensor"
 expect_json 0 kb get --json --section "$id"
-[ "$(json_get "$out" "len(j['results'])")" -ge 1 ] || fail "get --section"
+[ "$(json_get "$out" "len(j['chunks'])")" -ge 1 ] || fail "get --section"
+# kb get --json has its own shape: the chunk, its section, its document
+[ "$(json_get "$out" "sorted(j)")" = "['chunk_id', 'chunks', 'document', 'omitted', 'section', 'truncated']" ] ||
+    fail "kb get --json shape: $out"
+[ "$(json_get "$out" "j['document']['source']")" = "$(json_get "$top" "j['results'][0]['source']")" ] ||
+    fail "get --json document: $out"
+contains "$(json_get "$out" "j['section']['url']")" "#"
 expect_rc 1 kb get 999999999
 contains "$out" "no chunk 999999999"
 expect_rc 2 kb get abc

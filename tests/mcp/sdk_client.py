@@ -113,8 +113,9 @@ async def session(mode, kb_bin, kb_dir, work, verify_tasks):
         check(len(r.content[0].text.encode()) <= 3000 and sc["omitted"] > 0, "over a budget of 1000")
 
         g = structured(await c.call_tool("get", {"chunk_id": first["chunk_id"], "section": True}), "get")
-        check(g["results"] and any(x["chunk_id"] == first["chunk_id"] for x in g["results"]), "get: the chunk")
-        check(g["results"][0]["heading_path"] == first["heading_path"], "get: the chunk's section")
+        check(g["chunks"] and any(x["chunk_id"] == first["chunk_id"] for x in g["chunks"]), "get: the chunk")
+        check(g["section"]["heading_path"] == first["heading_path"], "get: the chunk's section")
+        check(g["document"]["source"] == first["source"], "get: the chunk's document")
 
         p = structured(await c.call_tool("papers", {"words": "triton"}), "papers")
         check(p["papers"] and all("triton" in (x["title"] + x["section"]).lower() for x in p["papers"]),

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "kb/kb.h"
 #include "kb/config.h"
@@ -216,6 +217,65 @@ static void test_help(void **state)
     kb_buf_release(&b);
 }
 
+/* Writes text as the config file under a fresh XDG_CONFIG_HOME. */
+static void write_config(const char *text)
+{
+    char dir[] = "/tmp/kb-test-config-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    setenv("XDG_CONFIG_HOME", dir, 1);
+    char path[128];
+    snprintf(path, sizeof path, "%s/kb", dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/kb/config", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* The config file: KEY = value, comments, quotes; the environment wins;
+ * a bad line or key named with the file and line; kb config's view. */
+static void test_file(void **state)
+{
+    write_config("# kb's settings\n\nKB_THREADS = 3\n  KB_MIRROR=\"/srv/mirror\"\n"
+                 "KB_LLM_API_KEY = sk-file-secret\nKB_EMBED_TIMEOUT_MS = 1500\n");
+    setenv("KB_EMBED_TIMEOUT_MS", "2500", 1);
+    kb_config c;
+    kb_err err;
+    kb_err_clear(&err);
+    assert_int_equal(kb_config_load(&c, &err), KB_OK);
+    assert_int_equal(c.file_found, 1);
+    assert_int_equal(c.threads, 3);
+    assert_string_equal(c.mirror, "/srv/mirror");
+    assert_string_equal(c.llm_api_key, "sk-file-secret");
+    assert_int_equal(c.embed_timeout_ms, 2500);      /* the environment's */
+    kb_buf b;
+    kb_buf_init(&b, 0);
+    assert_int_equal(kb_config_show(&c, &b), KB_OK);
+    assert_non_null(strstr(b.data, "KB_THREADS           3  (config file, line 3)"));
+    assert_non_null(strstr(b.data, "KB_EMBED_TIMEOUT_MS  2500  (environment)"));
+    assert_non_null(strstr(b.data, "KB_LLM_API_KEY       (set, not shown)"));
+    assert_null(strstr(b.data, "sk-file-secret"));
+    kb_buf_release(&b);
+    kb_config_release(&c);
+    unsetenv("KB_EMBED_TIMEOUT_MS");
+
+    write_config("KB_THREADS = 2\nKB_THREAD = 4\n");
+    kb_err_clear(&err);
+    assert_int_equal(kb_config_load(&c, &err), KB_ERR_USAGE);
+    assert_non_null(strstr(err.msg, "/kb/config:2: unknown setting 'KB_THREAD'"));
+    write_config("KB_THREADS = many\n");
+    kb_err_clear(&err);
+    assert_int_equal(kb_config_load(&c, &err), KB_ERR_USAGE);
+    if (!strstr(err.msg, "/kb/config:1: bad KB_THREADS 'many'"))
+        fail_msg("%s", err.msg);
+    write_config("just words\n");
+    kb_err_clear(&err);
+    assert_int_equal(kb_config_load(&c, &err), KB_ERR_USAGE);
+    assert_non_null(strstr(err.msg, "/kb/config:1: expected 'KEY = value'"));
+    unsetenv("XDG_CONFIG_HOME");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -224,6 +284,7 @@ int main(void)
         cmocka_unit_test_setup(test_empty_values, clean),
         cmocka_unit_test_setup(test_bad_values, clean),
         cmocka_unit_test_setup(test_help, clean),
+        cmocka_unit_test_setup(test_file, clean),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -320,8 +320,21 @@ static void test_search(void **state)
     cJSON_ArrayForEach(x, get(r, "results"))
         assert_string_equal(get(x, "kind")->valuestring, "code");
     cJSON_Delete(r);
-    r = call_ok("search", "{\"query\":\"transpose\",\"sources\":[\"elsewhere\"]}");
-    assert_int_equal(cJSON_GetArraySize(get(r, "results")), 0);
+    /* a source the KB does not hold is a mistake to say, not an empty list */
+    call_fails("search", "{\"query\":\"transpose\",\"sources\":[\"elsewhere\"]}",
+               KB_ERR_NOTFOUND, "unknown source 'elsewhere' (the KB has: ");
+
+    /* explain: the scores of each list and where the time went, in the
+     * output schema */
+    r = call_ok("search", "{\"query\":\"conflicts\",\"mode\":\"lexical\",\"explain\":true}");
+    assert_non_null(get(get(r, "timings"), "lexical_ms"));
+    cJSON_ArrayForEach(x, get(r, "results")) {
+        assert_true(cJSON_IsNumber(get(x, "lexical_score")));
+        assert_true(cJSON_IsNull(get(x, "vector_score")));
+    }
+    cJSON_Delete(r);
+    r = call_ok("search", "{\"query\":\"conflicts\",\"mode\":\"lexical\"}");
+    assert_null(cJSON_GetObjectItemCaseSensitive(r, "timings"));
     cJSON_Delete(r);
 
     /* snippet: a window, not the whole chunk */
@@ -341,17 +354,23 @@ static void test_get(void **state)
     char args[128];
     snprintf(args, sizeof args, "{\"chunk_id\":%.0f}", id);
     cJSON *g = call_ok("get", args);
-    assert_int_equal(cJSON_GetArraySize(get(g, "results")), 1);
-    const cJSON *one = cJSON_GetArrayItem(get(g, "results"), 0);
+    /* its own shape: the chunk, its section and its document, once each */
+    assert_true(get(g, "chunk_id")->valuedouble == id);
+    assert_int_equal(cJSON_GetArraySize(get(g, "chunks")), 1);
+    const cJSON *one = cJSON_GetArrayItem(get(g, "chunks"), 0);
     assert_true(get(one, "chunk_id")->valuedouble == id);
     assert_string_equal(get(one, "text")->valuestring, get(first, "text")->valuestring);
-    char q[32];
-    snprintf(q, sizeof q, "%.0f", id);
-    assert_string_equal(get(g, "query")->valuestring, q);
+    const cJSON *doc = get(g, "document");
+    assert_string_equal(get(doc, "source")->valuestring, get(first, "source")->valuestring);
+    assert_string_equal(get(doc, "title")->valuestring, get(first, "title")->valuestring);
+    assert_null(strchr(get(doc, "url")->valuestring, '#'));
+    assert_string_equal(get(get(g, "section"), "url")->valuestring,
+                        get(first, "url")->valuestring);
+    assert_null(cJSON_GetObjectItemCaseSensitive(g, "results"));
     cJSON_Delete(g);
     snprintf(args, sizeof args, "{\"chunk_id\":%.0f,\"section\":true}", id);
     g = call_ok("get", args);
-    assert_true(cJSON_GetArraySize(get(g, "results")) >= 1);
+    assert_true(cJSON_GetArraySize(get(g, "chunks")) >= 1);
     cJSON_Delete(g);
     cJSON_Delete(r);
 
@@ -425,7 +444,7 @@ static void test_bad_args(void **state)
     (void)state;
     call_fails("search", "{\"query\":\"x\",\"foo\":1}", KB_ERR_USAGE,
                "search: unknown argument 'foo' (arguments: query, k, mode, "
-               "sources, kinds, snippet, budget_tokens, searches)");
+               "sources, kinds, explain, snippet, budget_tokens, searches)");
     call_fails("search", "{\"query\":\"x\",\"k\":0}", KB_ERR_USAGE,
                "search: 'k' must be an integer from 1 to 50, not 0");
     call_fails("search", "{\"query\":\"x\",\"k\":51}", KB_ERR_USAGE,
@@ -635,13 +654,13 @@ static void test_budget(void **state)
     snprintf(args, sizeof args, "{\"chunk_id\":%.0f,\"section\":true,"
              "\"budget_tokens\":1000}", get(first, "chunk_id")->valuedouble);
     cJSON *g = call_ok("get", args);
-    assert_true(cJSON_GetArraySize(get(g, "results")) >= 1);
+    assert_true(cJSON_GetArraySize(get(g, "chunks")) >= 1);
     assert_true(printed_bytes(g) <= 3000);
     snprintf(args, sizeof args, "{\"chunk_id\":%.0f,\"section\":true}",
              get(first, "chunk_id")->valuedouble);
     cJSON *whole = call_ok("get", args);
-    assert_int_equal(cJSON_GetArraySize(get(g, "results")) + get(g, "omitted")->valueint,
-                     cJSON_GetArraySize(get(whole, "results")));
+    assert_int_equal(cJSON_GetArraySize(get(g, "chunks")) + get(g, "omitted")->valueint,
+                     cJSON_GetArraySize(get(whole, "chunks")));
     cJSON_Delete(whole);
     cJSON_Delete(g);
     cJSON_Delete(all);
