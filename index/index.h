@@ -61,6 +61,12 @@ void kb_hits_release(kb_hits *h);
 
 /* ------------------------------------------------------------ fts.c */
 
+/* 1 if the lower-case word w is too common to help ranking (the question
+ * words people type). */
+int kb_fts_is_stopword(const char *w);
+/* 1 if the word w (len bytes) is an identifier by its shape: inner '_',
+ * '.', "::", a lower-to-upper case change, or letters and digits. */
+int kb_fts_is_identifier(const char *w, size_t len);
 /* The identifier forms of text for the FTS "idents" column: each
  * identifier-like word (cp.async.bulk, __shfl_down_sync, cudaMemcpyAsync,
  * sm_90a) as its joined lower-case form and its split parts, appended to

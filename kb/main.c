@@ -58,7 +58,9 @@ static const kb_command commands[] = {
       "  --mode M          lexical, vector, hybrid or all (default all)\n"
       "  --k N             cut-off (default 10)\n"
       "  --json            print JSON\n"
-      "  --verbose         per-query results\n" },
+      "  --verbose         per-query results\n"
+      "  --features FILE   append each hybrid query's reranked pool and its\n"
+      "                    features to FILE (JSON lines, for fitting weights)\n" },
     { "mcp", cmd_mcp, "kb mcp [--allow-verify [--tasks DIR] [--timeout S]]",
       "serve the KB to coding agents over MCP (stdio; see README)",
       "  --allow-verify    also serve the verify tool, which runs candidate\n"

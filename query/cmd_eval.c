@@ -3,8 +3,10 @@
  * (index/eval.h has the match rule and the metrics). */
 #include "kb/cli.h"
 #include "index/eval.h"
+#include "query/query_int.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -42,7 +44,53 @@ typedef struct {
 typedef struct {
     const char *qrels_path;
     int k, json, verbose;
+    const char *features_path;   /* --features: the reranker's pool, dumped */
 } eval_opts;
+
+/* --features: each hybrid query's reranked pool, one JSON line per query
+ * ({"id","set","judgments","pool":[{"doc","match":[judgment indices],
+ * "f":[features]}]}), what scripts/fit-rerank.py fits weights on. */
+typedef struct {
+    FILE *out;
+    kb_store *store;
+    sqlite3_stmt *row;
+    const kb_eval_query *q;
+    cJSON *pool;
+    kb_rc rc;
+} feature_dump;
+
+static void dump_candidate(void *ctx, int64_t chunk_id, const double *f,
+                           size_t n)
+{
+    feature_dump *d = ctx;
+    if (d->rc != KB_OK)
+        return;
+    kb_result r;
+    memset(&r, 0, sizeof r);
+    sqlite3_reset(d->row);
+    sqlite3_bind_int64(d->row, 1, chunk_id);
+    if (sqlite3_step(d->row) != SQLITE_ROW ||
+        kb_result_from_row(d->row, &r) != KB_OK) {
+        kb_result_release(&r);
+        d->rc = KB_ERR_DB;
+        return;
+    }
+    cJSON *c = cJSON_CreateObject();
+    cJSON *m = c ? cJSON_AddArrayToObject(c, "match") : NULL;
+    cJSON *fa = m ? cJSON_AddArrayToObject(c, "f") : NULL;
+    if (!fa || !cJSON_AddItemToArray(d->pool, c) ||
+        !cJSON_AddNumberToObject(c, "doc", (double)sqlite3_column_int64(
+                                     d->row, KB_RESULT_NCOLUMNS)))
+        d->rc = KB_ERR_NOMEM;
+    for (size_t j = 0; d->rc == KB_OK && j < d->q->nrel; j++)
+        if (kb_eval_judgment_matches(&d->q->rel[j], &r) &&
+            !cJSON_AddItemToArray(m, cJSON_CreateNumber((double)j)))
+            d->rc = KB_ERR_NOMEM;
+    for (size_t i = 0; d->rc == KB_OK && i < n; i++)
+        if (!cJSON_AddItemToArray(fa, cJSON_CreateNumber(round(f[i] * 1e6) / 1e6)))
+            d->rc = KB_ERR_NOMEM;
+    kb_result_release(&r);
+}
 
 static void query_run_release(query_run *r)
 {
@@ -94,7 +142,8 @@ static kb_rc keep_top(const kb_eval_query *q, const kb_results *res,
  * the KB cannot serve comes back with m->available 0 and m->err set. */
 static kb_rc run_mode(kb_store *store, kb_embedder *emb,
                       const kb_eval_qrels *qrels, const eval_opts *o,
-                      const kb_cli *cli, mode_run *m, kb_err *err)
+                      const kb_cli *cli, mode_run *m, feature_dump *dump,
+                      kb_err *err)
 {
     kb_rc rc = KB_OK;
     kb_eval_scores *scores = NULL;
@@ -118,6 +167,12 @@ static kb_rc run_mode(kb_store *store, kb_embedder *emb,
         qo.mode = m->mode;
         qo.k = o->k;
         qo.snippet = 1;
+        if (dump && m->mode == KB_MODE_HYBRID) {
+            dump->q = q;
+            dump->pool = cJSON_CreateArray();
+            qo.trace = dump_candidate;
+            qo.trace_ctx = dump;
+        }
         kb_results res;
         memset(&res, 0, sizeof res);
         kb_err qerr;
@@ -125,6 +180,30 @@ static kb_rc run_mode(kb_store *store, kb_embedder *emb,
         double t0 = kb_now_ms();
         kb_rc qrc = kb_query_run(store, emb, &qo, &res, &qerr);
         double took = kb_now_ms() - t0;
+        if (qo.trace) {
+            cJSON *line = cJSON_CreateObject();
+            char *text = NULL;
+            if (!line || !dump->pool ||
+                !cJSON_AddStringToObject(line, "id", q->id) ||
+                !cJSON_AddStringToObject(line, "set", o->qrels_path) ||
+                !cJSON_AddNumberToObject(line, "judgments", (double)q->nrel) ||
+                !cJSON_AddItemToObject(line, "pool", dump->pool) ||
+                !(text = cJSON_PrintUnformatted(line)))
+                dump->rc = KB_ERR_NOMEM;
+            else if (!line)
+                cJSON_Delete(dump->pool);
+            if (text)
+                fprintf(dump->out, "%s\n", text);
+            free(text);
+            cJSON_Delete(line);
+            dump->pool = NULL;
+            if (dump->rc != KB_OK) {
+                kb_results_release(&res);
+                rc = kb_err_set(err, dump->rc, "cannot dump the features of "
+                                "query '%s'", q->id);
+                goto out;
+            }
+        }
         if (qrc != KB_OK) {
             kb_results_release(&res);
             if (!per_query_error(qrc)) {
@@ -377,6 +456,7 @@ static int parse_options(int argc, char **argv, const kb_command *self,
         { "k", required_argument, NULL, 'k' },
         { "json", no_argument, NULL, 'j' },
         { "verbose", no_argument, NULL, 'v' },
+        { "features", required_argument, NULL, 'f' },
         { NULL, 0, NULL, 0 },
     };
     int c;
@@ -400,6 +480,7 @@ static int parse_options(int argc, char **argv, const kb_command *self,
             break;
         case 'j': o->json = 1; break;
         case 'v': o->verbose = 1; break;
+        case 'f': o->features_path = optarg; break;
         case ':':
             return kb_cli_usage_error(self, "option '%s' needs a value",
                                       argv[optind - 1]);
@@ -421,7 +502,8 @@ static int parse_options(int argc, char **argv, const kb_command *self,
  * why) and the others still run. *emb is the caller's to free. */
 static kb_rc run_modes(kb_store *store, const kb_eval_qrels *qrels,
                        const eval_opts *o, const kb_cli *cli, mode_run *modes,
-                       size_t nmodes, kb_embedder **emb, kb_err *err)
+                       size_t nmodes, kb_embedder **emb, feature_dump *dump,
+                       kb_err *err)
 {
     int want_vectors = 0;
     for (size_t i = 0; i < nmodes; i++)
@@ -443,7 +525,7 @@ static kb_rc run_modes(kb_store *store, const kb_eval_qrels *qrels,
                        emb_err.msg[0] ? emb_err.msg : "no embedder");
             continue;
         }
-        kb_rc rc = run_mode(store, *emb, qrels, o, cli, m, err);
+        kb_rc rc = run_mode(store, *emb, qrels, o, cli, m, dump, err);
         if (rc != KB_OK)
             return rc;
     }
@@ -493,8 +575,24 @@ int cmd_eval(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     kb_rc rc = kb_eval_qrels_load(o.qrels_path, &qrels, &err);
     if (rc == KB_OK)
         rc = kb_cli_open_store(cli, KB_STORE_READONLY, &store, &err);
+    feature_dump dump = { 0 };
+    if (rc == KB_OK && o.features_path) {
+        dump.store = store;
+        if (!(dump.out = fopen(o.features_path, "a")))
+            rc = kb_err_set(&err, KB_ERR_IO, "cannot open '%s': %s",
+                            o.features_path, strerror(errno));
+        if (rc == KB_OK)
+            rc = kb_store_prepare(store, "SELECT " KB_RESULT_COLUMNS ","
+                                  " c.document_id FROM " KB_RESULT_TABLES
+                                  " WHERE c.id = ?", &dump.row, &err);
+    }
     if (rc == KB_OK)
-        rc = run_modes(store, &qrels, &o, cli, modes, nmodes, &emb, &err);
+        rc = run_modes(store, &qrels, &o, cli, modes, nmodes, &emb,
+                       o.features_path ? &dump : NULL, &err);
+    sqlite3_finalize(dump.row);
+    if (dump.out && fclose(dump.out) != 0 && rc == KB_OK)
+        rc = kb_err_set(&err, KB_ERR_IO, "cannot write '%s': %s",
+                        o.features_path, strerror(errno));
     if (rc != KB_OK)
         goto out;
     if (o.json)
