@@ -28,6 +28,7 @@ static const kb_command commands[] = {
       "  --kind K          only text, code, table, paper or skill (repeatable)\n"
       "  --json            one JSON object (see README)\n"
       "  --explain         show each list's rank and score\n"
+      "  --no-rerank       hybrid in fusion's order, without the reranking stage\n"
       "  --full            print whole chunks instead of snippets\n"
       "  --lex TEXT        also search these keywords, fused (repeatable)\n"
       "  --vec TEXT        also search this phrase by meaning (repeatable)\n"

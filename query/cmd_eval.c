@@ -167,6 +167,7 @@ static kb_rc run_mode(kb_store *store, kb_embedder *emb,
         qo.mode = m->mode;
         qo.k = o->k;
         qo.snippet = 1;
+        qo.config = cli->config;   /* a configured reranker takes part */
         if (dump && m->mode == KB_MODE_HYBRID) {
             dump->q = q;
             dump->pool = cJSON_CreateArray();

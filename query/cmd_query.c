@@ -157,6 +157,7 @@ int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command *self)
         { "lex", required_argument, NULL, 'L' },
         { "vec", required_argument, NULL, 'V' },
         { "hyde", required_argument, NULL, 'H' },
+        { "no-rerank", no_argument, NULL, 'R' },
         { NULL, 0, NULL, 0 },
     };
     kb_query_opts opts;
@@ -216,6 +217,7 @@ int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command *self)
         case 'j': json = 1; break;
         case 'e': explain = 1; break;
         case 'f': opts.snippet = 0; break;
+        case 'R': opts.no_rerank = 1; break;
         default:
             return kb_cli_usage_error(self, "unknown option '%s'", argv[optind - 1]);
         }

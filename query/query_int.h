@@ -43,4 +43,22 @@ kb_rc kb_rerank_local(kb_store *store, const char *query, const float *qvec,
                       kb_hits *fused, double rrf_scale, kb_rerank_trace_fn trace,
                       void *trace_ctx, kb_err *err);
 
+/* ------------------------------------------------------------ rerank_remote.c */
+
+/* Scores n texts for query through a /v1/rerank endpoint (url; model and
+ * api_key may be NULL): scores[i] is text i's relevance. Sends both
+ * "documents" (Cohere, Jina, vLLM, llama.cpp) and "texts" (TEI); reads
+ * {"results":[{"index","relevance_score"}]} or [{"index","score"}]. A
+ * reply that does not score every text once is KB_ERR_PARSE; HTTP
+ * failures are kb_http_perform's (one retry, 20 s a request). */
+kb_rc kb_rerank_remote_scores(const char *url, const char *model,
+                              const char *api_key, const char *query,
+                              const char *const *docs, size_t n, double *scores,
+                              kb_err *err);
+/* Reorders the first top hits of the fused list by cfg's reranker
+ * (cfg->rerank_url), each judged by its document title, heading path and
+ * best chunk; the rest stay behind them as they were. */
+kb_rc kb_rerank_remote(kb_store *store, const kb_config *cfg, const char *query,
+                       kb_hits *fused, size_t top, kb_err *err);
+
 #endif
