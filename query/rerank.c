@@ -18,6 +18,18 @@
 /* What of a section's text is searched for the query's words. */
 #define SECTION_TEXT_MAX 8192
 #define MAX_QWORDS 24
+/* Boilerplate and templates: a chunk whose opening words open chunks of
+ * this many documents or more (licence headers, NVIDIA's notices, a
+ * README's "Supported OSes", "Prerequisites", "Build and Run": about 290
+ * chunks of the corpus). Fewer is a family of sibling documents sharing
+ * content (the five architectures' tuning guides say "The maximum number
+ * of concurrent warps per SM ..." each; at 3 documents, dev2's arch
+ * questions lost 0.07). Such a section is kept and found, but ranked
+ * behind the rest of the pool unless the question asks for it: at least
+ * this share of the query's words in its text. */
+#define BOILERPLATE_DOCS 8
+#define BOILERPLATE_ASKED 0.5
+#define BOILERPLATE_DEMOTION 1.0
 #define MAX_QIDENTS 8
 
 static const char *const feature_names[KB_RERANK_NFEAT] = {
@@ -152,6 +164,9 @@ static double rank_weight(int rank)
 /* One section of the pool: its fused hit and what the features need. */
 typedef struct {
     size_t at;             /* its index in the fused list */
+    int64_t shown;         /* the chunk to show instead of the hit's; 0 */
+    double boiler_text;    /* the query's words in a boilerplate chunk
+                              shown for it (1: not boilerplate) */
     int64_t doc;
     double f[KB_RERANK_NFEAT];
     double score;
@@ -211,7 +226,32 @@ static double dot(const float *a, const float *b, int dim)
     return s;
 }
 
-/* Fills it->f for the section of fused hit h. */
+/* How many documents have a chunk that opens as text does (its first 48
+ * characters); 0 on a database error (no evidence either way). */
+static int64_t opening_docs(rerank_stmts *st, const char *text)
+{
+    sqlite3_reset(st->opening);
+    sqlite3_bind_text(st->opening, 1, text, -1, SQLITE_TRANSIENT);
+    return sqlite3_step(st->opening) == SQLITE_ROW
+               ? sqlite3_column_int64(st->opening, 0) : 0;
+}
+
+/* words_found over text not yet lower-cased. */
+static double words_found_raw(const query_words *qw, const char *text)
+{
+    kb_buf b;
+    kb_buf_init(&b, 0);
+    double v = 0;
+    if (kb_buf_puts(&b, text) == KB_OK) {
+        lower(&b);
+        v = words_found(qw, b.data, b.len);
+    }
+    kb_buf_release(&b);
+    return v;
+}
+
+/* Fills it->f for the section of fused hit h; a section shown by a
+ * boilerplate chunk that has one of its own words is shown by that. */
 static kb_rc section_features(kb_store *store, rerank_stmts *st,
                               const query_words *qw, const float *qvec, int dim,
                               const kb_hits *lex, double top_lex, double top_vec,
@@ -254,18 +294,16 @@ static kb_rc section_features(kb_store *store, rerank_stmts *st,
     f[7] = words_found(qw, text->data, text->len);
 
     /* how many documents open a chunk with these words */
-    sqlite3_reset(st->opening);
-    sqlite3_bind_text(st->opening, 1, rep_text, -1, SQLITE_TRANSIENT);
-    if (sqlite3_step(st->opening) == SQLITE_ROW) {
-        double docs = (double)sqlite3_column_int64(st->opening, 0);
-        f[12] = docs > 1 ? log2(docs) : 0;
-    }
+    int64_t docs = opening_docs(st, rep_text);
+    f[12] = docs > 1 ? log2((double)docs) : 0;
+    it->boiler_text = docs >= BOILERPLATE_DOCS
+                          ? words_found_raw(qw, rep_text) : 1.0;
 
     /* the section's chunks: their text, their cosine, their lexical
      * scores */
     kb_buf_reset(text);
     rc = kb_buf_puts(text, hp);
-    double best_cos = 0, lex_sum = 0;
+    double best_cos = 0, lex_sum = 0, shown_cos = -2;
     int any_vec = 0;
     sqlite3_reset(st->chunks);
     sqlite3_bind_int64(st->chunks, 1, it->doc);
@@ -284,16 +322,23 @@ static kb_rc section_features(kb_store *store, rerank_stmts *st,
                 rc = kb_buf_append(text, t, tl < room ? tl : room);
         }
         const void *blob = sqlite3_column_blob(st->chunks, 2);
+        double c = -2;
         if (qvec && blob && sqlite3_column_bytes(st->chunks, 2) ==
                                 (int)(dim * (int)sizeof(float))) {
             float v[1024];
             if (dim <= 1024) {
                 memcpy(v, blob, (size_t)dim * sizeof(float));
-                double c = dot(qvec, v, dim);
+                c = dot(qvec, v, dim);
                 if (!any_vec || c > best_cos)
                     best_cos = c;
                 any_vec = 1;
             }
+        }
+        /* the section's own words, when a template line stands for it */
+        if (it->boiler_text < 1.0 && id != h->id && t &&
+            (!it->shown || c > shown_cos) && opening_docs(st, t) < BOILERPLATE_DOCS) {
+            it->shown = id;
+            shown_cos = c;
         }
         for (size_t i = 0; lex && i < lex->n; i++)
             if (lex->items[i].id == id)
@@ -313,6 +358,10 @@ static kb_rc section_features(kb_store *store, rerank_stmts *st,
         f[8] = (double)found / (double)qw->nident;
     }
     f[14] = bytes < 120;
+    if (it->shown) {   /* the section is more than its template line */
+        f[12] = 0;
+        it->boiler_text = 1.0;
+    }
     return KB_OK;
 }
 
@@ -366,6 +415,9 @@ kb_rc kb_rerank_local(kb_store *store, const char *query, const float *qvec,
         double s = 0;
         for (size_t k = 0; k < KB_RERANK_NFEAT; k++)
             s += weights[k] * pool[i].f[k];
+        /* boilerplate a question does not ask for goes behind the rest */
+        if (pool[i].boiler_text < BOILERPLATE_ASKED)
+            s -= BOILERPLATE_DEMOTION;
         pool[i].score = s;
         if (trace)
             trace(trace_ctx, fused->items[pool[i].at].id, pool[i].f,
@@ -384,6 +436,8 @@ kb_rc kb_rerank_local(kb_store *store, const char *query, const float *qvec,
     /* the pool in its new order, then the rest as fusion ranked it */
     size_t n = 0;
     for (size_t i = 0; i < npool; i++) {
+        if (pool[i].shown)
+            fused->items[pool[i].at].id = pool[i].shown;
         order[n] = fused->items[pool[i].at];
         order[n++].score = pool[i].score;
         fused->items[pool[i].at].id = 0;
