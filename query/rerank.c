@@ -16,7 +16,7 @@
  * unseen questions are within the two lists' top 50 (issue 13). */
 #define POOL_PER_LIST 40
 /* What of a section's text is searched for the query's words. */
-#define SECTION_TEXT_MAX 8192
+#define SECTION_TEXT_MAX 4096
 #define MAX_QWORDS 24
 /* Boilerplate and templates: a chunk whose opening words open chunks of
  * this many documents or more (licence headers, NVIDIA's notices, a
@@ -186,21 +186,27 @@ static void stmts_finalize(rerank_stmts *s)
     sqlite3_finalize(s->opening);
 }
 
-static kb_rc stmts_prepare(kb_store *store, rerank_stmts *s, kb_err *err)
+/* The section's chunks come in the order of chunks_by_section's entries:
+ * by rowid, which is the document's order. */
+static kb_rc stmts_prepare(kb_store *store, rerank_stmts *s, int full,
+                           kb_err *err)
 {
     kb_rc rc = kb_store_prepare(store,
         "SELECT c.document_id, c.heading_path, c.kind, d.title, c.text"
         " FROM chunks c JOIN documents d ON d.id = c.document_id"
         " WHERE c.id = ?", &s->rep, err);
     if (rc == KB_OK)
-        rc = kb_store_prepare(store,
-        "SELECT c.id, c.text, e.vec FROM chunks c"
-        " LEFT JOIN embeddings e ON e.chunk_id = c.id"
-        " WHERE c.document_id = ? AND c.heading_path = ?", &s->chunks, err);
+        rc = kb_store_prepare(store, full
+        ? "SELECT c.id, c.text, e.vec FROM chunks c"
+          " LEFT JOIN embeddings e ON e.chunk_id = c.id"
+          " WHERE c.document_id = ? AND c.heading_path = ?"
+        : "SELECT c.id, c.text, NULL FROM chunks c"
+          " WHERE c.document_id = ? AND c.heading_path = ?",
+        &s->chunks, err);
     if (rc == KB_OK)
         rc = kb_store_prepare(store,
-        "SELECT count(DISTINCT document_id) FROM chunks"
-        " WHERE substr(text, 1, 48) = substr(?, 1, 48)", &s->opening, err);
+        "SELECT count(*) FROM (SELECT DISTINCT document_id FROM chunks"
+        " WHERE substr(text, 1, 48) = substr(?, 1, 48) LIMIT 64)", &s->opening, err);
     return rc;
 }
 
@@ -226,12 +232,16 @@ static double dot(const float *a, const float *b, int dim)
     return s;
 }
 
-/* How many documents have a chunk that opens as text does (its first 48
- * characters); 0 on a database error (no evidence either way). */
+/* How many documents (at most 64) have a chunk that opens as text does
+ * (its first 48 characters); 0 on a database error (no evidence either
+ * way). */
 static int64_t opening_docs(rerank_stmts *st, const char *text)
 {
+    /* 48 characters are at most 192 bytes of UTF-8: bind no more */
+    size_t n = strlen(text);
     sqlite3_reset(st->opening);
-    sqlite3_bind_text(st->opening, 1, text, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st->opening, 1, text, n < 192 ? (int)n : 192,
+                      SQLITE_TRANSIENT);
     return sqlite3_step(st->opening) == SQLITE_ROW
                ? sqlite3_column_int64(st->opening, 0) : 0;
 }
@@ -251,12 +261,14 @@ static double words_found_raw(const query_words *qw, const char *text)
 }
 
 /* Fills it->f for the section of fused hit h; a section shown by a
- * boilerplate chunk that has one of its own words is shown by that. */
+ * boilerplate chunk that has one of its own words is shown by that. The
+ * features of weight 0 that cost most (the section's vectors, its
+ * lexical sum) only when full: for a trace, which fitting reads. */
 static kb_rc section_features(kb_store *store, rerank_stmts *st,
                               const query_words *qw, const float *qvec, int dim,
                               const kb_hits *lex, double top_lex, double top_vec,
                               double rrf_scale, const kb_hit *h, pool_item *it,
-                              kb_buf *text, kb_err *err)
+                              kb_buf *text, int full, kb_err *err)
 {
     double *f = it->f;
     sqlite3_reset(st->rep);
@@ -303,7 +315,7 @@ static kb_rc section_features(kb_store *store, rerank_stmts *st,
      * scores */
     kb_buf_reset(text);
     rc = kb_buf_puts(text, hp);
-    double best_cos = 0, lex_sum = 0, shown_cos = -2;
+    double best_cos = 0, lex_sum = 0;
     int any_vec = 0;
     sqlite3_reset(st->chunks);
     sqlite3_bind_int64(st->chunks, 1, it->doc);
@@ -321,7 +333,7 @@ static kb_rc section_features(kb_store *store, rerank_stmts *st,
             if (rc == KB_OK)
                 rc = kb_buf_append(text, t, tl < room ? tl : room);
         }
-        const void *blob = sqlite3_column_blob(st->chunks, 2);
+        const void *blob = full ? sqlite3_column_blob(st->chunks, 2) : NULL;
         double c = -2;
         if (qvec && blob && sqlite3_column_bytes(st->chunks, 2) ==
                                 (int)(dim * (int)sizeof(float))) {
@@ -335,12 +347,10 @@ static kb_rc section_features(kb_store *store, rerank_stmts *st,
             }
         }
         /* the section's own words, when a template line stands for it */
-        if (it->boiler_text < 1.0 && id != h->id && t &&
-            (!it->shown || c > shown_cos) && opening_docs(st, t) < BOILERPLATE_DOCS) {
-            it->shown = id;
-            shown_cos = c;
-        }
-        for (size_t i = 0; lex && i < lex->n; i++)
+        if (it->boiler_text < 1.0 && id != h->id && t && !it->shown &&
+            opening_docs(st, t) < BOILERPLATE_DOCS)
+            it->shown = id;   /* the first of them, in the document's order */
+        for (size_t i = 0; full && lex && i < lex->n; i++)
             if (lex->items[i].id == id)
                 lex_sum += lex->items[i].score;
     }
@@ -383,7 +393,7 @@ kb_rc kb_rerank_local(kb_store *store, const char *query, const float *qvec,
         top_lex = lex->items[i].score > top_lex ? lex->items[i].score : top_lex;
     for (size_t i = 0; vec && i < vec->n; i++)
         top_vec = vec->items[i].score > top_vec ? vec->items[i].score : top_vec;
-    kb_rc rc = stmts_prepare(store, &st, err);
+    kb_rc rc = stmts_prepare(store, &st, trace != NULL, err);
     if (rc != KB_OK)
         goto out;
     pool = calloc(fused->n + 1, sizeof *pool);
@@ -400,7 +410,7 @@ kb_rc kb_rerank_local(kb_store *store, const char *query, const float *qvec,
         pool_item *it = &pool[npool++];
         it->at = i;
         rc = section_features(store, &st, &qw, qvec, dim, lex, top_lex, top_vec,
-                              rrf_scale, h, it, &text, err);
+                              rrf_scale, h, it, &text, trace != NULL, err);
         if (rc != KB_OK)
             goto out;
     }
