@@ -13,8 +13,11 @@
 #include <string.h>
 
 /* Sections taken from each list's top: 90 % of the judged sections of
- * unseen questions are within the two lists' top 50 (issue 13). */
-#define POOL_PER_LIST 40
+ * unseen questions are within the two lists' top 50 (issue 13), but the
+ * stage adds at most 0.2 to fusion's score (1 for first in both lists),
+ * and 20, 30 and 40 gave the same nDCG@10 on both sets: 30 costs half of
+ * 40's time. */
+#define POOL_PER_LIST 30
 /* What of a section's text is searched for the query's words. */
 #define SECTION_TEXT_MAX 4096
 #define MAX_QWORDS 24
