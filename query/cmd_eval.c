@@ -183,15 +183,17 @@ static kb_rc run_mode(kb_store *store, kb_embedder *emb,
         if (qo.trace) {
             cJSON *line = cJSON_CreateObject();
             char *text = NULL;
-            if (!line || !dump->pool ||
-                !cJSON_AddStringToObject(line, "id", q->id) ||
-                !cJSON_AddStringToObject(line, "set", o->qrels_path) ||
-                !cJSON_AddNumberToObject(line, "judgments", (double)q->nrel) ||
-                !cJSON_AddItemToObject(line, "pool", dump->pool) ||
-                !(text = cJSON_PrintUnformatted(line)))
-                dump->rc = KB_ERR_NOMEM;
-            else if (!line)
-                cJSON_Delete(dump->pool);
+            int ok = line && cJSON_AddStringToObject(line, "id", q->id) &&
+                     cJSON_AddStringToObject(line, "set", o->qrels_path) &&
+                     cJSON_AddNumberToObject(line, "judgments", (double)q->nrel);
+            /* the pool belongs to line once added, else it is freed here */
+            if (ok && dump->pool && cJSON_AddItemToObject(line, "pool", dump->pool))
+                dump->pool = NULL;
+            else
+                ok = 0;
+            cJSON_Delete(dump->pool);
+            if (!ok || !(text = cJSON_PrintUnformatted(line)))
+                dump->rc = dump->rc != KB_OK ? dump->rc : KB_ERR_NOMEM;
             if (text)
                 fprintf(dump->out, "%s\n", text);
             free(text);

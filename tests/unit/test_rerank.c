@@ -3,7 +3,7 @@
  * query's word: the Cohere/Jina/vLLM/llama.cpp reply and TEI's, the
  * request's fields and key, replies that leave a text out or score one
  * twice, malformed JSON, a 401; and a fused list reordered through a
- * real store. */
+ * real store. The local stage's boilerplate rule on a store of its own. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -268,12 +268,81 @@ static void test_reorders_fused_list(void **state)
     free(dir);
 }
 
+/* The local stage on a store of its own: nine sample READMEs open a chunk
+ * with the same template line; a question that does not ask for it gets
+ * the real section first, the template's section is shown by its own
+ * other chunk, and a question that asks for the template keeps it. */
+static void test_local_boilerplate(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("rerank-local");
+    kb_store *s = NULL;
+    kb_err err;
+    kb_err_clear(&err);
+    assert_int_equal(kb_store_open(dir, KB_STORE_CREATE, &s, &err), KB_OK);
+    assert_int_equal(kb_store_exec(s, "INSERT INTO sources(id) VALUES('s');", &err), KB_OK);
+    kb_buf sql;
+    kb_buf_init(&sql, 0);
+    for (int d = 1; d <= 10; d++) {
+        kb_buf_reset(&sql);
+        assert_int_equal(kb_buf_printf(&sql,
+            "INSERT INTO documents(id, source_id, key, title, content_hash)"
+            " VALUES(%d, 's', 'k%d', 'sample %d', 'h');"
+            "INSERT INTO chunks(id, document_id, ord, kind, heading_path, text, tokens)"
+            " VALUES(%d, %d, 0, 'text', '[\"sample %d\"]',"
+            " 'Supported OSes: Linux, Windows. Supported CPU Architecture: x86_64', 9);",
+            d, d, d, d * 10, d, d), KB_OK);
+        assert_int_equal(kb_store_exec(s, sql.data, &err), KB_OK);
+    }
+    /* sample 1's section also says what it does; document 11 is a guide */
+    assert_int_equal(kb_store_exec(s,
+        "INSERT INTO chunks(id, document_id, ord, kind, heading_path, text, tokens)"
+        " VALUES(11, 1, 1, 'text', '[\"sample 1\"]', 'This sample runs a matrix"
+        " transpose, naive and through shared memory.', 12);"
+        "INSERT INTO documents(id, source_id, key, title, content_hash)"
+        " VALUES(11, 's', 'guide', 'Guide', 'h');"
+        "INSERT INTO chunks(id, document_id, ord, kind, heading_path, text, tokens)"
+        " VALUES(200, 11, 0, 'text', '[\"Coalescing\"]', 'A slow transpose reads"
+        " columns: stage the tile in shared memory.', 12);", &err), KB_OK);
+    /* fusion put sample 2's template first, the guide second, sample 1's
+     * section (by its template chunk) third */
+    int64_t ids[] = { 20, 200, 10 };
+    for (int pass = 0; pass < 2; pass++) {
+        kb_hits lex = { 0 }, fused = { 0 };
+        for (int i = 0; i < 3; i++) {
+            assert_int_equal(kb_hits_push(&lex, ids[i], 10.0 - i), KB_OK);
+            assert_int_equal(kb_hits_push(&fused, ids[i], 0.02 - 0.001 * i), KB_OK);
+            fused.items[i].lex_rank = i + 1;
+            fused.items[i].lex_score = 10.0 - i;
+        }
+        const char *q = pass == 0 ? "why is my transpose slow"
+                                  : "supported OSes linux windows";
+        assert_int_equal(kb_rerank_local(s, q, NULL, 0, &lex, NULL, &fused,
+                                         61.0 / 1.3, NULL, NULL, &err), KB_OK);
+        assert_int_equal(fused.n, 3);
+        if (pass == 0) {
+            assert_int_equal(fused.items[0].id, 200);   /* the real answer */
+            assert_int_equal(fused.items[1].id, 11);    /* sample 1, by its own words */
+            assert_int_equal(fused.items[2].id, 20);    /* the template, behind */
+        } else {
+            assert_int_equal(fused.items[0].id, 20);    /* asked for: kept first */
+        }
+        kb_hits_release(&lex);
+        kb_hits_release(&fused);
+    }
+    kb_buf_release(&sql);
+    kb_store_close(s);
+    tu_rmtree(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_both_reply_shapes),
         cmocka_unit_test(test_bad_replies),
         cmocka_unit_test(test_reorders_fused_list),
+        cmocka_unit_test(test_local_boilerplate),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
