@@ -61,6 +61,12 @@ void kb_hits_release(kb_hits *h);
 
 /* ------------------------------------------------------------ fts.c */
 
+/* 1 if the lower-case word w is too common to help ranking (the question
+ * words people type). */
+int kb_fts_is_stopword(const char *w);
+/* 1 if the word w (len bytes) is an identifier by its shape: inner '_',
+ * '.', "::", a lower-to-upper case change, or letters and digits. */
+int kb_fts_is_identifier(const char *w, size_t len);
 /* The identifier forms of text for the FTS "idents" column: each
  * identifier-like word (cp.async.bulk, __shfl_down_sync, cudaMemcpyAsync,
  * sm_90a) as its joined lower-case form and its split parts, appended to
@@ -93,6 +99,15 @@ kb_rc kb_vec_check_embedder(kb_store *store, const kb_embedder *emb,
 kb_rc kb_vec_embed_pending(kb_store *store, kb_embedder *emb,
                            kb_ingest_progress_fn progress, void *ctx,
                            size_t *embedded, kb_err *err);
+/* Within a document's replacing transaction: kb_vec_keep_document sets
+ * the vectors of the document (source, key) aside before it is deleted,
+ * and kb_vec_restore_document gives each new chunk of doc_id whose
+ * heading path and text are an old chunk's that chunk's vector (they are
+ * the embedder's whole input), so a parser change re-embeds only the
+ * chunks it changed. */
+kb_rc kb_vec_keep_document(kb_store *store, const char *source, const char *key,
+                           kb_err *err);
+kb_rc kb_vec_restore_document(kb_store *store, int64_t doc_id, kb_err *err);
 /* Drops every vector (for a re-embedding with another model). */
 kb_rc kb_vec_clear(kb_store *store, kb_err *err);
 /* Sets *count to the number of chunks that have a vector (a table scan);

@@ -842,3 +842,46 @@ out:
     free(allowed);
     return rc;
 }
+
+kb_rc kb_vec_keep_document(kb_store *store, const char *source, const char *key,
+                           kb_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    kb_rc rc = kb_store_exec(store, "CREATE TEMP TABLE IF NOT EXISTS kept_vectors("
+                             "heading_path TEXT, text TEXT, vec BLOB);"
+                             "CREATE INDEX IF NOT EXISTS temp.kept_by_heading"
+                             " ON kept_vectors(heading_path);"
+                             "DELETE FROM temp.kept_vectors", err);
+    if (rc == KB_OK)
+        rc = kb_store_prepare(store, "INSERT INTO temp.kept_vectors"
+            " SELECT c.heading_path, c.text, e.vec FROM documents d"
+            " JOIN chunks c ON c.document_id = d.id"
+            " JOIN embeddings e ON e.chunk_id = c.id"
+            " WHERE d.source_id = ? AND d.key = ?", &st, err);
+    if (rc == KB_OK) {
+        sqlite3_bind_text(st, 1, source, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = kb_store_db_error(store, err, "keep a document's vectors");
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+kb_rc kb_vec_restore_document(kb_store *store, int64_t doc_id, kb_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    kb_rc rc = kb_store_prepare(store, "INSERT OR IGNORE INTO embeddings(chunk_id, vec)"
+        " SELECT c.id, (SELECT k.vec FROM temp.kept_vectors k"
+        "  WHERE k.heading_path = c.heading_path AND k.text = c.text LIMIT 1)"
+        " AS v FROM chunks c WHERE c.document_id = ? AND v IS NOT NULL", &st, err);
+    if (rc == KB_OK) {
+        sqlite3_bind_int64(st, 1, doc_id);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = kb_store_db_error(store, err, "restore a document's vectors");
+    }
+    sqlite3_finalize(st);
+    if (rc == KB_OK)
+        rc = kb_store_exec(store, "DELETE FROM temp.kept_vectors", err);
+    return rc;
+}

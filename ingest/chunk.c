@@ -292,6 +292,15 @@ static kb_rc end_pending(chunker *ch, const kb_block *b, kb_kind kind,
     int joins = p->first && same_section(p->first, b) && p->kind == kind &&
                 kind != KB_KIND_PAPER && kind != KB_KIND_CODE &&
                 p->tokens + btok + 1 <= budget;
+    /* a caption ("add: Add two values. Syntax") before its section's code
+     * block: alone it would stand for the section and say nothing, so the
+     * code chunk carries it */
+    if (!joins && p->first && p->kind == KB_KIND_TEXT && kind == KB_KIND_CODE &&
+        p->tokens < TINY_SECTION_TOKENS && same_section(p->first, b) &&
+        p->tokens + btok + 1 <= budget) {
+        p->kind = KB_KIND_CODE;
+        return KB_OK;
+    }
     if (!joins && p->first) {
         if (p->kind == KB_KIND_TEXT && p->tokens < TINY_SECTION_TOKENS &&
             is_descendant(p->first, b) && ch->carry.len == 0) {

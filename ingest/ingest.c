@@ -24,9 +24,10 @@
 /* Bump whenever parsing or chunking changes what a document becomes. The
  * stored hash covers it, so a KB ingested by an older kb has each document
  * read again once, instead of keeping its old chunks as "unchanged". */
-#define KB_INGEST_VERSION 4   /* 2: CUDA anchors by line; 3: chunks fit the window;
+#define KB_INGEST_VERSION 5   /* 2: CUDA anchors by line; 3: chunks fit the window;
                                  4: code chunks however short, one-page
-                                 sources' titles */
+                                 sources' titles; 5: Markdown spans apart,
+                                 captions with their code */
 
 /* One document to look at: where its bytes are and how results cite it. */
 typedef struct {
@@ -578,6 +579,8 @@ static kb_rc store_document(kb_store *store, const char *source,
                                &ins_paper, err)) != KB_OK)
         goto out;
 
+    if ((rc = kb_vec_keep_document(store, source, ref->key, err)) != KB_OK)
+        goto out;
     sqlite3_bind_text(del, 1, source, -1, SQLITE_STATIC);
     sqlite3_bind_text(del, 2, ref->key, -1, SQLITE_STATIC);
     if (sqlite3_step(del) != SQLITE_DONE) {
@@ -603,6 +606,8 @@ static kb_rc store_document(kb_store *store, const char *source,
     }
     sqlite3_int64 doc_id = sqlite3_last_insert_rowid(store->db);
     rc = write_chunks(store, ins_chunk, ins_paper, doc_id, chunks, err);
+    if (rc == KB_OK)
+        rc = kb_vec_restore_document(store, doc_id, err);
     if (rc == KB_OK)
         rc = kb_store_commit(store, err);
 out:

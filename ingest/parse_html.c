@@ -870,6 +870,19 @@ kb_rc kb_parse_html(const char *data, size_t len, const char *path,
         gather(w, &t, h1, 0);
     if (t.b.len == 0 && title_el)
         gather(w, &t, title_el, 0);
+    /* a single-page manual of several chapters (PTX ISA) was saved from
+     * its first chapter: "1. Introduction — PTX ISA 9.1 documentation"
+     * names the manual after the dash, not the chapter before it */
+    const char *dash = nh1 > 1 && t.b.len ? strstr(t.b.data, " \xe2\x80\x94 ") : NULL;
+    if (dash && dash[5]) {
+        size_t from = (size_t)(dash + 5 - t.b.data);
+        size_t n = t.b.len - from;
+        if (n > 14 && strcmp(t.b.data + t.b.len - 14, " documentation") == 0)
+            n -= 14;
+        memmove(t.b.data, t.b.data + from, n);
+        t.b.len = n;
+        t.b.data[n] = '\0';
+    }
     if (t.b.len && !doc->title)
         doc->title = kb_buf_detach(&t.b);
     kb_buf_release(&t.b);

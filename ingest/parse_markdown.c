@@ -30,7 +30,8 @@ typedef struct {
     size_t nlinks, caplinks;
     int link_open;           /* an MD_SPAN_A is open */
     int img_depth;           /* inside an image: its alt text is dropped */
-    int code_span_end;       /* just left inline code: space before a word */
+    int code_span_end;       /* just left inline code, emphasis or a link:
+                                a space before a word */
     char *html_anchor;       /* <a id=...> inside a heading */
 
     int in_heading, hlevel;
@@ -810,11 +811,16 @@ static int on_enter_span(MD_SPANTYPE type, void *detail, void *ud)
         l->start = l->end = st->cap.len;
         l->href = attr_dup(st, &((MD_SPAN_A_DETAIL *)detail)->href);
         st->link_open = 1;
-    } else if (type == MD_SPAN_CODE && !st->in_code) {
-        /* converted pages glue inline code to words ("use`x`and") */
-        if (st->cap.len && isalnum((unsigned char)st->cap.data[st->cap.len - 1]))
-            put(st, &st->cap, " ", 1);
     }
+    /* converted pages glue inline code, emphasis and links to the words
+     * around them ("use`x`and", "called*architecture-specific*features",
+     * "see[Feature Set](...)"), which CommonMark reads as intraword spans */
+    if ((type == MD_SPAN_CODE || type == MD_SPAN_EM || type == MD_SPAN_STRONG ||
+         (type == MD_SPAN_A && st->link_open)) && !st->in_code && !st->img_depth &&
+        st->cap.len && isalnum((unsigned char)st->cap.data[st->cap.len - 1]))
+        put(st, &st->cap, " ", 1);
+    if (type == MD_SPAN_A && st->link_open && st->nlinks)
+        st->links[st->nlinks - 1].start = st->cap.len;
     return st->rc != KB_OK;
 }
 
@@ -839,9 +845,10 @@ static int on_leave_span(MD_SPANTYPE type, void *detail, void *ud)
             l->start++;
             l->end++;
         }
-    } else if (type == MD_SPAN_CODE) {
-        st->code_span_end = 1;
     }
+    if (type == MD_SPAN_CODE || type == MD_SPAN_EM || type == MD_SPAN_STRONG ||
+        (type == MD_SPAN_A && !st->img_depth))
+        st->code_span_end = 1;
     (void)detail;
     return st->rc != KB_OK;
 }

@@ -25,6 +25,10 @@ struct kb_config {
     char *embed_model;       /* KB_EMBED_MODEL */
     char *embed_api_key;     /* KB_EMBED_API_KEY: never printed */
     long embed_timeout_ms;   /* KB_EMBED_TIMEOUT_MS, 1-86400000; 60000 */
+    char *rerank_url;        /* KB_RERANK_URL: a /v1/rerank endpoint; NULL:
+                                the local reranking stage alone */
+    char *rerank_model;      /* KB_RERANK_MODEL */
+    char *rerank_api_key;    /* KB_RERANK_API_KEY: never printed */
     char *verify;            /* KB_VERIFY; NULL: kb-verify beside kb, else
                                 on the PATH */
     char *llm_url;           /* KB_LLM_URL: the generator's LLM endpoint */

@@ -418,6 +418,11 @@ kb_rc kb_query_check_sources(kb_store *store, const kb_filter *filter, kb_err *e
 /* Returns 0 and sets *out, or -1 if name is no type. */
 int kb_search_type_parse(const char *name, kb_search_type *out);
 
+/* Called by the reranking stage with each pooled section's best chunk
+ * and its features (kb eval --features dumps them to fit the weights). */
+typedef void (*kb_rerank_trace_fn)(void *ctx, int64_t chunk_id,
+                                   const double *features, size_t n);
+
 typedef struct {
     const char *text;
     kb_mode mode;
@@ -431,6 +436,10 @@ typedef struct {
     int snippet;                           /* 1: text is a snippet, 0: whole */
     const kb_config *config;               /* opens the store's default
                                               embedder when none is given */
+    int no_rerank;                         /* 1: fusion's order as it is */
+    kb_rerank_trace_fn trace;              /* NULL, or told each reranked
+                                              section's features */
+    void *trace_ctx;
 } kb_query_opts;
 
 void kb_query_opts_init(kb_query_opts *opts);

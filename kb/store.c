@@ -60,6 +60,11 @@ static const char *const migrations[] = {
     "CREATE TRIGGER embeddings_delete AFTER DELETE ON embeddings BEGIN"
     "  UPDATE meta SET value = CAST(value AS INTEGER) + 1"
     "  WHERE key = 'vec_generation'; END;",
+    /* 3: what the reranking stage looks up per candidate section: the
+     * chunks of a section, and how many documents open a chunk with the
+     * same words (boilerplate and templates recur across documents) */
+    "CREATE INDEX chunks_by_section ON chunks(document_id, heading_path);"
+    "CREATE INDEX chunks_by_opening ON chunks(substr(text, 1, 48));",
 };
 /* A cache parked with the store (kb_store_slot_set). */
 struct kb_store_slot {

@@ -3,8 +3,10 @@
  * (index/eval.h has the match rule and the metrics). */
 #include "kb/cli.h"
 #include "index/eval.h"
+#include "query/query_int.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +43,53 @@ typedef struct {
 typedef struct {
     const char *qrels_path;
     int k, json, verbose;
+    const char *features_path;   /* --features: the reranker's pool, dumped */
 } eval_opts;
+
+/* --features: each hybrid query's reranked pool, one JSON line per query
+ * ({"id","set","judgments","pool":[{"doc","match":[judgment indices],
+ * "f":[features]}]}), what scripts/fit-rerank.py fits weights on. */
+typedef struct {
+    FILE *out;
+    kb_store *store;
+    sqlite3_stmt *row;
+    const kb_eval_query *q;
+    cJSON *pool;
+    kb_rc rc;
+} feature_dump;
+
+static void dump_candidate(void *ctx, int64_t chunk_id, const double *f,
+                           size_t n)
+{
+    feature_dump *d = ctx;
+    if (d->rc != KB_OK)
+        return;
+    kb_result r;
+    memset(&r, 0, sizeof r);
+    sqlite3_reset(d->row);
+    sqlite3_bind_int64(d->row, 1, chunk_id);
+    if (sqlite3_step(d->row) != SQLITE_ROW ||
+        kb_result_from_row(d->row, &r) != KB_OK) {
+        kb_result_release(&r);
+        d->rc = KB_ERR_DB;
+        return;
+    }
+    cJSON *c = cJSON_CreateObject();
+    cJSON *m = c ? cJSON_AddArrayToObject(c, "match") : NULL;
+    cJSON *fa = m ? cJSON_AddArrayToObject(c, "f") : NULL;
+    if (!fa || !cJSON_AddItemToArray(d->pool, c) ||
+        !cJSON_AddNumberToObject(c, "doc", (double)sqlite3_column_int64(
+                                     d->row, KB_RESULT_NCOLUMNS)))
+        d->rc = KB_ERR_NOMEM;
+    for (size_t j = 0; d->rc == KB_OK && j < d->q->nrel; j++)
+        if (kb_eval_judgment_matches(&d->q->rel[j], &r) &&
+            !cJSON_AddItemToArray(m, cJSON_CreateNumber((double)j)))
+            d->rc = KB_ERR_NOMEM;
+    for (size_t i = 0; d->rc == KB_OK && i < n; i++)
+        if (!cJSON_AddItemToArray(fa, cJSON_CreateNumber(round(f[i] * 1e6) / 1e6)))
+            d->rc = KB_ERR_NOMEM;
+    kb_result_release(&r);
+}
 
 static void query_run_release(query_run *r)
 {
@@ -93,7 +141,8 @@ static kb_rc keep_top(const kb_eval_query *q, const kb_results *res,
  * the KB cannot serve comes back with m->available 0 and m->err set. */
 static kb_rc run_mode(kb_store *store, kb_embedder *emb,
                       const kb_eval_qrels *qrels, const eval_opts *o,
-                      const kb_cli *cli, mode_run *m, kb_err *err)
+                      const kb_cli *cli, mode_run *m, feature_dump *dump,
+                      kb_err *err)
 {
     kb_rc rc = KB_OK;
     kb_eval_scores *scores = NULL;
@@ -117,6 +166,13 @@ static kb_rc run_mode(kb_store *store, kb_embedder *emb,
         qo.mode = m->mode;
         qo.k = o->k;
         qo.snippet = 1;
+        qo.config = cli->config;   /* a configured reranker takes part */
+        if (dump && m->mode == KB_MODE_HYBRID) {
+            dump->q = q;
+            dump->pool = cJSON_CreateArray();
+            qo.trace = dump_candidate;
+            qo.trace_ctx = dump;
+        }
         kb_results res;
         memset(&res, 0, sizeof res);
         kb_err qerr;
@@ -124,6 +180,32 @@ static kb_rc run_mode(kb_store *store, kb_embedder *emb,
         double t0 = kb_now_ms();
         kb_rc qrc = kb_query_run(store, emb, &qo, &res, &qerr);
         double took = kb_now_ms() - t0;
+        if (qo.trace) {
+            cJSON *line = cJSON_CreateObject();
+            char *text = NULL;
+            int ok = line && cJSON_AddStringToObject(line, "id", q->id) &&
+                     cJSON_AddStringToObject(line, "set", o->qrels_path) &&
+                     cJSON_AddNumberToObject(line, "judgments", (double)q->nrel);
+            /* the pool belongs to line once added, else it is freed here */
+            if (ok && dump->pool && cJSON_AddItemToObject(line, "pool", dump->pool))
+                dump->pool = NULL;
+            else
+                ok = 0;
+            cJSON_Delete(dump->pool);
+            if (!ok || !(text = cJSON_PrintUnformatted(line)))
+                dump->rc = dump->rc != KB_OK ? dump->rc : KB_ERR_NOMEM;
+            if (text)
+                fprintf(dump->out, "%s\n", text);
+            free(text);
+            cJSON_Delete(line);
+            dump->pool = NULL;
+            if (dump->rc != KB_OK) {
+                kb_results_release(&res);
+                rc = kb_err_set(err, dump->rc, "cannot dump the features of "
+                                "query '%s'", q->id);
+                goto out;
+            }
+        }
         if (qrc != KB_OK) {
             kb_results_release(&res);
             if (!per_query_error(qrc)) {
@@ -393,6 +475,7 @@ static int parse_options(int argc, char **argv, const kb_command *self,
             break;
         case KB_OPT_LONG('j'): o->json = 1; break;
         case 'v': o->verbose = 1; break;
+        case KB_OPT_LONG('f'): o->features_path = g.arg; break;
         }
     }
     if (c < 0)
@@ -411,7 +494,8 @@ static int parse_options(int argc, char **argv, const kb_command *self,
  * why) and the others still run. *emb is the caller's to free. */
 static kb_rc run_modes(kb_store *store, const kb_eval_qrels *qrels,
                        const eval_opts *o, const kb_cli *cli, mode_run *modes,
-                       size_t nmodes, kb_embedder **emb, kb_err *err)
+                       size_t nmodes, kb_embedder **emb, feature_dump *dump,
+                       kb_err *err)
 {
     int want_vectors = 0;
     for (size_t i = 0; i < nmodes; i++)
@@ -433,7 +517,7 @@ static kb_rc run_modes(kb_store *store, const kb_eval_qrels *qrels,
                        emb_err.msg[0] ? emb_err.msg : "no embedder");
             continue;
         }
-        kb_rc rc = run_mode(store, *emb, qrels, o, cli, m, err);
+        kb_rc rc = run_mode(store, *emb, qrels, o, cli, m, dump, err);
         if (rc != KB_OK)
             return rc;
     }
@@ -458,6 +542,8 @@ static const kb_option eval_options[] = {
     { "k", 'k', "N", "cut-off (default 10)" },
     { "json", KB_OPT_LONG('j'), NULL, "print JSON" },
     { "verbose", 'v', NULL, "per-query results" },
+    { "features", KB_OPT_LONG('f'), "FILE", "append each hybrid query's reranked pool and its\n"
+      "features to FILE (JSON lines, for scripts/fit-rerank.py)" },
     { NULL, 0, NULL, NULL },
 };
 
@@ -502,8 +588,24 @@ static int cmd_eval(int argc, char **argv, const kb_cli *cli, const kb_command *
     kb_rc rc = kb_eval_qrels_load(o.qrels_path, &qrels, &err);
     if (rc == KB_OK)
         rc = kb_cli_open_store(cli, KB_STORE_READONLY, &store, &err);
+    feature_dump dump = { 0 };
+    if (rc == KB_OK && o.features_path) {
+        dump.store = store;
+        if (!(dump.out = fopen(o.features_path, "a")))
+            rc = kb_err_set(&err, KB_ERR_IO, "cannot open '%s': %s",
+                            o.features_path, strerror(errno));
+        if (rc == KB_OK)
+            rc = kb_store_prepare(store, "SELECT " KB_RESULT_COLUMNS ","
+                                  " c.document_id FROM " KB_RESULT_TABLES
+                                  " WHERE c.id = ?", &dump.row, &err);
+    }
     if (rc == KB_OK)
-        rc = run_modes(store, &qrels, &o, cli, modes, nmodes, &emb, &err);
+        rc = run_modes(store, &qrels, &o, cli, modes, nmodes, &emb,
+                       o.features_path ? &dump : NULL, &err);
+    sqlite3_finalize(dump.row);
+    if (dump.out && fclose(dump.out) != 0 && rc == KB_OK)
+        rc = kb_err_set(&err, KB_ERR_IO, "cannot write '%s': %s",
+                        o.features_path, strerror(errno));
     if (rc != KB_OK)
         goto out;
     if (o.json)

@@ -195,6 +195,8 @@ static const kb_option query_options[] = {
     { "json", KB_OPT_LONG('j'), NULL, "one JSON object (see README)" },
     { "explain", KB_OPT_LONG('e'), NULL, "show each list's rank and score" },
     { "full", KB_OPT_LONG('f'), NULL, "print whole chunks instead of snippets" },
+    { "no-rerank", KB_OPT_LONG('R'), NULL, "hybrid in fusion's order, without the reranking\n"
+      "stage" },
     { "lex", KB_OPT_LONG('L'), "TEXT", "also search these keywords, fused (repeatable)" },
     { "vec", KB_OPT_LONG('V'), "TEXT", "also search this phrase by meaning (repeatable)" },
     { "hyde", KB_OPT_LONG('H'), "TEXT", "also search by a hypothetical passage (repeatable);\n"
@@ -288,6 +290,7 @@ static int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command 
         case KB_OPT_LONG('j'): json = 1; break;
         case KB_OPT_LONG('e'): explain = 1; break;
         case KB_OPT_LONG('f'): opts.snippet = 0; break;
+        case KB_OPT_LONG('R'): opts.no_rerank = 1; break;
         }
     }
     if (c < 0)

@@ -20,5 +20,45 @@
 /* A result (rank and scores unset) from a row that starts with
  * KB_RESULT_COLUMNS; KB_ERR_NOMEM when out of memory. */
 kb_rc kb_result_from_row(sqlite3_stmt *st, kb_result *r);
+/* Frees what a result holds (not r itself). */
+void kb_result_release(kb_result *r);
+
+/* ------------------------------------------------------------ rerank.c */
+
+/* The local reranking stage (kb_query_opts.trace names its features). */
+#define KB_RERANK_NFEAT 16
+
+/* Feature i's name ("lex_norm", "sec_cos", ...); "" past the last. */
+const char *kb_rerank_feature_name(size_t i);
+
+/* Reorders the fused, section-level list: the sections within the top
+ * places of the query's own lexical list lex or vector list vec (either
+ * may be NULL) are scored by their features and go first, best first;
+ * the rest follow in fusion's order. qvec is the query's embedding of
+ * dim floats (NULL: no vector features); rrf_scale turns a fused score
+ * into the "rrf" feature (1 for first in both lists). trace, when set, is called
+ * with each pooled section's best chunk and features. */
+kb_rc kb_rerank_local(kb_store *store, const char *query, const float *qvec,
+                      int dim, const kb_hits *lex, const kb_hits *vec,
+                      kb_hits *fused, double rrf_scale, kb_rerank_trace_fn trace,
+                      void *trace_ctx, kb_err *err);
+
+/* ------------------------------------------------------------ rerank_remote.c */
+
+/* Scores n texts for query through a /v1/rerank endpoint (url; model and
+ * api_key may be NULL): scores[i] is text i's relevance. Sends both
+ * "documents" (Cohere, Jina, vLLM, llama.cpp) and "texts" (TEI); reads
+ * {"results":[{"index","relevance_score"}]} or [{"index","score"}]. A
+ * reply that does not score every text once is KB_ERR_PARSE; HTTP
+ * failures are kb_http_perform's (one retry, 20 s a request). */
+kb_rc kb_rerank_remote_scores(const char *url, const char *model,
+                              const char *api_key, const char *query,
+                              const char *const *docs, size_t n, double *scores,
+                              kb_err *err);
+/* Reorders the first top hits of the fused list by cfg's reranker
+ * (cfg->rerank_url), each judged by its document title, heading path and
+ * best chunk; the rest stay behind them as they were. */
+kb_rc kb_rerank_remote(kb_store *store, const kb_config *cfg, const char *query,
+                       kb_hits *fused, size_t top, kb_err *err);
 
 #endif

@@ -107,6 +107,15 @@ echo '```'
 "$kb" --kb "$qkb" eval "$qrels" | sed -n '/^mode/,$p'
 echo '```'
 echo
+qrels2=${KB_QRELS2:-$top/../shared/eval/retrieval-dev2.json}
+if [ -f "$qrels2" ]; then
+    echo "## Retrieval quality (dev2 set, k = 10)"
+    echo
+    echo '```'
+    "$kb" --kb "$qkb" eval "$qrels2" | sed -n '/^mode/,$p'
+    echo '```'
+    echo
+fi
 
 if [ -x scripts/bench-embed.sh ]; then
     echo "## Embeddings"

@@ -76,10 +76,20 @@ contains "$out" "--reembed"
 expect_rc 0 kb ingest -q --reembed --manifest "$MANIFEST" cuda-best-practices
 expect_rc 0 kb query --mode vector "pinned memory"
 
-# an interrupted embedding pass resumes where it stopped
+# a re-parsed document keeps the vectors of the chunks it did not change
+before=$(sql "SELECT count(*) FROM embeddings")
 expect_rc 0 kb ingest -q --force --no-embed --manifest "$MANIFEST" cuda-best-practices
 missing=$(sql "SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.chunk_id=c.id)")
-[ "$missing" -gt 100 ] || fail "forced re-ingest should leave new chunks without vectors ($missing)"
+[ "$missing" -eq 0 ] || fail "forced re-ingest of unchanged chunks lost $missing vectors"
+[ "$(sql "SELECT count(*) FROM embeddings")" -eq "$before" ] || fail "vectors after a forced re-ingest"
+expect_json 0 kb query --mode vector --json -k 5 "pinned host memory"
+[ "$(json_get "$out" "len(j['results'])")" -eq 5 ] || fail "vector search after the vectors were kept"
+
+# an interrupted embedding pass resumes where it stopped
+sqlite3 "$KB_DIR/kb.sqlite" "DELETE FROM embeddings WHERE chunk_id IN (SELECT c.id FROM
+     chunks c JOIN documents d ON d.id = c.document_id WHERE d.source_id = 'cuda-best-practices')"
+missing=$(sql "SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.chunk_id=c.id)")
+[ "$missing" -gt 100 ] || fail "dropping the guide's vectors should leave chunks without them ($missing)"
 "$KB_BIN" ingest -q --manifest "$MANIFEST" cuda-best-practices & pid=$!
 # kill it once some batches are committed, well before the end
 for _ in $(seq 600); do

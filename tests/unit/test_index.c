@@ -94,6 +94,38 @@ static void test_chunk_tiny_section_and_papers(void **state)
     kb_doc_release(&doc);
 }
 
+static void test_chunk_caption_joins_code(void **state)
+{
+    (void)state;
+    kb_doc doc;
+    kb_doc_init(&doc);
+    kb_buf t;
+    kb_buf_init(&t, 0);
+    kb_doc_heading(&doc, 1, "Instructions", "instructions");
+    kb_doc_heading(&doc, 2, "add", "add");
+    kb_doc_add(&doc, KB_KIND_TEXT, "add: Add two values.\n\nSyntax", 29);
+    for (int i = 0; i < 8; i++)                     /* a large code block */
+        tu_printf(&t, "add.type d%d, a%d, b%d;  // .type = { .u16, .u32, .s64 };\n",
+                  i, i, i);
+    kb_doc_add(&doc, KB_KIND_CODE, t.data, t.len);
+    kb_doc_add(&doc, KB_KIND_TEXT, "Description: performs addition and writes the "
+               "result into d, in as many words as a real paragraph has.", 104);
+
+    kb_chunks c;
+    kb_err err;
+    kb_err_clear(&err);
+    assert_int_equal(kb_chunk_doc(&doc, NULL, 256, &c, &err), KB_OK);
+    /* the caption leads the code chunk instead of standing alone */
+    assert_int_equal(c.n, 2);
+    assert_int_equal(c.items[0].kind, KB_KIND_CODE);
+    assert_true(strncmp(c.items[0].text, "add: Add two values.", 20) == 0);
+    assert_non_null(strstr(c.items[0].text, t.data));
+    assert_int_equal(c.items[1].kind, KB_KIND_TEXT);
+    kb_chunks_release(&c);
+    kb_doc_release(&doc);
+    kb_buf_release(&t);
+}
+
 static void test_chunk_tiny_siblings_merge(void **state)
 {
     (void)state;
@@ -222,14 +254,20 @@ static void test_fts_match_identifiers(void **state)
     kb_buf m;
     kb_buf_init(&m, 0);
     assert_int_equal(kb_fts_build_match("cp.async.bulk.tensor", &m), KB_OK);
-    assert_string_equal(m.data, "(\"cp async bulk tensor\" OR idents : \"cpasyncbulktensor\")");
+    /* the phrase or the joined form, and each part of 3+ letters alone */
+    assert_string_equal(m.data, "(\"cp async bulk tensor\" OR idents : \"cpasyncbulktensor\")"
+                                " OR \"async\" OR \"bulk\" OR \"tensor\"");
     kb_buf_reset(&m);
     assert_int_equal(kb_fts_build_match("cudaFuncSetAttribute", &m), KB_OK);
     assert_string_equal(m.data, "(\"cudafuncsetattribute\" OR idents : \"cudafuncsetattribute\""
                                 " OR idents : \"cuda func set attribute\")");
     kb_buf_reset(&m);
     assert_int_equal(kb_fts_build_match("why is __shfl_down_sync slow?", &m), KB_OK);
-    assert_string_equal(m.data, "(\"shfl down sync\" OR idents : \"shfldownsync\") OR \"slow\"");
+    assert_string_equal(m.data, "(\"shfl down sync\" OR idents : \"shfldownsync\") OR \"shfl\""
+                                " OR \"down\" OR \"sync\" OR \"slow\"");
+    kb_buf_reset(&m);
+    assert_int_equal(kb_fts_build_match("mma.sync.aligned.m16n8k16", &m), KB_OK);
+    assert_non_null(strstr(m.data, " OR \"m16n8k16\""));
     kb_buf_reset(&m);
     /* only stop words: they are kept rather than nothing */
     assert_int_equal(kb_fts_build_match("what is it", &m), KB_OK);
@@ -279,7 +317,8 @@ static void test_fts_match_dedup_and_cap(void **state)
                                         "cp.async cp.async shared", &m), KB_OK);
     assert_string_equal(m.data, "\"shared\" OR \"memory\" OR \"shared\" OR \"memory\" OR "
                                 "\"shared\" OR (\"cp async\" OR idents : \"cpasync\") OR "
-                                "(\"cp async\" OR idents : \"cpasync\")");
+                                "\"async\" OR (\"cp async\" OR idents : \"cpasync\") OR "
+                                "\"async\"");
     kb_buf_reset(&m);
     /* stop words alone: the same rule */
     assert_int_equal(kb_fts_build_match("is it is it is it is", &m), KB_OK);
@@ -418,6 +457,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chunk_budget_and_code),
         cmocka_unit_test(test_chunk_tiny_section_and_papers),
+        cmocka_unit_test(test_chunk_caption_joins_code),
         cmocka_unit_test(test_chunk_tiny_siblings_merge),
         cmocka_unit_test(test_chunk_linear_and_bounded),
         cmocka_unit_test(test_fts_match_identifiers),

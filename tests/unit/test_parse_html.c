@@ -416,6 +416,17 @@ static void test_title_and_text(void **state)
     assert_string_equal(b->heading[0], "Second");
     kb_doc_release(&doc);
 
+    /* a single-page manual saved from its first chapter: the manual's
+     * name after the dash titles it, not the chapter */
+    static const char m[] = "<html><head><title>1. Introduction \xe2\x80\x94 Tile "
+                            "ISA 2.0 documentation</title></head><body>"
+                            "<h1>1. Introduction</h1><p>one</p>"
+                            "<h1>2. Model</h1><p>two</p></body></html>";
+    assert_int_equal(parse_str(m, sizeof m - 1, &doc, &err), KB_OK);
+    assert_string_equal(doc.title, "Tile ISA 2.0");
+    assert_string_equal(tu_block_with(&doc, "two")->heading[0], "2. Model");
+    kb_doc_release(&doc);
+
     /* slugs are unique in the page; hidden markup is not content */
     static const char e[] = "<h2>Notes</h2><p>first</p><h2>Notes</h2><p>second</p>"
                             "<h2 id=\"notes-1\">Other</h2><p>third</p>"

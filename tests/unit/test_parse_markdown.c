@@ -194,6 +194,11 @@ static void test_code_tables_lists(void **state)
     assert_non_null(b);
     assert_string_equal(b->text, "Tip: Pad by one word; see the notes "
                                  "https://example.org/pad.");
+    /* emphasis and links glued to the words around them come apart */
+    b = tu_find(&doc, KB_KIND_TEXT, "Glued spans");
+    assert_non_null(b);
+    assert_string_equal(b->text, "Glued spans are called architecture-specific "
+                                 "features (see Padding Rules) and bold too.");
     for (size_t i = 0; i < doc.nblocks; i++)
         assert_null(strchr(doc.blocks[i].text, '<'));
     assert_int_equal(tu_count_kind(&doc, KB_KIND_CODE), 2);
