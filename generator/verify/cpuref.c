@@ -335,6 +335,23 @@ static void gemm_bias_gelu(const kb_task *t, double **bufs, const double *vals)
     }
 }
 
+static void gemm_bias_relu(const kb_task *t, double **bufs, const double *vals)
+{
+    const double *A = BUF("A"), *B = BUF("B"), *bias = BUF("bias");
+    double *C = BUF("C");
+    size_t m = (size_t)VAL("m"), n = (size_t)VAL("n"), k = (size_t)VAL("k");
+    for (size_t i = 0; i < m * n; i++)
+        C[i] = 0;
+    for (size_t i = 0; i < m; i++)
+        for (size_t p = 0; p < k; p++) {
+            double a = A[i * k + p];
+            for (size_t j = 0; j < n; j++)
+                C[i * n + j] += a * B[p * n + j];
+        }
+    for (size_t i = 0; i < m * n; i++)
+        C[i] = fmax(C[i] + bias[i % n], 0.0);
+}
+
 int kbv_cpu_ref(const kb_task *t, double **bufs, const double *vals,
                 kb_buf *why)
 {
@@ -350,7 +367,7 @@ int kbv_cpu_ref(const kb_task *t, double **bufs, const double *vals,
         { "adamw", adamw }, { "rmsnorm_residual", rmsnorm_residual },
         { "rotary", rotary }, { "gemv_int4", gemv_int4 }, { "conv3x3", conv3x3 },
         { "softmax_topk", softmax_topk }, { "attention_causal", attention_causal },
-        { "gemm_bias_gelu", gemm_bias_gelu },
+        { "gemm_bias_gelu", gemm_bias_gelu }, { "gemm_bias_relu", gemm_bias_relu },
     };
     for (size_t i = 0; i < sizeof impls / sizeof impls[0]; i++)
         if (strcmp(impls[i].name, t->cpu_ref) == 0) {
