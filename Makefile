@@ -66,7 +66,7 @@ $(BUILD)/obj/%.o: %.c kb/kb.h $(wildcard */*_int.h kb/*.h)
 $(BUILD)/libkb.a: $(LIB_OBJ)
 	$(Q)rm -f $@.tmp && ar rcs $@.tmp $^ && mv -f $@.tmp $@
 
-$(BUILD)/kb: $(MAIN_OBJ) $(BUILD)/libkb.a
+$(BUILD)/kb: $(MAIN_OBJ) $(BUILD)/libkb.a $(wildcard $(FAISS_CAPI)/libfaiss_c.a)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@.tmp $(MAIN_OBJ) $(BUILD)/libkb.a $(LIBS) && mv -f $@.tmp $@
 

@@ -27,7 +27,7 @@ expect_json 0 kb ingest --no-embed --json skills
      fail "re-ingest from another directory: $out") || exit 1
 # kb's skills/ folder is still reachable as a path
 expect_json 0 kb ingest --no-embed --json ./skills/skill.h
-[ "$(sql "SELECT count(*) FROM documents WHERE source_id = 'local' AND path = './skills/skill.h'")" -eq 1 ] || fail "./skills/skill.h"
+[ "$(sql "SELECT count(*) FROM documents WHERE source_id = 'local' AND path = '$(realpath ./skills/skill.h)'")" -eq 1 ] || fail "./skills/skill.h"
 expect_rc 0 kb sources --json
 [ "$(json_get "$out" "[(s['state'], s['local']) for s in j['sources'] if s['id'] == 'skills']")" = "[('ingested', ['skills/'])]" ] ||
     fail "kb sources: $out"

@@ -12,7 +12,7 @@
 need_mirror
 [ -x "${KB_VENV:-}/bin/python3" ] || fail "no test virtualenv (KB_VENV): run through make test"
 ingest_small
-expect_rc 0 kb ingest -q --source skills "$KB_TOP/corpus/skills"
+expect_rc 0 kb ingest -q --manifest "$KB_TOP/corpus/sources.json" skills
 skill=smem-padding-bank-conflicts
 
 expect_rc 2 kb serve --skills "$KB_TOP/corpus/skills" --no-skills

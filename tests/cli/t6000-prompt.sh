@@ -12,7 +12,7 @@ need_mirror
 cd "$KB_TOP"
 DEV="$KB_TOP/tests/fixtures/skills/h200-device.json"
 expect_rc 0 kb ingest -q --no-embed --manifest "$MANIFEST" cuda-best-practices
-expect_rc 0 kb ingest -q --no-embed --source skills corpus/skills
+expect_rc 0 kb ingest -q --no-embed --manifest "$KB_TOP/corpus/sources.json" skills
 
 # the prompt, as an agent reads it: system, then user, clearly apart
 expect_json 0 kb prompt --device-info "$DEV" gelu

@@ -31,7 +31,6 @@ static int setup(void **state)
     if (kb_config_load(&config, &err) != KB_OK)
         return -1;
     char *manifest = kb_path_join(tu_top(), "corpus/sources.json");
-    char *skills = kb_path_join(tu_top(), "corpus/skills");
     kb_ingest_stats stats;
     have_mirror = tu_mirror() != NULL;
     if (have_mirror) {
@@ -41,13 +40,13 @@ static int setup(void **state)
         if (kb_ingest_run(store, &o, ids, 1, &stats, &err) != KB_OK)
             fprintf(stderr, "ingest: %s\n", err.msg);
     }
-    kb_ingest_opts o = { .config = &config, .adhoc_source = "skills" };
-    char *targets[] = { skills };
+    /* the skill library: the manifest's source 'skills' (read beside it) */
+    kb_ingest_opts o = { .config = &config, .manifest_path = manifest };
+    char *targets[] = { "skills" };
     kb_rc rc = kb_ingest_run(store, &o, targets, 1, &stats, &err);
     if (rc != KB_OK)
         fprintf(stderr, "ingest: %s\n", err.msg);
     free(manifest);
-    free(skills);
     char *dev = tu_fixture("skills/h200-device.json");
     kb_buf b;
     kb_buf_init(&b, 0);
