@@ -76,6 +76,7 @@ int cmd_papers(int, char **, const kb_cli *, const kb_command *);
 int cmd_eval(int, char **, const kb_cli *, const kb_command *);
 int cmd_verify(int, char **, const kb_cli *, const kb_command *);
 int cmd_skill(int, char **, const kb_cli *, const kb_command *);
+int cmd_generate(int, char **, const kb_cli *, const kb_command *);
 int cmd_serve(int, char **, const kb_cli *, const kb_command *);
 int cmd_mcp(int, char **, const kb_cli *, const kb_command *);
 

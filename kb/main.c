@@ -114,6 +114,30 @@ static const kb_command commands[] = {
       "  --dir DIR               the library (default corpus/skills)\n"
       "  --tasks DIR             the tasks (lint, new, verify; default corpus/tasks)\n"
       "  --json                  print JSON (every subcommand but approve, retire)\n" },
+    { "generate", cmd_generate, "kb generate [options] TASK",
+      "prompt an LLM for a task's kernel, verify each, feed the verdicts back, "
+      "write a win back as a draft skill",
+      "  --samples N         candidates requested at once per round (default 4)\n"
+      "  --rounds R          rounds of feedback (default 3)\n"
+      "  --strategy S        refine (the best so far, with every verdict; default)\n"
+      "                      or population (parents drawn from the best few,\n"
+      "                      one per technique)\n"
+      "  --population N      kernels population keeps (default 4)\n"
+      "  --budget-tokens N   no round starts once the run has used N tokens\n"
+      "  --prompt-tokens N   each prompt's budget (default 12000)\n"
+      "  --floor-fraction F  stop once a kernel reaches F of the roofline (the\n"
+      "                      floor over its median; default 0.9)\n"
+      "  --compile-only      NVRTC only (no GPU): 'compiled' is the goal, nothing\n"
+      "                      is written back\n"
+      "  --out DIR           the runs folder (default KB/runs)\n"
+      "  --skills DIR        where a win is written (default corpus/skills)\n"
+      "  --no-write          write no skill\n"
+      "  --replay RUN        re-run RUN's transcript against its recorded replies\n"
+      "                      (a run id in the runs folder, or its folder); no LLM\n"
+      "  --dry-run           print the first prompt; call nothing\n"
+      "  --timeout S         kb-verify's wall-clock limit per candidate (default 120)\n"
+      "  --json              one JSON summary object\n"
+      "  environment: KB_LLM_URL, KB_LLM_MODEL, KB_LLM_API_KEY, KB_LLM_API\n" },
     { "serve", cmd_serve, "kb serve [options]",
       "serve the KB over HTTP: REST endpoints for other agents (see README)",
       "  --listen ADDR:PORT  where to listen (default 127.0.0.1:8377; port 0\n"
