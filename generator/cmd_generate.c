@@ -342,13 +342,14 @@ int cmd_generate(int argc, char **argv, const kb_cli *cli, const kb_command *sel
     if (rc == KB_OK && !dry && !g.replay &&
         (rc = kb_llm_opts_from_config(cli->config, &llm, &err)) == KB_OK)
         g.llm = &llm;
-    if (rc == KB_OK)
+    if (rc == KB_OK) {
         rc = kb_cli_open_store(cli, dry ? KB_STORE_READONLY : KB_STORE_CREATE, &store, &err);
-    if (rc != KB_OK && dry && err.rc == KB_ERR_NOTFOUND) {
-        /* a dry run without a KB: the prompt without retrieval */
-        kb_err_clear(&err);
-        store = NULL;
-        rc = KB_OK;
+        if (rc != KB_OK && dry && err.rc == KB_ERR_NOTFOUND) {
+            /* a dry run without a KB: the prompt without retrieval */
+            kb_err_clear(&err);
+            store = NULL;
+            rc = KB_OK;
+        }
     }
     kb_verifier_opts vo;
     kb_verifier_opts_init(&vo);

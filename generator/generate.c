@@ -1546,6 +1546,7 @@ kb_rc kb_gen_run(const kb_gen_opts *o, cJSON **summary, kb_err *err)
     *summary = NULL;
     run R;
     memset(&R, 0, sizeof R);
+    kb_verifier *own_verifier = NULL;
     R.o = o;
     R.eff = *o;
     R.best = -1;
@@ -1556,6 +1557,17 @@ kb_rc kb_gen_run(const kb_gen_opts *o, cJSON **summary, kb_err *err)
                           "folder and an LLM (or a run to replay) are needed");
     if (o->replay && (rc = load_replay(&R, err)) != KB_OK)
         goto out;
+    if (o->replay && R.eff.compile_only != o->compile_only) {
+        /* the run compiled only (or did not): its replay verifies alike */
+        kb_verifier_opts vo;
+        kb_verifier_opts_init(&vo);
+        vo.kb_verify = kb_verifier_path(o->verifier);
+        vo.serve = 1;
+        vo.compile_only = R.eff.compile_only;
+        if ((rc = kb_verifier_open(&vo, &own_verifier, err)) != KB_OK)
+            goto out;
+        R.eff.verifier = own_verifier;
+    }
     if (R.eff.samples <= 0)
         R.eff.samples = 4;
     if (R.eff.samples > 64)
@@ -1606,7 +1618,8 @@ kb_rc kb_gen_run(const kb_gen_opts *o, cJSON **summary, kb_err *err)
             break;
         }
     }
-    if (rc == KB_OK && R.best >= 0 && R.eff.skills_dir && !R.eff.compile_only) {
+    if (rc == KB_OK && R.best >= 0 && R.eff.skills_dir && !R.eff.compile_only &&
+        !R.eff.replay) {   /* a replay checks verdicts; its run wrote the skill */
         cJSON *tmp = cJSON_CreateObject();
         kb_err werr;
         kb_err_clear(&werr);
@@ -1671,6 +1684,7 @@ out:
     cJSON_Delete(R.replies);
     cJSON_Delete(R.recorded);
     cJSON_Delete(R.rounds);
+    kb_verifier_free(own_verifier);
     free(R.replay_of);
     free(R.replay_model);
     free(R.seed_skill);
