@@ -102,9 +102,10 @@ deps:
 # test-only Python tools (tests/requirements.txt) in a virtualenv; the
 # tests that use them find it through $KB_VENV
 VENV := $(BUILD)/venv
-$(VENV)/.stamp: tests/requirements.txt
+$(VENV)/.stamp: tests/requirements.txt tests/requirements-nodeps.txt
 	$(Q)rm -rf $(VENV) && python3 -m venv $(VENV)
 	$(Q)$(VENV)/bin/pip install -q --disable-pip-version-check -r tests/requirements.txt
+	$(Q)$(VENV)/bin/pip install -q --disable-pip-version-check --no-deps -r tests/requirements-nodeps.txt
 	$(Q)touch $@
 
 test: deps

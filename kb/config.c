@@ -72,6 +72,12 @@ static const config_var vars[] = {
     { "KB_LLM_API_KEY", V_SECRET, F(llm_api_key), 0, 0,
       "key for KB_LLM_URL (never logged)",
       "none" },
+    { "KB_LLM_API", V_STR, F(llm_api), 0, 0,
+      "the API KB_LLM_URL speaks: openai or anthropic",
+      "anthropic for a .../messages URL, else openai" },
+    { "KB_LLM_TIMEOUT_MS", V_LONG, F(llm_timeout_ms), 1, 86400000L,
+      "time limit of one LLM request, in ms",
+      "300000" },
     { "KB_SERVE_TOKEN", V_SECRET, F(serve_token), 0, 0,
       "the bearer token kb serve asks for (--token-file wins; never logged)",
       "none (no token)" },
@@ -90,6 +96,7 @@ void kb_config_init(kb_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->embed_timeout_ms = 60000;
+    cfg->llm_timeout_ms = 300000;
 }
 
 void kb_config_release(kb_config *cfg)

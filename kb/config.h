@@ -30,6 +30,9 @@ struct kb_config {
     char *llm_url;           /* KB_LLM_URL: the generator's LLM endpoint */
     char *llm_model;         /* KB_LLM_MODEL */
     char *llm_api_key;       /* KB_LLM_API_KEY: never printed */
+    char *llm_api;           /* KB_LLM_API: "openai" or "anthropic"; NULL:
+                                judged from KB_LLM_URL (kb_llm_opts_from_config) */
+    long llm_timeout_ms;     /* KB_LLM_TIMEOUT_MS, 1-86400000; 300000 */
     char *serve_token;       /* KB_SERVE_TOKEN: kb serve's bearer token,
                                 never printed */
     int no_color;            /* NO_COLOR set and not empty */

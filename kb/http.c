@@ -241,10 +241,26 @@ typedef struct {
     size_t received;      /* body bytes seen this attempt, kept or not */
     int too_big;
     int oom;
+    int streaming;        /* -1: not known yet; 1: a 2xx read as SSE */
     kb_http_sse sse;
     kb_rc cb_rc;          /* the stream's failure (reader or callback) */
     kb_err cb_err;
 } transfer;
+
+/* Whether this attempt's reply is read as an event stream: a 2xx whose
+ * Content-Type is text/event-stream or not given. */
+static int reply_streams(transfer *t)
+{
+    if (t->streaming < 0) {
+        long code = 0;
+        char *ct = NULL;
+        curl_easy_getinfo(t->h, CURLINFO_RESPONSE_CODE, &code);
+        curl_easy_getinfo(t->h, CURLINFO_CONTENT_TYPE, &ct);
+        t->streaming = t->req->on_event && code / 100 == 2 &&
+                       (!ct || !*ct || !strncasecmp(ct, "text/event-stream", 17));
+    }
+    return t->streaming;
+}
 
 /* Keeps the body (or streams a 2xx); stops as soon as the cap is passed. */
 static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
@@ -256,9 +272,7 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
         return 0;
     }
     t->received += n;
-    long code = 0;
-    curl_easy_getinfo(t->h, CURLINFO_RESPONSE_CODE, &code);
-    if (t->req->on_event && code / 100 == 2) {
+    if (reply_streams(t)) {
         t->cb_rc = kb_http_sse_feed(&t->sse, data, n, &t->cb_err);
         return t->cb_rc == KB_OK ? n : 0;
     }
@@ -484,6 +498,7 @@ static void attempt_reset(transfer *t, int attempt)
     kb_http_sse_init(&t->sse, t->max_bytes, t->req->on_event, t->req->event_ctx);
     t->received = 0;
     t->too_big = t->oom = 0;
+    t->streaming = -1;
     t->cb_rc = KB_OK;
     kb_err_clear(&t->cb_err);
     t->resp->attempts = attempt;
@@ -524,7 +539,7 @@ static int attempt_over(transfer *t, CURLcode c, int attempt, int max_attempts,
     } else {
         take_headers(t->h, resp);
         if (resp->status / 100 == 2) {
-            if (req->on_event) {
+            if (req->on_event && t->streaming != 0) {
                 kb_err serr;
                 kb_err_clear(&serr);
                 if (kb_http_sse_finish(&t->sse, &serr) != KB_OK)

@@ -76,7 +76,10 @@ typedef struct {
     const char *subject;
     /* streaming: a 2xx body is read as Server-Sent Events as it arrives and
      * handed to on_event (it is not kept in the response's body); a
-     * stream cut before its last event ends is an error */
+     * stream cut before its last event ends is an error. A 2xx whose
+     * Content-Type is given and is not text/event-stream (a server that
+     * answers plain JSON to a stream request) is not streamed: its body is
+     * kept in the response like any other, and no event is delivered */
     kb_http_sse_fn on_event;
     void *event_ctx;
 } kb_http_request;

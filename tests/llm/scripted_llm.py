@@ -130,6 +130,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         n = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(n).decode("utf-8", "replace") if n else ""
+        if self.path == "/_scripted/load":
+            return self.load(raw)
         with self.server.log_lock:
             self.server.nreq += 1
             self.req_n = self.server.nreq
@@ -141,25 +143,43 @@ class Handler(BaseHTTPRequestHandler):
             got = (self.headers.get("x-api-key") if api == "anthropic" else
                    (self.headers.get("Authorization") or "").removeprefix("Bearer "))
             key_ok = got == self.server.key
-        status, idx = self.answer(api, raw, key_ok)
+        status, idx, send = self.answer(api, raw, key_ok)
+        # logged before the reply goes: a client that has its reply finds
+        # its request in the log
         self.log_request_seen(raw, status, idx, api, key_ok)
+        send()
+
+    def load(self, raw):
+        """POST /_scripted/load {"script": PATH, "key": KEY or null}: a
+        new script and key, the request log emptied (one server for many
+        cases of a test). Not logged."""
+        try:
+            req = json.loads(raw)
+            script = Script(req["script"])
+        except (ValueError, KeyError, OSError) as e:
+            return self.send(400, json.dumps({"error": {"message": str(e)}}))
+        with self.server.log_lock:
+            self.server.script = script
+            self.server.key = req.get("key")
+            self.server.nreq = 0
+            if self.server.log:
+                open(self.server.log, "w").close()
+        self.send(200, json.dumps({"loaded": req["script"]}))
 
     def answer(self, api, raw, key_ok):
         """Checks the request as the real APIs do (no reply is spent on a
         bad one), then serves the script's next reply. Returns the status
-        sent and the reply's index in the script."""
+        sent, the reply's index in the script, and the function that
+        sends it."""
         if api is None:
-            self.send(404, json.dumps({"error": {"message": "no such path"}}))
-            return 404, None
+            return 404, None, lambda: self.send(404, json.dumps({"error": {"message": "no such path"}}))
         if key_ok is False:
-            self.send(401, self.error_body(api, 401, "invalid x-api-key" if api ==
-                                           "anthropic" else "invalid api key"))
-            return 401, None
+            return 401, None, lambda: self.send(401, self.error_body(
+                api, 401, "invalid x-api-key" if api == "anthropic" else "invalid api key"))
         try:
             req = json.loads(raw)
         except ValueError:
-            self.send(400, self.error_body(api, 400, "request body is not JSON"))
-            return 400, None
+            return 400, None, lambda: self.send(400, self.error_body(api, 400, "request body is not JSON"))
         problem = None
         if not isinstance(req, dict) or not isinstance(req.get("messages"), list):
             problem = "messages: field required"
@@ -170,22 +190,25 @@ class Handler(BaseHTTPRequestHandler):
         elif api == "anthropic" and any(m.get("role") == "system" for m in req["messages"]):
             problem = "messages: the system prompt goes in the top-level system field"
         if problem:
-            self.send(400, self.error_body(api, 400, problem))
-            return 400, None
+            return 400, None, lambda: self.send(400, self.error_body(api, 400, problem))
         idx, reply = self.server.script.next()
         if reply is None:
-            self.send(400, self.error_body(api, 400, "scripted_llm: no reply left in the script"))
-            return 400, None
+            return 400, None, lambda: self.send(400, self.error_body(
+                api, 400, "scripted_llm: no reply left in the script"))
+        return int(reply.get("status", 200)), idx, lambda: self.reply(api, req, reply)
+
+    def reply(self, api, req, reply):
+        """Sends one of the script's replies."""
         time.sleep(reply.get("delay_ms", 0) / 1000.0)
         status = int(reply.get("status", 200))
         headers = reply.get("headers", {})
         if "body" in reply:
             self.send(status, reply["body"], reply.get("content_type", "application/json"), headers)
-            return status, idx
+            return
         if status != 200:
             self.send(status, self.error_body(api, status, reply.get("error", "scripted error"),
                                               reply.get("error_type")), headers=headers)
-            return status, idx
+            return
         stream = reply.get("stream", bool(req.get("stream")))
         text = self.server.script.text(reply)
         model = req.get("model", "scripted")
@@ -198,7 +221,6 @@ class Handler(BaseHTTPRequestHandler):
             self.send(200, events, headers=headers)
         else:
             self.stream(reply, events, headers)
-        return status, idx
 
     def stream(self, reply, events, headers):
         """Sends events as an event stream: chunked (each event one chunk)

@@ -15,7 +15,8 @@
 static const char *const names[] = {
     "KB_DIR", "KB_MANIFEST", "KB_MIRROR", "KB_MODEL_DIR", "KB_THREADS",
     "KB_EMBED_URL", "KB_EMBED_MODEL", "KB_EMBED_API_KEY", "KB_EMBED_TIMEOUT_MS",
-    "KB_VERIFY", "KB_LLM_URL", "KB_LLM_MODEL", "KB_LLM_API_KEY", "NO_COLOR",
+    "KB_VERIFY", "KB_LLM_URL", "KB_LLM_MODEL", "KB_LLM_API_KEY", "KB_LLM_API", "KB_LLM_TIMEOUT_MS",
+    "NO_COLOR",
 };
 static const size_t nnames = sizeof names / sizeof names[0];
 
@@ -48,6 +49,8 @@ static void test_defaults(void **state)
     assert_null(c.llm_url);
     assert_null(c.llm_model);
     assert_null(c.llm_api_key);
+    assert_null(c.llm_api);
+    assert_int_equal(c.llm_timeout_ms, 300000);
     assert_int_equal(c.no_color, 0);
     kb_config_release(&c);
     assert_null(c.kb_dir);
@@ -89,6 +92,8 @@ static void test_each_variable(void **state)
     setenv("KB_LLM_URL", "http://127.0.0.1:2/v1/messages", 1);
     setenv("KB_LLM_MODEL", "claude", 1);
     setenv("KB_LLM_API_KEY", "llm-key", 1);
+    setenv("KB_LLM_API", "anthropic", 1);
+    setenv("KB_LLM_TIMEOUT_MS", "2500", 1);
     setenv("NO_COLOR", "1", 1);
     kb_config c;
     kb_err err;
@@ -107,6 +112,8 @@ static void test_each_variable(void **state)
     assert_string_equal(c.llm_url, "http://127.0.0.1:2/v1/messages");
     assert_string_equal(c.llm_model, "claude");
     assert_string_equal(c.llm_api_key, "llm-key");
+    assert_string_equal(c.llm_api, "anthropic");
+    assert_int_equal(c.llm_timeout_ms, 2500);
     assert_int_equal(c.no_color, 1);
     char *d = kb_config_env_kb_dir();
     assert_string_equal(d, "/kb");
@@ -183,6 +190,8 @@ static void test_bad_values(void **state)
                "bad KB_EMBED_TIMEOUT_MS '-1': expected a whole number from 1 to 86400000");
     expect_bad("KB_EMBED_TIMEOUT_MS", "86400001",
                "bad KB_EMBED_TIMEOUT_MS '86400001': expected a whole number from 1 to 86400000");
+    expect_bad("KB_LLM_TIMEOUT_MS", "0",
+               "bad KB_LLM_TIMEOUT_MS '0': expected a whole number from 1 to 86400000");
 }
 
 /* --help lists every variable with its default, and never a value. */
@@ -200,6 +209,7 @@ static void test_help(void **state)
         assert_non_null(strstr(b.data, line));
     }
     assert_non_null(strstr(b.data, "default: 60000"));
+    assert_non_null(strstr(b.data, "openai or anthropic"));
     assert_non_null(strstr(b.data, "default: ~/.cache/kb/models/all-MiniLM-L6-v2"));
     assert_null(strstr(b.data, "topsecret"));
     assert_null(strstr(b.data, "/my/kb/dir"));

@@ -692,6 +692,30 @@ static void test_sse_stream(void **state)
     kb_buf_release(&e.log);
 }
 
+/* A stream request answered with plain JSON (a server that does not
+ * stream): the body is kept, no event is delivered, and it is no error. */
+static void test_sse_plain_reply(void **state)
+{
+    kb_http_opts o = fast_opts();
+    kb_http_request q = { .method = KB_HTTP_POST, .url = url_of("/auth"),
+                          .body = "{\"stream\":true}", .body_len = 15,
+                          .on_event = on_event };
+    events e = { .fail_at = 0 };
+    kb_buf_init(&e.log, 0);
+    q.event_ctx = &e;
+    kb_http_response r;
+    kb_http_response_init(&r);
+    kb_err err;
+    kb_err_clear(&err);
+    assert_int_equal(kb_http_perform(&q, &o, &r, &err), KB_OK);
+    assert_int_equal(r.events, 0);
+    assert_null(e.log.data);
+    assert_string_equal(r.body.data, "{\"ok\":true}");
+    assert_string_equal(r.content_type, "application/json");
+    kb_http_response_release(&r);
+    kb_buf_release(&e.log);
+}
+
 /* The reader alone, fed one byte at a time and all at once. */
 static void test_sse_reader(void **state)
 {
@@ -792,6 +816,7 @@ int main(void)
         cmocka_unit_test_setup(test_key_not_in_messages, each_up),
         cmocka_unit_test(test_only_http),
         cmocka_unit_test_setup(test_sse_stream, each_up),
+        cmocka_unit_test_setup(test_sse_plain_reply, each_up),
         cmocka_unit_test(test_sse_reader),
         cmocka_unit_test(test_sse_cut),
     };
