@@ -366,7 +366,7 @@ int cmd_generate(int argc, char **argv, const kb_cli *cli, const kb_command *sel
     /* the hardware profile for the prompt; none without a GPU */
     kb_err derr;
     kb_err_clear(&derr);
-    if (kb_gen_device_info(kb_verifier_path(ver), 30, &device, &derr) != KB_OK && !cli->quiet)
+    if (kb_verifier_device_info(ver, &device, &derr) != KB_OK && !cli->quiet)
         fprintf(stderr, "kb generate: %s; the prompt says the device is unknown\n", derr.msg);
     g.task_dir = task_dir;
     g.tasks_dir = tasks_dir;

@@ -2,6 +2,7 @@
  * the verifier (generator/verifier.h: kb-verify as a child process with a
  * wall-clock limit), and the suite's fast_p scores. */
 #include "kb/cli.h"
+#include "generator/gen.h"
 #include "generator/task.h"
 #include "generator/verifier.h"
 
@@ -27,17 +28,12 @@ static kb_rc print_one(const kb_verify_result *r, kb_err *err)
     return rc == KB_OK ? KB_OK : kb_err_set(err, rc, "out of memory printing the result");
 }
 
-/* The task directory arg names (kb_task_find), beside the manifest of
- * cli's configuration first. Caller frees *dir. */
+/* The task directory arg names, where the generator finds tasks too
+ * (kb_gen_task_dir: kb_task_find beside cli's manifest first). Caller
+ * frees *dir. */
 static kb_rc find_task(const kb_cli *cli, const char *arg, char **dir, kb_err *err)
 {
-    char *manifest = cli->config && cli->config->manifest
-                     ? kb_strdup(cli->config->manifest) : kb_manifest_default_path();
-    if (!manifest)
-        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    kb_rc rc = kb_task_find(arg, manifest, dir, err);
-    free(manifest);
-    return rc;
+    return kb_gen_task_dir(cli->config, NULL, arg, dir, err);
 }
 
 /* The exit status for a verdict: 0 kept (correct, faster; compiled when

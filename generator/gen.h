@@ -105,6 +105,9 @@ void kb_gen_source_hash(const char *source, char out[65]);
 
 /* ---------------------------------------------------------------- prompt.c */
 
+/* A prompt's token budget when none is given. */
+#define KB_GEN_BUDGET_DEFAULT 12000
+
 /* One passage carried into a prompt, with its citation. */
 typedef struct {
     long long chunk_id;
@@ -120,7 +123,8 @@ typedef struct {
     const char *task;         /* the task's name */
     const cJSON *device;      /* kb-verify --device-info --json; NULL: the
                                  prompt says the device is unknown */
-    long budget_tokens;       /* the whole prompt; <= 0: 12000 */
+    long budget_tokens;       /* the whole prompt; <= 0: 12000
+                                 (KB_GEN_BUDGET_DEFAULT) */
     const char *feedback;     /* the last attempts' verdicts (the loop's
                                  kb_gen_feedback); NULL: first round */
     const char *parent;       /* a kernel to refine (population, refine);
@@ -150,6 +154,37 @@ kb_rc kb_gen_prompt_build(const kb_gen_prompt_opts *o, kb_gen_prompt *out,
 kb_rc kb_gen_repair_context(kb_store *store, const kb_config *config,
                             const kb_verify_result *r, long budget_tokens,
                             kb_buf *out, kb_err *err);
+/* The folder of the task named task (caller frees *dir): tasks_dir/task
+ * when tasks_dir is given; else where `kb verify` looks (kb_task_find:
+ * the argument itself, tasks/ beside config's manifest or the default
+ * one, corpus/, the installed share/kb). KB_ERR_NOTFOUND says where it
+ * looked. */
+kb_rc kb_gen_task_dir(const kb_config *config, const char *tasks_dir,
+                      const char *task, char **dir, kb_err *err);
+/* p as one object, what `kb prompt --json` prints and the MCP prompt
+ * tool returns: {"system","user","tokens","hash","cites":[{"chunk_id",
+ * "kind","source","title","heading","url","skill"}]}. *out is the
+ * caller's (cJSON_Delete). */
+kb_rc kb_gen_prompt_json(const kb_gen_prompt *p, cJSON **out, kb_err *err);
+
+/* The task named task (kb_gen_task_dir) as one object, what the MCP task
+ * tool returns: name, description, level, ops, dtype, the kernels and
+ * their signature, each parameter's role and size (as an expression and
+ * at the target shape), the target shape alone (the others are kept
+ * back), the tolerance, the default launch, the baseline, the roofline
+ * and the reference source. *out is the caller's (cJSON_Delete). */
+kb_rc kb_gen_task_json(const kb_config *config, const char *tasks_dir,
+                       const char *task, cJSON **out, kb_err *err);
+
+/* ----------------------------------------------------------- tool_prompt.c */
+
+/* generator/'s tool table (kb.h, "tools"): task (a task's definition:
+ * signature, roles, the target shape, tolerances, launch, reference
+ * source) and prompt (kb_gen_prompt_build for a task, within
+ * budget_tokens). Both read only; the device profile for prompts is
+ * kb-verify --device-info's, asked once per store and kept in its slot
+ * (unknown without a GPU). Static; *n its length. */
+const kb_tool *kb_gen_tools(size_t *n);
 
 /* -------------------------------------------------------------- generate.c */
 
@@ -240,12 +275,6 @@ void kb_gen_opts_init(kb_gen_opts *o);
  * request of a round failed, a replay that does not read) is its error,
  * *summary then still set when the run had begun. */
 kb_rc kb_gen_run(const kb_gen_opts *o, cJSON **summary, kb_err *err);
-
-/* kb-verify --device-info --json run as a child (kb_verify: the
- * executable) within timeout_s: the profile (*out, caller frees), or
- * KB_ERR_GPU with kb-verify's reason (no GPU). */
-kb_rc kb_gen_device_info(const char *kb_verify, double timeout_s, cJSON **out,
-                         kb_err *err);
 
 /* ------------------------------------------------------------- writeback.c */
 

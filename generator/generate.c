@@ -9,14 +9,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -210,103 +207,6 @@ kb_rc kb_gen_feedback(const char *label, const kb_extracted *x, const kb_verify_
                            r->matches_library ? " (matches it)" : "");
     if (rc == KB_OK)
         rc = kb_buf_putc(out, '\n');
-    return rc;
-}
-
-/* ------------------------------------------------------------------ device info */
-
-/* Reads fd to its end (or the deadline) into b; 1 when the deadline
- * passed first. */
-static int read_until(int fd, kb_buf *b, double deadline)
-{
-    for (;;) {
-        int left = (int)(deadline - kb_now_ms());
-        if (left <= 0)
-            return 1;
-        struct pollfd pf = { .fd = fd, .events = POLLIN };
-        int pr = poll(&pf, 1, left);
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr == 0)
-            return 1;
-        if (pr < 0)
-            return 0;
-        char chunk[4096];
-        ssize_t got = read(fd, chunk, sizeof chunk);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0 || kb_buf_append(b, chunk, (size_t)got) != KB_OK)
-            return 0;
-    }
-}
-
-kb_rc kb_gen_device_info(const char *kb_verify, double timeout_s, cJSON **out, kb_err *err)
-{
-    *out = NULL;
-    int p[2], q[2];
-    if (!kb_verify || pipe2(p, O_CLOEXEC) != 0)
-        return kb_err_set(err, KB_ERR_GPU, "cannot run kb-verify --device-info");
-    if (pipe2(q, O_CLOEXEC) != 0) {
-        close(p[0]);
-        close(p[1]);
-        return kb_err_set(err, KB_ERR_GPU, "cannot run kb-verify --device-info");
-    }
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(p[0]), close(p[1]), close(q[0]), close(q[1]);
-        return kb_err_set(err, KB_ERR_GPU, "cannot run '%s': %s", kb_verify, strerror(errno));
-    }
-    if (pid == 0) {
-        dup2(p[1], STDOUT_FILENO);
-        dup2(q[1], STDERR_FILENO);
-        int dn = open("/dev/null", O_RDONLY);
-        if (dn >= 0)
-            dup2(dn, STDIN_FILENO);
-        execl(kb_verify, kb_verify, "--device-info", "--json", (char *)NULL);
-        _exit(127);
-    }
-    close(p[1]);
-    close(q[1]);
-    kb_buf b, e;
-    kb_buf_init(&b, 1u << 20);
-    kb_buf_init(&e, 1u << 16);
-    double deadline = kb_now_ms() + (timeout_s > 0 ? timeout_s : 60) * 1000;
-    int timed_out = read_until(p[0], &b, deadline);
-    if (!timed_out)
-        timed_out = read_until(q[0], &e, deadline);
-    close(p[0]);
-    close(q[0]);
-    if (timed_out)
-        kill(pid, SIGKILL);
-    int st = 0;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
-    cJSON *j = b.data ? cJSON_Parse(b.data) : NULL;
-    kb_buf_release(&b);
-    kb_rc rc = KB_OK;
-    if (timed_out)
-        rc = kb_err_set(err, KB_ERR_GPU, "kb-verify --device-info did not answer in %.0f s",
-                        timeout_s > 0 ? timeout_s : 60);
-    else if (j && WIFEXITED(st) && WEXITSTATUS(st) == 0 && cJSON_IsObject(j)) {
-        *out = j;
-        j = NULL;
-    } else {
-        /* kb-verify's reason: its last line on stderr, "kb-verify: " off */
-        char *why = e.data;
-        while (why && e.len && (why[e.len - 1] == '\n' || why[e.len - 1] == ' '))
-            why[--e.len] = '\0';
-        char *nl = why ? strrchr(why, '\n') : NULL;
-        if (nl)
-            why = nl + 1;
-        if (why && strncmp(why, "kb-verify: ", 11) == 0)
-            why += 11;
-        rc = kb_err_set(err, KB_ERR_GPU, "no device profile: %s",
-                        why && *why ? why
-                        : WIFEXITED(st) && WEXITSTATUS(st) == 127 ? "kb-verify could not be run"
-                        : "kb-verify --device-info failed");
-    }
-    cJSON_Delete(j);
-    kb_buf_release(&e);
     return rc;
 }
 

@@ -242,8 +242,9 @@ static void close_pair(int p[2])
 }
 
 /* In the child: stdout to the pipe, stdin from the other pipe or
- * /dev/null, its own process group (a kill reaches what it started). */
-static void child_exec(char *const argv[], int po[2], int pi[2])
+ * /dev/null, stderr to /dev/null when quiet, its own process group (a
+ * kill reaches what it started). */
+static void child_exec(char *const argv[], int po[2], int pi[2], int quiet)
 {
     dup2(po[1], STDOUT_FILENO);
     if (pi[0] >= 0) {
@@ -252,6 +253,11 @@ static void child_exec(char *const argv[], int po[2], int pi[2])
         int dn = open("/dev/null", O_RDONLY);
         if (dn >= 0)
             dup2(dn, STDIN_FILENO);
+    }
+    if (quiet) {
+        int dn = open("/dev/null", O_WRONLY);
+        if (dn >= 0)
+            dup2(dn, STDERR_FILENO);
     }
     close_pair(po);
     close_pair(pi);
@@ -262,8 +268,9 @@ static void child_exec(char *const argv[], int po[2], int pi[2])
 }
 
 /* Starts argv with its stdout on a pipe (and, with want_stdin, its stdin
- * on another). Returns 0, or -1 (no pipe, no fork). */
-static int child_start(child *c, char *const argv[], int want_stdin)
+ * on another; quiet: its stderr dropped). Returns 0, or -1 (no pipe, no
+ * fork). */
+static int child_start(child *c, char *const argv[], int want_stdin, int quiet)
 {
     int po[2] = { -1, -1 }, pi[2] = { -1, -1 };
     memset(c, 0, sizeof *c);
@@ -282,7 +289,7 @@ static int child_start(child *c, char *const argv[], int want_stdin)
         return -1;
     }
     if (pid == 0)
-        child_exec(argv, po, pi);
+        child_exec(argv, po, pi, quiet);
     close(po[1]);
     c->out = po[0];
     if (want_stdin) {
@@ -485,7 +492,7 @@ static kb_rc run_once(kb_verifier *v, const char *task_dir, const char *task,
     argv[a++] = (char *)cand;
     argv[a] = NULL;
     child c;
-    if (child_start(&c, argv, 0) != 0) {
+    if (child_start(&c, argv, 0, 0) != 0) {
         kb_buf_release(&c.pending);
         return synthesise(out, task, cand, "error", "cannot start kb-verify", err);
     }
@@ -536,7 +543,7 @@ static kb_rc run_serve(kb_verifier *v, const char *task_dir, const char *task,
 {
     if (v->srv.pid <= 0) {
         char *argv[] = { v->path, "--serve", NULL };
-        if (child_start(&v->srv, argv, 1) != 0) {
+        if (child_start(&v->srv, argv, 1, 0) != 0) {
             kb_buf_release(&v->srv.pending);
             return synthesise(out, task, cand, "error",
                               "cannot start kb-verify --serve", err);
@@ -571,4 +578,34 @@ kb_rc kb_verifier_run(kb_verifier *v, const char *task_dir,
     if (v->opts.serve)
         return run_serve(v, task_dir, task, candidate_path, deadline, out, err);
     return run_once(v, task_dir, task, candidate_path, deadline, out, err);
+}
+
+kb_rc kb_verifier_device_info(kb_verifier *v, cJSON **out, kb_err *err)
+{
+    *out = NULL;
+    char *argv[] = { v->path, "--device-info", "--json", NULL };
+    child c;
+    if (child_start(&c, argv, 0, 1) != 0) {
+        kb_buf_release(&c.pending);
+        return kb_err_set(err, KB_ERR_NOTFOUND, "cannot start '%s'", v->path);
+    }
+    char *line = NULL;
+    int got = child_read_line(&c, kb_now_ms() + v->opts.timeout_s * 1000, &line);
+    int st = child_end(&c, got == -1);
+    cJSON *d = got == 1 ? cJSON_Parse(line) : NULL;
+    free(line);
+    if (cJSON_IsObject(d) && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+        *out = d;
+        return KB_OK;
+    }
+    cJSON_Delete(d);
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
+        return kb_err_set(err, KB_ERR_NOTFOUND, "cannot run '%s' (build it where a "
+                          "CUDA toolkit is found, or set KB_VERIFY)", v->path);
+    if (got == -1)
+        return kb_err_set(err, KB_ERR_GPU, "'%s --device-info' gave nothing within "
+                          "%g s", v->path, v->opts.timeout_s);
+    return kb_err_set(err, KB_ERR_GPU, "'%s --device-info' found no GPU (%s %d)",
+                      v->path, WIFSIGNALED(st) ? "signal" : "exit",
+                      WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
 }

@@ -146,6 +146,12 @@ const char *kb_verifier_path(const kb_verifier *v);
 kb_rc kb_verifier_run(kb_verifier *v, const char *task_dir,
                       const char *candidate_path, kb_verify_result *out,
                       kb_err *err);
+/* The device profile: `kb-verify --device-info --json` run once (its
+ * stderr dropped), within v's time limit, its object in *out (the
+ * caller's, cJSON_Delete). KB_ERR_NOTFOUND when kb-verify cannot be run,
+ * KB_ERR_GPU when it has no GPU (exit 4) or says nothing usable; *out
+ * NULL then. */
+kb_rc kb_verifier_device_info(kb_verifier *v, cJSON **out, kb_err *err);
 /* Ends a --serve child (its input closed; killed if it lingers) and
  * frees v. v may be NULL. */
 void kb_verifier_free(kb_verifier *v);

@@ -77,6 +77,7 @@ int cmd_eval(int, char **, const kb_cli *, const kb_command *);
 int cmd_verify(int, char **, const kb_cli *, const kb_command *);
 int cmd_skill(int, char **, const kb_cli *, const kb_command *);
 int cmd_generate(int, char **, const kb_cli *, const kb_command *);
+int cmd_prompt(int, char **, const kb_cli *, const kb_command *);
 int cmd_serve(int, char **, const kb_cli *, const kb_command *);
 int cmd_mcp(int, char **, const kb_cli *, const kb_command *);
 

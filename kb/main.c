@@ -76,6 +76,16 @@ static const kb_command commands[] = {
       "  --no-timing       correctness only\n"
       "  --compile-only    NVRTC only: no GPU needed, nothing runs\n"
       "  --timeout S       wall-clock limit per candidate (default 120)\n" },
+    { "prompt", cmd_prompt, "kb prompt [options] TASK",
+      "print the generator's prompt for a task, for an agent that writes the kernel",
+      "  --budget-tokens N   the whole prompt within about N tokens (1000-200000;\n"
+      "                      default 12000): retrieved passages are cut first\n"
+      "  --device-info FILE  the device (kb-verify --device-info --json); default:\n"
+      "                      ask kb-verify, else the device is unknown\n"
+      "  --tasks DIR         where TASK is (default: where kb verify finds tasks)\n"
+      "  --feedback FILE     the last attempts' verdicts, as text\n"
+      "  --parent FILE       a kernel to refine\n"
+      "  --json              one object: system, user, tokens, hash, cites\n" },
     { "skill", cmd_skill, "kb skill SUBCOMMAND [options] (lint, new, verify, approve, "
       "retire, list, show, export, search)",
       "the skill library: lint, create, verify on the GPU, approve, retire, list, export, search",

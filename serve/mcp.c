@@ -1,6 +1,7 @@
 /* mcp.c - the MCP server's core (mcp.h): a message checked, routed to its
  * era, the method run against the tool tables, the reply made. */
 #include "serve/mcp.h"
+#include "generator/gen.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -47,8 +48,8 @@ struct kb_mcp_session {
 };
 
 struct kb_mcp {
-    const kb_tool *tables[2];
-    size_t ntables[2];
+    const kb_tool *tables[3];
+    size_t ntables[3];
     size_t ntab;
     cJSON *tools;            /* tools/list's array, made once */
     char *instructions;
@@ -80,7 +81,8 @@ static const char instructions_text[] =
     "documentation would put the answer. Call get with a result's chunk_id "
     "(and section true) when a passage is cut short or its surroundings "
     "matter; papers to list the literature on a topic; status for the "
-    "sources, their versions and when they were ingested. Results keep "
+    "sources, their versions and when they were ingested; task and prompt "
+    "for a kernel task's definition and the generator's prompt for it. Results keep "
     "within budget_tokens (8000 unless you pass another); when truncated "
     "is true, raise it, lower k, or pass snippet.";
 
@@ -132,6 +134,8 @@ kb_rc kb_mcp_open(const kb_mcp_opts *opts, kb_mcp **out, kb_err *err)
     if (!m)
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     m->tables[m->ntab] = kb_tools(&m->ntables[m->ntab]);
+    m->ntab++;
+    m->tables[m->ntab] = kb_gen_tools(&m->ntables[m->ntab]);   /* task, prompt */
     m->ntab++;
     if (opts->allow_verify) {
         m->tables[m->ntab] = kb_serve_tools(&m->ntables[m->ntab]);
@@ -191,7 +195,7 @@ static const kb_tool *find_tool(const kb_mcp *m, const char *name, int *serve_ta
     for (size_t t = 0; t < m->ntab; t++) {
         const kb_tool *tool = kb_tool_lookup(m->tables[t], m->ntables[t], name);
         if (tool) {
-            *serve_table = t > 0;
+            *serve_table = t == 2;   /* verify's, after query/'s and generator/'s */
             return tool;
         }
     }

@@ -31,8 +31,9 @@
  * refuses, no such chunk, no model - is a result with isError true and
  * the message that says what to do.
  *
- * Tools come from the tool tables (kb.h, "tools"): query/'s, and serve/'s
- * verify when kb_mcp_opts.allow_verify is set.
+ * Tools come from the tool tables (kb.h, "tools"): query/'s, generator/'s
+ * task and prompt (gen.h), and serve/'s verify when
+ * kb_mcp_opts.allow_verify is set.
  *
  * Threads: a kb_mcp is read-only once open and serves any number of
  * threads; a session may be shared by threads (it locks itself); a

@@ -4,6 +4,7 @@
  * answer the tool's result object; GET /openapi.json is made from the
  * same schemas, so the document cannot drift from what is served. */
 #include "serve/http.h"
+#include "generator/gen.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -31,7 +32,20 @@ static rest_op ops[] = {   /* read only; not const for kb_serve_route.arg */
       "the literature list's paper records" },
     { "get", "/v1/status", "status", NULL, NULL, 0,
       "the KB's sources, counts and embedder" },
+    { "get", "/v1/task", "task", NULL, NULL, 0,
+      "a kernel task's definition (?task=NAME)" },
+    { "post", "/v1/prompt", "prompt", NULL, NULL, 1,
+      "the generator's prompt for a task, within budget_tokens" },
 };
+
+/* The tool an endpoint runs: query/'s, or generator/'s task and prompt. */
+static const kb_tool *find_tool(const char *name)
+{
+    size_t n = 0;
+    const kb_tool *t = kb_tool_find(name);
+    const kb_tool *gen = kb_gen_tools(&n);
+    return t ? t : kb_tool_lookup(gen, n, name);
+}
 
 /* ------------------------------------------------------------ arguments */
 
@@ -210,7 +224,7 @@ static void rest_tool(const kb_serve_req *req, kb_serve_reply *reply,
                       const kb_serve_route *route)
 {
     const rest_op *op = route->arg;
-    const kb_tool *tool = kb_tool_find(op->tool);
+    const kb_tool *tool = find_tool(op->tool);
     if (!tool) {
         kb_serve_reply_error(reply, 500, "internal", "no tool '%s'", op->tool);
         return;
@@ -327,7 +341,7 @@ static cJSON *parameters(const rest_op *op, const cJSON *input, int *ok)
 
 static cJSON *operation(const rest_op *op, int token, int *ok)
 {
-    const kb_tool *tool = kb_tool_find(op->tool);
+    const kb_tool *tool = find_tool(op->tool);
     cJSON *input = tool ? cJSON_Parse(tool->input_schema) : NULL;
     cJSON *output = tool ? cJSON_Parse(tool->output_schema) : NULL;
     cJSON *o = cJSON_CreateObject();
@@ -437,6 +451,8 @@ static const kb_serve_route routes[] = {
     { "/v1/chunks/", KB_HTTP_M_GET, KB_ROUTE_PREFIX, rest_tool, &ops[1] },
     { "/v1/papers", KB_HTTP_M_GET, 0, rest_tool, &ops[2] },
     { "/v1/status", KB_HTTP_M_GET, 0, rest_tool, &ops[3] },
+    { "/v1/task", KB_HTTP_M_GET, 0, rest_tool, &ops[4] },
+    { "/v1/prompt", KB_HTTP_M_POST, 0, rest_tool, &ops[5] },
     { "/healthz", KB_HTTP_M_GET, KB_ROUTE_OPEN, rest_healthz, NULL },
     { "/openapi.json", KB_HTTP_M_GET, KB_ROUTE_OPEN, rest_openapi, NULL },
 };
