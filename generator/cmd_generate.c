@@ -235,6 +235,7 @@ int cmd_generate(int argc, char **argv, const kb_cli *cli, const kb_command *sel
         { "replay", required_argument, NULL, 'R' },
         { "compile-only", no_argument, NULL, 'c' },
         { "timeout", required_argument, NULL, 't' },
+        { "max-tokens", required_argument, NULL, 'm' },
         { NULL, 0, NULL, 0 }
     };
     kb_gen_opts g;
@@ -242,7 +243,7 @@ int cmd_generate(int argc, char **argv, const kb_cli *cli, const kb_command *sel
     const char *out_dir = NULL, *skills = DEFAULT_SKILLS;
     int json = 0, dry = 0, no_write = 0;
     double timeout = 120;
-    long v = 0;
+    long v = 0, max_tokens = 0;
     int c;
     optind = 1;
     opterr = 0;
@@ -288,6 +289,11 @@ int cmd_generate(int argc, char **argv, const kb_cli *cli, const kb_command *sel
             g.floor_fraction = f;
             break;
         }
+        case 'm':
+            if (kb_parse_long(optarg, 16, 1000000L, &max_tokens) != KB_OK)
+                return kb_cli_usage_error(self, "--max-tokens must be 16 to 1000000, not '%s'",
+                                          optarg);
+            break;
         case 'o': out_dir = optarg; break;
         case 'S': skills = optarg; break;
         case 'W': no_write = 1; break;
@@ -340,8 +346,11 @@ int cmd_generate(int argc, char **argv, const kb_cli *cli, const kb_command *sel
     }
     /* the LLM: not for a dry run or a replay */
     if (rc == KB_OK && !dry && !g.replay &&
-        (rc = kb_llm_opts_from_config(cli->config, &llm, &err)) == KB_OK)
+        (rc = kb_llm_opts_from_config(cli->config, &llm, &err)) == KB_OK) {
+        if (max_tokens)
+            llm.max_tokens = max_tokens;
         g.llm = &llm;
+    }
     if (rc == KB_OK) {
         rc = kb_cli_open_store(cli, dry ? KB_STORE_READONLY : KB_STORE_CREATE, &store, &err);
         if (rc != KB_OK && dry && err.rc == KB_ERR_NOTFOUND) {

@@ -138,13 +138,19 @@ static kb_rc put_checks(kb_buf *out, const cJSON *checks)
         cJSON_ArrayForEach(o, item(c, "outputs")) {
             if (rc != KB_OK || num_or(o, "mismatches", 0) <= 0)
                 continue;
+            /* kb-verify writes a NaN or an infinity as null */
+            char cv[32], rv[32];
+            const cJSON *cj = item(o, "candidate_at_first_bad"),
+                        *rj = item(o, "reference_at_first_bad");
+            snprintf(cv, sizeof cv, cJSON_IsNumber(cj) ? "%g" : "non-finite",
+                     cJSON_IsNumber(cj) ? cj->valuedouble : 0);
+            snprintf(rv, sizeof rv, cJSON_IsNumber(rj) ? "%g" : "non-finite",
+                     cJSON_IsNumber(rj) ? rj->valuedouble : 0);
             rc = kb_buf_printf(out, "; output '%s': %.0f mismatches, %.0f non-finite, "
-                               "first at index %.0f: candidate %g, reference %g%s",
+                               "first at index %.0f: candidate %s, reference %s%s",
                                str_or(o, "name", "?"), num_or(o, "mismatches", 0),
                                num_or(o, "nonfinite", 0), num_or(o, "first_bad", -1),
-                               num_or(o, "candidate_at_first_bad", 0),
-                               num_or(o, "reference_at_first_bad", 0),
-                               cJSON_IsTrue(item(o, "stale")) ? " (a stale result)" : "");
+                               cv, rv, cJSON_IsTrue(item(o, "stale")) ? " (a stale result)" : "");
         }
         if (rc == KB_OK && cJSON_IsFalse(item(c, "inputs_unchanged")))
             rc = kb_buf_puts(out, "; the kernel changed an input");

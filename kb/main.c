@@ -135,6 +135,7 @@ static const kb_command commands[] = {
       "  --population N      kernels population keeps (default 4)\n"
       "  --budget-tokens N   no round starts once the run has used N tokens\n"
       "  --prompt-tokens N   each prompt's budget (default 12000)\n"
+      "  --max-tokens N      each reply's cap (default 4096)\n"
       "  --floor-fraction F  stop once a kernel reaches F of the roofline (the\n"
       "                      floor over its median; default 0.9)\n"
       "  --compile-only      NVRTC only (no GPU): 'compiled' is the goal, nothing\n"
