@@ -124,7 +124,7 @@ if [ -x "$PY" ]; then
     case $URL in
     http*)
         KB_LLM_URL="$URL/v1/chat/completions" KB_LLM_MODEL=smollm2 KB_LLM_API=openai \
-            kb generate gelu --samples 2 --rounds 3 --prompt-tokens 1500 --max-tokens 256 \
+            kb generate gelu --samples 2 --rounds 3 --prompt-tokens 2400 --max-tokens 256 \
             --skills "$SK" --json >"$W/smol.json" 2>"$W/smol.gen.err"
         rc=$?
         if [ -s "$W/smol.json" ] && [ "$(jget "$W/smol.json" "j['rounds_run']")" = 3 ]; then
