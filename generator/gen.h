@@ -69,7 +69,8 @@ void kb_llm_reply_release(kb_llm_reply *r);
  * once with the same opts. A reply with no text, an error event in a
  * stream, a cut stream, a body that is not the API's JSON: KB_ERR_NET or
  * KB_ERR_PARSE with a message that says which; *out then holds what was
- * received (request_json, raw) for the transcript. */
+ * received (request_json, raw) for the transcript. out must have been
+ * through kb_llm_reply_init; its old contents are released. */
 kb_rc kb_llm_complete(const kb_llm_opts *o, const kb_llm_request *req,
                       kb_llm_reply *out, kb_err *err);
 

@@ -111,11 +111,13 @@ void kb_llm_reply_release(kb_llm_reply *r)
     kb_llm_reply_init(r);
 }
 
-/* Stars over every copy of key in s (a server may echo it back). */
+/* Stars over every copy of key in s (a server may echo it back). A
+ * "key" shorter than 8 bytes is a placeholder (Ollama's "ollama", a local
+ * server's "x"), not a secret: starring it would break the kernel's text. */
 static void blank_key(char *s, const char *key)
 {
     size_t k = key ? strlen(key) : 0;
-    if (!s || !k)
+    if (!s || k < 8)
         return;
     for (char *q = s; (q = strstr(q, key)); q += k)
         memset(q, '*', k);

@@ -85,6 +85,27 @@ void kb_cli_puts_safe(FILE *f, const char *s)
     kb_cli_put_safe(f, s, strlen(s));
 }
 
+void kb_cli_puts_safe_pad(FILE *f, const char *s, int width)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    if (!m) {                   /* out of memory: unpadded, still safe */
+        kb_cli_puts_safe(f, s);
+        return;
+    }
+    kb_cli_puts_safe(m, s);
+    if (fclose(m) != 0 || !text) {
+        free(text);
+        kb_cli_puts_safe(f, s);
+        return;
+    }
+    fwrite(text, 1, len, f);
+    for (size_t i = len; i < (size_t)(width > 0 ? width : 0); i++)
+        fputc(' ', f);
+    free(text);
+}
+
 int kb_cli_fail(const kb_err *err)
 {
     fprintf(stderr, "kb: %s\n", err->msg[0] ? err->msg : kb_rc_name(err->rc));

@@ -63,6 +63,9 @@ kb_rc kb_cli_print_json(cJSON *root, kb_err *err);
  * its cursor or disguise a link. kb_cli_puts_safe: a whole string. */
 void kb_cli_put_safe(FILE *f, const char *s, size_t n);
 void kb_cli_puts_safe(FILE *f, const char *s);
+/* kb_cli_puts_safe, then spaces up to width bytes: printf's "%-Ns" for a
+ * column of text from documents (the escapes count towards the width). */
+void kb_cli_puts_safe_pad(FILE *f, const char *s, int width);
 /* 1 if argv holds -h or --help (before a "--"). */
 int kb_cli_wants_help(int argc, char **argv);
 

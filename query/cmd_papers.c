@@ -60,15 +60,29 @@ int cmd_papers(int argc, char **argv, const kb_cli *cli, const kb_command *self)
         const char *last = "";
         for (size_t i = 0; i < list.n; i++) {
             const kb_paper_row *p = &list.items[i];
-            if (strcmp(p->section, last) != 0)
-                printf("%s%s\n", i ? "\n" : "", p->section);
+            /* the records' text is the document's: escaped for the
+             * terminal (kb_cli_put_safe) */
+            if (strcmp(p->section, last) != 0) {
+                fputs(i ? "\n" : "", stdout);
+                kb_cli_puts_safe(stdout, p->section);
+                fputc('\n', stdout);
+            }
             last = p->section;
-            printf("  [%-7s] %s\n", p->date, p->title);
+            fputs("  [", stdout);
+            kb_cli_puts_safe_pad(stdout, p->date, 7);
+            fputs("] ", stdout);
+            kb_cli_puts_safe(stdout, p->title);
+            fputc('\n', stdout);
             cJSON *links = cJSON_Parse(p->links_json);
             const cJSON *l;
             cJSON_ArrayForEach(l, links)
-                if (cJSON_IsString(l))
-                    printf("            %s: %s\n", l->string, l->valuestring);
+                if (cJSON_IsString(l)) {
+                    fputs("            ", stdout);
+                    kb_cli_puts_safe(stdout, l->string ? l->string : "");
+                    fputs(": ", stdout);
+                    kb_cli_puts_safe(stdout, l->valuestring);
+                    fputc('\n', stdout);
+                }
             cJSON_Delete(links);
         }
         printf("%s%zu papers\n", list.n ? "\n" : "", list.n);

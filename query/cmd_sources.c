@@ -78,8 +78,12 @@ int cmd_sources(int argc, char **argv, const kb_cli *cli, const kb_command *self
                 arr = NULL;   /* out of memory: kb_cli_print_json says so */
             }
         } else {
-            printf("%-32s %-10s %6zu %7zu  %s\n", s->id, state,
-                   ss ? ss->documents : 0, ss ? ss->chunks : 0, s->url);
+            /* the manifest's strings escaped for the terminal */
+            kb_cli_puts_safe_pad(stdout, s->id, 32);
+            printf(" %-10s %6zu %7zu  ", state, ss ? ss->documents : 0,
+                   ss ? ss->chunks : 0);
+            kb_cli_puts_safe(stdout, s->url);
+            fputc('\n', stdout);
         }
     }
     if (json) {

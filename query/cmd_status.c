@@ -35,20 +35,28 @@ int cmd_status(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     if (rc == KB_OK)
         rc = kb_store_status(store, &st, &err);
     if (rc == KB_OK) {
-        printf("KB %s: %zu sources, %zu documents, %zu chunks, %zu papers, "
-               "%.1f MB on disk\n", kb_store_dir(store), st.n, st.documents, st.chunks, st.papers,
+        /* strings from the manifest, the KB and fetch errors (a server's
+         * words) escaped for the terminal */
+        fputs("KB ", stdout);
+        kb_cli_puts_safe(stdout, kb_store_dir(store));
+        printf(": %zu sources, %zu documents, %zu chunks, %zu papers, "
+               "%.1f MB on disk\n", st.n, st.documents, st.chunks, st.papers,
                (double)st.disk_bytes / 1e6);
-        printf("embeddings: %zu%s%s\n\n", st.embeddings, *st.embedder ? " by " : "",
-               st.embedder);
+        printf("embeddings: %zu%s", st.embeddings, *st.embedder ? " by " : "");
+        kb_cli_puts_safe(stdout, st.embedder);
+        fputs("\n\n", stdout);
         printf("%-32s %-12s %6s %7s %6s  %-19s %s\n", "source", "version", "docs",
                "chunks", "papers", "last ingest", "state");
         for (size_t i = 0; i < st.n; i++) {
             const kb_source_status *s = &st.sources[i];
             char when[32];
             format_time(s->last_ingest, when, sizeof when);
-            printf("%-32s %-12s %6zu %7zu %6zu  %-19s %s\n", s->id,
-                   s->version && *s->version ? s->version : "-", s->documents, s->chunks,
-                   s->papers, when, s->last_error ? s->last_error : "ok");
+            kb_cli_puts_safe_pad(stdout, s->id, 32);
+            fputc(' ', stdout);
+            kb_cli_puts_safe_pad(stdout, s->version && *s->version ? s->version : "-", 12);
+            printf(" %6zu %7zu %6zu  %-19s ", s->documents, s->chunks, s->papers, when);
+            kb_cli_puts_safe(stdout, s->last_error ? s->last_error : "ok");
+            fputc('\n', stdout);
         }
     }
     kb_status_release(&st);

@@ -517,6 +517,15 @@ static void test_unauthorized(void **state)
         assert_null(strstr(r.raw, KEY));
         kb_llm_reply_release(&r);
         server_stop(&s);
+
+        /* a placeholder key (under 8 characters) is not starred in text */
+        server_start_text(&s, "[{\"text\": \"ollama serves y = x * x\"}]", NULL);
+        o = opts_for(&s, (kb_llm_api)api, NULL);
+        o.api_key = "x";
+        assert_int_equal(complete(&o, &r, &err), KB_OK);
+        assert_string_equal(r.text, "ollama serves y = x * x");
+        kb_llm_reply_release(&r);
+        server_stop(&s);
     }
 }
 
