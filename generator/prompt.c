@@ -1287,8 +1287,9 @@ kb_rc kb_gen_task_json(const kb_config *config, const char *tasks_dir, const cha
 /* ------------------------------------------------------------------ repair */
 
 /* Appends the salient part of an NVRTC log to q: its error lines, the
- * "file(line): " before them dropped, each once. */
-static kb_rc log_query(kb_buf *q, const char *log)
+ * "file(line): " before them dropped, each once; and the identifiers they
+ * quote to ids. */
+static kb_rc log_query(kb_buf *q, kb_buf *ids, const char *log)
 {
     kb_rc rc = KB_OK;
     for (const char *line = log; rc == KB_OK && line && *line;) {
@@ -1298,6 +1299,8 @@ static kb_rc log_query(kb_buf *q, const char *log)
         for (size_t i = 0; i + 6 <= n && !e; i++)
             if (!strncmp(line + i, "error", 5) && (i == 0 || line[i - 1] == ' '))
                 e = line + i;
+        if (e && !strncmp(e, "error detected", 14))
+            e = NULL;   /* "1 error detected in the compilation of ..." */
         if (e) {
             const char *colon = memchr(e, ':', (size_t)(line + n - e));
             const char *msg = colon ? colon + 1 : e;
@@ -1314,6 +1317,22 @@ static kb_rc log_query(kb_buf *q, const char *log)
             }
             if (!seen && m && q->len + m + 1 <= REPAIR_QUERY_MAX)
                 rc = kb_buf_printf(q, "%s%.*s", q->len ? " " : "", (int)m, msg);
+            /* identifier "__shfl_xor" is undefined: __shfl_xor */
+            const char *a = memchr(msg, '"', m);
+            while (rc == KB_OK && a) {
+                const char *b = memchr(a + 1, '"', (size_t)(msg + m - a - 1));
+                if (!b)
+                    break;
+                size_t k = (size_t)(b - a - 1);
+                char *id = k && k < 128 ? kb_strndup(a + 1, k) : NULL;
+                if (k && k < 128 && !id)
+                    rc = KB_ERR_NOMEM;
+                else if (id && (!ids->len || !strstr(ids->data, id)) &&
+                         ids->len + k + 1 <= REPAIR_QUERY_MAX)
+                    rc = kb_buf_printf(ids, "%s%s", ids->len ? " " : "", id);
+                free(id);
+                a = b + 1 < msg + m ? memchr(b + 1, '"', (size_t)(msg + m - b - 1)) : NULL;
+            }
         }
         line = nl ? nl + 1 : NULL;
     }
@@ -1343,12 +1362,14 @@ kb_rc kb_gen_repair_context(kb_store *store, const kb_config *config,
 {
     if (!store || !r || budget_tokens <= 0)
         return KB_OK;
-    kb_buf q;
+    kb_buf q, ids, text;
     kb_buf_init(&q, REPAIR_QUERY_MAX + 64);
+    kb_buf_init(&ids, REPAIR_QUERY_MAX + 64);
+    kb_buf_init(&text, 0);
     kb_rc rc = KB_OK;
-    unsigned kinds = (1u << KB_KIND_TEXT) | (1u << KB_KIND_TABLE);
+    unsigned kinds = (1u << KB_KIND_TEXT) | (1u << KB_KIND_TABLE) | (1u << KB_KIND_SKILL);
     if (r->verdict == KB_VERIFY_COMPILE_ERROR) {
-        rc = log_query(&q, r->compile.log);
+        rc = log_query(&q, &ids, r->compile.log);
         if (rc == KB_OK && !q.len)   /* no error line: the reason says it */
             rc = kb_buf_printf(&q, "%.*s", REPAIR_QUERY_MAX, r->reason);
         kinds |= 1u << KB_KIND_CODE;
@@ -1356,20 +1377,31 @@ kb_rc kb_gen_repair_context(kb_store *store, const kb_config *config,
         rc = kb_buf_printf(&q, "%s %.*s %s", r->verdict_name, REPAIR_QUERY_MAX / 2,
                            r->reason, class_words(r->verdict));
     }
-    if (rc != KB_OK || !q.len) {
-        kb_buf_release(&q);
+    /* the identifiers the errors quote lead the query, and are a keyword
+     * list of their own: "identifier" alone finds "Identifying Hotspots" */
+    if (rc == KB_OK && q.len)
+        rc = kb_buf_printf(&text, "%s%s%s", ids.len ? ids.data : "", ids.len ? " " : "",
+                           q.data);
+    kb_buf_release(&q);
+    if (rc != KB_OK || !text.len) {
+        kb_buf_release(&ids);
+        kb_buf_release(&text);
         return rc == KB_OK ? KB_OK : kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     }
+    kb_search lex = { KB_SEARCH_LEX, ids.data };
     kb_query_opts o;
     kb_query_opts_init(&o);
-    o.text = q.data;
+    o.text = text.data;
+    o.searches = &lex;
+    o.nsearches = ids.len ? 1 : 0;
     o.mode = KB_MODE_HYBRID;
     o.k = REPAIR_K;
     o.filter.kinds = kinds;
     o.config = config;
     kb_results res;
     rc = kb_query_run(store, NULL, &o, &res, err);
-    kb_buf_release(&q);
+    kb_buf_release(&ids);
+    kb_buf_release(&text);
     if (rc != KB_OK)
         return rc;
     size_t limit = (size_t)budget_tokens * BYTES_PER_TOKEN, sum = 0, n = 0;

@@ -9,6 +9,7 @@ need_mirror
 [ -x "${KB_VENV:-}/bin/python" ] || { echo "skipped: no test virtualenv (make test makes build/venv)"; exit 0; }
 py="$KB_VENV/bin/python"
 expect_rc 0 kb ingest -q --no-embed --manifest "$MANIFEST" cuda-best-practices survey-literature
+export KB_MANIFEST="$MANIFEST"   # the task and prompt tools find corpus/tasks beside it
 
 # the data-driven exchanges
 expect_rc 0 "$py" "$KB_TOP/tests/mcp/cases.py" "$KB_BIN" "$KB_DIR" "$KB_TOP/tests/mcp/cases"

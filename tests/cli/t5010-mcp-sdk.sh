@@ -9,6 +9,7 @@
 need_mirror
 [ -x "${KB_VENV:-}/bin/python" ] || { echo "skipped: no test virtualenv (make test makes build/venv)"; exit 0; }
 expect_rc 0 kb ingest -q --manifest "$MANIFEST" cuda-best-practices survey-literature
+export KB_MANIFEST="$MANIFEST"   # the task and prompt tools find corpus/tasks beside it
 mkdir -p "$KB_TMP/work"
 client() { expect_rc 0 "$KB_VENV/bin/python" "$KB_TOP/tests/mcp/sdk_client.py" "$@"; }
 

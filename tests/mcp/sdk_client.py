@@ -8,6 +8,7 @@ against the negotiated version's schema (mcpcheck).
   python3 sdk_client.py MODE KB_BIN KB_DIR WORK_DIR [--allow-verify TASKS_DIR]
 """
 import asyncio
+import hashlib
 import json
 import os
 import sys
@@ -20,7 +21,7 @@ from mcp.client import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
-TOOLS = ["search", "get", "papers", "status"]
+TOOLS = ["search", "get", "papers", "status", "task", "prompt"]
 
 
 def check(cond, what):
@@ -135,6 +136,7 @@ async def session(mode, kb_bin, kb_dir, work, verify_tasks):
         except MCPError as e:
             check(e.error.code == -32602 and "unknown tool 'nope'" in e.error.message, f"unknown tool: {e.error}")
 
+        await gen_calls(c)
         if verify_tasks:
             await verify_calls(c)
 
@@ -145,6 +147,37 @@ async def session(mode, kb_bin, kb_dir, work, verify_tasks):
     msgs = mcpcheck.check_transcript(want_version, sent_lines, wrote_lines)
     check(len(msgs) >= 12, f"only {len(msgs)} messages from kb")
     return len(msgs)
+
+
+async def gen_calls(c):
+    """generator/'s task and prompt tools; the SDK checks each result
+    against the tool's outputSchema."""
+    t = structured(await c.call_tool("task", {"task": "softmax"}), "task")
+    check(t["name"] == "softmax" and t["signature"].startswith('extern "C" __global__ void softmax('),
+          f"task: {t['name']}, {t['signature']}")
+    check(t["target_shape"]["name"] == "target" and set(t["target_shape"]["dims"]) == {"M", "N"},
+          f"task: target {t['target_shape']}")
+    check('"odd"' not in json.dumps(t) and '"tiny"' not in json.dumps(t), "task: a kept-back shape shows")
+    check([p["role"] for p in t["params"]] == ["input", "output", "dimension", "dimension"],
+          f"task: roles {[p['role'] for p in t['params']]}")
+    r = await c.call_tool("prompt", {"task": "softmax"})
+    p = structured(r, "prompt")
+    # the default budget over MCP: the prompt within 8,000 tokens
+    check(p["tokens"] <= 8000 and len(r.content[0].text.encode()) <= 8000 * 3 * 1.2,
+          f"prompt: {p['tokens']} tokens")
+    heads = ["## Hardware profile", "## Task", "## Reference kernel", "## Retrieved context",
+             "## Output contract"]
+    at = [p["user"].find(h + "\n") for h in heads]
+    check(all(a >= 0 for a in at) and at == sorted(at), f"prompt: sections {at}")
+    check(p["hash"] == hashlib.sha256(p["system"].encode() + b"\0" + p["user"].encode()).hexdigest(),
+          "prompt: the hash")
+    check(p["cites"] and all(x["url"] in p["user"] for x in p["cites"]), "prompt: citations")
+    again = structured(await c.call_tool("prompt", {"task": "softmax"}), "prompt again")
+    check(again["hash"] == p["hash"], "prompt: another call, another prompt")
+    small = structured(await c.call_tool("prompt", {"task": "softmax", "budget_tokens": 2500}), "prompt 2500")
+    check(small["tokens"] <= 2500 and len(small["cites"]) <= len(p["cites"]), f"prompt: {small['tokens']} tokens")
+    r = await c.call_tool("task", {"task": "no_such_task"})
+    check(r.is_error and "no task 'no_such_task'" in r.content[0].text, f"task unknown: {r.content}")
 
 
 async def verify_calls(c):
