@@ -56,7 +56,7 @@ UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
 .PHONY: all deps test unit cli layers check demo bench install clean
-all: $(BUILD)/kb
+all: $(BUILD)/kb $(BUILD)/kb.bash $(BUILD)/_kb $(BUILD)/kb.1
 
 $(BUILD)/obj/%.o: %.c kb/kb.h $(wildcard */*_int.h kb/*.h)
 	@mkdir -p $(dir $@)
@@ -69,6 +69,14 @@ $(BUILD)/libkb.a: $(LIB_OBJ)
 $(BUILD)/kb: $(MAIN_OBJ) $(BUILD)/libkb.a
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@.tmp $(MAIN_OBJ) $(BUILD)/libkb.a $(LIBS) && mv -f $@.tmp $@
+
+# shell completion and the man page: made by kb from its command table
+$(BUILD)/kb.bash: $(BUILD)/kb
+	$(Q)$(BUILD)/kb completion bash > $@.tmp && mv -f $@.tmp $@
+$(BUILD)/_kb: $(BUILD)/kb
+	$(Q)$(BUILD)/kb completion zsh > $@.tmp && mv -f $@.tmp $@
+$(BUILD)/kb.1: $(BUILD)/kb
+	$(Q)$(BUILD)/kb manpage > $@.tmp && mv -f $@.tmp $@
 
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/test_util.h $(BUILD)/libkb.a
 	@mkdir -p $(dir $@)
@@ -145,7 +153,12 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/share/kb
 	install -m 644 corpus/sources.json $(DESTDIR)$(PREFIX)/share/kb/sources.json
 	cp -R corpus/tasks $(DESTDIR)$(PREFIX)/share/kb/
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions \
+	  $(DESTDIR)$(PREFIX)/share/zsh/site-functions $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 644 $(BUILD)/kb.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/kb
+	install -m 644 $(BUILD)/_kb $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_kb
+	install -m 644 $(BUILD)/kb.1 $(DESTDIR)$(PREFIX)/share/man/man1/kb.1
 	$(if $(wildcard $(BUILD)/kb-verify),install -m 755 $(BUILD)/kb-verify $(DESTDIR)$(PREFIX)/bin/kb-verify)
 
 clean:
-	rm -rf $(BUILD)/obj $(BUILD)/tests $(BUILD)/kb $(BUILD)/kb-verify $(BUILD)/libkb.a build-asan build-fuzz
+	rm -rf $(BUILD)/obj $(BUILD)/tests $(BUILD)/kb $(BUILD)/kb.bash $(BUILD)/_kb $(BUILD)/kb.1 $(BUILD)/kb-verify $(BUILD)/libkb.a build-asan build-fuzz

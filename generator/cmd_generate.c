@@ -7,7 +7,6 @@
 #include "generator/gen.h"
 #include "generator/task.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,27 +216,47 @@ static int dry_run(const kb_gen_opts *g, const char *task_name, int json)
     return status;
 }
 
-int cmd_generate(int argc, char **argv, const kb_cli *cli, const kb_command *self)
+static const kb_option generate_options[] = {
+    { "samples", KB_OPT_LONG('n'), "N", "candidates requested at once per round (1-64; default 4)" },
+    { "rounds", KB_OPT_LONG('r'), "R", "rounds of feedback (1-100; default 3)" },
+    { "strategy", KB_OPT_LONG('s'), "S", "refine (the best so far, with every verdict; default)\n"
+      "or population (parents drawn from the best few, one per\ntechnique)" },
+    { "population", KB_OPT_LONG('P'), "N", "kernels population keeps (default 4)" },
+    { "budget-tokens", KB_OPT_LONG('b'), "N", "no round starts once the run has used N tokens" },
+    { "prompt-tokens", KB_OPT_LONG('p'), "N", "each prompt's budget (1000-1000000; default 12000)" },
+    { "max-tokens", KB_OPT_LONG('m'), "N", "each reply's cap (default 4096)" },
+    { "floor-fraction", KB_OPT_LONG('f'), "F", "stop once a kernel reaches F of the roofline (the\n"
+      "floor over its median; default 0.9)" },
+    { "compile-only", KB_OPT_LONG('c'), NULL, "NVRTC only (no GPU): 'compiled' is the goal, nothing\n"
+      "is written back" },
+    { "out", KB_OPT_LONG('o'), "DIR", "the runs folder (default KB/runs)" },
+    { "skills", KB_OPT_LONG('S'), "DIR", "where a win is written (default corpus/skills)" },
+    { "no-write", KB_OPT_LONG('W'), NULL, "write no skill" },
+    { "replay", KB_OPT_LONG('R'), "RUN", "re-run RUN's transcript against its recorded replies\n"
+      "(a run id in the runs folder, or its folder); no LLM" },
+    { "dry-run", KB_OPT_LONG('d'), NULL, "print the first prompt; call nothing" },
+    { "timeout", KB_OPT_LONG('t'), "S", "kb-verify's wall-clock limit per candidate (default 120)" },
+    { "json", KB_OPT_LONG('j'), NULL, "one JSON summary object" },
+    { NULL, 0, NULL, NULL },
+};
+
+static int cmd_generate(int argc, char **argv, const kb_cli *cli, const kb_command *self);
+
+const kb_command kb_cmd_generate = {
+    .name = "generate",
+    .fn = cmd_generate,
+    .usage = "kb generate [options] TASK",
+    .summary = "an LLM's kernels for a task, verified and fed back; a win becomes a draft skill",
+    .options = generate_options,
+    .notes = "The LLM: KB_LLM_URL, KB_LLM_MODEL, KB_LLM_API_KEY, KB_LLM_API (see README,\n"
+             "\"LLM endpoints\"); kb-verify: KB_VERIFY. Exit status 0 when a kernel met the\n"
+             "goal (faster; compiled with --compile-only), 1 when none did, 4 when every\n"
+             "verification ended in 'error' (no GPU).\n",
+    .operands = "task",
+};
+
+static int cmd_generate(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
-    static const struct option longopts[] = {
-        { "samples", required_argument, NULL, 'n' },
-        { "rounds", required_argument, NULL, 'r' },
-        { "strategy", required_argument, NULL, 's' },
-        { "population", required_argument, NULL, 'P' },
-        { "budget-tokens", required_argument, NULL, 'b' },
-        { "prompt-tokens", required_argument, NULL, 'p' },
-        { "floor-fraction", required_argument, NULL, 'f' },
-        { "out", required_argument, NULL, 'o' },
-        { "skills", required_argument, NULL, 'S' },
-        { "no-write", no_argument, NULL, 'W' },
-        { "dry-run", no_argument, NULL, 'd' },
-        { "json", no_argument, NULL, 'j' },
-        { "replay", required_argument, NULL, 'R' },
-        { "compile-only", no_argument, NULL, 'c' },
-        { "timeout", required_argument, NULL, 't' },
-        { "max-tokens", required_argument, NULL, 'm' },
-        { NULL, 0, NULL, 0 }
-    };
     kb_gen_opts g;
     kb_gen_opts_init(&g);
     const char *out_dir = NULL, *skills = DEFAULT_SKILLS;
@@ -245,80 +264,80 @@ int cmd_generate(int argc, char **argv, const kb_cli *cli, const kb_command *sel
     double timeout = 120;
     long v = 0, max_tokens = 0;
     int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    kb_getopt go;
+    kb_getopt_init(&go, self, argc, argv);
+    while ((c = kb_getopt_next(&go)) > 0) {
         switch (c) {
-        case 'n':
-            if (kb_parse_long(optarg, 1, 64, &v) != KB_OK)
-                return kb_cli_usage_error(self, "--samples must be 1 to 64, not '%s'", optarg);
+        case KB_OPT_LONG('n'):
+            if (kb_parse_long(go.arg, 1, 64, &v) != KB_OK)
+                return kb_cli_usage_error(self, "--samples must be 1 to 64, not '%s'", go.arg);
             g.samples = (int)v;
             break;
-        case 'r':
-            if (kb_parse_long(optarg, 1, 100, &v) != KB_OK)
-                return kb_cli_usage_error(self, "--rounds must be 1 to 100, not '%s'", optarg);
+        case KB_OPT_LONG('r'):
+            if (kb_parse_long(go.arg, 1, 100, &v) != KB_OK)
+                return kb_cli_usage_error(self, "--rounds must be 1 to 100, not '%s'", go.arg);
             g.rounds = (int)v;
             break;
-        case 's':
-            if (kb_gen_strategy_parse(optarg, &g.strategy) != 0)
+        case KB_OPT_LONG('s'):
+            if (kb_gen_strategy_parse(go.arg, &g.strategy) != 0)
                 return kb_cli_usage_error(self, "--strategy is refine or population, not "
-                                          "'%s'", optarg);
+                                          "'%s'", go.arg);
             break;
-        case 'P':
-            if (kb_parse_long(optarg, 1, 64, &v) != KB_OK)
+        case KB_OPT_LONG('P'):
+            if (kb_parse_long(go.arg, 1, 64, &v) != KB_OK)
                 return kb_cli_usage_error(self, "--population must be 1 to 64, not '%s'",
-                                          optarg);
+                                          go.arg);
             g.population = (int)v;
             break;
-        case 'b':
-            if (kb_parse_long(optarg, 1, 1000000000L, &g.budget_tokens) != KB_OK)
+        case KB_OPT_LONG('b'):
+            if (kb_parse_long(go.arg, 1, 1000000000L, &g.budget_tokens) != KB_OK)
                 return kb_cli_usage_error(self, "--budget-tokens must be a positive number of "
-                                          "tokens, not '%s'", optarg);
+                                          "tokens, not '%s'", go.arg);
             break;
-        case 'p':
-            if (kb_parse_long(optarg, 1000, 1000000L, &g.prompt_tokens) != KB_OK)
+        case KB_OPT_LONG('p'):
+            if (kb_parse_long(go.arg, 1000, 1000000L, &g.prompt_tokens) != KB_OK)
                 return kb_cli_usage_error(self, "--prompt-tokens must be 1000 to 1000000, not "
-                                          "'%s'", optarg);
+                                          "'%s'", go.arg);
             break;
-        case 'f': {
+        case KB_OPT_LONG('f'): {
             char *end = NULL;
-            double f = strtod(optarg, &end);
+            double f = strtod(go.arg, &end);
             if (!end || *end || !(f > 0 && f <= 1))
                 return kb_cli_usage_error(self, "--floor-fraction must be in (0, 1], not "
-                                          "'%s'", optarg);
+                                          "'%s'", go.arg);
             g.floor_fraction = f;
             break;
         }
-        case 'm':
-            if (kb_parse_long(optarg, 16, 1000000L, &max_tokens) != KB_OK)
+        case KB_OPT_LONG('m'):
+            if (kb_parse_long(go.arg, 16, 1000000L, &max_tokens) != KB_OK)
                 return kb_cli_usage_error(self, "--max-tokens must be 16 to 1000000, not '%s'",
-                                          optarg);
+                                          go.arg);
             break;
-        case 'o': out_dir = optarg; break;
-        case 'S': skills = optarg; break;
-        case 'W': no_write = 1; break;
-        case 'd': dry = 1; break;
-        case 'j': json = 1; break;
-        case 'R': g.replay = optarg; break;
-        case 'c': g.compile_only = 1; break;
-        case 't': {
+        case KB_OPT_LONG('o'): out_dir = go.arg; break;
+        case KB_OPT_LONG('S'): skills = go.arg; break;
+        case KB_OPT_LONG('W'): no_write = 1; break;
+        case KB_OPT_LONG('d'): dry = 1; break;
+        case KB_OPT_LONG('j'): json = 1; break;
+        case KB_OPT_LONG('R'): g.replay = go.arg; break;
+        case KB_OPT_LONG('c'): g.compile_only = 1; break;
+        case KB_OPT_LONG('t'): {
             char *end = NULL;
-            timeout = strtod(optarg, &end);
+            timeout = strtod(go.arg, &end);
             if (!end || *end || !(timeout > 0 && timeout <= 86400))
                 return kb_cli_usage_error(self, "--timeout must be seconds, 0 to 86400, not "
-                                          "'%s'", optarg);
+                                          "'%s'", go.arg);
             break;
         }
-        default:
-            return kb_cli_usage_error(self, "unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind + 1 != argc)
-        return kb_cli_usage_error(self, optind < argc ? "one TASK, not several"
+    if (c < 0)
+        return go.status;
+    if (go.ind + 1 != argc)
+        return kb_cli_usage_error(self, go.ind < argc ? "one TASK, not several"
                                                       : "need a TASK (a task's name or folder)");
     if (dry && g.replay)
         return kb_cli_usage_error(self, "--dry-run and --replay do not go together");
-    const char *task = argv[optind];
+    const char *task = argv[go.ind];
 
     kb_err err;
     kb_err_clear(&err);

@@ -5,7 +5,6 @@
 #include "generator/gen.h"
 #include "generator/verifier.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,45 +63,58 @@ static cJSON *local_device(const kb_cli *cli)
     return d;
 }
 
-int cmd_prompt(int argc, char **argv, const kb_cli *cli, const kb_command *self)
+static const kb_option prompt_options[] = {
+    { "budget-tokens", KB_OPT_LONG('b'), "N", "the whole prompt within about N tokens (1000-200000;\n"
+      "default 12000): retrieved passages are cut first" },
+    { "device-info", KB_OPT_LONG('d'), "FILE", "the device (kb-verify --device-info --json); default:\n"
+      "ask kb-verify, else the device is unknown" },
+    { "tasks", KB_OPT_LONG('t'), "DIR", "where TASK is (default: where kb verify finds tasks)" },
+    { "feedback", KB_OPT_LONG('f'), "FILE", "the last attempts' verdicts, as text" },
+    { "parent", KB_OPT_LONG('p'), "FILE", "a kernel to refine" },
+    { "json", KB_OPT_LONG('j'), NULL, "one object: system, user, tokens, hash, cites" },
+    { NULL, 0, NULL, NULL },
+};
+
+static int cmd_prompt(int argc, char **argv, const kb_cli *cli, const kb_command *self);
+
+const kb_command kb_cmd_prompt = {
+    .name = "prompt",
+    .fn = cmd_prompt,
+    .usage = "kb prompt [options] TASK",
+    .summary = "print the generator's prompt for a task, for an agent that writes the kernel",
+    .options = prompt_options,
+    .operands = "task",
+};
+
+static int cmd_prompt(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
-    static const struct option longopts[] = {
-        { "budget-tokens", required_argument, NULL, 'b' },
-        { "device-info", required_argument, NULL, 'd' },
-        { "tasks", required_argument, NULL, 't' },
-        { "feedback", required_argument, NULL, 'f' },
-        { "parent", required_argument, NULL, 'p' },
-        { "json", no_argument, NULL, 'j' },
-        { NULL, 0, NULL, 0 },
-    };
     const char *device_file = NULL, *feedback_file = NULL, *parent_file = NULL;
     kb_gen_prompt_opts o = { .config = cli->config };
     int json = 0, c;
     long budget = 0;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    kb_getopt g;
+    kb_getopt_init(&g, self, argc, argv);
+    while ((c = kb_getopt_next(&g)) > 0) {
         switch (c) {
-        case 'b':
-            if (kb_parse_long(optarg, 1000, 200000, &budget) != KB_OK)
+        case KB_OPT_LONG('b'):
+            if (kb_parse_long(g.arg, 1000, 200000, &budget) != KB_OK)
                 return kb_cli_usage_error(self, "--budget-tokens wants a whole number "
-                                          "from 1000 to 200000, not '%s'", optarg);
+                                          "from 1000 to 200000, not '%s'", g.arg);
             break;
-        case 'd': device_file = optarg; break;
-        case 't': o.tasks_dir = optarg; break;
-        case 'f': feedback_file = optarg; break;
-        case 'p': parent_file = optarg; break;
-        case 'j': json = 1; break;
-        default:
-            return kb_cli_usage_error(self, optopt ? "option '%s' wants a value"
-                                      : "unknown option '%s'", argv[optind - 1]);
+        case KB_OPT_LONG('d'): device_file = g.arg; break;
+        case KB_OPT_LONG('t'): o.tasks_dir = g.arg; break;
+        case KB_OPT_LONG('f'): feedback_file = g.arg; break;
+        case KB_OPT_LONG('p'): parent_file = g.arg; break;
+        case KB_OPT_LONG('j'): json = 1; break;
         }
     }
-    if (optind >= argc)
+    if (c < 0)
+        return g.status;
+    if (g.ind >= argc)
         return kb_cli_usage_error(self, "need TASK (a task's name, such as gelu)");
-    if (optind + 1 < argc)
-        return kb_cli_usage_error(self, "unexpected argument '%s'", argv[optind + 1]);
-    o.task = argv[optind];
+    if (g.ind + 1 < argc)
+        return kb_cli_usage_error(self, "unexpected argument '%s'", argv[g.ind + 1]);
+    o.task = argv[g.ind];
     o.budget_tokens = budget;
 
     kb_err err;

@@ -20,7 +20,8 @@
 
 /* ------------------------------------------------------------------ options */
 
-/* One option of a subcommand: --name VALUE into *str, or --name into *flag. */
+/* Where a subcommand's option goes, by its long name (the option itself
+ * is in the subcommand's table): --name VALUE into *str, --name into *flag. */
 typedef struct {
     const char *name;
     const char **str;
@@ -28,51 +29,38 @@ typedef struct {
 } sub_opt;
 
 typedef struct {
-    const char *sub;
-    const char **pos;          /* the positional arguments */
+    const char **pos;          /* the operands */
     int npos;
 } sub_args;
 
-/* Parses argv[2..] (argv[1] is the subcommand) against opts. Returns 0,
- * or the exit status of a usage error it has reported. */
+/* Parses argv (argv[0] is the subcommand) with self's option table, into
+ * opts' places. Returns -1 to go on, or the exit status to stop with (a
+ * usage error reported, --help printed). */
 static int parse_sub(const kb_command *self, int argc, char **argv, const sub_opt *opts,
                      sub_args *a)
 {
-    a->sub = argv[1];
-    a->npos = 0;
-    int only_pos = 0;
-    for (int i = 2; i < argc; i++) {
-        const char *arg = argv[i];
-        if (only_pos || arg[0] != '-' || !arg[1]) {
-            a->pos[a->npos++] = arg;
-            continue;
-        }
-        if (strcmp(arg, "--") == 0) {
-            only_pos = 1;
-            continue;
-        }
-        const char *eq = strchr(arg, '=');
-        size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
-        const sub_opt *o = NULL;
-        for (size_t k = 0; opts[k].name && !o; k++)
-            if (strlen(opts[k].name) == n - 2 && strncmp(arg + 2, opts[k].name, n - 2) == 0 &&
-                arg[1] == '-')
-                o = &opts[k];
-        if (!o)
-            return kb_cli_usage_error(self, "%s: unknown option '%s'", a->sub, arg);
-        if (o->flag) {
-            if (eq)
-                return kb_cli_usage_error(self, "%s: '--%s' takes no value", a->sub, o->name);
-            *o->flag = 1;
-        } else if (eq) {
-            *o->str = eq + 1;
-        } else if (i + 1 < argc) {
-            *o->str = argv[++i];
-        } else {
-            return kb_cli_usage_error(self, "%s: '--%s' needs a value", a->sub, o->name);
+    kb_getopt g;
+    kb_getopt_init(&g, self, argc, argv);
+    int c;
+    while ((c = kb_getopt_next(&g)) > 0) {
+        const kb_option *o = self->options;
+        while (o->name && o->key != c)
+            o++;
+        for (const sub_opt *b = opts; b->name; b++) {
+            if (strcmp(b->name, o->name) != 0)
+                continue;
+            if (b->flag)
+                *b->flag = 1;
+            else
+                *b->str = g.arg;
         }
     }
-    return 0;
+    if (c < 0)
+        return g.status;
+    a->npos = 0;
+    for (int i = g.ind; i < argc; i++)
+        a->pos[a->npos++] = argv[i];
+    return -1;
 }
 
 /* ------------------------------------------------------------------ output */
@@ -243,8 +231,9 @@ static int sub_lint(int argc, char **argv, const kb_cli *cli, const kb_command *
     const char *pos[argc];
     sub_args a = { .pos = pos };
     int status = parse_sub(self, argc, argv, opts, &a);
-    if (status)
+    if (status >= 0)
         return status;
+    status = 0;
     kb_skill_lib lib;
     kb_skill_lib_init(&lib);
     kb_skill_diags d;
@@ -410,15 +399,16 @@ static int sub_new(int argc, char **argv, const kb_cli *cli, const kb_command *s
     const char *pos[argc];
     sub_args a = { .pos = pos };
     int status = parse_sub(self, argc, argv, opts, &a);
-    if (status)
+    if (status >= 0)
         return status;
+    status = 0;
     if (a.npos != 1)
-        return kb_cli_usage_error(self, "new: need one NAME");
+        return kb_cli_usage_error(self, "need one NAME");
     if (!task)
-        return kb_cli_usage_error(self, "new: need --task TASK (a task of '%s')", tasks);
+        return kb_cli_usage_error(self, "need --task TASK (a task of '%s')", tasks);
     const char *name = a.pos[0];
     if (!kb_skill_name_ok(name))
-        return kb_cli_usage_error(self, "new: '%s' is no skill name (1-64 characters of "
+        return kb_cli_usage_error(self, "'%s' is no skill name (1-64 characters of "
                                   "a-z, 0-9 and '-', no leading, trailing or doubled '-')",
                                   name);
     kb_err err;
@@ -527,19 +517,20 @@ static int sub_verify(int argc, char **argv, const kb_cli *cli, const kb_command
     const char *pos[argc];
     sub_args a = { .pos = pos };
     int status = parse_sub(self, argc, argv, opts, &a);
-    if (status)
+    if (status >= 0)
         return status;
+    status = 0;
     if (all == (a.npos > 0))
-        return kb_cli_usage_error(self, "verify: need NAME... or --all");
+        return kb_cli_usage_error(self, "need NAME... or --all");
     if (device && !from)
-        return kb_cli_usage_error(self, "verify: --device-info goes with --from-result");
+        return kb_cli_usage_error(self, "--device-info goes with --from-result");
     kb_verifier_opts vo;
     kb_verifier_opts_init(&vo);
     vo.kb_verify = cli->config->verify;
     long secs;
     if (timeout) {
         if (kb_parse_long(timeout, 1, 86400, &secs) != KB_OK)
-            return kb_cli_usage_error(self, "verify: bad --timeout '%s'", timeout);
+            return kb_cli_usage_error(self, "bad --timeout '%s'", timeout);
         vo.timeout_s = (double)secs;
     }
     kb_skill_lib lib;
@@ -616,7 +607,7 @@ static kb_skill_entry *one_skill(const kb_command *self, const sub_args *a, cons
 {
     kb_skill_lib_init(lib);
     if (a->npos != 1) {
-        *status = kb_cli_usage_error(self, "%s: need one NAME", a->sub);
+        *status = kb_cli_usage_error(self, "need one NAME");
         return NULL;
     }
     kb_err err;
@@ -647,11 +638,12 @@ static int change_one(int argc, char **argv, const kb_command *self, int approve
     const char *pos[argc];
     sub_args a = { .pos = pos };
     int status = parse_sub(self, argc, argv, opts, &a);
-    if (status)
+    if (status >= 0)
         return status;
+    status = 0;
     if (!value)
-        return kb_cli_usage_error(self, approve ? "approve: need --reviewer WHO (the "
-                                  "human step)" : "retire: need --reason TEXT");
+        return kb_cli_usage_error(self, approve ? "need --reviewer WHO (the "
+                                  "human step)" : "need --reason TEXT");
     kb_skill_lib lib;
     kb_skill_lib_init(&lib);
     kb_skill_diags d;
@@ -770,13 +762,14 @@ static int sub_list(int argc, char **argv, const kb_cli *cli, const kb_command *
     const char *pos[argc];
     sub_args a = { .pos = pos };
     int status = parse_sub(self, argc, argv, opts, &a);
-    if (status)
+    if (status >= 0)
         return status;
+    status = 0;
     kb_skill_status wst = KB_SKILL_DRAFT;
     if (a.npos)
-        return kb_cli_usage_error(self, "list: unexpected argument '%s'", a.pos[0]);
+        return kb_cli_usage_error(self, "unexpected argument '%s'", a.pos[0]);
     if (want && kb_skill_status_parse(want, &wst) != 0)
-        return kb_cli_usage_error(self, "list: bad --status '%s' (draft, verified, "
+        return kb_cli_usage_error(self, "bad --status '%s' (draft, verified, "
                                   "approved or retired)", want);
     kb_skill_lib lib;
     kb_skill_lib_init(&lib);
@@ -905,8 +898,9 @@ static int sub_show(int argc, char **argv, const kb_cli *cli, const kb_command *
     const char *pos[argc];
     sub_args a = { .pos = pos };
     int status = parse_sub(self, argc, argv, opts, &a);
-    if (status)
+    if (status >= 0)
         return status;
+    status = 0;
     kb_skill_lib lib;
     kb_skill_lib_init(&lib);
     kb_skill_diags d;
@@ -948,14 +942,15 @@ static int sub_export(int argc, char **argv, const kb_cli *cli, const kb_command
     const char *pos[argc];
     sub_args a = { .pos = pos };
     int status = parse_sub(self, argc, argv, opts, &a);
-    if (status)
+    if (status >= 0)
         return status;
+    status = 0;
     kb_skill_status min;
     if (a.npos != 1)
-        return kb_cli_usage_error(self, "export: need one DIR to export into");
+        return kb_cli_usage_error(self, "need one DIR to export into");
     if (kb_skill_status_parse(want, &min) != 0 ||
         (min != KB_SKILL_VERIFIED && min != KB_SKILL_APPROVED))
-        return kb_cli_usage_error(self, "export: bad --status '%s' (approved or verified)",
+        return kb_cli_usage_error(self, "bad --status '%s' (approved or verified)",
                                   want);
     kb_skill_lib lib;
     kb_skill_lib_init(&lib);
@@ -1041,27 +1036,28 @@ static int sub_search(int argc, char **argv, const kb_cli *cli, const kb_command
     const char *pos[argc];
     sub_args a = { .pos = pos };
     int status = parse_sub(self, argc, argv, opts, &a);
-    if (status)
+    if (status >= 0)
         return status;
+    status = 0;
     long n;
     kb_skill_status st;
     if (k && kb_parse_long(k, 1, 50, &n) != KB_OK)
-        return kb_cli_usage_error(self, "search: --k wants a number from 1 to 50, not '%s'", k);
+        return kb_cli_usage_error(self, "--k wants a number from 1 to 50, not '%s'", k);
     if (k)
         q.k = (int)n;
     if (mode && kb_mode_parse(mode, &q.mode) != 0)
-        return kb_cli_usage_error(self, "search: unknown mode '%s' (hybrid, lexical, vector)",
+        return kb_cli_usage_error(self, "unknown mode '%s' (hybrid, lexical, vector)",
                                   mode);
     if (q.status && kb_skill_status_parse(q.status, &st) != 0)
-        return kb_cli_usage_error(self, "search: bad --status '%s'", q.status);
+        return kb_cli_usage_error(self, "bad --status '%s'", q.status);
     if (a.npos == 0)
-        return kb_cli_usage_error(self, "search: no query text given");
+        return kb_cli_usage_error(self, "no query text given");
     kb_buf text;
     kb_buf_init(&text, 1 << 16);
     for (int i = 0; i < a.npos; i++)
         if ((i && kb_buf_putc(&text, ' ') != KB_OK) || kb_buf_puts(&text, a.pos[i]) != KB_OK) {
             kb_buf_release(&text);
-            return kb_cli_usage_error(self, "search: the query text is too long");
+            return kb_cli_usage_error(self, "the query text is too long");
         }
     q.text = text.data;
     kb_err err;
@@ -1098,26 +1094,105 @@ static int sub_search(int argc, char **argv, const kb_cli *cli, const kb_command
     return status;
 }
 
-/* ------------------------------------------------------------------ dispatch */
+/* ------------------------------------------------------------------ entries */
 
-typedef struct {
-    const char *name;
-    kb_command_fn fn;
-} skill_sub;
+#define OPT_DIR { "dir", KB_OPT_LONG('d'), "DIR", "the library (default corpus/skills)" }
+#define OPT_TASKS { "tasks", KB_OPT_LONG('t'), "DIR", "the tasks (default corpus/tasks)" }
+#define OPT_JSON { "json", KB_OPT_LONG('j'), NULL, "print JSON" }
+#define OPT_END { NULL, 0, NULL, NULL }
 
-static const skill_sub subs[] = {
-    { "lint", sub_lint }, { "new", sub_new }, { "verify", sub_verify },
-    { "approve", sub_approve }, { "retire", sub_retire }, { "list", sub_list },
-    { "show", sub_show }, { "export", sub_export }, { "search", sub_search },
+static const kb_option lint_options[] = {
+    OPT_DIR, OPT_TASKS, OPT_JSON,
+    { "no-compile", KB_OPT_LONG('n'), NULL, "do not compile the kernels" },
+    { "strict", KB_OPT_LONG('s'), NULL, "warnings fail too" },
+    OPT_END,
+};
+static const kb_option new_options[] = {
+    { "task", KB_OPT_LONG('T'), "TASK", "the skill's task (required)" },
+    { "from", KB_OPT_LONG('f'), "FILE", "its kernel.cu" },
+    { "author", KB_OPT_LONG('a'), "WHO", "kb-author" },
+    { "description", KB_OPT_LONG('D'), "TEXT", "the description (else a TODO)" },
+    OPT_DIR, OPT_TASKS, OPT_JSON, OPT_END,
+};
+static const kb_option verify_options[] = {
+    { "all", KB_OPT_LONG('A'), NULL, "every skill of the library" },
+    { "timeout", KB_OPT_LONG('s'), "S", "wall-clock limit per kernel (default 120)" },
+    { "from-result", KB_OPT_LONG('r'), "FILE", "import a kb-verify result made elsewhere (JSON or\n"
+      "JSON lines) instead of a run; the one for the\nskill's task and kernel hash is taken" },
+    { "device-info", KB_OPT_LONG('i'), "FILE", "with --from-result: the device (kb-verify\n"
+      "--device-info --json) for the record" },
+    OPT_DIR, OPT_TASKS, OPT_JSON, OPT_END,
+};
+static const kb_option approve_options[] = {
+    { "reviewer", KB_OPT_LONG('r'), "WHO", "who reviewed it (required)" },
+    OPT_DIR, OPT_END,
+};
+static const kb_option retire_options[] = {
+    { "reason", KB_OPT_LONG('r'), "TEXT", "why (required)" },
+    OPT_DIR, OPT_END,
+};
+static const kb_option list_options[] = {
+    { "status", KB_OPT_LONG('s'), "S", "draft, verified, approved or retired" },
+    { "task", KB_OPT_LONG('T'), "TASK", "those of one task" },
+    { "all", KB_OPT_LONG('A'), NULL, "retired ones too" },
+    OPT_DIR, OPT_JSON, OPT_END,
+};
+static const kb_option show_options[] = { OPT_DIR, OPT_JSON, OPT_END };
+static const kb_option export_options[] = {
+    { "status", KB_OPT_LONG('s'), "S", "verified (and approved; default) or approved" },
+    OPT_DIR, OPT_JSON, OPT_END,
+};
+static const kb_option search_options[] = {
+    { "k", 'k', "N", "skills wanted (default 10)" },
+    { "mode", KB_OPT_LONG('m'), "MODE", "hybrid (default), lexical or vector" },
+    { "arch", KB_OPT_LONG('a'), "A", "kb-arch holds A (sm_90; 'sm_80+' holds sm_90)" },
+    { "dtype", KB_OPT_LONG('D'), "D", "kb-dtype holds D" },
+    { "ops", KB_OPT_LONG('o'), "O", "kb-ops holds O" },
+    { "status", KB_OPT_LONG('s'), "S", "only these (retired ones only when asked: --all)" },
+    { "all", KB_OPT_LONG('A'), NULL, "retired ones too" },
+    OPT_JSON, OPT_END,
+};
+static const kb_option skill_common[] = { OPT_DIR, OPT_TASKS, OPT_JSON, OPT_END };
+
+#define SUB(id, word, use, what, ops, kind, more) \
+    static const kb_command id##_cmd = { .name = word, .fn = sub_##id, .usage = use, \
+                                   .summary = what, .options = ops, .notes = more, \
+                                   .parent = &kb_cmd_skill, .operands = kind }
+SUB(lint, "lint", "kb skill lint [options] [PATH...]",
+    "check skills: 'file:line: error: ...', exit 1 on errors", lint_options, "dir",
+    "Checks SKILL.md, kb-task, kernel.cu (compiled with kb-verify), evidence.json,\n"
+    "deep links (with a KB) and dominance.\n");
+SUB(new, "new", "kb skill new NAME --task TASK [options]",
+    "a draft with the sections to fill", new_options, NULL, NULL);
+SUB(verify, "verify", "kb skill verify [options] NAME...|--all",
+    "run kb-verify on kernel.cu, record the evidence, set kb-status",
+    verify_options, "skill",
+    "Runs kb-verify on each skill's kernel.cu, appends the result to evidence.json and\n"
+    "sets kb-status and kb-speedup.\n");
+SUB(approve, "approve", "kb skill approve NAME --reviewer WHO",
+    "a verified skill, approved (the human step)", approve_options, "skill", NULL);
+SUB(retire, "retire", "kb skill retire NAME --reason TEXT",
+    "retired: kept, never deleted", retire_options, "skill", NULL);
+SUB(list, "list", "kb skill list [options]", "the skills, retired ones hidden",
+    list_options, NULL, NULL);
+SUB(show, "show", "kb skill show NAME [--json]", "one skill with its evidence",
+    show_options, "skill", NULL);
+SUB(export, "export", "kb skill export DIR [options]",
+    "skills an agent loads as-is (.claude/skills, ...)", export_options, "dir", NULL);
+SUB(search, "search", "kb skill search [options] TEXT...",
+    "skills in the KB (ingested: kind skill), one hit each", search_options, "text", NULL);
+#undef SUB
+
+static const kb_command *const skill_subs[] = {
+    &lint_cmd, &new_cmd, &verify_cmd, &approve_cmd, &retire_cmd, &list_cmd, &show_cmd,
+    &export_cmd, &search_cmd, NULL,
 };
 
-int cmd_skill(int argc, char **argv, const kb_cli *cli, const kb_command *self)
-{
-    if (argc < 2)
-        return kb_cli_usage_error(self, "need a subcommand (lint, new, verify, approve, "
-                                  "retire, list, show, export, search)");
-    for (size_t i = 0; i < sizeof subs / sizeof *subs; i++)
-        if (strcmp(argv[1], subs[i].name) == 0)
-            return subs[i].fn(argc, argv, cli, self);
-    return kb_cli_usage_error(self, "'%s' is no subcommand of kb skill", argv[1]);
-}
+const kb_command kb_cmd_skill = {
+    .name = "skill",
+    .usage = "kb skill SUBCOMMAND [options]",
+    .summary = "the skill library: lint, create, verify on the GPU, approve, retire, "
+               "list, export, search",
+    .options = skill_common,
+    .subcommands = skill_subs,
+};

@@ -491,42 +491,63 @@ out:
 
 /* ------------------------------------------------------------------ command */
 
-int cmd_verify(int argc, char **argv, const kb_cli *cli, const kb_command *self)
+static const kb_option verify_options[] = {
+    { "json", KB_OPT_LONG('j'), NULL, "print the JSON result (see README)" },
+    { "suite", KB_OPT_LONG('s'), "DIR", "every task under DIR (corpus/tasks); prints fast_p" },
+    { "candidates", KB_OPT_LONG('c'), "DIR", "DIR/TASK.cu, DIR/TASK/*.cu, DIR/TASK/candidates/*.cu" },
+    { "results", KB_OPT_LONG('r'), "DIR", "score kb-verify JSON results saved in DIR instead" },
+    { "serve", KB_OPT_LONG('S'), NULL, "one kb-verify --serve process for all candidates" },
+    { "no-timing", KB_OPT_LONG('n'), NULL, "correctness only" },
+    { "compile-only", KB_OPT_LONG('C'), NULL, "NVRTC only: no GPU needed, nothing runs" },
+    { "timeout", KB_OPT_LONG('t'), "S", "wall-clock limit per candidate (default 120)" },
+    { NULL, 0, NULL, NULL },
+};
+
+static int cmd_verify(int argc, char **argv, const kb_cli *cli, const kb_command *self);
+
+const kb_command kb_cmd_verify = {
+    .name = "verify",
+    .fn = cmd_verify,
+    .usage = "kb verify [options] TASK CANDIDATE.cu | --suite DIR --candidates DIR",
+    .summary = "verify a candidate kernel on the GPU (runs kb-verify), or a task suite",
+    .options = verify_options,
+    .operands = "task",
+};
+
+static int cmd_verify(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
-    int json = 0;
+    int json = 0, c;
     const char *suite_dir = NULL, *cands = NULL, *results = NULL;
     const char *pos[2] = { NULL, NULL };
     int npos = 0;
     kb_verifier_opts opts;
     kb_verifier_opts_init(&opts);
     opts.kb_verify = cli->config->verify;   /* KB_VERIFY */
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
+    kb_getopt g;
+    kb_getopt_init(&g, self, argc, argv);
+    while ((c = kb_getopt_next(&g)) > 0) {
         long x;
-        if (!strcmp(a, "--json"))
-            json = 1;
-        else if (!strcmp(a, "--serve"))
-            opts.serve = 1;
-        else if (!strcmp(a, "--no-timing"))
-            opts.no_timing = 1;
-        else if (!strcmp(a, "--compile-only"))
-            opts.compile_only = 1;
-        else if (!strcmp(a, "--suite") && i + 1 < argc)
-            suite_dir = argv[++i];
-        else if (!strcmp(a, "--candidates") && i + 1 < argc)
-            cands = argv[++i];
-        else if (!strcmp(a, "--results") && i + 1 < argc)
-            results = argv[++i];
-        else if (!strcmp(a, "--timeout") && i + 1 < argc) {
-            if (kb_parse_long(argv[++i], 1, 86400, &x) != KB_OK)
-                return kb_cli_usage_error(self, "bad --timeout '%s'", argv[i]);
+        switch (c) {
+        case KB_OPT_LONG('j'): json = 1; break;
+        case KB_OPT_LONG('S'): opts.serve = 1; break;
+        case KB_OPT_LONG('n'): opts.no_timing = 1; break;
+        case KB_OPT_LONG('C'): opts.compile_only = 1; break;
+        case KB_OPT_LONG('s'): suite_dir = g.arg; break;
+        case KB_OPT_LONG('c'): cands = g.arg; break;
+        case KB_OPT_LONG('r'): results = g.arg; break;
+        case KB_OPT_LONG('t'):
+            if (kb_parse_long(g.arg, 1, 86400, &x) != KB_OK)
+                return kb_cli_usage_error(self, "bad --timeout '%s'", g.arg);
             opts.timeout_s = (double)x;
-        } else if (a[0] == '-' && a[1])
-            return kb_cli_usage_error(self, "unknown option '%s'", a);
-        else if (npos < 2)
-            pos[npos++] = a;
-        else
+            break;
+        }
+    }
+    if (c < 0)
+        return g.status;
+    for (int i = g.ind; i < argc; i++) {
+        if (npos == 2)
             return kb_cli_usage_error(self, "too many arguments");
+        pos[npos++] = argv[i];
     }
     if (suite_dir && npos)
         return kb_cli_usage_error(self, "--suite takes no TASK or CANDIDATE");

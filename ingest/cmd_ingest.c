@@ -2,7 +2,6 @@
  * source otherwise, a JSON summary on request. */
 #include "kb/cli.h"
 
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,39 +82,52 @@ static cJSON *summary_json(int ok, const kb_ingest_stats *s)
     return o;
 }
 
-int cmd_ingest(int argc, char **argv, const kb_cli *cli, const kb_command *self)
+static const kb_option ingest_options[] = {
+    { "manifest", KB_OPT_LONG('m'), "FILE", "sources manifest (default corpus/sources.json)" },
+    { "mirror", KB_OPT_LONG('M'), "DIR", "read sources from a local mirror ($KB_MIRROR)" },
+    { "source", KB_OPT_LONG('s'), "ID", "source id for ad-hoc paths and URLs (default\n"
+      "'local' for paths, 'web' for URLs)" },
+    { "force", KB_OPT_LONG('f'), NULL, "re-parse documents even if unchanged" },
+    { "no-embed", KB_OPT_LONG('E'), NULL, "skip embeddings (lexical search only)" },
+    { "reembed", KB_OPT_LONG('R'), NULL, "drop every vector and embed again (new model)" },
+    { "index", KB_OPT_LONG('I'), "KIND", "FAISS index: Flat (exact, default) or e.g. HNSW32" },
+    { "json", KB_OPT_LONG('j'), NULL, "print a JSON summary" },
+    { NULL, 0, NULL, NULL },
+};
+
+static int cmd_ingest(int argc, char **argv, const kb_cli *cli, const kb_command *self);
+
+const kb_command kb_cmd_ingest = {
+    .name = "ingest",
+    .fn = cmd_ingest,
+    .usage = "kb ingest [options] [ID|PATH|URL]...",
+    .summary = "ingest the manifest's sources, some of them, or files and URLs",
+    .options = ingest_options,
+    .operands = "source",
+};
+
+static int cmd_ingest(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
-    static const struct option longopts[] = {
-        { "manifest", required_argument, NULL, 'm' },
-        { "mirror", required_argument, NULL, 'M' },
-        { "source", required_argument, NULL, 's' },
-        { "force", no_argument, NULL, 'f' },
-        { "no-embed", no_argument, NULL, 'E' },
-        { "reembed", no_argument, NULL, 'R' },
-        { "index", required_argument, NULL, 'I' },
-        { "json", no_argument, NULL, 'j' },
-        { NULL, 0, NULL, 0 },
-    };
     kb_ingest_opts opts = { 0 };
     opts.embed = 1;
     progress_state ps = { .cli = cli };
     int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    kb_getopt g;
+    kb_getopt_init(&g, self, argc, argv);
+    while ((c = kb_getopt_next(&g)) > 0) {
         switch (c) {
-        case 'm': opts.manifest_path = optarg; break;
-        case 'M': opts.mirror_dir = optarg; break;
-        case 's': opts.adhoc_source = optarg; break;
-        case 'f': opts.force = 1; break;
-        case 'E': opts.embed = 0; break;
-        case 'R': opts.reembed = 1; break;
-        case 'I': opts.index_kind = optarg; break;
-        case 'j': ps.json = 1; break;
-        default:
-            return kb_cli_usage_error(self, "unknown option '%s'", argv[optind - 1]);
+        case KB_OPT_LONG('m'): opts.manifest_path = g.arg; break;
+        case KB_OPT_LONG('M'): opts.mirror_dir = g.arg; break;
+        case KB_OPT_LONG('s'): opts.adhoc_source = g.arg; break;
+        case KB_OPT_LONG('f'): opts.force = 1; break;
+        case KB_OPT_LONG('E'): opts.embed = 0; break;
+        case KB_OPT_LONG('R'): opts.reembed = 1; break;
+        case KB_OPT_LONG('I'): opts.index_kind = g.arg; break;
+        case KB_OPT_LONG('j'): ps.json = 1; break;
         }
     }
+    if (c < 0)
+        return g.status;
     opts.progress = on_progress;
     opts.progress_ctx = &ps;
     opts.config = cli->config;
@@ -131,7 +143,7 @@ int cmd_ingest(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     memset(&stats, 0, sizeof stats);
     kb_rc rc = kb_cli_open_store(cli, KB_STORE_CREATE, &store, &err);
     if (rc == KB_OK)
-        rc = kb_ingest_run(store, &opts, argv + optind, (size_t)(argc - optind),
+        rc = kb_ingest_run(store, &opts, argv + g.ind, (size_t)(argc - g.ind),
                            &stats, &err);
     kb_store_close(store);
 

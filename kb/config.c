@@ -178,6 +178,8 @@ kb_rc kb_config_load(kb_config *cfg, kb_err *err)
         rc = load_var(cfg, &vars[i], err);
     if (rc != KB_OK)
         goto out;
+    const char *term = getenv("TERM");
+    cfg->term_dumb = term && strcmp(term, "dumb") == 0;
     /* the defaults that depend on where home is */
     if (!cfg->kb_dir && !(cfg->kb_dir = kb_config_env_kb_dir()))
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");

@@ -36,6 +36,8 @@ struct kb_config {
     char *serve_token;       /* KB_SERVE_TOKEN: kb serve's bearer token,
                                 never printed */
     int no_color;            /* NO_COLOR set and not empty */
+    int term_dumb;           /* TERM is "dumb": no colour (not a kb
+                                setting, so not in the table) */
 };
 
 /* Sets every field to its default, as if no variable were set, without

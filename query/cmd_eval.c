@@ -5,7 +5,6 @@
 #include "index/eval.h"
 
 #include <cjson/cJSON.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -368,52 +367,43 @@ nomem:
 /* ---------------------------------------------------------------- command */
 
 /* Parses the command line into o and the modes wanted (*all, else only).
- * Returns 0, or the exit status of a usage error it has reported. */
+ * Returns -1 to go on, or the exit status to stop with: a usage error it
+ * has reported (2), --help or --version printed (0). */
 static int parse_options(int argc, char **argv, const kb_command *self,
                          eval_opts *o, int *all, kb_mode *only)
 {
-    static const struct option longopts[] = {
-        { "mode", required_argument, NULL, 'm' },
-        { "k", required_argument, NULL, 'k' },
-        { "json", no_argument, NULL, 'j' },
-        { "verbose", no_argument, NULL, 'v' },
-        { NULL, 0, NULL, 0 },
-    };
     int c;
     long k;
     *all = 1;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":k:v", longopts, NULL)) != -1) {
+    kb_getopt g;
+    kb_getopt_init(&g, self, argc, argv);
+    while ((c = kb_getopt_next(&g)) > 0) {
         switch (c) {
-        case 'm':
-            *all = strcmp(optarg, "all") == 0;   /* the one name not a kb_mode */
-            if (!*all && kb_mode_parse(optarg, only) != 0)
+        case KB_OPT_LONG('m'):
+            *all = strcmp(g.arg, "all") == 0;   /* the one name not a kb_mode */
+            if (!*all && kb_mode_parse(g.arg, only) != 0)
                 return kb_cli_usage_error(self, "'%s' is no mode (lexical, "
-                                          "vector, hybrid or all)", optarg);
+                                          "vector, hybrid or all)", g.arg);
             break;
         case 'k':
-            if (kb_parse_long(optarg, 1, 1000, &k) != KB_OK)
+            if (kb_parse_long(g.arg, 1, 1000, &k) != KB_OK)
                 return kb_cli_usage_error(self, "'%s' is not a cut-off "
-                                          "(a number from 1 to 1000)", optarg);
+                                          "(a number from 1 to 1000)", g.arg);
             o->k = (int)k;
             break;
-        case 'j': o->json = 1; break;
+        case KB_OPT_LONG('j'): o->json = 1; break;
         case 'v': o->verbose = 1; break;
-        case ':':
-            return kb_cli_usage_error(self, "option '%s' needs a value",
-                                      argv[optind - 1]);
-        default:
-            return kb_cli_usage_error(self, "unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind >= argc)
+    if (c < 0)
+        return g.status;
+    if (g.ind >= argc)
         return kb_cli_usage_error(self, "no qrels file given");
-    if (optind + 1 < argc)
+    if (g.ind + 1 < argc)
         return kb_cli_usage_error(self, "one qrels file only ('%s' is extra)",
-                                  argv[optind + 1]);
-    o->qrels_path = argv[optind];
-    return 0;
+                                  argv[g.ind + 1]);
+    o->qrels_path = argv[g.ind];
+    return -1;
 }
 
 /* Runs every wanted mode. The embedder is opened only for modes that need
@@ -463,7 +453,26 @@ static const mode_run *none_ran(const mode_run *modes, size_t nmodes)
     return failed;
 }
 
-int cmd_eval(int argc, char **argv, const kb_cli *cli, const kb_command *self)
+static const kb_option eval_options[] = {
+    { "mode", KB_OPT_LONG('m'), "MODE", "lexical, vector, hybrid or all (default all)" },
+    { "k", 'k', "N", "cut-off (default 10)" },
+    { "json", KB_OPT_LONG('j'), NULL, "print JSON" },
+    { "verbose", 'v', NULL, "per-query results" },
+    { NULL, 0, NULL, NULL },
+};
+
+static int cmd_eval(int argc, char **argv, const kb_cli *cli, const kb_command *self);
+
+const kb_command kb_cmd_eval = {
+    .name = "eval",
+    .fn = cmd_eval,
+    .usage = "kb eval [options] QRELS.json",
+    .summary = "measure retrieval against relevance judgments",
+    .options = eval_options,
+    .operands = "file",
+};
+
+static int cmd_eval(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
     eval_opts o = { .qrels_path = NULL, .k = 10 };
     /* the order of the table and of the JSON object */
@@ -475,9 +484,9 @@ int cmd_eval(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     const size_t nmodes = sizeof modes / sizeof modes[0];
     int all;
     kb_mode only = KB_MODE_HYBRID;
-    int usage = parse_options(argc, argv, self, &o, &all, &only);
-    if (usage)
-        return usage;
+    int stop = parse_options(argc, argv, self, &o, &all, &only);
+    if (stop >= 0)
+        return stop;
     for (size_t i = 0; i < nmodes; i++) {
         modes[i].name = kb_mode_name(modes[i].mode);
         modes[i].wanted = all || modes[i].mode == only;

@@ -5,29 +5,47 @@
 #include <stdlib.h>
 #include <string.h>
 
-int cmd_get(int argc, char **argv, const kb_cli *cli, const kb_command *self)
+static const kb_option get_options[] = {
+    { "section", KB_OPT_LONG('s'), NULL, "print every chunk of the chunk's section" },
+    { "json", KB_OPT_LONG('j'), NULL, "print JSON" },
+    { "budget", KB_OPT_LONG('b'), "TOKENS", "with --json: the chunks that fit about TOKENS tokens" },
+    { NULL, 0, NULL, NULL },
+};
+
+static int cmd_get(int argc, char **argv, const kb_cli *cli, const kb_command *self);
+
+const kb_command kb_cmd_get = {
+    .name = "get",
+    .fn = cmd_get,
+    .usage = "kb get [--json [--budget TOKENS]] [--section] CHUNK_ID",
+    .summary = "print a whole chunk, or with --section its whole section",
+    .options = get_options,
+    .operands = "chunk",
+};
+
+static int cmd_get(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
-    int json = 0, section = 0;
+    int json = 0, section = 0, c;
     long budget = 0;
-    const char *id_arg = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-        } else if (strcmp(argv[i], "--budget") == 0) {
+    kb_getopt g;
+    kb_getopt_init(&g, self, argc, argv);
+    while ((c = kb_getopt_next(&g)) > 0) {
+        switch (c) {
+        case KB_OPT_LONG('j'): json = 1; break;
+        case KB_OPT_LONG('s'): section = 1; break;
+        case KB_OPT_LONG('b'):
             /* the number's range is the get tool's to check */
-            if (i + 1 >= argc || kb_parse_long(argv[i + 1], 1, 1000000000L, &budget) != KB_OK)
-                return kb_cli_usage_error(self, "--budget wants a number of tokens");
-            i++;
-        } else if (strcmp(argv[i], "--section") == 0) {
-            section = 1;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return kb_cli_usage_error(self, "unknown option '%s'", argv[i]);
-        } else if (!id_arg) {
-            id_arg = argv[i];
-        } else {
-            return kb_cli_usage_error(self, "unexpected argument '%s'", argv[i]);
+            if (kb_parse_long(g.arg, 1, 1000000000L, &budget) != KB_OK)
+                return kb_cli_usage_error(self, "--budget wants a number of tokens, "
+                                          "not '%s'", g.arg);
+            break;
         }
     }
+    if (c < 0)
+        return g.status;
+    const char *id_arg = g.ind < argc ? argv[g.ind] : NULL;
+    if (g.ind + 1 < argc)
+        return kb_cli_usage_error(self, "unexpected argument '%s'", argv[g.ind + 1]);
     long id;
     if (!id_arg)
         return kb_cli_usage_error(self, "no chunk id given");

@@ -2,41 +2,51 @@
 #include "kb/cli.h"
 
 #include <cjson/cJSON.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-int cmd_papers(int argc, char **argv, const kb_cli *cli, const kb_command *self)
+static const kb_option papers_options[] = {
+    { "section", KB_OPT_LONG('s'), "S", "only papers whose section path contains S" },
+    { "words", KB_OPT_LONG('w'), "W", "only papers whose title or section holds every word of W" },
+    { "json", KB_OPT_LONG('j'), NULL, "print JSON" },
+    { "budget", KB_OPT_LONG('b'), "TOKENS", "with --json: the records that fit about TOKENS tokens" },
+    { NULL, 0, NULL, NULL },
+};
+
+static int cmd_papers(int argc, char **argv, const kb_cli *cli, const kb_command *self);
+
+const kb_command kb_cmd_papers = {
+    .name = "papers",
+    .fn = cmd_papers,
+    .usage = "kb papers [--section S] [--words W] [--json [--budget TOKENS]]",
+    .summary = "list the literature list's paper records",
+    .options = papers_options,
+};
+
+static int cmd_papers(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
-    static const struct option longopts[] = {
-        { "section", required_argument, NULL, 's' },
-        { "words", required_argument, NULL, 'w' },
-        { "budget", required_argument, NULL, 'b' },
-        { "json", no_argument, NULL, 'j' },
-        { NULL, 0, NULL, 0 },
-    };
     const char *section = NULL, *words = NULL;
     long budget = 0;
     int json = 0, c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    kb_getopt g;
+    kb_getopt_init(&g, self, argc, argv);
+    while ((c = kb_getopt_next(&g)) > 0) {
         switch (c) {
-        case 's': section = optarg; break;
-        case 'w': words = optarg; break;
-        case 'b':   /* the number's range is the papers tool's to check */
-            if (kb_parse_long(optarg, 1, 1000000000L, &budget) != KB_OK)
+        case KB_OPT_LONG('s'): section = g.arg; break;
+        case KB_OPT_LONG('w'): words = g.arg; break;
+        case KB_OPT_LONG('b'):   /* the number's range is the papers tool's to check */
+            if (kb_parse_long(g.arg, 1, 1000000000L, &budget) != KB_OK)
                 return kb_cli_usage_error(self, "--budget wants a number of "
-                                          "tokens, not '%s'", optarg);
+                                          "tokens, not '%s'", g.arg);
             break;
-        case 'j': json = 1; break;
-        default:
-            return kb_cli_usage_error(self, "unknown option '%s'", argv[optind - 1]);
+        case KB_OPT_LONG('j'): json = 1; break;
         }
     }
-    if (optind < argc)
-        return kb_cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
+    if (c < 0)
+        return g.status;
+    if (kb_cli_no_operands(&g))
+        return 2;
     if (budget && !json)
         return kb_cli_usage_error(self, "--budget needs --json");
     if (json) {   /* the papers tool's object */

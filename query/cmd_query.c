@@ -2,7 +2,6 @@
 #include "kb/cli.h"
 
 #include <ctype.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,21 +143,37 @@ static cJSON *search_args(const kb_query_opts *opts, const char *mode, long budg
     return a;
 }
 
-int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command *self)
+static const kb_option query_options[] = {
+    { "k", 'k', "N", "number of results (default 10)" },
+    { "mode", KB_OPT_LONG('m'), "MODE", "hybrid (default), lexical or vector" },
+    { "source", KB_OPT_LONG('s'), "ID", "only this source (repeatable)" },
+    { "kind", KB_OPT_LONG('K'), "KIND", "only text, code, table, paper or skill (repeatable)" },
+    { "json", KB_OPT_LONG('j'), NULL, "one JSON object (see README)" },
+    { "explain", KB_OPT_LONG('e'), NULL, "show each list's rank and score" },
+    { "full", KB_OPT_LONG('f'), NULL, "print whole chunks instead of snippets" },
+    { "lex", KB_OPT_LONG('L'), "TEXT", "also search these keywords, fused (repeatable)" },
+    { "vec", KB_OPT_LONG('V'), "TEXT", "also search this phrase by meaning (repeatable)" },
+    { "hyde", KB_OPT_LONG('H'), "TEXT", "also search by a hypothetical passage (repeatable);\n"
+      "at most 10 of --lex, --vec, --hyde" },
+    { "budget", KB_OPT_LONG('b'), "TOKENS", "with --json: whole results, best first, within\n"
+      "about TOKENS tokens (1000-200000; default: no limit)" },
+    { NULL, 0, NULL, NULL },
+};
+
+static int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command *self);
+
+const kb_command kb_cmd_query = {
+    .name = "query",
+    .fn = cmd_query,
+    .usage = "kb query [options] [--] TEXT...",
+    .summary = "search the KB; prints ranked, cited passages",
+    .options = query_options,
+    .notes = "A query that starts with '-' goes after '--': kb query -- -arch=sm_90\n",
+    .operands = "text",
+};
+
+static int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
-    static const struct option longopts[] = {
-        { "mode", required_argument, NULL, 'm' },
-        { "source", required_argument, NULL, 's' },
-        { "kind", required_argument, NULL, 'K' },
-        { "json", no_argument, NULL, 'j' },
-        { "explain", no_argument, NULL, 'e' },
-        { "full", no_argument, NULL, 'f' },
-        { "budget", required_argument, NULL, 'b' },
-        { "lex", required_argument, NULL, 'L' },
-        { "vec", required_argument, NULL, 'V' },
-        { "hyde", required_argument, NULL, 'H' },
-        { NULL, 0, NULL, 0 },
-    };
     kb_query_opts opts;
     kb_query_opts_init(&opts);
     opts.snippet = 1;
@@ -167,68 +182,69 @@ int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command *self)
     int json = 0, explain = 0, c;
     const char *mode = NULL;
     long k = 10, budget = 0;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "k:", longopts, NULL)) != -1) {
+    kb_getopt g;
+    kb_getopt_init(&g, self, argc, argv);
+    while ((c = kb_getopt_next(&g)) > 0) {
         switch (c) {
         case 'k':
-            if (kb_parse_long(optarg, 1, 1000, &k) != KB_OK)
+            if (kb_parse_long(g.arg, 1, 1000, &k) != KB_OK)
                 return kb_cli_usage_error(self, "-k wants a number from 1 to "
-                                          "1000, not '%s'", optarg);
+                                          "1000, not '%s'", g.arg);
             break;
-        case 'm':
-            mode = optarg;
-            if (kb_mode_parse(optarg, &opts.mode) != 0)
+        case KB_OPT_LONG('m'):
+            mode = g.arg;
+            if (kb_mode_parse(g.arg, &opts.mode) != 0)
                 return kb_cli_usage_error(self, "unknown mode '%s' (hybrid, "
-                                          "lexical, vector)", optarg);
+                                          "lexical, vector)", g.arg);
             break;
-        case 's':
+        case KB_OPT_LONG('s'):
             if (opts.filter.nsources == KB_FILTER_MAX_SOURCES)
                 return kb_cli_usage_error(self, "too many --source options");
-            opts.filter.sources[opts.filter.nsources++] = optarg;
+            opts.filter.sources[opts.filter.nsources++] = g.arg;
             break;
-        case 'K': {
+        case KB_OPT_LONG('K'): {
             kb_kind kind;
-            if (kb_kind_parse(optarg, &kind) != 0)
+            if (kb_kind_parse(g.arg, &kind) != 0)
                 return kb_cli_usage_error(self, "unknown kind '%s' (text, code, "
-                                          "table, paper, skill)", optarg);
+                                          "table, paper, skill)", g.arg);
             opts.filter.kinds |= 1u << kind;
             break;
         }
-        case 'b':
+        case KB_OPT_LONG('b'):
             /* the number's range is the search tool's to check */
-            if (kb_parse_long(optarg, 1, 1000000000L, &budget) != KB_OK)
+            if (kb_parse_long(g.arg, 1, 1000000000L, &budget) != KB_OK)
                 return kb_cli_usage_error(self, "--budget wants a number of "
-                                          "tokens, not '%s'", optarg);
+                                          "tokens, not '%s'", g.arg);
             break;
-        case 'L':
-        case 'V':
-        case 'H':
+        case KB_OPT_LONG('L'):
+        case KB_OPT_LONG('V'):
+        case KB_OPT_LONG('H'):
             if (opts.nsearches == KB_QUERY_MAX_SEARCHES)
                 return kb_cli_usage_error(self, "at most %d sub-queries (--lex, "
                                           "--vec, --hyde)", KB_QUERY_MAX_SEARCHES);
-            if (!*optarg)
+            if (!*g.arg)
                 return kb_cli_usage_error(self, "an empty sub-query");
-            searches[opts.nsearches].type = c == 'L' ? KB_SEARCH_LEX
-                                          : c == 'V' ? KB_SEARCH_VEC : KB_SEARCH_HYDE;
-            searches[opts.nsearches++].text = optarg;
+            searches[opts.nsearches].type = c == KB_OPT_LONG('L') ? KB_SEARCH_LEX
+                                          : c == KB_OPT_LONG('V') ? KB_SEARCH_VEC
+                                          : KB_SEARCH_HYDE;
+            searches[opts.nsearches++].text = g.arg;
             break;
-        case 'j': json = 1; break;
-        case 'e': explain = 1; break;
-        case 'f': opts.snippet = 0; break;
-        default:
-            return kb_cli_usage_error(self, "unknown option '%s'", argv[optind - 1]);
+        case KB_OPT_LONG('j'): json = 1; break;
+        case KB_OPT_LONG('e'): explain = 1; break;
+        case KB_OPT_LONG('f'): opts.snippet = 0; break;
         }
     }
-    if (optind >= argc)
+    if (c < 0)
+        return g.status;
+    if (g.ind >= argc)
         return kb_cli_usage_error(self, "no query text given");
     if (budget && !json)
         return kb_cli_usage_error(self, "--budget needs --json");
     opts.k = (int)k;
     kb_buf text;
     kb_buf_init(&text, 1 << 16);
-    for (int i = optind; i < argc; i++)
-        if ((i > optind && kb_buf_putc(&text, ' ') != KB_OK) ||
+    for (int i = g.ind; i < argc; i++)
+        if ((i > g.ind && kb_buf_putc(&text, ' ') != KB_OK) ||
             kb_buf_puts(&text, argv[i]) != KB_OK) {
             kb_buf_release(&text);
             return kb_cli_usage_error(self, "the query text is longer than %d bytes",

@@ -32,13 +32,38 @@ static cJSON *source_json(const kb_source *s, const kb_source_status *ss,
     return o;
 }
 
-int cmd_sources(int argc, char **argv, const kb_cli *cli, const kb_command *self)
+static const kb_option sources_options[] = {
+    { "manifest", KB_OPT_LONG('m'), "FILE", "sources manifest (default corpus/sources.json)" },
+    { "json", KB_OPT_LONG('j'), NULL, "print JSON" },
+    { NULL, 0, NULL, NULL },
+};
+
+static int cmd_sources(int argc, char **argv, const kb_cli *cli, const kb_command *self);
+
+const kb_command kb_cmd_sources = {
+    .name = "sources",
+    .fn = cmd_sources,
+    .usage = "kb sources [--manifest FILE] [--json]",
+    .summary = "list the manifest's sources and each one's state in the KB",
+    .options = sources_options,
+};
+
+static int cmd_sources(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
     const char *manifest_path = NULL;
-    int json, status = kb_cli_parse_plain(argc, argv, self, "manifest",
-                                          &manifest_path, &json);
-    if (status)
-        return status;
+    int json = 0, c;
+    kb_getopt g;
+    kb_getopt_init(&g, self, argc, argv);
+    while ((c = kb_getopt_next(&g)) > 0) {
+        if (c == KB_OPT_LONG('m'))
+            manifest_path = g.arg;
+        else
+            json = 1;
+    }
+    if (c < 0)
+        return g.status;
+    if (kb_cli_no_operands(&g))
+        return 2;
 
     kb_err err;
     kb_err_clear(&err);

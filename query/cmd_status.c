@@ -19,11 +19,32 @@ static void format_time(long long t, char *out, size_t n)
     strftime(out, n, "%Y-%m-%d %H:%M:%S", &tm);
 }
 
-int cmd_status(int argc, char **argv, const kb_cli *cli, const kb_command *self)
+static const kb_option status_options[] = {
+    { "json", KB_OPT_LONG('j'), NULL, "print JSON" },
+    { NULL, 0, NULL, NULL },
+};
+
+static int cmd_status(int argc, char **argv, const kb_cli *cli, const kb_command *self);
+
+const kb_command kb_cmd_status = {
+    .name = "status",
+    .fn = cmd_status,
+    .usage = "kb status [--json]",
+    .summary = "show the KB: sources, documents, chunks, last ingest, size",
+    .options = status_options,
+};
+
+static int cmd_status(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
-    int json, status = kb_cli_parse_plain(argc, argv, self, NULL, NULL, &json);
-    if (status)
-        return status;
+    int json = 0, c;
+    kb_getopt g;
+    kb_getopt_init(&g, self, argc, argv);
+    while ((c = kb_getopt_next(&g)) > 0)
+        json = 1;
+    if (c < 0)
+        return g.status;
+    if (kb_cli_no_operands(&g))
+        return 2;
     if (json)   /* the status tool's object */
         return cmd_tool_json(cli, "status", cJSON_CreateObject());
     kb_err err;

@@ -5,7 +5,6 @@
 #include "serve/mcp.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,36 +123,48 @@ static kb_rc serve_stdin(stdio_server *srv)
     return rc;
 }
 
-int cmd_mcp(int argc, char **argv, const kb_cli *cli, const kb_command *self)
+static const kb_option mcp_options[] = {
+    { "allow-verify", KB_OPT_LONG('v'), NULL, "also serve the verify tool, which runs candidate\n"
+      "kernels on this machine's GPU (kb-verify)" },
+    { "tasks", KB_OPT_LONG('t'), "DIR", "verify's tasks (default: where kb verify finds them)" },
+    { "timeout", KB_OPT_LONG('T'), "S", "verify's wall-clock limit per candidate (default 120)" },
+    { NULL, 0, NULL, NULL },
+};
+
+static int cmd_mcp(int argc, char **argv, const kb_cli *cli, const kb_command *self);
+
+const kb_command kb_cmd_mcp = {
+    .name = "mcp",
+    .fn = cmd_mcp,
+    .usage = "kb mcp [--allow-verify [--tasks DIR] [--timeout S]]",
+    .summary = "serve the KB to coding agents over MCP (stdio; see README)",
+    .options = mcp_options,
+};
+
+static int cmd_mcp(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
-    static const struct option longopts[] = {
-        { "allow-verify", no_argument, NULL, 'v' },
-        { "tasks", required_argument, NULL, 't' },
-        { "timeout", required_argument, NULL, 'T' },
-        { NULL, 0, NULL, 0 },
-    };
     kb_mcp_opts opts;
     kb_mcp_opts_init(&opts);
     long timeout = 0;
     int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    kb_getopt g;
+    kb_getopt_init(&g, self, argc, argv);
+    while ((c = kb_getopt_next(&g)) > 0) {
         switch (c) {
-        case 'v': opts.allow_verify = 1; break;
-        case 't': opts.tasks_dir = optarg; break;
-        case 'T':
-            if (kb_parse_long(optarg, 1, 86400, &timeout) != KB_OK)
+        case KB_OPT_LONG('v'): opts.allow_verify = 1; break;
+        case KB_OPT_LONG('t'): opts.tasks_dir = g.arg; break;
+        case KB_OPT_LONG('T'):
+            if (kb_parse_long(g.arg, 1, 86400, &timeout) != KB_OK)
                 return kb_cli_usage_error(self, "--timeout wants seconds from 1 to "
-                                          "86400, not '%s'", optarg);
+                                          "86400, not '%s'", g.arg);
             opts.verify_timeout_s = (double)timeout;
             break;
-        default:
-            return kb_cli_usage_error(self, "unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind < argc)
-        return kb_cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
+    if (c < 0)
+        return g.status;
+    if (kb_cli_no_operands(&g))
+        return 2;
     if ((opts.tasks_dir || timeout) && !opts.allow_verify)
         return kb_cli_usage_error(self, "--tasks and --timeout are verify's: they "
                                   "need --allow-verify");

@@ -3,7 +3,6 @@
 #include "kb/cli.h"
 #include "serve/http.h"
 
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,19 +116,11 @@ typedef struct {
     long threads, max_body, timeout_s, max_connections, drain_s;
 } serve_options;
 
+/* Parses the command line into so. Returns -1 to go on, or the exit
+ * status to stop with (a usage error reported, --help printed). */
 static int parse_options(int argc, char **argv, const kb_command *self,
                          serve_options *so)
 {
-    static const struct option longopts[] = {
-        { "listen", required_argument, NULL, 'l' },
-        { "token-file", required_argument, NULL, 't' },
-        { "threads", required_argument, NULL, 'n' },
-        { "max-body", required_argument, NULL, 'b' },
-        { "timeout", required_argument, NULL, 'T' },
-        { "max-connections", required_argument, NULL, 'c' },
-        { "drain-timeout", required_argument, NULL, 'd' },
-        { NULL, 0, NULL, 0 },
-    };
     static const struct { int opt; const char *name; long min, max; } nums[] = {
         { 'n', "--threads", 1, 64 },
         { 'b', "--max-body", 1024, 1L << 30 },
@@ -140,33 +131,31 @@ static int parse_options(int argc, char **argv, const kb_command *self,
     long *slots[] = { &so->threads, &so->max_body, &so->timeout_s,
                       &so->max_connections, &so->drain_s };
     int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-        if (c == 'l') {
-            if (!parse_listen(optarg, so->address, sizeof so->address, &so->port))
+    kb_getopt g;
+    kb_getopt_init(&g, self, argc, argv);
+    while ((c = kb_getopt_next(&g)) > 0) {
+        if (c == KB_OPT_LONG('l')) {
+            if (!parse_listen(g.arg, so->address, sizeof so->address, &so->port))
                 return kb_cli_usage_error(self, "--listen wants ADDRESS:PORT "
                                           "(127.0.0.1:8377, [::1]:8377; port 0 "
-                                          "picks one), not '%s'", optarg);
+                                          "picks one), not '%s'", g.arg);
             continue;
         }
-        if (c == 't') {
-            so->token_file = optarg;
+        if (c == KB_OPT_LONG('t')) {
+            so->token_file = g.arg;
             continue;
         }
         size_t i = 0;
-        while (i < sizeof nums / sizeof nums[0] && nums[i].opt != c)
+        while (i < sizeof nums / sizeof nums[0] && KB_OPT_LONG(nums[i].opt) != c)
             i++;
-        if (i == sizeof nums / sizeof nums[0])
-            return kb_cli_usage_error(self, "unknown option '%s'", argv[optind - 1]);
-        if (kb_parse_long(optarg, nums[i].min, nums[i].max, slots[i]) != KB_OK)
+        if (kb_parse_long(g.arg, nums[i].min, nums[i].max, slots[i]) != KB_OK)
             return kb_cli_usage_error(self, "%s wants a whole number from %ld "
                                       "to %ld, not '%s'", nums[i].name,
-                                      nums[i].min, nums[i].max, optarg);
+                                      nums[i].min, nums[i].max, g.arg);
     }
-    if (optind < argc)
-        return kb_cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
-    return 0;
+    if (c < 0)
+        return g.status;
+    return kb_cli_no_operands(&g) ? 2 : -1;
 }
 
 static int loopback_address(const char *a)
@@ -174,13 +163,39 @@ static int loopback_address(const char *a)
     return strncmp(a, "127.", 4) == 0 || strcmp(a, "::1") == 0;
 }
 
-int cmd_serve(int argc, char **argv, const kb_cli *cli, const kb_command *self)
+static const kb_option serve_options_table[] = {
+    { "listen", KB_OPT_LONG('l'), "ADDR:PORT", "where to listen (default 127.0.0.1:8377; port 0\n"
+      "picks a free one; [::1]:PORT for IPv6); the URL\nis printed on stdout" },
+    { "token-file", KB_OPT_LONG('t'), "FILE", "ask for 'Authorization: Bearer TOKEN', the token\n"
+      "being FILE's first line ($KB_SERVE_TOKEN)" },
+    { "threads", KB_OPT_LONG('n'), "N", "worker threads, each with its own store and\n"
+      "embedder (default: one per online CPU)" },
+    { "max-body", KB_OPT_LONG('b'), "BYTES", "request body cap, 413 beyond (default 1048576)" },
+    { "timeout", KB_OPT_LONG('T'), "S", "close a connection idle this long (default 30)" },
+    { "max-connections", KB_OPT_LONG('c'), "N", "connections held at once (default 4096)" },
+    { "drain-timeout", KB_OPT_LONG('d'), "S", "on SIGTERM or SIGINT, wait this long for the\n"
+      "requests in flight (default 10), then exit 0" },
+    { NULL, 0, NULL, NULL },
+};
+
+static int cmd_serve(int argc, char **argv, const kb_cli *cli, const kb_command *self);
+
+const kb_command kb_cmd_serve = {
+    .name = "serve",
+    .fn = cmd_serve,
+    .usage = "kb serve [options]",
+    .summary = "serve the KB over HTTP: REST endpoints for other agents (see README)",
+    .options = serve_options_table,
+    .notes = "With -q (a global option) no access log: one line per request on stderr.\n",
+};
+
+static int cmd_serve(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
     serve_options so = { .address = "127.0.0.1", .port = DEFAULT_PORT,
                          .drain_s = 10 };
-    int status = parse_options(argc, argv, self, &so);
-    if (status)
-        return status;
+    int done = parse_options(argc, argv, self, &so);
+    if (done >= 0)
+        return done;
 
     kb_err err;
     kb_err_clear(&err);
