@@ -786,8 +786,12 @@ static size_t *population(run *R, size_t *n)
 }
 
 /* Appends the feedback on attempt a, with cited passages for a failure. */
-static kb_rc feedback_on(run *R, const attempt *a, kb_buf *fb, unsigned *repaired,
-                         double *retrieval_ms, kb_err *err)
+/* Appends the feedback on attempt a, its kernel too with with_source
+ * (the one the errors are about, when no kept kernel is the parent), and
+ * with repaired (the failure classes already given passages) the cited
+ * passages for its failure. */
+static kb_rc feedback_on(run *R, const attempt *a, kb_buf *fb, int with_source,
+                         unsigned *repaired, double *retrieval_ms, kb_err *err)
 {
     kb_buf label;
     kb_buf_init(&label, 0);
@@ -800,6 +804,9 @@ static kb_rc feedback_on(run *R, const attempt *a, kb_buf *fb, unsigned *repaire
         rc = kb_gen_feedback(label.data, &a->x, a->llm_error || a->x.status != KB_EXTRACT_OK
                              ? NULL : v ? &v->r : NULL, fb);
     kb_buf_release(&label);
+    if (rc == KB_OK && with_source && a->x.status == KB_EXTRACT_OK && a->x.source)
+        rc = kb_buf_printf(fb, "Its kernel (what the verdict is about):\n```cuda\n%s```\n\n",
+                           a->x.source);
     if (rc != KB_OK)
         return kb_err_set(err, rc, "out of memory");
     /* passages once per failure class of a prompt: the budget is for
@@ -810,17 +817,10 @@ static kb_rc feedback_on(run *R, const attempt *a, kb_buf *fb, unsigned *repaire
         *repaired |= 1u << v->r.verdict;
         double t = kb_now_ms();
         size_t before = fb->len;
-        rc = kb_buf_puts(fb, "Passages on this failure (cited):\n");
-        size_t mid = fb->len;
-        if (rc == KB_OK)
-            rc = kb_gen_repair_context(R->eff.store, R->eff.config, &v->r,
-                                       R->eff.repair_tokens, fb, err);
-        if (rc == KB_OK && fb->len == mid) {   /* nothing found */
-            fb->len = before;
-            fb->data[before] = '\0';
-        } else if (rc == KB_OK) {
+        rc = kb_gen_repair_context(R->eff.store, R->eff.config, &v->r, R->eff.repair_tokens,
+                                   fb, err);
+        if (rc == KB_OK && fb->len > before)
             rc = kb_buf_putc(fb, '\n');
-        }
         *retrieval_ms += kb_now_ms() - t;
     }
     return rc;
@@ -992,24 +992,24 @@ static kb_rc do_round(run *R, int round, int *stop_floor, int *all_failed, cJSON
         for (size_t i = last_first; i < R->nat; i++)
             ord[no++] = i;
         qsort_r(ord, no, sizeof *ord, cmp_score_desc, R);
-        unsigned repaired = 0;
-        for (size_t i = 0; i < no && i < FEEDBACK_MAX && rc == KB_OK; i++)
-            rc = feedback_on(R, &R->at[ord[i]], &fb, &repaired, &retrieval_ms, err);
-        free(ord);
-        /* the kernel to refine: the best kept so far, else the best of the
-         * last round that has a kernel (its errors are about it) */
+        /* the kernel to refine: the best kept so far; without one, the
+         * best attempt of the last round that has a kernel is shown with
+         * its feedback (the prompt's parent is a kernel that holds) */
         for (size_t i = 0; i < R->nat; i++)
             if (kept(R, &R->at[i]) &&
                 (refine_parent < 0 || score(&R->at[i]) > score(&R->at[refine_parent])))
                 refine_parent = (long)i;
-        for (size_t i = last_first; refine_parent < 0 && i < R->nat; i++)
-            if (R->at[i].x.status == KB_EXTRACT_OK && !R->at[i].llm_error &&
-                R->at[i].dup_of < 0 &&
-                (refine_parent < 0 || score(&R->at[i]) > score(&R->at[refine_parent])))
-                refine_parent = (long)i;
-        for (size_t i = last_first; refine_parent < 0 && i < R->nat; i++)
-            if (R->at[i].x.status == KB_EXTRACT_OK && !R->at[i].llm_error)
-                refine_parent = (long)i;
+        long shown = -1;
+        for (size_t i = 0; refine_parent < 0 && shown < 0 && i < no; i++)
+            if (R->at[ord[i]].x.status == KB_EXTRACT_OK && !R->at[ord[i]].llm_error)
+                shown = (long)ord[i];
+        unsigned repaired = 0;
+        for (size_t i = 0; i < no && i < FEEDBACK_MAX && rc == KB_OK; i++)
+            rc = feedback_on(R, &R->at[ord[i]], &fb, (long)ord[i] == shown, &repaired,
+                             &retrieval_ms, err);
+        free(ord);
+        if (R->eff.strategy != KB_GEN_REFINE)
+            refine_parent = -1;
     }
     prompt_ms += kb_now_ms() - tp - retrieval_ms;
     if (rc != KB_OK)
@@ -1036,7 +1036,7 @@ static kb_rc do_round(run *R, int round, int *stop_floor, int *all_failed, cJSON
             if (R->eff.strategy == KB_GEN_POPULATION && parent) {
                 tp = kb_now_ms();
                 double rms = 0;
-                rc = feedback_on(R, parent, &pfb, NULL, &rms, err);
+                rc = feedback_on(R, parent, &pfb, 0, NULL, &rms, err);
                 retrieval_ms += rms;
                 prompt_ms += kb_now_ms() - tp - rms;
                 fbtext = pfb.len ? pfb.data : NULL;

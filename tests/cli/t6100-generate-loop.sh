@@ -52,10 +52,16 @@ u2=$(request_user 2)
 contains "$u2" "attempt r0s0 (round 1, sample 1): compile_error"
 contains "$u2" "kernel.cu(4): error: expected a \";\""
 lacks "$u2" "$D"
-contains "$u2" "int i = blockIdx.x * blockDim.x + threadIdx.x
+contains "$u2" "Its kernel (what the verdict is about):
+\`\`\`cuda
+extern \"C\" __global__ void gelu(const float *x, float *y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x
     if (i < n) {"
 u3=$(request_user 3)
 contains "$u3" "attempt r1s0 (round 2, sample 1): compiled"
+# round 3 refines the kernel that compiled
+contains "$(request_user 3)" "y[i] = v > 0.0f ? v : 0.0f;"
 # the transcript: every event, JSON lines, the kernels beside it
 [ -f "$D/transcript.jsonl" ] && [ -f "$D/summary.json" ] || fail "no transcript in $D"
 [ "$(events "$D" run "e['task'], e['model'], e['samples'], e['rounds']")" = "gelu scripted 1 3" ] ||
@@ -149,3 +155,14 @@ KB_LLM_API_KEY=test-key-5f1c9 expect_json 0 kb generate gelu --compile-only --sa
 D=$(run_dir "$out")
 [ "$(events "$D" run "e['api']")" = anthropic ] || fail "api in the run event"
 ! grep -r "test-key-5f1c9" "$KB_DIR/runs" >/dev/null || fail "the key is in a transcript"
+
+# a compile error's repair passages, cited, from a KB that has the docs
+if [ -n "${KB_MIRROR:-}" ] && [ -f "$KB_MIRROR/MANIFEST.json" ]; then
+    expect_rc 0 kb ingest --no-embed -q cuda-best-practices
+    start_llm "$LLMFIX/rounds.json"
+    expect_json 0 kb generate gelu --compile-only --samples 1 --rounds 2 --json --skills "$SK"
+    fb=$(request_user 2)
+    fb=${fb#*"### attempt r0s0 (round 1, sample 1): compile_error"}
+    contains "$fb" "https://docs.nvidia.com/cuda/cuda-c-best-practices-guide/index.html#"
+    contains "$(events "$(run_dir "$out")" round "e['ms']['retrieval'] > 0")" True
+fi
