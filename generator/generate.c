@@ -273,6 +273,7 @@ typedef struct {
     double t0;
     const char *model;
     char *replay_model;       /* a replay's recorded model */
+    char *replay_task;        /* and task */
     char *seed_skill, *seed_src;   /* the retrieved skill a run refines */
 } run;
 
@@ -477,7 +478,9 @@ static kb_rc load_replay(run *R, kb_err *err)
             if (!(R->replay_of = kb_strdup(str_or(e, "id", ""))))
                 rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
             free(R->replay_model);
-            if (!(R->replay_model = kb_strdup(str_or(e, "model", ""))))
+            free(R->replay_task);
+            if (!(R->replay_model = kb_strdup(str_or(e, "model", ""))) ||
+                !(R->replay_task = kb_strdup(str_or(e, "task", ""))))
                 rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
             R->eff.samples = (int)num_or(e, "samples", R->eff.samples);
             R->eff.rounds = (int)num_or(e, "rounds", R->eff.rounds);
@@ -1499,6 +1502,11 @@ kb_rc kb_gen_run(const kb_gen_opts *o, cJSON **summary, kb_err *err)
     R.model = o->llm && o->llm->model ? o->llm->model : "";
     if ((rc = kb_task_load(o->task_dir, &R.task, err)) != KB_OK)
         goto out;
+    if (o->replay && strcmp(R.replay_task, R.task->name) != 0) {
+        rc = kb_err_set(err, KB_ERR_USAGE, "run '%s' is for task '%s', not '%s'", o->replay,
+                        R.replay_task, R.task->name);
+        goto out;
+    }
     if (!(R.rounds = cJSON_CreateArray())) {
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
         goto out;
@@ -1601,6 +1609,7 @@ out:
     kb_verifier_free(own_verifier);
     free(R.replay_of);
     free(R.replay_model);
+    free(R.replay_task);
     free(R.seed_skill);
     free(R.seed_src);
     kb_task_free(R.task);

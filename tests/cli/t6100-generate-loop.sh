@@ -91,6 +91,8 @@ stop_llm
       fail "replay options: $out"
   # by folder too; a run that is not there
   expect_json 0 kb generate gelu --replay "$D"
+  expect_rc 2 kb generate softmax --replay "$ID"
+  contains "$out" "run '$ID' is for task 'gelu', not 'softmax'"
   expect_rc 1 kb generate gelu --replay no-such-run
   contains "$out" "no run 'no-such-run' to replay" ) || exit 1
 
