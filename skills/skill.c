@@ -306,6 +306,13 @@ static int next(fm_parse *p, yaml_event_t *ev)
                     p->yp.problem ? p->yp.problem : "error");
         return -1;
     }
+    if (ev->type == YAML_NO_EVENT) {
+        /* past the stream's end libyaml hands out empty events forever: a
+         * reader out of step with the nesting would never stop */
+        p->broken = 1;
+        problem(p, p->line0, "yaml", "malformed YAML: the front matter ends early");
+        return -1;
+    }
     /* what the format's strict-YAML reader refuses, wherever it stands */
     const yaml_char_t *anchor = NULL, *tag = NULL;
     int flow = 0;
@@ -414,6 +421,7 @@ static void parse_metadata(fm_parse *p)
         }
         int kline = ev_line(p, &k);
         const char *key = scalar_string(p, &k, "a metadata key", 0);
+        skip_node(p, &k);        /* a complex key ('? - x'): its value is next */
         if (next(p, &v) != 0) {
             yaml_event_delete(&k);
             return;
@@ -434,7 +442,6 @@ static void parse_metadata(fm_parse *p)
             }
         }
         skip_node(p, &v);
-        skip_node(p, &k);
         yaml_event_delete(&v);
         yaml_event_delete(&k);
     }
@@ -468,6 +475,7 @@ static void parse_top(fm_parse *p)
         else if (ki >= 0 && s->lines[ki])
             problem(p, line, "keys", "'%s' is given twice (first on line %d)", key,
                     s->lines[ki]);
+        skip_node(p, &k);        /* a complex key ('? - x'): its value is next */
         if (next(p, &v) != 0) {
             yaml_event_delete(&k);
             return;
@@ -495,7 +503,6 @@ static void parse_top(fm_parse *p)
         } else {
             skip_node(p, &v);
         }
-        skip_node(p, &k);
         yaml_event_delete(&v);
         yaml_event_delete(&k);
     }
@@ -736,8 +743,9 @@ kb_rc kb_skill_write(const kb_skill *s, kb_buf *out)
     int ok = emit_front_matter(&em, s);
     yaml_emitter_delete(&em);
     kb_rc rc = ok ? KB_OK : KB_ERR_NOMEM;
-    /* an implicit document may still be closed with '...' */
-    if (rc == KB_OK && yaml.len >= 4 && strcmp(yaml.data + yaml.len - 4, "...\n") == 0)
+    /* an implicit document may still be closed with a line '...' (a line
+     * of its own: a value may end in "...") */
+    if (rc == KB_OK && yaml.len >= 5 && strcmp(yaml.data + yaml.len - 5, "\n...\n") == 0)
         yaml.data[yaml.len -= 4] = '\0';
     if (rc == KB_OK)
         rc = kb_buf_puts(out, "---\n");

@@ -190,6 +190,20 @@ static void test_round_trip(void **state)
     kb_buf_release(&path);
     free(dir);
     kb_skill_release(&s);
+
+    /* a last value that ends in "..." keeps it: only a line '...' closes
+     * the document (a fuzz find: the dots went, the front matter broke) */
+    kb_skill e = parse_ok("skills/e/SKILL.md",
+                          "---\nname: e\ndescription: Uses a tile, and more...\n---\nbody\n");
+    kb_buf_init(&a, 0);
+    assert_int_equal(kb_skill_write(&e, &a), KB_OK);
+    assert_string_equal(a.data, "---\nname: e\ndescription: Uses a tile, and more...\n"
+                                "---\nbody\n");
+    kb_skill f = parse_ok("skills/e/SKILL.md", a.data);
+    assert_string_equal(f.fields[KB_SKILL_DESCRIPTION], "Uses a tile, and more...");
+    kb_skill_release(&f);
+    kb_skill_release(&e);
+    kb_buf_release(&a);
 }
 
 static void test_metadata_edits(void **state)
