@@ -247,7 +247,7 @@ typedef struct {
     kb_verify_result r;
     char technique[96];
     char *parent_skill;       /* the retrieved skill its line refines */
-    const char *parent_key;   /* the attempt it refined, or NULL */
+    char parent_key[24];      /* the attempt it refined, or "" */
 } attempt;
 
 typedef struct {
@@ -641,7 +641,7 @@ static kb_rc extract_verify(run *R, attempt *a, double *extract_ms, double *veri
         e = add_s(e, "hash", a->hash);
         e = add_s(e, "file", a->file);
         e = add_s(e, "technique", a->technique);
-        e = add_s(e, "parent", a->parent_key);
+        e = add_s(e, "parent", *a->parent_key ? a->parent_key : NULL);
         e = add_s(e, "parent_skill", a->parent_skill);
         e = add_s(e, "duplicate_of", a->dup_of >= 0 ? R->at[a->dup_of].key : NULL);
         if (rc == KB_OK && tr_write(R, e) != KB_OK)
@@ -1055,7 +1055,8 @@ static kb_rc do_round(run *R, int round, int *stop_floor, int *all_failed, cJSON
         if (rc != KB_OK)
             break;
         a->prompt = shared_prompt;
-        a->parent_key = parent ? parent->key : NULL;
+        if (parent)
+            memcpy(a->parent_key, parent->key, sizeof a->parent_key);
         const char *ps = R->prompt_parent_skill[shared_prompt];
         if (ps && !(a->parent_skill = kb_strdup(ps))) {
             rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
