@@ -146,7 +146,13 @@ typedef struct {
 void kb_gen_prompt_release(kb_gen_prompt *p);
 /* Retrieves for the task (skills first: verified and approved, filtered by
  * arch, dtype and ops; exemplar kernels; doc passages) and assembles the
- * prompt in its stable sections within the budget. */
+ * prompt in its stable sections within the budget (README, "kb prompt"):
+ * the hardware profile, the task (the target shape only), the reference,
+ * the retrieved context, the feedback, the parent, the output contract.
+ * Passages are cut whole, the context first, then the parent, then the
+ * feedback; a budget that the task, reference and contract alone exceed
+ * is KB_ERR_USAGE. The same KB and inputs give the same prompt. On
+ * failure *out is empty (nothing to release). */
 kb_rc kb_gen_prompt_build(const kb_gen_prompt_opts *o, kb_gen_prompt *out,
                           kb_err *err);
 /* Passages for a failure, for a repair grounded in the corpus: searches

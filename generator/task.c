@@ -62,6 +62,7 @@ typedef struct {
     size_t n;
     kb_err *err;
     kb_rc rc;
+    int depth;          /* nesting of atoms: parentheses, calls, signs */
 } expr_st;
 
 static num e_sum(expr_st *e);
@@ -125,7 +126,26 @@ static num e_call(expr_st *e, const char *name, size_t len)
     return e_fail(e, "unknown function or wrong number of arguments");
 }
 
+static num e_atom_in(expr_st *e);
+
+/* An atom, one level deeper: past KB_EXPR_MAX_DEPTH a parse error, not a
+ * stack overflow (200,000 '(' once crashed kb-verify). */
 static num e_atom(expr_st *e)
+{
+    if (e->depth >= KB_EXPR_MAX_DEPTH) {
+        if (e->rc == KB_OK)
+            e->rc = kb_err_set(e->err, KB_ERR_PARSE, "bad expression '%.40s...': "
+                               "nested too deeply (at most %d levels)", e->s,
+                               KB_EXPR_MAX_DEPTH);
+        return (num){ 0, 0 };
+    }
+    e->depth++;
+    num v = e_atom_in(e);
+    e->depth--;
+    return v;
+}
+
+static num e_atom_in(expr_st *e)
 {
     e_ws(e);
     const char *p = e->p;
@@ -231,7 +251,7 @@ static num e_sum(expr_st *e)
 kb_rc kb_expr_eval(const char *expr, const char *const *names,
                    const double *values, size_t n, double *out, kb_err *err)
 {
-    expr_st e = { expr, expr, names, values, n, err, KB_OK };
+    expr_st e = { expr, expr, names, values, n, err, KB_OK, 0 };
     if (!expr)
         return kb_err_set(err, KB_ERR_PARSE, "missing expression");
     num v = e_sum(&e);
@@ -298,6 +318,9 @@ void kb_task_free(kb_task *t)
     free(t->rtol);
     kb_launches_free(t->launches, t->nlaunches);
     free(t->baseline);
+    for (int i = 0; i < 3; i++)
+        free(t->blas_args[i]);
+    free(t->baseline_then);
     free(t->cpu_ref);
     free(t->roof_bytes);
     free(t->roof_flops);
@@ -385,7 +408,6 @@ static kb_rc parse_header(kb_task *t, const cJSON *root, const char *path,
     t->name = kb_strdup(s);
     t->description = kb_strdup((s = json_str(root, "description")) ? s : "");
     t->kernel = kb_strdup((s = json_str(root, "kernel")) ? s : t->name);
-    t->baseline = kb_strdup((s = json_str(root, "baseline")) ? s : "reference");
     t->cpu_ref = kb_strdup((s = json_str(root, "cpu_ref")) ? s : t->name);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "level");
     t->level = cJSON_IsNumber(v) ? v->valueint : 1;
@@ -516,10 +538,11 @@ static kb_rc parse_launches(kb_task *t, const cJSON *root, const char *path,
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     for (int i = 0; i < nl; i++) {
         const cJSON *o = cJSON_IsArray(la) ? cJSON_GetArrayItem(la, i) : la;
+        /* counted first: a launch that fails half parsed is freed too */
+        t->nlaunches++;
         kb_rc rc = parse_launch(o, t->kernel, &t->launches[i], path, err);
         if (rc)
             return rc;
-        t->nlaunches++;
     }
     return KB_OK;
 }
@@ -536,6 +559,69 @@ static kb_rc parse_roofline(kb_task *t, const cJSON *root, const char *path,
         strcmp(t->roof_unit, "bf16_tensor") != 0 && strcmp(t->roof_unit, "int") != 0)
         return kb_err_set(err, KB_ERR_PARSE, "'%s': unknown roofline unit '%s' (fp32, "
                           "fp32_tensor3, bf16_tensor, int)", path, t->roof_unit);
+    return KB_OK;
+}
+
+static int is_buffer_param(const kb_task *t, const char *name)
+{
+    for (size_t i = 0; i < t->nparams; i++)
+        if (strcmp(t->params[i].name, name) == 0)
+            return t->params[i].role <= KB_ROLE_SCRATCH;
+    return 0;
+}
+
+/* "baseline": a name ("reference", "cublas_sgemm", "cublas_bf16"), or a
+ * library call with its operands and an epilogue of the task's launches:
+ *   {"library":"cublas_bf16", "C":"acc", "then":["bias_gelu"]}
+ * (after params and launches: the names are checked against them) */
+static kb_rc parse_baseline(kb_task *t, const cJSON *root, const char *path,
+                            kb_err *err)
+{
+    static const char *const ops[3] = { "A", "B", "C" };
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(root, "baseline");
+    const char *name = cJSON_IsString(b) ? b->valuestring
+                     : cJSON_IsObject(b) ? json_str(b, "library") : "reference";
+    if (b && !cJSON_IsString(b) && !cJSON_IsObject(b))
+        name = NULL;
+    if (!name || (strcmp(name, "reference") != 0 && strcmp(name, "cublas_sgemm") != 0 &&
+                  strcmp(name, "cublas_bf16") != 0))
+        return kb_err_set(err, KB_ERR_PARSE, "'%s': bad \"baseline\" (reference, "
+                          "cublas_sgemm, cublas_bf16, or {\"library\": one of the "
+                          "last two, ...})", path);
+    if (cJSON_IsObject(b) && strcmp(name, "reference") == 0)
+        return kb_err_set(err, KB_ERR_PARSE, "'%s': a baseline object names a "
+                          "library (cublas_sgemm, cublas_bf16)", path);
+    t->baseline = kb_strdup(name);
+    for (int i = 0; i < 3; i++) {
+        const char *a = cJSON_IsObject(b) ? json_str(b, ops[i]) : NULL;
+        t->blas_args[i] = kb_strdup(a ? a : ops[i]);
+        if (strcmp(name, "reference") != 0 && !is_buffer_param(t, t->blas_args[i]))
+            return kb_err_set(err, KB_ERR_PARSE, "'%s': the library baseline's %s "
+                              "is no buffer of the task ('%s')", path, ops[i],
+                              t->blas_args[i]);
+    }
+    const cJSON *then = cJSON_IsObject(b) ? cJSON_GetObjectItemCaseSensitive(b, "then")
+                                          : NULL;
+    int nt = cJSON_GetArraySize(then);
+    if (then && (!cJSON_IsArray(then) || nt < 1))
+        return kb_err_set(err, KB_ERR_PARSE, "'%s': the baseline's \"then\" is "
+                          "a list of the task's kernels", path);
+    if (nt > 0 && !(t->baseline_then = calloc((size_t)nt, sizeof *t->baseline_then)))
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    const cJSON *k;
+    cJSON_ArrayForEach(k, then) {
+        size_t i = 0;
+        while (i < t->nlaunches && cJSON_IsString(k) &&
+               strcmp(t->launches[i].kernel, k->valuestring) != 0)
+            i++;
+        if (!cJSON_IsString(k) || i == t->nlaunches)
+            return kb_err_set(err, KB_ERR_PARSE, "'%s': the baseline's \"then\" "
+                              "names no kernel of the task's launch ('%s')", path,
+                              cJSON_IsString(k) ? k->valuestring : "?");
+        t->baseline_then[t->nthen++] = i;
+    }
+    if (!t->baseline || !t->blas_args[0] || !t->blas_args[1] || !t->blas_args[2])
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     return KB_OK;
 }
 
@@ -593,6 +679,7 @@ kb_rc kb_task_load(const char *dir, kb_task **out, kb_err *err)
         goto out;
     parse_tolerance(t, root);
     if ((rc = parse_launches(t, root, path, err)) ||
+        (rc = parse_baseline(t, root, path, err)) ||
         (rc = parse_roofline(t, root, path, err)) ||
         (rc = check_shapes(t, path, err)))
         goto out;
@@ -828,8 +915,9 @@ static kb_rc split_list(const char *s, size_t len, char **out, int max,
     size_t start = 0;
     for (size_t i = 0; i <= len; i++) {
         char c = i < len ? s[i] : ',';
-        if (c == '(')
-            depth++;
+        if (c == '(' && ++depth > KB_EXPR_MAX_DEPTH)
+            return kb_err_set(err, KB_ERR_PARSE, "%s list nested too deeply (at "
+                              "most %d levels)", what, KB_EXPR_MAX_DEPTH);
         else if (c == ')')
             depth--;
         else if (c == ',' && depth == 0) {
@@ -895,10 +983,19 @@ static int key_is(const char *k, size_t kl, const char *want)
     return kl == strlen(want) && strncmp(k, want, kl) == 0;
 }
 
+static kb_rc repeated(const char *tag, const char *k, size_t kl, kb_err *err)
+{
+    return kb_err_set(err, KB_ERR_PARSE, "%s key '%.*s' given twice", tag,
+                      (int)kl, k);
+}
+
 static kb_rc launch_item(void *obj, const char *k, size_t kl, const char *v,
                          size_t vl, kb_err *err)
 {
     kb_launch *x = obj;
+    if ((key_is(k, kl, "kernel") && x->kernel) || (key_is(k, kl, "grid") && x->grid[0]) ||
+        (key_is(k, kl, "block") && x->block[0]) || (key_is(k, kl, "shared") && x->shared))
+        return repeated("kb-launch", k, kl, err);
     if (key_is(k, kl, "kernel"))
         x->kernel = kb_strndup(v, vl);
     else if (key_is(k, kl, "grid"))
@@ -917,6 +1014,9 @@ static kb_rc tensormap_item(void *obj, const char *k, size_t kl, const char *v,
                             size_t vl, kb_err *err)
 {
     kb_tensormap *m = obj;
+    if ((key_is(k, kl, "buffer") && m->buffer) || (key_is(k, kl, "dims") && m->dims[0]) ||
+        (key_is(k, kl, "box") && m->box[0]) || (key_is(k, kl, "swizzle") && m->swizzle_set))
+        return repeated("kb-tensormap", k, kl, err);
     if (key_is(k, kl, "buffer"))
         m->buffer = kb_strndup(v, vl);
     else if (key_is(k, kl, "dims"))
@@ -925,6 +1025,7 @@ static kb_rc tensormap_item(void *obj, const char *k, size_t kl, const char *v,
         return split_list(v, vl, m->box, KB_TMAP_MAX_RANK, "kb-tensormap box", err);
     else if (key_is(k, kl, "swizzle")) {
         static const int sizes[] = { 0, 32, 64, 128 };
+        m->swizzle_set = 1;
         m->swizzle = -1;
         for (int i = 0; i < 4; i++) {
             char want[8];

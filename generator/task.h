@@ -77,6 +77,13 @@ typedef struct {
     kb_launch *launches;       /* the default launch sequence */
     size_t nlaunches;
     char *baseline;            /* "reference", "cublas_sgemm", "cublas_bf16" */
+    /* a library baseline's operands: the buffers it reads as A and B and
+     * writes as C (row-major C = A B, dims m, n, k; default "A", "B",
+     * "C"), and the task's launches (indices into launches) run after the
+     * library call and timed with it: an epilogue of the reference's */
+    char *blas_args[3];
+    size_t *baseline_then;
+    size_t nthen;
     char *cpu_ref;             /* CPU float64 implementation's name */
     char *roof_bytes, *roof_flops;  /* expressions */
     char *roof_unit;           /* "fp32", "fp32_tensor3", "bf16_tensor", "int" */
@@ -89,6 +96,10 @@ void kb_task_free(kb_task *t);
 /* Evaluates expr of a task's dims at shape s (see kb_expr_eval). */
 kb_rc kb_task_eval(const kb_task *t, const kb_shape *s, const char *expr,
                    double *out, kb_err *err);
+
+/* How deeply an expression may nest (parentheses, calls, signs): deeper is
+ * a parse error, not a stack overflow. */
+#define KB_EXPR_MAX_DEPTH 64
 
 /* Evaluates an arithmetic expression: numbers, names (from names/values),
  * + - * / % and parentheses, and the functions ceil_div(a,b), min, max,
@@ -110,6 +121,7 @@ typedef struct {
     char *box[KB_TMAP_MAX_RANK];
     int rank;
     int swizzle;
+    int swizzle_set;   /* parsing: swizzle= was given */
 } kb_tensormap;
 
 /* What a candidate's header comments ask for:

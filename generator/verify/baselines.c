@@ -1,6 +1,8 @@
 /* baselines.c - the vendor-library baselines (cuBLAS SGEMM, and GemmEx in
  * bf16 with fp32 output), opened with dlopen on the first task that names
- * one, on the device's stream. */
+ * one, on the device's stream; over the task's buffers that the baseline
+ * names (A, B, C by default), followed by the reference's epilogue kernels
+ * when the task names some ("then"). */
 #include "generator/verify/verify_int.h"
 
 #include <cublas_v2.h>
@@ -62,8 +64,8 @@ CUresult kbv_run_blas(kbv_ctx *v)
 {
     const kb_task *t = v->task;
     const struct kbv_blas *b = v->gpu->blas;
-    int ia = kbv_param_index(t, "A"), ib = kbv_param_index(t, "B");
-    int ic = kbv_param_index(t, "C"), im = kbv_param_index(t, "m");
+    int ia = kbv_param_index(t, t->blas_args[0]), ib = kbv_param_index(t, t->blas_args[1]);
+    int ic = kbv_param_index(t, t->blas_args[2]), im = kbv_param_index(t, "m");
     int in = kbv_param_index(t, "n"), ik = kbv_param_index(t, "k");
     if (ia < 0 || ib < 0 || ic < 0 || im < 0 || in < 0 || ik < 0)
         return CUDA_ERROR_INVALID_VALUE;
@@ -82,5 +84,8 @@ CUresult kbv_run_blas(kbv_ctx *v)
                       (const void *)v->ps[ia].ref_arg, CUDA_R_16BF, K, &zero,
                       (void *)v->ps[ic].ref_arg, CUDA_R_32F, N,
                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-    return s == CUBLAS_STATUS_SUCCESS ? CUDA_SUCCESS : CUDA_ERROR_LAUNCH_FAILED;
+    if (s != CUBLAS_STATUS_SUCCESS)
+        return CUDA_ERROR_LAUNCH_FAILED;
+    /* the task's epilogue, the reference's kernels on the library's C */
+    return t->nthen ? kbv_run_part(v, 0, t->baseline_then, t->nthen) : CUDA_SUCCESS;
 }

@@ -94,9 +94,7 @@ typedef struct {
     cJSON *c;                             /* the trial's "checks" entry */
 } trial;
 
-/* Runs the reference on the inputs drawn (r: how drawing them went).
- * Returns 0, or -1 (verdict set). */
-static int run_reference(kbv_ctx *v, trial *tr, CUresult r)
+int kbv_run_reference(kbv_ctx *v, const kb_shape *s, CUresult r)
 {
     int to = 0;
     if (!r)
@@ -107,7 +105,7 @@ static int run_reference(kbv_ctx *v, trial *tr, CUresult r)
         r = kbv_gpu_sync(v->gpu, 60000, &to);
     if (r || to) {
         kbv_set_verdict(v, "error", "the reference failed on shape '%s': %s",
-                        tr->s->name, to ? "timeout" : kbv_cu_name(r));
+                        s->name, to ? "timeout" : kbv_cu_name(r));
         if (r && kbv_cu_sticky(r))
             v->gpu->sticky = 1;
         return -1;
@@ -153,7 +151,7 @@ static int run_reference_perturbed(kbv_ctx *v, trial *tr, uint64_t seed, int di,
         for (size_t b = 0; b <= a && !r; b++)
             r = kbv_perturb_inputs(v, seed ^ (0xD15EA5Eull + b), di, more[b]);
         tr->changed += more[a];
-        if (run_reference(v, tr, r) || (changed = reference_changed(v, tr)) < 0)
+        if (kbv_run_reference(v, tr->s, r) || (changed = reference_changed(v, tr)) < 0)
             return -1;
     }
     size_t most = 0;   /* no input has fewer elements than it had changed */
@@ -337,7 +335,7 @@ static int run_trial(kbv_ctx *v, trial *tr, uint64_t seed, int di)
     cJSON_AddStringToObject(c, "inputs", tr->perturbed ? "perturbed" : "fresh");
     int failed = tr->perturbed
                ? run_reference_perturbed(v, tr, seed, di, dj)
-               : run_reference(v, tr, kbv_gen_inputs(v, seed, di, dj));
+               : kbv_run_reference(v, tr->s, kbv_gen_inputs(v, seed, di, dj));
     if (failed || run_candidate(v, tr))
         return -1;
     int ok = 1;

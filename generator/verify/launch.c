@@ -66,8 +66,12 @@ int kbv_resolve(kbv_ctx *v, const kb_shape *s, CUmodule mod,
 
 CUresult kbv_run_side(kbv_ctx *v, int cand)
 {
+    return kbv_run_part(v, cand, NULL, cand ? v->ncseq : v->task->nlaunches);
+}
+
+CUresult kbv_run_part(kbv_ctx *v, int cand, const size_t *which, size_t nl)
+{
     const kbv_rlaunch *l = cand ? v->cl : v->rl;
-    size_t nl = cand ? v->ncseq : v->task->nlaunches;
     size_t np = v->task->nparams, nmaps = cand ? v->hdr.nmaps : 0;
     void **args = calloc(np + nmaps, sizeof *args);
     if (!args)
@@ -82,10 +86,12 @@ CUresult kbv_run_side(kbv_ctx *v, int cand)
     for (size_t i = 0; i < nmaps; i++)   /* after the task's parameters */
         args[np + i] = &v->maps[i];
     CUresult r = CUDA_SUCCESS;
-    for (size_t i = 0; i < nl && !r; i++)
+    for (size_t j = 0; j < nl && !r; j++) {
+        size_t i = which ? which[j] : j;
         r = cuLaunchKernel(l[i].f, l[i].g[0], l[i].g[1], l[i].g[2], l[i].b[0],
                            l[i].b[1], l[i].b[2], l[i].shm, v->gpu->stream,
                            args, NULL);
+    }
     free(args);
     return r;
 }

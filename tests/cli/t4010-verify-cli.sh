@@ -77,12 +77,14 @@ contains "$out" '"candidates":3,'
 contains "$out" '"fast_p":{"0":1,"1":1,"1.5":0.5,"2":0.5}'
 [ "$(wc -l <"$KB_TMP/starts")" -eq 2 ] || fail "kb-verify --serve was not restarted once after the sticky error"
 
-# fast_p from saved results (our H200 run, trimmed to the fields scored)
+# fast_p from saved results (our H200 runs, trimmed to the fields scored:
+# the 10 level-1 and gemm tasks, then the 8 of the level-2 suite)
 expect_rc 0 kb verify --suite corpus/tasks --results tests/fixtures/verify --json
-contains "$out" '"fast_p":{"0":1,"1":0.9,"1.5":0.7,"2":0.6}'
+contains "$out" '"fast_p":{"0":1,"1":0.94444444444444442,"1.5":0.77777777777777779,"2":0.72222222222222221}'
+contains "$out" '"task":"attention_causal","candidate":"corpus/tasks/attention_causal/candidates/flash_mma.cu","verdict":"faster"'
 contains "$out" '"task":"scan","candidate":"corpus/tasks/scan/candidates/warp_scan.cu","verdict":"faster"'
 expect_rc 0 kb verify --suite corpus/tasks --results tests/fixtures/verify
-contains "$out" "fast_0 1.00  fast_1 0.90  fast_1.5 0.70  fast_2 0.60"
+contains "$out" "fast_0 1.00  fast_1 0.94  fast_1.5 0.78  fast_2 0.72"
 
 # every candidate ended in error (no GPU, say): the table, then exit 4
 # with the reason

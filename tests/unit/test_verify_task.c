@@ -61,6 +61,35 @@ static void test_expressions(void **state)
     ev("", KB_ERR_PARSE);
 }
 
+/* Nesting up to KB_EXPR_MAX_DEPTH evaluates; deeper (200,000 '(' once
+ * overflowed the stack) is a parse error that says why. */
+static void test_expression_depth(void **state)
+{
+    (void)state;
+    kb_buf b;
+    kb_buf_init(&b, 0);
+    for (int i = 0; i < KB_EXPR_MAX_DEPTH - 1; i++)
+        assert_int_equal(kb_buf_append(&b, "(", 1), KB_OK);
+    assert_int_equal(kb_buf_append(&b, "M", 1), KB_OK);
+    for (int i = 0; i < KB_EXPR_MAX_DEPTH - 1; i++)
+        assert_int_equal(kb_buf_append(&b, ")", 1), KB_OK);
+    assert_true(ev(b.data, KB_OK) == 64);
+    static const char *deep[] = { "(", "-", "min(1,", "+" };
+    for (size_t d = 0; d < 4; d++) {
+        kb_buf_reset(&b);
+        for (int i = 0; i < 200000; i++)
+            assert_int_equal(kb_buf_append(&b, deep[d], strlen(deep[d])), KB_OK);
+        const char *names[] = { "N" };
+        double vals[] = { 1 }, out = -1;
+        kb_err err;
+        kb_err_clear(&err);
+        assert_int_equal(kb_expr_eval(b.data, names, vals, 1, &out, &err), KB_ERR_PARSE);
+        assert_true(strstr(err.msg, "nested too deeply (at most 64 levels)") != NULL);
+        assert_true(strlen(err.msg) < 200);    /* the expression is cut short */
+    }
+    kb_buf_release(&b);
+}
+
 /* Every committed task loads, has >= 3 shapes (one timed, one that is no
  * multiple of 32), inputs with >= 2 distributions, a reference.cu defining
  * each kernel of its launch, and a roofline. */
@@ -97,7 +126,8 @@ static void test_committed_tasks(void **state)
                 inputs++;
                 assert_true(t->params[i].ndists >= 2);
             }
-            outputs += t->params[i].role == KB_ROLE_OUTPUT;
+            outputs += t->params[i].role == KB_ROLE_OUTPUT ||
+                       t->params[i].role == KB_ROLE_INOUT;   /* adamw: in place */
         }
         assert_true(inputs >= 1 && outputs >= 1);
         assert_non_null(t->roof_bytes);
@@ -129,7 +159,7 @@ static void test_committed_tasks(void **state)
     }
     closedir(d);
     free(dir);
-    assert_true(n >= 10);
+    assert_true(n >= 18);
 }
 
 static void write_task(const char *dir, const char *json)
@@ -167,6 +197,38 @@ static void test_bad_tasks(void **state)
           "\"type\":\"f32\",\"role\":\"output\",\"size\":\"N\"}],\"shapes\":[{\"name\":"
           "\"a\",\"N\":4}],\"launch\":{\"grid\":1,\"block\":32},\"roofline\":{\"bytes\":"
           "\"4*N\",\"unit\":\"fp64\"}}", "unknown roofline unit 'fp64'" },
+        /* a launch that fails half parsed (its kernel name already kept):
+         * freed with the task (ASan's leak check in make check) */
+        { "{\"name\":\"t\",\"dtype\":\"f32\",\"dims\":[\"N\"],\"params\":[{\"name\":\"y\","
+          "\"type\":\"f32\",\"role\":\"output\",\"size\":\"N\"}],\"shapes\":[{\"name\":"
+          "\"a\",\"N\":4}],\"launch\":[{\"kernel\":\"k\",\"grid\":1}]}", "missing block" },
+        /* baselines: a known name, or a library call over the task's
+         * buffers with an epilogue of its kernels */
+        { "{\"name\":\"t\",\"dtype\":\"f32\",\"dims\":[\"N\"],\"params\":[{\"name\":\"y\","
+          "\"type\":\"f32\",\"role\":\"output\",\"size\":\"N\"}],\"shapes\":[{\"name\":"
+          "\"a\",\"N\":4}],\"launch\":{\"kernel\":\"k\",\"grid\":1,\"block\":32},\"baseline\":\"cudnn\"}", "bad \"baseline\"" },
+        { "{\"name\":\"t\",\"dtype\":\"f32\",\"dims\":[\"N\"],\"params\":[{\"name\":\"y\","
+          "\"type\":\"f32\",\"role\":\"output\",\"size\":\"N\"}],\"shapes\":[{\"name\":"
+          "\"a\",\"N\":4}],\"launch\":{\"kernel\":\"k\",\"grid\":1,\"block\":32},\"baseline\":{\"C\":\"y\"}}", "bad \"baseline\"" },
+        { "{\"name\":\"t\",\"dtype\":\"f32\",\"dims\":[\"N\"],\"params\":[{\"name\":\"y\","
+          "\"type\":\"f32\",\"role\":\"output\",\"size\":\"N\"}],\"shapes\":[{\"name\":"
+          "\"a\",\"N\":4}],\"launch\":{\"kernel\":\"k\",\"grid\":1,\"block\":32},\"baseline\":{\"library\":\"reference\"}}", "names a library" },
+        { "{\"name\":\"t\",\"dtype\":\"f32\",\"dims\":[\"N\"],\"params\":[{\"name\":\"y\","
+          "\"type\":\"f32\",\"role\":\"output\",\"size\":\"N\"}],\"shapes\":[{\"name\":"
+          "\"a\",\"N\":4}],\"launch\":{\"kernel\":\"k\",\"grid\":1,\"block\":32},\"baseline\":{\"library\":\"cublas_sgemm\"}}", "baseline's A is no buffer of the task ('A')" },
+        { "{\"name\":\"t\",\"dtype\":\"f32\",\"dims\":[\"N\"],\"params\":[{\"name\":\"y\","
+          "\"type\":\"f32\",\"role\":\"output\",\"size\":\"N\"}],\"shapes\":[{\"name\":"
+          "\"a\",\"N\":4}],\"launch\":{\"kernel\":\"k\",\"grid\":1,\"block\":32},\"baseline\":{\"library\":\"cublas_sgemm\",\"A\":\"y\",\"B\":\"y\",\"C\":\"y\","
+          "\"then\":[\"epi\"]}}", "names no kernel of the task's launch ('epi')" },
+        { "{\"name\":\"t\",\"dtype\":\"f32\",\"dims\":[\"N\"],\"params\":[{\"name\":\"y\","
+          "\"type\":\"f32\",\"role\":\"output\",\"size\":\"N\"}],\"shapes\":[{\"name\":"
+          "\"a\",\"N\":4}],\"launch\":{\"kernel\":\"k\",\"grid\":1,\"block\":32},\"baseline\":{\"library\":\"cublas_sgemm\",\"A\":\"y\",\"B\":\"y\",\"C\":\"y\","
+          "\"then\":\"k\"}}", "a list of the task's kernels" },
+        /* an expression nested past the depth limit is a parse error */
+        { "{\"name\":\"t\",\"dtype\":\"f32\",\"dims\":[\"N\"],\"params\":[{\"name\":\"y\","
+          "\"type\":\"f32\",\"role\":\"output\",\"size\":\"N\"}],\"shapes\":[{\"name\":"
+          "\"a\",\"N\":4}],\"launch\":{\"grid\":\"((((((((((((((((((((((((((((((((((((((("
+          "(((((((((((((((((((((((((((((1\",\"block\":32}}", "nested too deeply" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         write_task(d, cases[i].json);
@@ -188,6 +250,42 @@ static void test_bad_tasks(void **state)
     free(p);
     rmdir(d);
     rmdir(tmpl);
+    free(d);
+}
+
+/* A library baseline with its operands and epilogue (gemm_bias_gelu), and
+ * the default operands of a plain one (gemm_bf16). */
+static void test_library_baseline(void **state)
+{
+    (void)state;
+    kb_task *t = NULL;
+    kb_err err;
+    kb_err_clear(&err);
+    char *d = kb_path_join(top(), "corpus/tasks/gemm_bias_gelu");
+    assert_int_equal(kb_task_load(d, &t, &err), KB_OK);
+    assert_string_equal(t->baseline, "cublas_bf16");
+    assert_string_equal(t->blas_args[0], "A");
+    assert_string_equal(t->blas_args[1], "B");
+    assert_string_equal(t->blas_args[2], "acc");
+    assert_int_equal(t->nthen, 1);
+    assert_string_equal(t->launches[t->baseline_then[0]].kernel, "bias_gelu");
+    assert_int_equal(t->baseline_then[0], 1);
+    kb_task_free(t);
+    free(d);
+    d = kb_path_join(top(), "corpus/tasks/gemm_bf16");
+    assert_int_equal(kb_task_load(d, &t, &err), KB_OK);
+    assert_string_equal(t->baseline, "cublas_bf16");
+    assert_string_equal(t->blas_args[2], "C");
+    assert_int_equal(t->nthen, 0);
+    assert_null(t->baseline_then);
+    kb_task_free(t);
+    free(d);
+    d = kb_path_join(top(), "corpus/tasks/adamw");
+    assert_int_equal(kb_task_load(d, &t, &err), KB_OK);
+    assert_string_equal(t->baseline, "reference");
+    assert_int_equal(t->nlaunches, 4);       /* the unfused optimizer */
+    assert_int_equal(t->params[0].role, KB_ROLE_INOUT);
+    kb_task_free(t);
     free(d);
 }
 
@@ -242,6 +340,33 @@ static void test_launch_overrides(void **state)
     assert_int_equal(h.nlaunches, 0);
     assert_true(strstr(err.msg, "unbalanced '('") != NULL);
     assert_true(strstr(err.msg, "(N+1") != NULL);
+    /* a repeated key is refused, not overwritten (grid=64,64 grid=8 once
+     * gave the grid 8,64 and leaked) */
+    static const char *twice[] = {
+        "// kb-launch: kernel=a kernel=b grid=1 block=32\n",
+        "// kb-launch: kernel=a grid=64,64 grid=8 block=32\n",
+        "// kb-launch: kernel=a grid=1 block=32 block=64\n",
+        "// kb-launch: kernel=a grid=1 block=32 shared=0 shared=8\n",
+        "// kb-launch: kernel=a grid=1 block=32\n// kb-launch: kernel=b kernel=c grid=1 block=1\n",
+    };
+    for (size_t i = 0; i < sizeof twice / sizeof twice[0]; i++) {
+        kb_err_clear(&err);
+        assert_int_equal(kb_cand_header_parse(twice[i], &h, &err), KB_ERR_PARSE);
+        assert_int_equal(h.nlaunches, 0);
+        assert_null(h.launches);
+        if (!strstr(err.msg, "given twice"))
+            fail_msg("case %zu: '%s'", i, err.msg);
+    }
+    /* a header grid nested past the depth limit is refused when parsed */
+    kb_buf b;
+    kb_buf_init(&b, 0);
+    assert_int_equal(kb_buf_printf(&b, "// kb-launch: kernel=f block=32 grid="), KB_OK);
+    for (int i = 0; i < 200000; i++)
+        assert_int_equal(kb_buf_append(&b, "(", 1), KB_OK);
+    kb_err_clear(&err);
+    assert_int_equal(kb_cand_header_parse(b.data, &h, &err), KB_ERR_PARSE);
+    assert_true(strstr(err.msg, "nested too deeply") != NULL);
+    kb_buf_release(&b);
 }
 
 static void test_tensormap_headers(void **state)
@@ -271,6 +396,10 @@ static void test_tensormap_headers(void **state)
         "// kb-tensormap: buffer=A dims=K box=64 swizzle=16\n",
         "// kb-tensormap: buffer=A dims=1,2,3,4,5,6 box=1,1,1,1,1,1\n",
         "// kb-tensormap: buffer=A dims=K box=64 stride=2\n",
+        "// kb-tensormap: buffer=A buffer=B dims=K box=64\n",      /* twice */
+        "// kb-tensormap: buffer=A dims=K dims=M box=64\n",
+        "// kb-tensormap: buffer=A dims=K box=64 box=32\n",
+        "// kb-tensormap: buffer=A dims=K box=64 swizzle=0 swizzle=128\n",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         kb_err_clear(&err);
@@ -458,6 +587,8 @@ int main(void)
         cmocka_unit_test(test_bad_tasks),
         cmocka_unit_test(test_launch_overrides),
         cmocka_unit_test(test_tensormap_headers),
+        cmocka_unit_test(test_expression_depth),
+        cmocka_unit_test(test_library_baseline),
         cmocka_unit_test(test_refusal),
         cmocka_unit_test(test_fast_p),
         cmocka_unit_test(test_result_text),
