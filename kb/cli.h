@@ -149,6 +149,7 @@ void kb_cli_puts_safe(FILE *f, const char *s);
 /* kb_cli_puts_safe, then spaces up to width bytes: printf's "%-Ns" for a
  * column of text from documents (the escapes count towards the width). */
 void kb_cli_puts_safe_pad(FILE *f, const char *s, int width);
+
 /* The commands' entries, one file each. */
 extern const kb_command kb_cmd_ingest, kb_cmd_query, kb_cmd_get, kb_cmd_status,
     kb_cmd_sources, kb_cmd_papers, kb_cmd_eval, kb_cmd_verify, kb_cmd_skill,
