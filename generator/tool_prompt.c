@@ -152,8 +152,10 @@ static const char *task_arg(const char *tool, const cJSON *args, kb_err *err)
     const char *t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(args, "task"));
     if (t && task_name_ok(t))
         return t;
-    kb_err_set(err, KB_ERR_USAGE, "%s: 'task' must be a task's name such as gelu, "
-               "not '%.64s'", tool, t ? t : "");
+    /* a name that cannot be a task's is no task: not found, as an unknown
+     * name is (its schema holds no pattern to say so beforehand) */
+    kb_err_set(err, KB_ERR_NOTFOUND, "%s: no task '%.64s': a task's name is "
+               "lower-case letters, digits, '_' and '-', such as gelu", tool, t ? t : "");
     return NULL;
 }
 

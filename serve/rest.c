@@ -21,21 +21,23 @@ typedef struct {
     const char *path_arg;     /* the tool argument it fills */
     int body;                 /* 1: the arguments are the JSON body */
     const char *summary;
+    const char *not_found;    /* the 404 it may answer, when neither its
+                                 path nor its body says (NULL: none) */
 } rest_op;
 
 static rest_op ops[] = {   /* read only; not const for kb_serve_route.arg */
     { "post", "/v1/search", "search", NULL, NULL, 1,
-      "ranked, cited passages: the object of `kb query --json`" },
+      "ranked, cited passages: the object of `kb query --json`", NULL },
     { "get", "/v1/chunks/{id}", "get", "id", "chunk_id", 0,
-      "a chunk, or with section=true its whole section" },
+      "a chunk, or with section=true its whole section", NULL },
     { "get", "/v1/papers", "papers", NULL, NULL, 0,
-      "the literature list's paper records" },
+      "the literature list's paper records", NULL },
     { "get", "/v1/status", "status", NULL, NULL, 0,
-      "the KB's sources, counts and embedder" },
+      "the KB's sources, counts and embedder", NULL },
     { "get", "/v1/task", "task", NULL, NULL, 0,
-      "a kernel task's definition (?task=NAME)" },
+      "a kernel task's definition (?task=NAME)", "no such task" },
     { "post", "/v1/prompt", "prompt", NULL, NULL, 1,
-      "the generator's prompt for a task, within budget_tokens" },
+      "the generator's prompt for a task, within budget_tokens", NULL },
 };
 
 /* The tool an endpoint runs: query/'s, or generator/'s task and prompt. */
@@ -366,10 +368,11 @@ static cJSON *operation(const rest_op *op, int token, int *ok)
     if (token)
         item(resp, "401", error_ref("no token, or not this server's", ok), ok);
     item(resp, "403", error_ref("an Origin or Host that is not loopback", ok), ok);
-    if (op->path_arg || op->body)
-        item(resp, "404", error_ref(op->path_arg ? "no such chunk"
+    if (op->path_arg || op->body || op->not_found)
+        item(resp, "404", error_ref(op->not_found ? op->not_found
+                                    : op->path_arg ? "no such chunk"
                                     : "the KB lacks what the mode needs "
-                                      "(vectors)", ok), ok);
+                                      "(vectors), or no such task", ok), ok);
     if (op->body)
         item(resp, "413", error_ref("the body is over the server's cap", ok), ok);
     item(resp, "500", error_ref("the server's own failure", ok), ok);

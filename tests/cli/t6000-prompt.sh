@@ -139,7 +139,7 @@ assert t["name"] == "gelu" and t["kernels"] == ["gelu"] and t["target_shape"] ==
 assert t["tolerance"]["rtol"] == "1e-05" and "erff" in t["reference"] and "odd" not in json.dumps(t)
 PY
 expect_status 404 GET "/v1/task?task=nope"
-expect_status 400 GET "/v1/task?task=../etc"
+expect_status 404 GET "/v1/task?task=../etc"
 expect_status 200 POST /v1/prompt -H 'Content-Type: application/json' -d '{"task":"softmax","budget_tokens":4000}'
 python3 - "$body" <<'PY' || fail "/v1/prompt: $(printf '%s' "$body" | cut -c1-300)"
 import json, sys
