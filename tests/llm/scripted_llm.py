@@ -340,7 +340,22 @@ def anthropic_events(reply, text, model, stream):
     return events
 
 
-def watch_parent(ppid, server):
+def die_with_parent():
+    """Asks Linux for a SIGTERM when the parent process goes
+    (PR_SET_PDEATHSIG), so a test that dies leaves no server behind, and
+    returns the parent's pid for the poll that backs it up."""
+    ppid = os.getppid()
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != ppid:      # gone between the two calls
+        os._exit(0)
+    return ppid
+
+
+def watch_parent(ppid):
     while True:
         time.sleep(0.5)
         if os.getppid() != ppid:
@@ -354,6 +369,8 @@ def main():
     ap.add_argument("--port", type=int, default=0, help="0: a free port")
     ap.add_argument("--key", help="the API key requests must carry (401 otherwise)")
     a = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    ppid = die_with_parent()
     server = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
     server.daemon_threads = True
     server.script = Script(a.script)
@@ -361,8 +378,7 @@ def main():
     server.log_lock = threading.Lock()
     server.key = a.key
     server.nreq = 0
-    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
-    threading.Thread(target=watch_parent, args=(os.getppid(), server), daemon=True).start()
+    threading.Thread(target=watch_parent, args=(ppid,), daemon=True).start()
     print(server.server_address[1], flush=True)
     try:
         server.serve_forever()

@@ -32,6 +32,21 @@ def model_path():
     return path if os.path.exists(path) else None
 
 
+def die_with_parent():
+    """Asks Linux for a SIGTERM when the parent process goes
+    (PR_SET_PDEATHSIG), so a test that dies leaves no server behind, and
+    returns the parent's pid for the poll that backs it up."""
+    ppid = os.getppid()
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != ppid:      # gone between the two calls
+        os._exit(0)
+    return ppid
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--port", type=int, default=0, help="0: a free port")
@@ -39,6 +54,10 @@ def main():
     ap.add_argument("--threads", type=int, default=2, help="CPU threads")
     ap.add_argument("--parallel", type=int, default=1, help="requests decoded at once")
     a = ap.parse_args()
+    # the parent now: loading the model takes seconds, and a parent that
+    # goes meanwhile must not leave the server running
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    ppid = die_with_parent()
     # llama.cpp's OpenMP threads spin while they wait: on a busy 2-core
     # machine that made decoding 20x slower (1.1 s a token against 0.03 s)
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -63,8 +82,6 @@ def main():
     p.warmup = False
     server = xlc.Server(p)
     print(server.listening_address, flush=True)
-    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
-    ppid = os.getppid()
     try:
         while os.getppid() == ppid:
             time.sleep(0.5)
