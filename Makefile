@@ -153,6 +153,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/share/kb
 	install -m 644 corpus/sources.json $(DESTDIR)$(PREFIX)/share/kb/sources.json
 	cp -R corpus/tasks $(DESTDIR)$(PREFIX)/share/kb/
+	cp -RL corpus/skills $(DESTDIR)$(PREFIX)/share/kb/
 	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions \
 	  $(DESTDIR)$(PREFIX)/share/zsh/site-functions $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 644 $(BUILD)/kb.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/kb

@@ -79,6 +79,32 @@ static cJSON *summary_json(int ok, const kb_ingest_stats *s)
         cJSON_Delete(o);
         return NULL;
     }
+    /* near-duplicate skills: [{"skills":[a,b],"paths":[..],"reason",
+     * "cosine"}], the reason "kernel" or "embedding" */
+    cJSON *dups = cJSON_AddArrayToObject(o, "near_duplicates");
+    for (size_t i = 0; dups && i < s->ndups; i++) {
+        const kb_skill_dup *d = &s->dups[i];
+        cJSON *x = cJSON_CreateObject();
+        const char *na[2] = { d->a, d->b }, *pa[2] = { d->path_a, d->path_b };
+        int fine = x && cJSON_AddItemToArray(dups, x) &&
+                   cJSON_AddItemToObject(x, "skills", cJSON_CreateStringArray(na, 2)) &&
+                   cJSON_AddItemToObject(x, "paths", cJSON_CreateStringArray(pa, 2)) &&
+                   cJSON_AddStringToObject(x, "reason",
+                                           d->same_kernel ? "kernel" : "embedding") &&
+                   (d->cosine < 0 ? cJSON_AddNullToObject(x, "cosine") != NULL
+                                  : cJSON_AddNumberToObject(x, "cosine",
+                                                            round(d->cosine * 1e4) / 1e4) != NULL);
+        if (!fine) {
+            if (x && !cJSON_GetArrayItem(dups, (int)i))
+                cJSON_Delete(x);
+            cJSON_Delete(o);
+            return NULL;
+        }
+    }
+    if (!dups) {
+        cJSON_Delete(o);
+        return NULL;
+    }
     return o;
 }
 
@@ -150,7 +176,9 @@ static int cmd_ingest(int argc, char **argv, const kb_cli *cli, const kb_command
     if (ps.json) {
         kb_err jerr;
         kb_err_clear(&jerr);
-        if (kb_cli_print_json(summary_json(rc == KB_OK, &stats), &jerr) != KB_OK)
+        cJSON *sum = summary_json(rc == KB_OK, &stats);
+        kb_ingest_stats_release(&stats);
+        if (kb_cli_print_json(sum, &jerr) != KB_OK)
             return kb_cli_fail(&jerr);
     } else if (!cli->quiet && rc != KB_ERR_USAGE) {
         fprintf(stderr, "ingested %zu sources in %.1fs: %zu documents changed, "
@@ -159,6 +187,7 @@ static int cmd_ingest(int argc, char **argv, const kb_cli *cli, const kb_command
                 stats.docs_unchanged, stats.docs_removed, stats.docs_failed,
                 stats.chunks_written);
     }
+    kb_ingest_stats_release(&stats);
     /* exit 3 says some items failed and the rest succeeded: when nothing
      * could be read at all, the run failed */
     if (rc == KB_ERR_PARTIAL && stats.docs_changed + stats.docs_unchanged == 0) {

@@ -248,11 +248,65 @@ static kb_rc walk_tree(const char *dir, const struct stat *st, const char *rel,
     return rc;
 }
 
-/* The documents of a manifest source: its mirror files when a mirror is
- * given, else its URL. */
-static kb_rc list_source_docs(const kb_source *src, const char *mirror,
-                              doc_list *out, kb_err *err)
+static char *file_url(const char *path);
+
+/* The documents of a local source: its paths in the folder that holds the
+ * manifest, each reported (and keyed) from the folder above it
+ * ("corpus/skills/x/SKILL.md" for corpus/sources.json, whatever the working
+ * directory), cited under files_url when the source has one, else by
+ * file:// URL. */
+static kb_rc list_local_docs(const kb_source *src, const char *manifest_path,
+                             doc_list *out, kb_err *err)
 {
+    const char *slash = strrchr(manifest_path, '/');
+    char *mdir = slash ? kb_strndup(manifest_path, (size_t)(slash - manifest_path))
+                       : kb_strdup(".");
+    char *real = mdir ? realpath(*mdir ? mdir : "/", NULL) : NULL;
+    const char *top = real ? kb_ingest_basename(real) : "";
+    kb_rc rc = mdir ? KB_OK : kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < src->nlocal && rc == KB_OK; i++) {
+        const char *l = src->local[i];
+        size_t ll = strlen(l);
+        while (ll > 1 && l[ll - 1] == '/')
+            ll--;
+        char *lp = kb_strndup(l, ll);
+        char *full = lp ? kb_path_join(mdir, lp) : NULL;
+        char *rel = lp && *top && strcmp(top, "/") ? kb_path_join(top, lp)
+                                                   : (lp ? kb_strdup(lp) : NULL);
+        struct stat st;
+        if (!full || !rel) {
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        } else if (stat(full, &st) != 0) {
+            rc = kb_err_set(err, KB_ERR_IO, "cannot find '%s' beside the manifest "
+                            "'%s': %s", l, manifest_path, strerror(errno));
+        } else {
+            char *url = *src->files_url ? (S_ISDIR(st.st_mode) ? kb_strdup(src->files_url)
+                                                                : url_join(src->files_url, lp))
+                                        : file_url(full);
+            if (!url)
+                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+            else if (S_ISDIR(st.st_mode))
+                rc = walk_tree(full, &st, rel, src->format, url, out, err);
+            else
+                rc = doc_list_add(out, rel, full, rel, url, err);
+            free(url);
+        }
+        free(lp);
+        free(full);
+        free(rel);
+    }
+    free(real);
+    free(mdir);
+    return rc;
+}
+
+/* The documents of a manifest source: its local files (beside the
+ * manifest), its mirror files when a mirror is given, else its URL. */
+static kb_rc list_source_docs(const kb_source *src, const char *manifest_path,
+                              const char *mirror, doc_list *out, kb_err *err)
+{
+    if (src->nlocal > 0)
+        return list_local_docs(src, manifest_path, out, err);
     if (mirror && src->nmirror > 0) {
         for (size_t i = 0; i < src->nmirror; i++) {
             const char *m = src->mirror[i];
@@ -822,20 +876,32 @@ typedef struct {
 
 /* Every target must make sense before anything is written: a manifest
  * source (the manifest is loaded when some target is not a file or a URL,
- * or when there are none), a file or folder, or a URL. */
+ * or when there are none), a file or folder, or a URL. A bare name that
+ * is a source id is that source even where a file of that name is in the
+ * working directory (`kb ingest skills` in kb's own tree): that file is
+ * ./name. */
 static kb_rc check_targets(ingest_run *r, char *const *targets, size_t ntargets,
                            kb_err *err)
 {
     r->need_manifest = ntargets == 0;
+    int bare = 0;
     for (size_t i = 0; i < ntargets; i++) {
         struct stat st;
         if (!is_url(targets[i]) && stat(targets[i], &st) != 0)
             r->need_manifest = 1;
+        else if (!is_url(targets[i]) && !strchr(targets[i], '/'))
+            bare = 1;
     }
     kb_rc rc;
     if (r->need_manifest &&
         (rc = kb_manifest_load(r->manifest_path, &r->manifest, err)) != KB_OK)
         return rc;
+    if (!r->need_manifest && bare) {
+        /* only to tell ids from files: no manifest is no error here */
+        kb_err lerr;
+        kb_err_clear(&lerr);
+        r->need_manifest = kb_manifest_load(r->manifest_path, &r->manifest, &lerr) == KB_OK;
+    }
     for (size_t i = 0; i < ntargets; i++) {
         const char *t = targets[i];
         struct stat st;
@@ -863,7 +929,7 @@ static kb_rc plan_source(ingest_run *r, const kb_source *src, ingest_job *job,
         return rc;
     kb_err lerr;
     kb_err_clear(&lerr);
-    if (list_source_docs(src, r->mirror, &job->docs, &lerr) == KB_OK)
+    if (list_source_docs(src, r->manifest_path, r->mirror, &job->docs, &lerr) == KB_OK)
         return KB_OK;
     job->format = NULL;
     kb_log_warn("%s: %s", src->id, lerr.msg);
@@ -997,6 +1063,47 @@ static kb_rc embed_pending(ingest_run *r, kb_embedder *emb, kb_err *err)
     return rc;
 }
 
+/* The near-duplicate skills among the SKILL.md files this run read
+ * (changed or not), into the run's stats; by their texts too when the
+ * run embeds (emb). */
+static kb_rc flag_skill_dups(ingest_run *r, kb_embedder *emb, kb_err *err)
+{
+    kb_skill_ref *refs = NULL;
+    size_t n = 0, cap = 0;
+    kb_rc rc = KB_OK;
+    for (size_t j = 0; j < r->njobs && rc == KB_OK; j++) {
+        const ingest_job *job = &r->jobs[j];
+        for (size_t i = 0; job->id && i < job->docs.n && rc == KB_OK; i++) {
+            const doc_ref *d = &job->docs.items[i];
+            if (!d->file || strcmp(kb_ingest_basename(d->file), "SKILL.md") != 0)
+                continue;
+            if (KB_GROW(refs, n + 1, cap) != KB_OK) {
+                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+                break;
+            }
+            refs[n++] = (kb_skill_ref){ .source = job->id, .key = d->key,
+                                        .file = d->file, .path = d->path };
+        }
+    }
+    if (rc == KB_OK)
+        rc = kb_ingest_skill_dups(emb, refs, n, r->stats, err);
+    free(refs);
+    return rc;
+}
+
+void kb_ingest_stats_release(kb_ingest_stats *stats)
+{
+    for (size_t i = 0; i < stats->ndups; i++) {
+        free(stats->dups[i].a);
+        free(stats->dups[i].b);
+        free(stats->dups[i].path_a);
+        free(stats->dups[i].path_b);
+    }
+    free(stats->dups);
+    stats->dups = NULL;
+    stats->ndups = 0;
+}
+
 /* One ingest at a time per KB: a second waits for the first to finish
  * (its documents and its embedding pass), saying so, instead of
  * interleaving transactions with it. The lock is DIR/ingest.lock held
@@ -1092,6 +1199,8 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
             kb_err_set(err, rc, "%s", eerr.msg);
         }
     }
+    if (rc == KB_OK)
+        rc = flag_skill_dups(&r, embed_failed ? NULL : emb, err);
     if (rc == KB_OK && (stats->sources_failed || stats->docs_failed || embed_failed)) {
         rc = KB_ERR_PARTIAL;
         kb_err_set(err, r.first.rc, "%s", r.first.msg);

@@ -190,4 +190,23 @@ kb_rc kb_fetch_url(const char *url, const char *cache_dir,
                    const kb_fetch_opts *opts, kb_fetch_result *out,
                    kb_err *err);
 
+/* ------------------------------------------------------------ skill_dups.c */
+
+/* A SKILL.md that an ingest read: where its document is stored and where
+ * the file is. */
+typedef struct {
+    const char *source;    /* the document's source id */
+    const char *key;       /* its key within the source */
+    const char *file;      /* the SKILL.md on disk */
+    const char *path;      /* its path as results report it */
+} kb_skill_ref;
+
+/* Appends to stats->dups every pair of refs that are near-duplicate
+ * skills (kb_skill_dup), logging each as a warning. The texts are compared
+ * only with an embedder (NULL: by kernel only). A SKILL.md that does not
+ * parse is skipped (the document's own ingest said why). Errors:
+ * KB_ERR_NOMEM, the embedder's. */
+kb_rc kb_ingest_skill_dups(kb_embedder *emb, const kb_skill_ref *refs, size_t n,
+                           kb_ingest_stats *stats, kb_err *err);
+
 #endif

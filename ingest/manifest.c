@@ -27,6 +27,33 @@ static int valid_id(const char *id)
     return 1;
 }
 
+/* The array of relative paths obj[key] (absent: none) into *out, *n
+ * (released with the manifest): strings, not empty, not absolute, no
+ * "..". */
+static kb_rc relative_paths(const cJSON *obj, const char *key, const char *path,
+                            const char *id, char ***out, size_t *n, kb_err *err)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (a && !cJSON_IsArray(a))
+        return kb_err_set(err, KB_ERR_PARSE, "'%s': \"%s\" of source '%s' is not an "
+                          "array", path, key, id);
+    size_t na = a ? (size_t)cJSON_GetArraySize(a) : 0;
+    *out = calloc(na ? na : 1, sizeof **out);
+    if (!*out)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    const cJSON *p;
+    cJSON_ArrayForEach(p, a) {
+        if (!cJSON_IsString(p) || !*p->valuestring ||
+            strstr(p->valuestring, "..") || p->valuestring[0] == '/')
+            return kb_err_set(err, KB_ERR_PARSE, "'%s': source '%s' has a bad %s path",
+                              path, id, key);
+        if (!((*out)[*n] = kb_strdup(p->valuestring)))
+            return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        (*n)++;
+    }
+    return KB_OK;
+}
+
 kb_rc kb_manifest_load(const char *path, kb_manifest *m, kb_err *err)
 {
     memset(m, 0, sizeof *m);
@@ -81,30 +108,21 @@ kb_rc kb_manifest_load(const char *path, kb_manifest *m, kb_err *err)
                             path, src->id);
             goto out;
         }
-        const cJSON *mirror = cJSON_GetObjectItemCaseSensitive(s, "mirror");
-        if (mirror && !cJSON_IsArray(mirror)) {
-            rc = kb_err_set(err, KB_ERR_PARSE,
-                            "'%s': \"mirror\" of source '%s' is not an array",
-                            path, src->id);
+        if ((rc = relative_paths(s, "mirror", path, src->id, &src->mirror,
+                                 &src->nmirror, err)) != KB_OK ||
+            (rc = relative_paths(s, "local", path, src->id, &src->local,
+                                 &src->nlocal, err)) != KB_OK)
+            goto out;
+        if (src->nlocal && (src->nmirror || *src->url)) {
+            rc = kb_err_set(err, KB_ERR_PARSE, "'%s': source '%s' has \"local\" and "
+                            "also \"%s\": a local source is read from disk only",
+                            path, src->id, src->nmirror ? "mirror" : "url");
             goto out;
         }
-        size_t nm = mirror ? (size_t)cJSON_GetArraySize(mirror) : 0;
-        src->mirror = calloc(nm ? nm : 1, sizeof *src->mirror);
-        const cJSON *p;
-        cJSON_ArrayForEach(p, mirror) {
-            if (!cJSON_IsString(p) || !*p->valuestring ||
-                strstr(p->valuestring, "..") || p->valuestring[0] == '/') {
-                rc = kb_err_set(err, KB_ERR_PARSE,
-                                "'%s': source '%s' has a bad mirror path", path,
-                                src->id);
-                goto out;
-            }
-            src->mirror[src->nmirror++] = kb_strdup(p->valuestring);
-        }
-        if (!*src->url && src->nmirror == 0) {
+        if (!*src->url && src->nmirror == 0 && src->nlocal == 0) {
             rc = kb_err_set(err, KB_ERR_PARSE,
-                            "'%s': source '%s' has neither \"url\" nor \"mirror\"",
-                            path, src->id);
+                            "'%s': source '%s' has neither \"url\", \"mirror\" nor "
+                            "\"local\"", path, src->id);
             goto out;
         }
     }
@@ -130,6 +148,9 @@ void kb_manifest_release(kb_manifest *m)
         for (size_t j = 0; j < s->nmirror; j++)
             free(s->mirror[j]);
         free(s->mirror);
+        for (size_t j = 0; j < s->nlocal; j++)
+            free(s->local[j]);
+        free(s->local);
     }
     free(m->sources);
     free(m->path);

@@ -249,6 +249,9 @@ typedef struct {
     char *version;
     char **mirror;     /* paths relative to the mirror root; "x/" = folder */
     size_t nmirror;
+    char **local;      /* paths relative to the manifest's folder, read from
+                        * disk with or without a mirror; "x/" = folder */
+    size_t nlocal;
 } kb_source;
 
 typedef struct {
@@ -262,7 +265,10 @@ typedef struct {
  * the URL its files' relative paths are appended to, when that is not
  * "url" - a repository's page is not where its files are served - and
  * "fetch_url": for a page source, where its raw bytes are fetched, when
- * that is not the page cited, such as a GitHub README's raw file).
+ * that is not the page cited, such as a GitHub README's raw file), and
+ * "local": instead of "mirror" and "url", paths relative to the folder
+ * that holds the manifest (the repository's own files, such as the skill
+ * library: "skills/" beside corpus/sources.json), always read from disk.
  * kb_manifest_release frees it. */
 kb_rc kb_manifest_load(const char *path, kb_manifest *m, kb_err *err);
 void kb_manifest_release(kb_manifest *m);
@@ -304,12 +310,31 @@ typedef struct {
     const kb_config *config;    /* the embedder and model; required */
 } kb_ingest_opts;
 
+/* Two skills of one ingest that look like one: the same kernel.cu (by
+ * SHA-256) for the same kb-task and kb-bottleneck (lint's duplicate rule),
+ * or description and "When to apply" embedded nearly alike (cosine >=
+ * KB_SKILL_DUP_COSINE). */
+#define KB_SKILL_DUP_COSINE 0.98
+
+typedef struct {
+    char *a, *b;               /* the skills' names, in ingest order */
+    char *path_a, *path_b;     /* their SKILL.md as results report them */
+    int same_kernel;           /* the kernel rule */
+    double cosine;             /* of the two texts; -1 when not embedded */
+} kb_skill_dup;
+
 typedef struct {
     size_t sources, sources_failed;
     size_t docs_changed, docs_unchanged, docs_removed, docs_failed;
     size_t chunks_written, chunks_embedded;
     double took_ms;
+    kb_skill_dup *dups;        /* near-duplicate skills (each also logged
+                                * as a warning); kb_ingest_stats_release */
+    size_t ndups;
 } kb_ingest_stats;
+
+/* Frees what kb_ingest_run put in stats (the near-duplicates). */
+void kb_ingest_stats_release(kb_ingest_stats *stats);
 
 /* Ingests targets: manifest source ids, local paths (files or folders) or
  * http(s) URLs; none means every source of the manifest. Each document is

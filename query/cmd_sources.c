@@ -11,7 +11,7 @@
 static cJSON *source_json(const kb_source *s, const kb_source_status *ss,
                           const char *state)
 {
-    cJSON *o = cJSON_CreateObject(), *mir = NULL;
+    cJSON *o = cJSON_CreateObject(), *mir = NULL, *loc = NULL;
     int ok = o && cJSON_AddStringToObject(o, "id", s->id) &&
              cJSON_AddStringToObject(o, "title", s->title) &&
              cJSON_AddStringToObject(o, "url", s->url) &&
@@ -20,6 +20,9 @@ static cJSON *source_json(const kb_source *s, const kb_source_status *ss,
              (mir = cJSON_AddArrayToObject(o, "mirror")) != NULL;
     for (size_t j = 0; ok && j < s->nmirror; j++)
         ok = cJSON_AddItemToArray(mir, cJSON_CreateString(s->mirror[j]));
+    ok = ok && (loc = cJSON_AddArrayToObject(o, "local")) != NULL;
+    for (size_t j = 0; ok && j < s->nlocal; j++)
+        ok = cJSON_AddItemToArray(loc, cJSON_CreateString(s->local[j]));
     ok = ok && cJSON_AddStringToObject(o, "state", state) &&
          cJSON_AddNumberToObject(o, "documents", ss ? (double)ss->documents : 0) &&
          cJSON_AddNumberToObject(o, "chunks", ss ? (double)ss->chunks : 0) &&

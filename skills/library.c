@@ -186,6 +186,9 @@ int kb_skill_dominates(const kb_skill_entry *a, const kb_skill_entry *b)
 {
     if (a == b || !live(a) || !live(b))
         return 0;
+    /* one kernel measured twice differs by noise only: no dominance */
+    if (*a->kernel_sha256 && strcmp(a->kernel_sha256, b->kernel_sha256) == 0)
+        return 0;
     const char *ta = kb_skill_get(&a->skill, "kb-task");
     const char *tb = kb_skill_get(&b->skill, "kb-task");
     const cJSON *ra = backing(a), *rb = backing(b);

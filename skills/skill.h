@@ -349,7 +349,8 @@ const char *kb_skill_entry_arch(const kb_skill_entry *e);
 /* 1 if a dominates b: both verified (or approved) for the same task on
  * the same architecture, and a's candidate median is below b's on every
  * timed shape they share, by more than both 95 % intervals (a's upper
- * bound below b's lower bound). */
+ * bound below b's lower bound). Two skills of the same kernel.cu never
+ * dominate each other: their records differ by noise. */
 int kb_skill_dominates(const kb_skill_entry *a, const kb_skill_entry *b);
 /* Library-wide findings: a skill another dominates, and near-duplicates
  * (the same kernel.cu for the same task and bottleneck). */

@@ -117,11 +117,15 @@ expect_rc 0 kb skill lint --dir "$L" --no-compile
 contains "$out" "$L/good/SKILL.md: warning: a near-duplicate of 'dup': the same kernel.cu for the same task and kb-bottleneck (duplicate)"
 lacks "$out" "dominates"   # equal timings: neither dominates
 rm -rf "$L/dup"
-python3 - "$L/ev-skill/evidence.json" <<'P'
-import json, sys
+# another kernel (one comment more: the same kernel measured twice never
+# dominates itself), measured twice as slow
+echo '// a slower kernel' >>"$L/ev-skill/kernel.cu"
+python3 - "$L/ev-skill/evidence.json" "$L/ev-skill/kernel.cu" <<'P'
+import hashlib, json, sys
 p = sys.argv[1]; j = json.load(open(p))
-t = j["records"][-1]["timings"][0]["candidate_ms"]
-for k in t: t[k] *= 2   # the same kernel measured twice as slow
+r = j["records"][-1]
+for k in r["timings"][0]["candidate_ms"]: r["timings"][0]["candidate_ms"][k] *= 2
+r["kernel_sha256"] = hashlib.sha256(open(sys.argv[2], "rb").read()).hexdigest()
 json.dump(j, open(p, "w"), indent=1)
 P
 h=$(json_get "$("$KB_BIN" skill show --dir "$L" ev-skill --json)" "j['evidence_sha256'][-1]")

@@ -1,0 +1,1 @@
+../../../corpus/tasks/histogram/candidates/cluster_dsmem.cu

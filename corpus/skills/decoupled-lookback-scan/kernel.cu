@@ -1,0 +1,1 @@
+../../../corpus/tasks/scan/candidates/decoupled_lookback.cu

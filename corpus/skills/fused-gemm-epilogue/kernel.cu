@@ -1,0 +1,1 @@
+../../../corpus/tasks/gemm_bias_relu/candidates/tf32x3_fused.cu

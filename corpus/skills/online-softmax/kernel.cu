@@ -1,0 +1,1 @@
+../../../corpus/tasks/softmax/candidates/online.cu

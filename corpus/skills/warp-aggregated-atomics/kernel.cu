@@ -1,0 +1,1 @@
+../../../corpus/tasks/histogram/candidates/warp_aggregated.cu
