@@ -3,6 +3,7 @@
  * lifecycle are skills/'s; verifying runs kb-verify through
  * generator/skill_verify.h. */
 #include "kb/cli.h"
+#include "generator/gen.h"
 #include "generator/skill_gen.h"
 #include "generator/task.h"
 
@@ -776,15 +777,26 @@ static int sub_list(int argc, char **argv, const kb_cli *cli, const kb_command *
     kb_skill_diags_init(&d);
     kb_err err;
     kb_err_clear(&err);
+    kb_gen_credit *credit = NULL;
+    size_t ncredit = 0;
     if (kb_skill_lib_load(dir, &lib, &d, &err) != KB_OK) {
+        status = kb_cli_fail(&err);
+        goto out;
+    }
+    /* credit: how often kb generate's runs (KB/runs) carried each skill in
+     * a prompt, and in the winner's */
+    char *runs = kb_path_join(cli->kb_dir, "runs");
+    kb_rc crc = runs ? kb_gen_credit_load(runs, &credit, &ncredit, &err) : KB_ERR_NOMEM;
+    free(runs);
+    if (crc != KB_OK) {
         status = kb_cli_fail(&err);
         goto out;
     }
     cJSON *root = json ? cJSON_CreateObject() : NULL;
     cJSON *arr = root ? cJSON_AddArrayToObject(root, "skills") : NULL;
     if (!json)
-        printf("%-34s %-9s %-11s %8s %-6s %s\n", "name", "status", "task", "speedup",
-               "arch", "note");
+        printf("%-34s %-9s %-11s %8s %-6s %8s %s\n", "name", "status", "task", "speedup",
+               "arch", "used/won", "note");
     size_t shown = 0, hidden = 0;
     for (size_t i = 0; i < lib.n; i++) {
         const kb_skill_entry *e = &lib.items[i];
@@ -797,18 +809,30 @@ static int sub_list(int argc, char **argv, const kb_cli *cli, const kb_command *
             continue;
         }
         shown++;
+        long used = 0, won = 0;
+        for (size_t k = 0; k < ncredit; k++)
+            if (strcmp(credit[k].skill, sname(e)) == 0)
+                used = credit[k].used, won = credit[k].won;
         if (json) {
-            if (arr && !cJSON_AddItemToArray(arr, skill_json(&lib, e, 0)))
+            cJSON *o = skill_json(&lib, e, 0);
+            if (o && (!cJSON_AddNumberToObject(o, "used", (double)used) ||
+                      !cJSON_AddNumberToObject(o, "won", (double)won))) {
+                cJSON_Delete(o);
+                o = NULL;
+            }
+            if (arr && !cJSON_AddItemToArray(arr, o))
                 arr = NULL;
             continue;
         }
+        char uw[48];
+        snprintf(uw, sizeof uw, "%ld/%ld", used, won);
         const char *arch = kb_skill_entry_arch(e);
         char sp[32] = "-";
         if (meta_or(e, "kb-speedup", NULL))
             snprintf(sp, sizeof sp, "%sx", meta_or(e, "kb-speedup", ""));
-        printf("%-34s %-9s %-11s %8s %-6s ", sname(e),
+        printf("%-34s %-9s %-11s %8s %-6s %8s ", sname(e),
                e->ok ? kb_skill_status_name(st) : "?", *t ? t : "-", sp,
-               *arch ? arch : meta_or(e, "kb-arch", "-"));
+               *arch ? arch : meta_or(e, "kb-arch", "-"), uw);
         const char *sep = "";
         for (size_t j = 0; j < lib.n; j++) {
             if (kb_skill_dominates(&lib.items[j], e))
@@ -835,6 +859,7 @@ static int sub_list(int argc, char **argv, const kb_cli *cli, const kb_command *
         fputc('\n', stderr);
     }
 out:
+    kb_gen_credit_free(credit, ncredit);
     kb_skill_diags_release(&d);
     kb_skill_lib_release(&lib);
     return status;

@@ -51,6 +51,7 @@ seed fts_match tests/bench/short-queries.json
 seed jsonrpc tests/mcp/cases/*.in
 seed http tests/fuzz/regress/http/*
 seed skill corpus/skills/*/SKILL.md tests/fixtures/skills/cases/*.md
+seed extract tests/fixtures/llm/replies/*.md tests/fixtures/generate/replies/*.md
 mkdir -p "$fb/seeds/fts_match" "$fb/seeds/tokenizer" "$fb/seeds/safetensors"
 python3 - "$fb/seeds" "${KB_MODEL_DIR-$HOME/.cache/kb/models/all-MiniLM-L6-v2}" <<'PY'
 import json, os, struct, sys
@@ -78,7 +79,7 @@ for n in $names; do
     work="$fb/corpus/$n"; crashes="$fb/crashes/$n"
     mkdir -p "$work" "$crashes" "$fb/seeds/$n"
     case $n in
-    markdown|html|rst|cuda|task|cand_header|skill) max=65536 ;;
+    markdown|html|rst|cuda|task|cand_header|skill|extract) max=65536 ;;
     jsonrpc|http) max=16384 ;;
     safetensors|tokenizer) max=16384 ;;
     *) max=4096 ;;

@@ -13,7 +13,7 @@ const char *const kb_skill_sections[4] = {
 const char *const kb_skill_meta_keys[] = {
     "kb-status", "kb-ops", "kb-bottleneck", "kb-arch", "kb-dtype", "kb-task",
     "kb-speedup", "kb-evidence", "kb-author", "kb-parent", "kb-when-not",
-    "kb-reviewer", "kb-retired", NULL
+    "kb-reviewer", "kb-retired", "kb-provenance", NULL
 };
 
 int kb_skill_name_ok(const char *name)
