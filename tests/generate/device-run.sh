@@ -35,7 +35,7 @@ jget() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)"
 if [ -n "${KB_MIRROR:-}" ] && [ -f "$KB_MIRROR/MANIFEST.json" ]; then
     kb ingest -q >/dev/null 2>&1 || echo "device-run: ingest of the mirror failed; retrieval is thinner"
 fi
-kb ingest -q --source skills "$SK" >/dev/null || kb ingest -q --no-embed --source skills "$SK" >/dev/null
+kb ingest -q --source skill-copy "$SK" >/dev/null || kb ingest -q --no-embed --source skill-copy "$SK" >/dev/null
 
 start_llm() {   # SCRIPT: the scripted server; sets KB_LLM_URL
     [ -n "$LLM_PID" ] && kill $LLM_PID 2>/dev/null
