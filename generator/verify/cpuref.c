@@ -316,11 +316,10 @@ static void attention_causal(const kb_task *t, double **bufs, const double *vals
     free(p);
 }
 
-static void gemm_bias_gelu(const kb_task *t, double **bufs, const double *vals)
+/* Y = A B + bias (one per column), the GEMM of the epilogue tasks. */
+static void gemm_bias(const double *A, const double *B, const double *bias,
+                      double *Y, size_t m, size_t n, size_t k)
 {
-    const double *A = BUF("A"), *B = BUF("B"), *bias = BUF("bias");
-    double *Y = BUF("Y");
-    size_t m = (size_t)VAL("m"), n = (size_t)VAL("n"), k = (size_t)VAL("k");
     for (size_t i = 0; i < m * n; i++)
         Y[i] = 0;
     for (size_t i = 0; i < m; i++)
@@ -329,27 +328,26 @@ static void gemm_bias_gelu(const kb_task *t, double **bufs, const double *vals)
             for (size_t j = 0; j < n; j++)
                 Y[i * n + j] += a * B[p * n + j];
         }
-    for (size_t i = 0; i < m * n; i++) {
-        double z = Y[i] + bias[i % n];
-        Y[i] = 0.5 * z * (1.0 + erf(z / sqrt(2.0)));
-    }
+    for (size_t i = 0; i < m * n; i++)
+        Y[i] += bias[i % n];
+}
+
+static void gemm_bias_gelu(const kb_task *t, double **bufs, const double *vals)
+{
+    double *Y = BUF("Y");
+    size_t m = (size_t)VAL("m"), n = (size_t)VAL("n");
+    gemm_bias(BUF("A"), BUF("B"), BUF("bias"), Y, m, n, (size_t)VAL("k"));
+    for (size_t i = 0; i < m * n; i++)
+        Y[i] = 0.5 * Y[i] * (1.0 + erf(Y[i] / sqrt(2.0)));
 }
 
 static void gemm_bias_relu(const kb_task *t, double **bufs, const double *vals)
 {
-    const double *A = BUF("A"), *B = BUF("B"), *bias = BUF("bias");
     double *C = BUF("C");
-    size_t m = (size_t)VAL("m"), n = (size_t)VAL("n"), k = (size_t)VAL("k");
+    size_t m = (size_t)VAL("m"), n = (size_t)VAL("n");
+    gemm_bias(BUF("A"), BUF("B"), BUF("bias"), C, m, n, (size_t)VAL("k"));
     for (size_t i = 0; i < m * n; i++)
-        C[i] = 0;
-    for (size_t i = 0; i < m; i++)
-        for (size_t p = 0; p < k; p++) {
-            double a = A[i * k + p];
-            for (size_t j = 0; j < n; j++)
-                C[i * n + j] += a * B[p * n + j];
-        }
-    for (size_t i = 0; i < m * n; i++)
-        C[i] = fmax(C[i] + bias[i % n], 0.0);
+        C[i] = fmax(C[i], 0.0);
 }
 
 int kbv_cpu_ref(const kb_task *t, double **bufs, const double *vals,
