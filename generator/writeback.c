@@ -496,10 +496,13 @@ kb_rc kb_gen_write_skill(const kb_gen_writeback *w, char **name_out, char **dir_
         goto out;
     free(tmp);
     tmp = NULL;
-    /* indexed at once, as `kb ingest --source skills DIR` would */
+    /* indexed at once, as `kb ingest --source skill-drafts DIR` would: an
+     * id of its own, since ad-hoc files may not join the manifest's
+     * 'skills' source (its next ingest would remove them; it then holds
+     * the draft under its own key as well) */
     if (w->store && w->config) {
-        kb_ingest_opts io = { .adhoc_source = "skills", .embed = has_vectors(w->store),
-                              .config = w->config };
+        kb_ingest_opts io = { .adhoc_source = "skill-drafts",
+                              .embed = has_vectors(w->store), .config = w->config };
         kb_ingest_stats stats;
         memset(&stats, 0, sizeof stats);
         char *targets[1] = { dir };

@@ -17,7 +17,7 @@ need_kb_verify
 cd "$KB_TOP"
 SK="$KB_TMP/skills"
 cp -rL corpus/skills "$SK"
-expect_rc 0 kb ingest --no-embed -q --source skills "$SK"
+expect_rc 0 kb ingest --no-embed -q --source skill-copy "$SK"
 export KB_VERIFY="$KB_TOP/tests/generate/recorded_verify.py" REAL_KB_VERIFY="$KB_BUILD/kb-verify"
 export RECORDED_RESULTS="$KB_TOP/tests/fixtures/skills/h200-results.jsonl" RECORDED_LOG="$KB_TMP/verify.jsonl"
 

@@ -83,7 +83,7 @@ async def session(mode, url, rec):
         check(1 <= len(r["results"]) <= 3, f"search: {len(r['results'])} results")
         first = r["results"][0]
         g = structured(await c.call_tool("get", {"chunk_id": first["chunk_id"]}), "get")
-        check(g["results"][0]["chunk_id"] == first["chunk_id"], "get: the chunk")
+        check(g["chunks"][0]["chunk_id"] == first["chunk_id"], "get: the chunk")
         p = structured(await c.call_tool("papers", {"words": "triton"}), "papers")
         check(p["papers"], "papers by words")
         s = structured(await c.call_tool("status", {}), "status")
