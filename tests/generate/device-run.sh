@@ -132,6 +132,16 @@ if [ -x "$PY" ] || command -v "$PY" >/dev/null; then
         rc=$?
         if [ -s "$W/smol.json" ] && [ "$(jget "$W/smol.json" "j['rounds_run']")" = 3 ]; then
             echo "4. SmolLM2: exit $rc, skill $(jget "$W/smol.json" "j['skill']"), what the replies came to: $(jget "$W/smol.json" "sorted(__import__('collections').Counter(c.get('verdict') or c.get('status') for c in j['candidates']).items())")"
+            # every later round's prompt carries the last round's verdicts
+            python3 - "$(jget "$W/smol.json" "j['dir']")/transcript.jsonl" <<'EOF' || fail "SmolLM2: a later prompt without feedback"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+ps = [e for e in ev if e["event"] == "prompt"]
+later = [p for p in ps[1:] if "## Last attempts" not in p["user"]]
+print("   prompts (tokens, feedback): %s" % ", ".join(
+    "%d %s" % (p["tokens"], "## Last attempts" in p["user"]) for p in ps))
+sys.exit(1 if later or len({p["hash"] for p in ps}) != len(ps) else 0)
+EOF
             # the transcript, for BENCHMARKS and for reading what the model wrote
             [ -n "${KB_DEVICE_KEEP:-}" ] && cp "$(jget "$W/smol.json" "j['dir']")/transcript.jsonl" "$KB_DEVICE_KEEP/smollm2-transcript.jsonl"
             report "SmolLM2-135M (CPU) + GPU verification" "$W/smol.json"
