@@ -65,6 +65,9 @@ kb_rc kb_query_expand_check(const kb_config *config, kb_err *err)
         return kb_err_set(err, KB_ERR_USAGE, "--expand needs an LLM: set KB_LLM_URL "
                           "(and KB_LLM_MODEL, KB_LLM_API_KEY as the server wants) "
                           "to an OpenAI-compatible or Anthropic endpoint");
+    if (rc == KB_OK && o.api == KB_LLM_ANTHROPIC && (!o.model || !*o.model))
+        return kb_err_set(err, KB_ERR_USAGE, "--expand with the Anthropic API needs "
+                          "a model: set KB_LLM_MODEL");
     return rc;
 }
 

@@ -21,6 +21,8 @@ headings() { json_get "$1" "'|'.join(r['heading_path'][-1] for r in j['results']
 ( unset KB_LLM_URL; expect_rc 2 kb eval --expand "$KB_TMP/none.json"; contains "$out" "KB_LLM_URL" ) || exit 1
 ( export KB_LLM_URL=http://127.0.0.1:1/v1 KB_LLM_API=nonsense
   expect_rc 2 kb query --expand "$Q"; contains "$out" "KB_LLM_API" ) || exit 1
+( export KB_LLM_URL=http://127.0.0.1:1/v1/messages; unset KB_LLM_MODEL KB_LLM_API
+  expect_rc 2 kb query --expand "$Q"; contains "$out" "KB_LLM_MODEL" ) || exit 1
 
 # the question's own words miss the section on banks
 expect_json 0 kb query --json -k 5 "$Q"
@@ -163,22 +165,8 @@ contains "$out" "expanded 2 of 2 queries (2 from the cache), 0 searched alone"
 stop_llm
 
 # a real model: SmolLM2-135M through llama.cpp's server (weak, but real)
-PY="${KB_VENV:-}/bin/python"
-[ -x "$PY" ] || { echo "skipped the real model: no test virtualenv (KB_VENV)"; exit 0; }
-"$PY" "$KB_TOP/tests/llm/smollm2-server.py" --ctx 2048 >"$KB_TMP/smol.url" 2>"$KB_TMP/smol.err" &
-LLM_PID=$!
-for _ in $(seq 900); do
-    [ -s "$KB_TMP/smol.url" ] && break
-    kill -0 "$LLM_PID" 2>/dev/null || break
-    sleep 0.2
-done
-URL=$(head -n1 "$KB_TMP/smol.url")
-case $URL in
-skipped:*) echo "$URL"; exit 0 ;;
-http://127.0.0.1:*) ;;
-*) fail "smollm2-server.py did not start: '$URL' $(tail -5 "$KB_TMP/smol.err")" ;;
-esac
-export KB_LLM_URL="$URL/v1" KB_LLM_MODEL=smollm2
+start_smollm2 --ctx 2048
+export KB_LLM_URL="$SMOL_URL/v1" KB_LLM_MODEL=smollm2
 unset KB_LLM_API
 expect_json 0 kb query --expand --json -k 5 "why is my transpose slow"
 python3 - "$out" <<'PY' || fail "SmolLM2's expansion: $out"
