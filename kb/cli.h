@@ -162,5 +162,10 @@ extern const kb_command kb_cmd_ingest, kb_cmd_query, kb_cmd_get, kb_cmd_status,
  * JSON. Frees args (NULL stands for out of memory while making them).
  * Returns the exit status. */
 int cmd_tool_json(const kb_cli *cli, const char *tool, cJSON *args);
+/* The same on store, an open KB (NULL: the command line's, opened
+ * read-only), with extra (NULL: none) added to the result object under
+ * extra_key. Frees args and extra; the store stays the caller's. */
+int cmd_tool_json_on(const kb_cli *cli, kb_store *store, const char *tool,
+                     cJSON *args, const char *extra_key, cJSON *extra);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * http.h - kb's one HTTP client, on libcurl (kb-internal: ingest's fetch,
- * the remote embedder and the generator's LLM clients use it; the CLI and
+ * the remote embedder and the LLM clients (kb/llm.c) use it; the CLI and
  * the servers do not).
  *
  * One call is one request: kb_http_perform makes a fresh easy handle, so

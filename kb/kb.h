@@ -481,6 +481,51 @@ void kb_results_release(kb_results *r);
 kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
                    kb_results *out, kb_err *err);
 
+/* ------------------------------------------------------------------ expand */
+
+/* Query expansion (kb query --expand): the LLM of KB_LLM_URL writes a
+ * hypothetical passage in the documents' words (a hyde sub-query) and a
+ * few keyword rewrites (lex sub-queries) for a query, which are searched
+ * beside it and fused as kb_query_opts.searches are. */
+#define KB_EXPAND_MAX_SEARCHES 4   /* one passage, up to 3 keyword rewrites */
+
+typedef struct {
+    kb_search searches[KB_EXPAND_MAX_SEARCHES];   /* texts owned */
+    size_t n;
+    int cached;               /* 1: read from the KB's cache, no LLM call */
+    double llm_ms;            /* the LLM call's wall time; 0 when cached */
+    char *model;              /* the cache's key: KB_LLM_MODEL, else the URL */
+    char *error;              /* NULL, or why the LLM gave nothing usable
+                                 (the query is then searched alone) */
+} kb_expansion;
+
+void kb_expansion_init(kb_expansion *x);
+void kb_expansion_release(kb_expansion *x);
+
+/* KB_ERR_USAGE, saying which variable to set, when config names no LLM
+ * (KB_LLM_URL) or a bad KB_LLM_API; KB_OK otherwise. */
+kb_rc kb_query_expand_check(const kb_config *config, kb_err *err);
+
+/* Expands query: from the KB's cache (query text, model, prompt version)
+ * when it holds it, else by one LLM request (about 120 tokens, temperature
+ * 0), whose usable reply is then cached through a writable handle of the
+ * same KB (store itself may be read-only; a cache that cannot be written
+ * costs the next run a request, nothing else). A failed request or a reply
+ * with nothing usable is no error: out->error says why, a warning is
+ * logged, and out->n is 0. Fails only without an LLM configured
+ * (KB_ERR_USAGE) or memory. out must have been through kb_expansion_init;
+ * release it with kb_expansion_release. */
+kb_rc kb_query_expand(kb_store *store, const kb_config *config, const char *query,
+                      kb_expansion *out, kb_err *err);
+/* x as `kb query --json --expand` reports it: {"model", "cached",
+ * "llm_ms", "searches":[{"type","query"}], "error"} (error null when the
+ * LLM answered). Caller frees; NULL when out of memory. */
+cJSON *kb_expansion_json(const kb_expansion *x);
+/* Appends x's sub-queries to searches (an array of KB_QUERY_MAX_SEARCHES
+ * holding *n, the caller's own) as far as there is room, and drops from x
+ * those that found none, so x says what was searched. The texts stay x's. */
+void kb_expansion_apply(kb_expansion *x, kb_search *searches, size_t *n);
+
 /* ------------------------------------------------------------------ browse */
 
 /* What `kb status` shows. */

@@ -65,6 +65,15 @@ static const char *const migrations[] = {
      * same words (boilerplate and templates recur across documents) */
     "CREATE INDEX chunks_by_section ON chunks(document_id, heading_path);"
     "CREATE INDEX chunks_by_opening ON chunks(substr(text, 1, 48));",
+    /* 4: query expansion's cache (query/expand.c): an LLM's rewrites of a
+     * query, by the query's text, the model and the prompt's version, so
+     * that asking again costs no LLM call */
+    "CREATE TABLE query_expansions("
+    "  query TEXT NOT NULL, model TEXT NOT NULL, prompt INTEGER NOT NULL,"
+    "  searches TEXT NOT NULL,"        /* JSON [{"type","query"}] */
+    "  reply TEXT NOT NULL,"           /* the LLM's text as it came */
+    "  llm_ms REAL NOT NULL, created INTEGER NOT NULL,"
+    "  PRIMARY KEY(query, model, prompt)) WITHOUT ROWID;",
 };
 /* A cache parked with the store (kb_store_slot_set). */
 struct kb_store_slot {

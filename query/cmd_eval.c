@@ -26,6 +26,7 @@ typedef struct {
     char *error;                 /* a per-query failure, else NULL */
     shown_result top[TOP_SHOWN];
     size_t ntop;
+    cJSON *expansion;            /* --expand --verbose: what was searched */
 } query_run;
 
 typedef struct {
@@ -38,11 +39,15 @@ typedef struct {
     size_t nerrors;
     double took_ms_mean;         /* over the queries that ran */
     kb_eval_summary sum;
+    /* --expand: queries expanded, from the cache, searched alone; the
+     * LLM's requests and their time */
+    size_t expanded, cached, unexpanded, llm_calls;
+    double llm_ms_sum;
 } mode_run;
 
 typedef struct {
     const char *qrels_path;
-    int k, json, verbose;
+    int k, json, verbose, expand;
     const char *features_path;   /* --features: the reranker's pool, dumped */
 } eval_opts;
 
@@ -94,6 +99,7 @@ static void dump_candidate(void *ctx, int64_t chunk_id, const double *f,
 static void query_run_release(query_run *r)
 {
     free(r->error);
+    cJSON_Delete(r->expansion);
     for (size_t i = 0; i < r->ntop; i++) {
         free(r->top[i].source);
         free(r->top[i].heading);
@@ -177,9 +183,28 @@ static kb_rc run_mode(kb_store *store, kb_embedder *emb,
         memset(&res, 0, sizeof res);
         kb_err qerr;
         kb_err_clear(&qerr);
+        kb_search searches[KB_QUERY_MAX_SEARCHES];
+        kb_expansion x;
+        kb_expansion_init(&x);
+        if (o->expand) {   /* the LLM's time is counted apart from the search's */
+            if ((rc = kb_query_expand(store, cli->config, q->text, &x, err)) != KB_OK)
+                goto out;
+            qo.searches = searches;
+            kb_expansion_apply(&x, searches, &qo.nsearches);
+            m->expanded += x.n > 0;
+            m->cached += x.cached;
+            m->unexpanded += x.n == 0;
+            m->llm_calls += !x.cached;
+            m->llm_ms_sum += x.llm_ms;
+            if (o->verbose && !(run->expansion = kb_expansion_json(&x)))
+                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        }
         double t0 = kb_now_ms();
-        kb_rc qrc = kb_query_run(store, emb, &qo, &res, &qerr);
+        kb_rc qrc = rc == KB_OK ? kb_query_run(store, emb, &qo, &res, &qerr) : KB_OK;
         double took = kb_now_ms() - t0;
+        kb_expansion_release(&x);
+        if (rc != KB_OK)
+            goto out;
         if (qo.trace) {
             cJSON *line = cJSON_CreateObject();
             char *text = NULL;
@@ -342,6 +367,12 @@ static void print_human(const kb_eval_qrels *qrels, const mode_run *modes,
         if (m->nerrors)
             printf("%-8s %zu of %zu queries failed (scored 0)\n", "",
                    m->nerrors, qrels->n);
+        if (o->expand)
+            printf("%-8s expanded %zu of %zu queries (%zu from the cache), %zu "
+                   "searched alone; LLM %.0f ms/request over %zu requests\n", "",
+                   m->expanded, qrels->n, m->cached, m->unexpanded,
+                   m->llm_calls ? m->llm_ms_sum / (double)m->llm_calls : 0.0,
+                   m->llm_calls);
     }
 }
 
@@ -385,6 +416,9 @@ static int add_per_query(cJSON *mo, const kb_eval_qrels *qrels,
             !cJSON_AddNumberToObject(o, "took_ms", r6(r->took_ms)))
             return 0;
         if (r->error && !cJSON_AddStringToObject(o, "error", r->error))
+            return 0;
+        if (r->expansion &&
+            !cJSON_AddItemReferenceToObject(o, "expansion", r->expansion))
             return 0;
         cJSON *top = cJSON_AddArrayToObject(o, "top");
         if (!top)
@@ -437,6 +471,15 @@ static kb_rc print_json(const kb_eval_qrels *qrels, const mode_run *modes,
         if (!cJSON_AddNumberToObject(mo, "took_ms_mean", r6(m->took_ms_mean)) ||
             !cJSON_AddNumberToObject(mo, "errors", (double)m->nerrors))
             goto nomem;
+        cJSON *xo = o->expand ? cJSON_AddObjectToObject(mo, "expansion") : NULL;
+        if (o->expand &&
+            (!xo || !cJSON_AddNumberToObject(xo, "expanded", (double)m->expanded) ||
+             !cJSON_AddNumberToObject(xo, "cached", (double)m->cached) ||
+             !cJSON_AddNumberToObject(xo, "searched_alone", (double)m->unexpanded) ||
+             !cJSON_AddNumberToObject(xo, "llm_requests", (double)m->llm_calls) ||
+             !cJSON_AddNumberToObject(xo, "llm_ms_mean", r6(m->llm_calls ? m->llm_ms_sum /
+                                                           (double)m->llm_calls : 0))))
+            goto nomem;
         if (o->verbose && !add_per_query(mo, qrels, m))
             goto nomem;
     }
@@ -476,12 +519,14 @@ static int parse_options(int argc, char **argv, const kb_command *self,
         case KB_OPT_LONG('j'): o->json = 1; break;
         case 'v': o->verbose = 1; break;
         case KB_OPT_LONG('f'): o->features_path = g.arg; break;
+        case KB_OPT_LONG('X'): o->expand = 1; break;
         }
     }
     if (c < 0)
         return g.status;
     if (g.ind >= argc)
         return kb_cli_usage_error(self, "no qrels file given");
+
     if (g.ind + 1 < argc)
         return kb_cli_usage_error(self, "one qrels file only ('%s' is extra)",
                                   argv[g.ind + 1]);
@@ -542,6 +587,8 @@ static const kb_option eval_options[] = {
     { "k", 'k', "N", "cut-off (default 10)" },
     { "json", KB_OPT_LONG('j'), NULL, "print JSON" },
     { "verbose", 'v', NULL, "per-query results" },
+    { "expand", KB_OPT_LONG('X'), NULL, "expand each query with the LLM of KB_LLM_URL, as\n"
+      "kb query --expand does (cached in the KB)" },
     { "features", KB_OPT_LONG('f'), "FILE", "append each hybrid query's reranked pool and its\n"
       "features to FILE (JSON lines, for scripts/fit-rerank.py)" },
     { NULL, 0, NULL, NULL },
@@ -573,14 +620,15 @@ static int cmd_eval(int argc, char **argv, const kb_cli *cli, const kb_command *
     int stop = parse_options(argc, argv, self, &o, &all, &only);
     if (stop >= 0)
         return stop;
+    kb_err err;
+    kb_err_clear(&err);
+    if (o.expand && kb_query_expand_check(cli->config, &err) != KB_OK)
+        return kb_cli_usage_error(self, "%s", err.msg);
     for (size_t i = 0; i < nmodes; i++) {
         modes[i].name = kb_mode_name(modes[i].mode);
         modes[i].wanted = all || modes[i].mode == only;
         kb_err_clear(&modes[i].err);
     }
-
-    kb_err err;
-    kb_err_clear(&err);
     kb_eval_qrels qrels = { NULL, 0 };
     kb_store *store = NULL;
     kb_embedder *emb = NULL;

@@ -131,6 +131,28 @@ static void print_human(const kb_cli *cli, const kb_query_opts *opts,
     printf("%s\n", RESET(cli));
 }
 
+/* What --expand searched beside the query, dimmed, after the results. */
+static void print_expansion(const kb_cli *cli, const kb_expansion *x)
+{
+    printf("%sexpanded by '", DIM(cli));
+    kb_cli_puts_safe(stdout, x->model);
+    if (x->cached)
+        printf("' (cached)");
+    else
+        printf("' (%.0f ms)", x->llm_ms);
+    if (x->error) {
+        printf(": none used (%s)", x->error);   /* also warned on stderr */
+    }
+    for (size_t i = 0; i < x->n; i++) {
+        const char *t = x->searches[i].text;
+        printf("%s %s \"", i ? ";" : ":", kb_search_type_name(x->searches[i].type));
+        size_t n = (size_t)kb_utf8_cut(t, 100);
+        kb_cli_put_safe(stdout, t, n);
+        printf("%s\"", t[n] ? "\xe2\x80\xa6" : "");
+    }
+    printf("%s\n", RESET(cli));
+}
+
 /* Keeps the results' chunk ids, best first, for 'kb get @N': the file
  * last-query in the state folder, its first line the KB's folder. A KB
  * that cannot keep it loses nothing but the shorthand. */
@@ -201,6 +223,9 @@ static const kb_option query_options[] = {
     { "vec", KB_OPT_LONG('V'), "TEXT", "also search this phrase by meaning (repeatable)" },
     { "hyde", KB_OPT_LONG('H'), "TEXT", "also search by a hypothetical passage (repeatable);\n"
       "at most 10 of --lex, --vec, --hyde" },
+    { "expand", KB_OPT_LONG('X'), NULL, "also search an LLM's rewrites of the query (a\n"
+      "hypothetical passage, keywords), fused; KB_LLM_URL names\n"
+      "the LLM, the KB caches its answers" },
     { "budget", KB_OPT_LONG('b'), "TOKENS", "with --json: whole results, best first, within\n"
       "about TOKENS tokens (1000-200000; default: no limit)" },
     { "file", KB_OPT_LONG('F'), "FILE", "the query is FILE's text ('-': standard input)" },
@@ -228,7 +253,7 @@ static int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command 
     opts.snippet = 1;
     kb_search searches[KB_QUERY_MAX_SEARCHES];
     opts.searches = searches;
-    int json = 0, explain = 0, c;
+    int json = 0, explain = 0, expand = 0, c;
     const char *mode = NULL, *file = NULL;
     long k = 10, budget = 0;
     kb_getopt g;
@@ -291,6 +316,7 @@ static int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command 
         case KB_OPT_LONG('e'): explain = 1; break;
         case KB_OPT_LONG('f'): opts.snippet = 0; break;
         case KB_OPT_LONG('R'): opts.no_rerank = 1; break;
+        case KB_OPT_LONG('X'): expand = 1; break;
         }
     }
     if (c < 0)
@@ -304,6 +330,12 @@ static int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command 
         return kb_cli_usage_error(self, "no query text given");
     if (budget && !json)
         return kb_cli_usage_error(self, "--budget needs --json");
+    if (expand) {   /* no LLM to ask: a usage error, before anything runs */
+        kb_err xerr;
+        kb_err_clear(&xerr);
+        if (kb_query_expand_check(cli->config, &xerr) != KB_OK)
+            return kb_cli_usage_error(self, "%s", xerr.msg);
+    }
     opts.k = (int)k;
     kb_buf text;
     kb_buf_init(&text, 1 << 16);
@@ -358,26 +390,46 @@ static int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command 
                        ? kb_cli_usage_error(self, "%s", serr.msg) : kb_cli_fail(&serr);
         }
     }
-    if (json) {   /* the search tool's object, whole chunks */
-        cJSON *args = search_args(&opts, mode, budget, explain);
-        kb_buf_release(&text);
-        return cmd_tool_json(cli, "search", args);
-    }
-
     kb_err err;
     kb_err_clear(&err);
     kb_store *store = NULL;
     kb_embedder *emb = NULL;
     kb_results res = { 0 };
-    kb_rc rc = kb_cli_open_store(cli, KB_STORE_READONLY, &store, &err);
-    if (rc == KB_OK)
+    kb_expansion x;
+    kb_expansion_init(&x);
+    kb_rc rc = KB_OK;
+    int status = -1;
+    if (expand) {   /* the LLM's rewrites join the sub-queries */
+        rc = kb_cli_open_store(cli, KB_STORE_READONLY, &store, &err);
+        if (rc == KB_OK)
+            rc = kb_query_expand(store, cli->config, opts.text, &x, &err);
+        if (rc == KB_OK)
+            kb_expansion_apply(&x, searches, &opts.nsearches);
+    }
+    if (rc == KB_OK && json) {   /* the search tool's object, whole chunks */
+        cJSON *args = search_args(&opts, mode, budget, explain);
+        cJSON *xj = expand ? kb_expansion_json(&x) : NULL;
+        if (expand && !xj) {
+            cJSON_Delete(args);
+            args = NULL;   /* out of memory, said by cmd_tool_json_on */
+        }
+        status = cmd_tool_json_on(cli, store, "search", args, "expansion", xj);
+    } else if (rc == KB_OK && !store) {
+        rc = kb_cli_open_store(cli, KB_STORE_READONLY, &store, &err);
+    }
+    if (rc == KB_OK && status < 0)
         rc = kb_query_run(store, emb, &opts, &res, &err);
-    if (rc == KB_OK) {
+    if (rc == KB_OK && status < 0) {
         print_human(cli, &opts, &res, explain);
+        if (expand && !cli->quiet)
+            print_expansion(cli, &x);
         save_last(cli, store, &res);
     }
     kb_results_release(&res);
+    kb_expansion_release(&x);
     kb_store_close(store);
     kb_buf_release(&text);
+    if (status >= 0)
+        return status;
     return rc == KB_OK ? 0 : kb_cli_fail(&err);
 }

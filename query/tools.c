@@ -80,7 +80,21 @@
         "\"vector_ms\":{\"type\":\"number\"},\"results_ms\":{\"type\":\"number\"}}," \
         "\"required\":[\"lexical_ms\",\"embed_ms\",\"vector_ms\",\"results_ms\"]," \
         "\"additionalProperties\":false}," \
-    "\"results\":{\"type\":\"array\",\"items\":" RESULT_SCHEMA "}}," \
+    "\"results\":{\"type\":\"array\",\"items\":" RESULT_SCHEMA "}," \
+    "\"expansion\":{\"type\":\"object\",\"description\":\"kb query --expand " \
+        "only: the LLM's rewrites of the query that were searched beside it\"," \
+        "\"properties\":{\"model\":{\"type\":\"string\"}," \
+        "\"cached\":{\"type\":\"boolean\",\"description\":\"true: from the " \
+            "KB's cache, no LLM call\"}," \
+        "\"llm_ms\":{\"type\":\"number\"}," \
+        "\"searches\":{\"type\":\"array\",\"items\":{\"type\":\"object\"," \
+            "\"properties\":{\"type\":{\"type\":\"string\",\"enum\":" \
+            SEARCH_TYPES_ENUM "},\"query\":{\"type\":\"string\"}}," \
+            "\"required\":[\"type\",\"query\"],\"additionalProperties\":false}}," \
+        "\"error\":{\"type\":[\"string\",\"null\"],\"description\":\"why " \
+            "the query was searched alone; null when expanded\"}}," \
+        "\"required\":[\"model\",\"cached\",\"llm_ms\",\"searches\",\"error\"]," \
+        "\"additionalProperties\":false}}," \
     "\"required\":[\"query\",\"mode\",\"took_ms\",\"truncated\",\"omitted\"," \
         "\"results\"]," \
     "\"additionalProperties\":false}"

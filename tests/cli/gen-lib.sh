@@ -38,6 +38,28 @@ stop_llm() {
     wait "$LLM_PID" 2>/dev/null
     LLM_PID=
 }
+# start_smollm2 [ARG...]: llama.cpp's server with SmolLM2-135M
+# (tests/llm/smollm2-server.py from the test virtualenv, ARGs passed on);
+# sets LLM_PID and SMOL_URL (http://127.0.0.1:PORT), or says "skipped: ..."
+# and ends the test when the virtualenv or the model is missing
+start_smollm2() {
+    local py="${KB_VENV:-}/bin/python"
+    [ -x "$py" ] || { echo "skipped: no test virtualenv (KB_VENV; make test makes build/venv)"; exit 0; }
+    [ -n "$LLM_PID" ] && stop_llm
+    "$py" "$KB_TOP/tests/llm/smollm2-server.py" "$@" >"$KB_TMP/smol.url" 2>"$KB_TMP/smol.err" &
+    LLM_PID=$!
+    for _ in $(seq 900); do
+        [ -s "$KB_TMP/smol.url" ] && break
+        kill -0 "$LLM_PID" 2>/dev/null || break
+        sleep 0.2
+    done
+    SMOL_URL=$(head -n1 "$KB_TMP/smol.url")
+    case $SMOL_URL in
+    skipped:*) echo "$SMOL_URL"; exit 0 ;;
+    http://127.0.0.1:*) ;;
+    *) fail "smollm2-server.py did not start: '$SMOL_URL' $(tail -5 "$KB_TMP/smol.err")" ;;
+    esac
+}
 # requests: how many requests the server has had
 requests() { wc -l <"$LLM_LOG" | tr -d ' '; }
 # request_user N: the user message of request N (1-based), as the server got it

@@ -10,25 +10,11 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/gen-lib.sh"
 need_kb_verify
-PY="${KB_VENV:-}/bin/python"
-[ -x "$PY" ] || { echo "skipped: no test virtualenv (KB_VENV; make test makes build/venv)"; exit 0; }
 cd "$KB_TOP"
 SK="$KB_TMP/skills"
 mkdir -p "$SK"
-
-"$PY" tests/llm/smollm2-server.py --ctx 4096 >"$KB_TMP/smol.url" 2>"$KB_TMP/smol.err" &
-LLM_PID=$!
-for _ in $(seq 900); do
-    [ -s "$KB_TMP/smol.url" ] && break
-    kill -0 "$LLM_PID" 2>/dev/null || break
-    sleep 0.2
-done
-URL=$(head -n1 "$KB_TMP/smol.url")
-case $URL in
-skipped:*) echo "$URL"; exit 0 ;;
-http://127.0.0.1:*) ;;
-*) fail "smollm2-server.py did not start: '$URL' $(tail -5 "$KB_TMP/smol.err")" ;;
-esac
+start_smollm2 --ctx 4096
+URL=$SMOL_URL
 
 # the run's rounds, each prompt carrying what the last round's replies came to
 check_run() {   # SUMMARY ROUNDS SAMPLES API
