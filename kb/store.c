@@ -318,6 +318,20 @@ kb_rc kb_store_open(const char *dir, int flags, kb_store **out, kb_err *err)
     if ((rc = kb_store_exec(store, "PRAGMA foreign_keys = ON", err)) != KB_OK)
         goto out;
     if (version < schema_version) {
+        /* an older KB that may be written is upgraded by a reader too, once,
+         * through a writer's handle: the migrations only add, and a new kb
+         * should not ask for an ingest before the first query */
+        if (store->readonly && version > 0 && access(dbpath, W_OK) == 0 &&
+            access(dir, W_OK) == 0) {
+            kb_store *writer = NULL;
+            rc = kb_store_open(dir, flags & ~KB_STORE_READONLY, &writer, err);
+            kb_store_close(writer);
+            if (rc != KB_OK)
+                goto out;
+            free(dbpath);
+            kb_store_close(store);
+            return kb_store_open(dir, flags, out, err);
+        }
         if (store->readonly) {
             rc = kb_err_set(err, version == 0 ? KB_ERR_NOTFOUND : KB_ERR_MISMATCH,
                             version == 0 ? "the KB in '%s' is empty; run 'kb ingest'"

@@ -1,10 +1,13 @@
 /* test_store.c - the store's named slots (caches of the modules above it,
- * freed on close), the filter's SQL and bindings, the growth helper, the
- * buffer's cap and the executable's directory. */
+ * freed on close), a reader upgrading an older KB, the filter's SQL and
+ * bindings, the growth helper, the buffer's cap and the executable's
+ * directory. */
 #include "kb/kb_int.h"
 #include "tests/unit/test_util.h"
 
 #include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------ fixtures */
 
@@ -104,6 +107,44 @@ static void test_slots_freed_on_close(void **state)
             assert_int_equal(freed, 20);
         }
     }
+    tu_rmtree(dir);
+    free(dir);
+}
+
+/* ------------------------------------------------------------ upgrades */
+
+/* A KB of the schema before the last: a reader upgrades it when it may
+ * write it, and says to ingest when it may not. */
+static void test_reader_upgrades(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("store3");
+    kb_store *s = tu_open_kb(dir);
+    int latest = kb_store_schema_version(s);
+    assert_true(latest > 1);
+    kb_err err;
+    kb_err_clear(&err);
+    /* undo the last migration (4: the expansions' cache) by hand */
+    assert_int_equal(latest, 4);
+    assert_int_equal(kb_store_exec(s, "DROP TABLE query_expansions", &err), KB_OK);
+    char sql[64];
+    snprintf(sql, sizeof sql, "PRAGMA user_version = %d", latest - 1);
+    assert_int_equal(kb_store_exec(s, sql, &err), KB_OK);
+    kb_store_close(s);
+
+    char *db = kb_path_join(dir, "kb.sqlite");
+    assert_non_null(db);
+    assert_int_equal(chmod(db, 0444), 0);   /* may not be written: refused */
+    if (access(db, W_OK) != 0) {            /* (root may write it anyway) */
+        assert_int_equal(kb_store_open(dir, KB_STORE_READONLY, &s, &err), KB_ERR_MISMATCH);
+        assert_non_null(strstr(err.msg, "run 'kb ingest' once"));
+    }
+    assert_int_equal(chmod(db, 0644), 0);
+    kb_err_clear(&err);
+    assert_int_equal(kb_store_open(dir, KB_STORE_READONLY, &s, &err), KB_OK);
+    assert_int_equal(kb_store_schema_version(s), latest);
+    kb_store_close(s);
+    free(db);
     tu_rmtree(dir);
     free(dir);
 }
@@ -241,6 +282,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_slots_park_replace_clear, open_store,
                                         close_store),
         cmocka_unit_test(test_slots_freed_on_close),
+        cmocka_unit_test(test_reader_upgrades),
         cmocka_unit_test_setup_teardown(test_filter_sql_and_bind, open_store,
                                         close_store),
         cmocka_unit_test(test_kinds_round_trip),
