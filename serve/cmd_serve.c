@@ -198,6 +198,13 @@ static const kb_option serve_options_table[] = {
 
 static int cmd_serve(int argc, char **argv, const kb_cli *cli, const kb_command *self);
 
+/* kb_serve_opts.worker_init: each worker's store readied as /mcp's are,
+ * so that REST's skill endpoints see the same library. */
+static kb_rc attach_worker(kb_store *store, void *mcp, kb_err *err)
+{
+    return kb_mcp_attach(mcp, store, err);
+}
+
 const kb_command kb_cmd_serve = {
     .name = "serve",
     .fn = cmd_serve,
@@ -258,6 +265,8 @@ static int cmd_serve(int argc, char **argv, const kb_cli *cli, const kb_command 
             rc = kb_err_set(&err, KB_ERR_INTERNAL, "too many route tables");
         if (rc == KB_OK)
             rc = kb_mcp_open(&mo, &mcp, &err);
+        o.worker_init = attach_worker;
+        o.worker_arg = mcp;
         if (rc == KB_OK)
             rc = kb_mcp_http_open(mcp, &mcp_http, &err);
         const kb_serve_route *mr = rc == KB_OK ? kb_mcp_http_routes(mcp_http, &n) : NULL;
