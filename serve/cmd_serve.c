@@ -228,6 +228,7 @@ static int cmd_serve(int argc, char **argv, const kb_cli *cli, const kb_command 
     kb_server *srv = NULL;
     kb_mcp *mcp = NULL;
     kb_mcp_http *mcp_http = NULL;
+    kb_result_cache *results = NULL;
     kb_rc rc = load_token(so.token_file, cli->config->serve_token, &token, &err);
     if (rc == KB_OK && !(dir = kb_store_default_dir(cli->kb_dir)))
         rc = kb_err_set(&err, KB_ERR_NOMEM, "out of memory");
@@ -267,6 +268,9 @@ static int cmd_serve(int argc, char **argv, const kb_cli *cli, const kb_command 
             rc = kb_mcp_open(&mo, &mcp, &err);
         o.worker_init = attach_worker;
         o.worker_arg = mcp;
+        if (rc == KB_OK)   /* agents ask the same questions: answered once */
+            rc = kb_result_cache_new(KB_RESULT_CACHE_BYTES, &results, &err);
+        o.results = results;
         if (rc == KB_OK)
             rc = kb_mcp_http_open(mcp, &mcp_http, &err);
         const kb_serve_route *mr = rc == KB_OK ? kb_mcp_http_routes(mcp_http, &n) : NULL;
@@ -298,6 +302,7 @@ out:
     kb_serve_stop(srv);
     kb_mcp_http_free(mcp_http);
     kb_mcp_free(mcp);
+    kb_result_cache_free(results);
     if (token) {
         memset(token, 0, strlen(token));
         free(token);

@@ -818,7 +818,8 @@ static kb_rc open_workers(kb_server *srv, const kb_serve_opts *o, kb_err *err)
             rc = o->worker_init(w->store, o->worker_arg, err);
         if (rc != KB_OK)
             return rc;
-        w->ctx = (kb_tool_ctx){ .store = w->store, .emb = NULL, .config = o->config };
+        w->ctx = (kb_tool_ctx){ .store = w->store, .emb = NULL, .config = o->config,
+                                .results = o->results };
     }
     return KB_OK;
 }

@@ -138,6 +138,8 @@ typedef struct {
      * skill library (cmd_serve.c: kb_mcp_attach) */
     kb_rc (*worker_init)(kb_store *store, void *arg, kb_err *err);
     void *worker_arg;
+    kb_result_cache *results;   /* the workers' shared cache of answers
+                                   (NULL: none); kept, not owned */
     /* the route tables served, searched in order (first match wins);
      * kept, not copied: REST's (kb_rest_routes), then the MCP
      * transport's */

@@ -307,11 +307,16 @@ static void rest_tool(const kb_serve_req *req, kb_serve_reply *reply,
     kb_err err;
     kb_err_clear(&err);
     cJSON *out = NULL;
+    kb_tool_ctx *ctx = kb_serve_req_tools(req);
     if (!tool)
         kb_serve_reply_error(reply, 500, "internal", "no tool '%s'", op->list_tool);
-    else if (kb_tool_run(tool, kb_serve_req_tools(req), args, &out, &err) == KB_OK)
+    else if (kb_tool_run(tool, ctx, args, &out, &err) == KB_OK) {
         kb_serve_reply_json(reply, 200, out);
-    else
+        /* the body's schema has no room for it: a header says */
+        if (tool->cached && ctx->results &&
+            kb_serve_reply_header(reply, "X-Kb-Cache", ctx->cache_hit ? "hit" : "miss") != KB_OK)
+            kb_serve_reply_error(reply, 500, "out_of_memory", "out of memory");
+    } else
         kb_serve_reply_kb_error(reply, &err);
     cJSON_Delete(args);
 }

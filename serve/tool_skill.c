@@ -458,7 +458,7 @@ static const kb_tool tools[] = {
       "library), its speedup, task, architecture and data type; filter by "
       "arch, dtype, ops or status. Call skill_get with a hit's name for the "
       "whole skill.",
-      search_input, search_output, 1, tool_skill_search },
+      search_input, search_output, 1, tool_skill_search, 1 },
     { "skill_get",
       "One skill whole: its SKILL.md (when to apply, the technique, pitfalls, "
       "the evidence, with deep links into the guides), its front matter "
@@ -466,7 +466,7 @@ static const kb_tool tools[] = {
       "kb-verify records behind it, and its files (kernel.cu, evidence.json, "
       "...) as skill:// resources with their sha256 digests; kernel true adds "
       "the kernel's source.",
-      get_input, get_output, 1, tool_skill_get },
+      get_input, get_output, 1, tool_skill_get, 0 },
 };
 
 /* REST's own: GET /v1/skills without a query, and a file of a skill
@@ -477,12 +477,12 @@ static const kb_tool rest_tools[] = {
       "task, architecture, data type and files; filter by arch, dtype, ops "
       "or status (retired skills only when asked for), at most k. mode is "
       "a search's and changes nothing here.",
-      list_input, list_output, 1, tool_skill_list },
+      list_input, list_output, 1, tool_skill_list, 0 },
     { "skill_file",
       "One file of a skill (SKILL.md, kernel.cu, evidence.json, ...): the "
       "bytes /mcp serves as the resource skill://NAME/FILE, as text (or "
       "base64), with its size and sha256 digest.",
-      file_input, file_output, 1, tool_skill_file },
+      file_input, file_output, 1, tool_skill_file, 0 },
 };
 
 const kb_tool *kb_serve_skill_tools(size_t *n)
