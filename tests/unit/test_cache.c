@@ -316,13 +316,19 @@ static void test_result_cache(void **state)
 
 /* ------------------------------------------------------------ embeddings */
 
+/* 1 (having said so) when the model is not installed. */
+static int no_model(void)
+{
+    if (!have_model)
+        printf("skipped: no model (make deps)\n");
+    return !have_model;
+}
+
 static void test_embed_cache(void **state)
 {
     (void)state;
-    if (!have_model) {
-        printf("skipped: no model (make deps)\n");
+    if (no_model())
         return;
-    }
     kb_err err;
     kb_err_clear(&err);
     kb_embedder *e = NULL;
@@ -356,10 +362,8 @@ static void test_embed_cache(void **state)
 static void test_prompt_embeds_once(void **state)
 {
     (void)state;
-    if (!have_model) {
-        printf("skipped: no model (make deps)\n");
+    if (no_model())
         return;
-    }
     kb_err err;
     kb_err_clear(&err);
     kb_lru *c = kb_embed_cache();
