@@ -89,5 +89,10 @@ typedef struct {
 kb_rc kb_gen_skill_search(kb_store *store, const kb_gen_skill_query *q,
                           kb_gen_skill_hits *out, kb_err *err);
 void kb_gen_skill_hits_release(kb_gen_skill_hits *h);
+/* 1 if a skill with this metadata (kb-status, kb-arch, kb-dtype, kb-ops;
+ * "" for a key it lacks) passes q's filters: the test kb_gen_skill_search
+ * applies to each hit, for a caller that lists skills without a search. */
+int kb_gen_skill_passes(const kb_gen_skill_query *q, const char *status,
+                        const char *arch, const char *dtype, const char *ops);
 
 #endif

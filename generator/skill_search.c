@@ -85,12 +85,13 @@ static int has_item(const char *have, const char *want, int arch)
     return 0;
 }
 
-static int passes(const kb_gen_skill_query *q, const kb_gen_skill_hit *h)
+int kb_gen_skill_passes(const kb_gen_skill_query *q, const char *status,
+                        const char *arch, const char *dtype, const char *ops)
 {
-    return has_item(h->arch, q->arch, 1) && has_item(h->dtype, q->dtype, 0) &&
-           has_item(h->ops, q->ops, 0) &&
-           (q->status ? strcmp(h->status, q->status) == 0
-                      : q->all || strcmp(h->status, "retired") != 0);
+    return has_item(arch, q->arch, 1) && has_item(dtype, q->dtype, 0) &&
+           has_item(ops, q->ops, 0) &&
+           (q->status ? strcmp(status, q->status) == 0
+                      : q->all || strcmp(status, "retired") != 0);
 }
 
 /* The hit of result r: its skill's name (the heading's, before " (") and
@@ -148,7 +149,7 @@ kb_rc kb_gen_skill_search(kb_store *store, const kb_gen_skill_query *q,
         memset(h, 0, sizeof *h);
         out->n++;          /* released with the hits, passing or not */
         rc = make_hit(store, &st, r, h, err);
-        if (rc == KB_OK && !passes(q, h)) {
+        if (rc == KB_OK && !kb_gen_skill_passes(q, h->status, h->arch, h->dtype, h->ops)) {
             hit_release(h);
             out->n--;
         }

@@ -237,7 +237,7 @@ static const kb_tool tools[] = {
       "the default launch, the baseline and roofline, and the reference "
       "kernel's source. Use it before you write a kernel for verify; an "
       "unknown task is an error that says where it looked.",
-      task_input, task_output, 1, tool_task },
+      task_input, task_output, 1, tool_task, 0 },
     { "prompt",
       "Assemble kb's generator prompt for a task: the GPU's hardware "
       "profile, the task, its reference kernel, the context retrieved for it "
@@ -248,7 +248,7 @@ static const kb_tool tools[] = {
       "with your own model, then check it with verify. Returns system and "
       "user text, the estimated tokens (within budget_tokens), the prompt's "
       "hash and the passages cited.",
-      prompt_input, prompt_output, 1, tool_prompt },
+      prompt_input, prompt_output, 1, tool_prompt, 0 },
 };
 
 const kb_tool *kb_gen_tools(size_t *n)

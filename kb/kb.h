@@ -191,6 +191,35 @@ typedef struct {
 /* 1 when the filter lets every chunk through. */
 int kb_filter_is_empty(const kb_filter *f);
 
+/* ------------------------------------------------------------------ caches */
+
+/* A bounded, thread-safe cache of byte strings, least recently used out
+ * first (kb/lru.c): any number of threads may get and put at once. What
+ * it holds never costs more than max_bytes, counting each entry's key,
+ * value and bookkeeping; an entry that alone would pass the cap is not
+ * kept. The query embeddings and the servers' results are kept in one. */
+typedef struct kb_lru kb_lru;
+
+typedef struct {
+    size_t entries, bytes;          /* now */
+    uint64_t hits, misses, evictions;   /* since kb_lru_new */
+} kb_lru_stats;
+
+/* NULL out of memory. Freed with kb_lru_free. */
+kb_lru *kb_lru_new(size_t max_bytes);
+void kb_lru_free(kb_lru *c);
+/* The value kept for key[0..klen): a copy in *val (malloc'd, with a NUL
+ * after its *vlen bytes; the caller frees it), and the entry made the
+ * newest. KB_ERR_NOTFOUND when there is none (*val NULL), KB_ERR_NOMEM. */
+kb_rc kb_lru_get(kb_lru *c, const void *key, size_t klen, void **val, size_t *vlen);
+/* Keeps a copy of val[0..vlen) for key, replacing the one there was,
+ * evicting the oldest entries until it fits. KB_ERR_NOMEM (nothing
+ * changed). */
+kb_rc kb_lru_put(kb_lru *c, const void *key, size_t klen, const void *val, size_t vlen);
+/* Drops every entry (the counters of hits, misses and evictions stay). */
+void kb_lru_clear(kb_lru *c);
+void kb_lru_stats_get(kb_lru *c, kb_lru_stats *out);
+
 /* ------------------------------------------------------------------ embeddings */
 
 /* An embedder: text -> L2-normalised float vectors. */
@@ -229,6 +258,20 @@ const char *kb_embedder_weights_hash(const kb_embedder *e);
  * its work buffers (the tokenizer alone is safe to share). */
 kb_rc kb_embedder_embed(kb_embedder *e, const char *const *texts, size_t n,
                         float *out, kb_err *err);
+/* kb_embedder_embed for query texts, through the process's cache of
+ * query embeddings (kb_embed_cache): the texts found there are not
+ * embedded again, the others are (in one batch) and kept. The vectors are
+ * the embedder's own, bit for bit. Ingest's chunks do not go this way. */
+kb_rc kb_embedder_embed_queries(kb_embedder *e, const char *const *texts, size_t n,
+                                float *out, kb_err *err);
+/* The process's cache of query embeddings (index/embed_cache.c), made on
+ * first use: keyed by the embedder's identity (name, weights hash,
+ * dimension) and the exact text it is given, at most
+ * KB_EMBED_CACHE_BYTES (some 10,000 queries of 384 dimensions). NULL
+ * when it could not be made (then nothing is cached). For its counters
+ * (kb_lru_stats_get) and the tests. */
+#define KB_EMBED_CACHE_BYTES (16u << 20)
+kb_lru *kb_embed_cache(void);
 
 /* ------------------------------------------------------------------ store */
 
@@ -607,7 +650,27 @@ typedef struct {
                               when the call names none: kb mcp's is
                               KB_TOOL_BUDGET_DEFAULT, 0 is none (kb query
                               --json, the REST API) */
+    struct kb_result_cache *results;   /* the answers of the tools marked
+                              cached, shared by a server's threads (NULL:
+                              none, each call runs) */
+    int cache_hit;         /* out: kb_tool_run sets it, 1 when the answer
+                              came from results */
 } kb_tool_ctx;
+
+/* A server's cache of tool answers (query/tools.c): keyed by the tool,
+ * its arguments in canonical form (keys sorted), the context's budget and
+ * the KB's generation - which moves when anything commits to the KB (an
+ * ingest; SQLite's data_version, checked on each call), so an answer is
+ * never served from an older KB. At most max_bytes; thread-safe. One
+ * cache serves one configuration (the embedder and reranker its callers
+ * were opened with). An answer from the cache is the miss's JSON, byte
+ * for byte, but for took_ms: the time the hit took. */
+typedef struct kb_result_cache kb_result_cache;
+#define KB_RESULT_CACHE_BYTES (64u << 20)
+/* *out freed with kb_result_cache_free. */
+kb_rc kb_result_cache_new(size_t max_bytes, kb_result_cache **out, kb_err *err);
+void kb_result_cache_free(kb_result_cache *c);
+void kb_result_cache_stats(kb_result_cache *c, kb_lru_stats *out);
 
 /* What an agent's context gets by default: a result under ~8,000 tokens
  * (Claude Code warns at 10,000). */
@@ -631,6 +694,8 @@ typedef struct {
     const char *output_schema;  /* JSON Schema text of the result object */
     int read_only;              /* 1: changes nothing (MCP readOnlyHint) */
     kb_tool_fn fn;
+    int cached;                 /* 1: its answers are worth keeping in a
+                                   kb_result_cache (a search's) */
 } kb_tool;
 
 /* query/'s table: search, get, papers, status. Static; *n its length. */
@@ -647,7 +712,10 @@ const kb_tool *kb_tool_find(const char *name);
 kb_rc kb_tool_check_args(const kb_tool *tool, const cJSON *args, kb_err *err);
 /* Checks args (kb_tool_check_args) and runs tool's handler; *out as for
  * kb_tool_fn (caller frees with cJSON_Delete; NULL on failure). The only
- * way a handler should be called. */
+ * way a handler should be called. With ctx->results and a tool marked
+ * cached, the answer is the cache's when it holds one for this call and
+ * this generation of the KB (ctx->cache_hit 1), else the handler's, then
+ * kept. */
 kb_rc kb_tool_run(const kb_tool *tool, kb_tool_ctx *ctx, const cJSON *args,
                   cJSON **out, kb_err *err);
 /* kb_tool_run of kb_tool_find(name); an unknown name is KB_ERR_USAGE

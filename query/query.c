@@ -405,7 +405,7 @@ static void *embed_query(void *arg)
 {
     embed_job *job = arg;
     double t0 = kb_now_ms();
-    job->rc = kb_embedder_embed(job->emb, job->texts, job->n, job->q, &job->err);
+    job->rc = kb_embedder_embed_queries(job->emb, job->texts, job->n, job->q, &job->err);
     job->ms = kb_now_ms() - t0;
     return NULL;
 }

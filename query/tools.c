@@ -2,8 +2,10 @@
  * with their schemas and handlers, the arguments' checker, and the result
  * objects made with cJSON. */
 #include "kb/kb.h"
+#include "kb/kb_int.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -669,7 +671,7 @@ static const kb_tool tools[] = {
       "each is searched and fused with the query. Results are packed best "
       "first within budget_tokens (whole ones; truncated and omitted say "
       "what was left out), and each carries the source's version.",
-      search_input, RESULTS_SCHEMA, 1, tool_search },
+      search_input, RESULTS_SCHEMA, 1, tool_search, 1 },
     { "get",
       "Fetch one chunk of the knowledge base by the chunk_id that a search "
       "result gave, or with section every chunk of that chunk's section in "
@@ -679,7 +681,7 @@ static const kb_tool tools[] = {
       "link) once, and chunks: the chunk, or the section's chunks in "
       "document order; a section longer than budget_tokens keeps its first "
       "chunks (truncated, omitted). An unknown chunk_id is an error.",
-      get_input, GET_SCHEMA, 1, tool_get },
+      get_input, GET_SCHEMA, 1, tool_get, 0 },
     { "papers",
       "List the paper records of the kernel-generation literature list "
       "(date, title, section path and links by label such as paper, code, "
@@ -690,7 +692,7 @@ static const kb_tool tools[] = {
       "[\"paper\"] instead. "
       "Without a filter it returns every record, hundreds of them, cut to "
       "budget_tokens (truncated, omitted).",
-      papers_input, papers_output, 1, tool_papers },
+      papers_input, papers_output, 1, tool_papers, 0 },
     { "status",
       "Describe the knowledge base: each source (id, title, url, the "
       "version of its documents, how many documents, chunks and papers, "
@@ -699,7 +701,7 @@ static const kb_tool tools[] = {
       "answers lexical) and its size on disk. Use "
       "it to learn the source ids that search's sources filter takes, or "
       "whether the KB is empty or stale. Takes no arguments.",
-      status_input, status_output, 1, tool_status },
+      status_input, status_output, 1, tool_status, 0 },
 };
 
 const kb_tool *kb_tools(size_t *n)
@@ -1068,14 +1070,173 @@ kb_rc kb_tool_check_args(const kb_tool *tool, const cJSON *args, kb_err *err)
     return rc;
 }
 
+/* ---------------------------------------------------------------- results */
+
+struct kb_result_cache {
+    kb_lru *lru;
+    atomic_ullong generation;   /* moves when a store sees a commit */
+};
+
+kb_rc kb_result_cache_new(size_t max_bytes, kb_result_cache **out, kb_err *err)
+{
+    *out = calloc(1, sizeof **out);
+    if (!*out || !((*out)->lru = kb_lru_new(max_bytes))) {
+        free(*out);
+        *out = NULL;
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    }
+    return KB_OK;
+}
+
+void kb_result_cache_free(kb_result_cache *c)
+{
+    if (!c)
+        return;
+    kb_lru_free(c->lru);
+    free(c);
+}
+
+void kb_result_cache_stats(kb_result_cache *c, kb_lru_stats *out)
+{
+    kb_lru_stats_get(c->lru, out);
+}
+
+/* What a store last saw of the KB: SQLite's data_version, which moves
+ * when another connection (an ingest) commits. */
+#define SEEN_SLOT "query/data_version"
+
+/* The cache's generation for a call on store: moved on when the store
+ * sees a commit it had not seen, and on a store's first call (what it
+ * sees then may be newer than what the cache's entries were made of). */
+static kb_rc generation_of(kb_result_cache *c, kb_store *store,
+                           unsigned long long *gen, kb_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    kb_rc rc = kb_store_prepare(store, "PRAGMA data_version", &st, err);
+    long long v = 0;
+    if (rc == KB_OK && sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    else if (rc == KB_OK)
+        rc = kb_store_db_error(store, err, "read the KB's data version");
+    sqlite3_finalize(st);
+    if (rc != KB_OK)
+        return rc;
+    long long *seen = kb_store_slot_get(store, SEEN_SLOT);
+    if (!seen) {
+        if (!(seen = malloc(sizeof *seen)))
+            return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        *seen = v;
+        if ((rc = kb_store_slot_set(store, SEEN_SLOT, seen, free, err)) != KB_OK)
+            return rc;
+        atomic_fetch_add(&c->generation, 1);
+    } else if (*seen != v) {
+        *seen = v;
+        atomic_fetch_add(&c->generation, 1);
+    }
+    *gen = atomic_load(&c->generation);
+    return KB_OK;
+}
+
+/* A copy of x with every object's keys in order: the same arguments, the
+ * same key, whatever order they came in. NULL out of memory. */
+static cJSON *canonical(const cJSON *x)
+{
+    cJSON *c = cJSON_Duplicate(x, 1);
+    if (!c)
+        return NULL;
+    cJSON *stack[64];
+    size_t n = 0;
+    stack[n++] = c;
+    while (n) {
+        cJSON *o = stack[--n];
+        if (cJSON_IsObject(o)) {   /* insertion sort of the children */
+            cJSON *sorted = NULL;
+            for (cJSON *k = o->child, *next; k; k = next) {
+                next = k->next;
+                cJSON **at = &sorted;
+                while (*at && strcmp((*at)->string, k->string) <= 0)
+                    at = &(*at)->next;
+                k->next = *at;
+                *at = k;
+            }
+            o->child = sorted;   /* fix prev links: cJSON's child->prev is the last */
+            cJSON *last = NULL;
+            for (cJSON *k = sorted; k; k = k->next) {
+                k->prev = last ? last : NULL;
+                last = k;
+            }
+            if (sorted)
+                sorted->prev = last;
+        }
+        for (cJSON *k = o->child; k && n < sizeof stack / sizeof stack[0]; k = k->next)
+            if (cJSON_IsObject(k) || cJSON_IsArray(k))
+                stack[n++] = k;
+    }
+    return c;
+}
+
+/* The cache's key of a call: generation, tool, budget, arguments. */
+static kb_rc call_key(const kb_tool *tool, const kb_tool_ctx *ctx, const cJSON *args,
+                      unsigned long long gen, kb_buf *key)
+{
+    cJSON *c = args ? canonical(args) : NULL;
+    char *text = c ? cJSON_PrintUnformatted(c) : NULL;
+    cJSON_Delete(c);
+    kb_rc rc = args && !text ? KB_ERR_NOMEM
+                             : kb_buf_printf(key, "%llu\n%s\n%d\n%s", gen, tool->name,
+                                             ctx->budget_tokens, text ? text : "{}");
+    free(text);
+    return rc;
+}
+
+/* The answer kept for key, took_ms made the hit's own; NULL if none. */
+static cJSON *cached_answer(kb_result_cache *c, const kb_buf *key, double t0)
+{
+    void *v = NULL;
+    size_t len = 0;
+    if (kb_lru_get(c->lru, key->data, key->len, &v, &len) != KB_OK)
+        return NULL;
+    cJSON *out = cJSON_ParseWithLength(v, len);
+    free(v);
+    cJSON *took = cJSON_GetObjectItemCaseSensitive(out, "took_ms");
+    if (cJSON_IsNumber(took))
+        cJSON_SetNumberValue(took, kb_now_ms() - t0);
+    return out;
+}
+
 kb_rc kb_tool_run(const kb_tool *tool, kb_tool_ctx *ctx, const cJSON *args,
                   cJSON **out, kb_err *err)
 {
     *out = NULL;
+    ctx->cache_hit = 0;
     kb_rc rc = kb_tool_check_args(tool, args, err);
     if (rc != KB_OK)
         return rc;
+    kb_result_cache *cache = tool->cached ? ctx->results : NULL;
+    double t0 = kb_now_ms();
+    unsigned long long gen = 0;
+    kb_buf key;
+    kb_buf_init(&key, 0);
+    if (cache && (rc = generation_of(cache, ctx->store, &gen, err)) != KB_OK)
+        return rc;
+    if (cache && call_key(tool, ctx, args, gen, &key) != KB_OK) {
+        kb_buf_release(&key);
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    }
+    if (cache && (*out = cached_answer(cache, &key, t0)) != NULL) {
+        ctx->cache_hit = 1;
+        kb_buf_release(&key);
+        return KB_OK;
+    }
     rc = tool->fn(ctx, args, out, err);
+    if (rc == KB_OK && cache && cJSON_IsObject(*out)) {
+        char *text = cJSON_PrintUnformatted(*out);
+        /* not kept for want of memory: only the caching is lost */
+        if (text && kb_lru_put(cache->lru, key.data, key.len, text, strlen(text)) != KB_OK)
+            kb_log_debug("result cache: out of memory");
+        free(text);
+    }
+    kb_buf_release(&key);
     if (rc == KB_OK && !cJSON_IsObject(*out))
         rc = kb_err_set(err, KB_ERR_INTERNAL, "tool '%s' made no result object",
                         tool->name);

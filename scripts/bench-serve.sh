@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The serving figures of BENCHMARKS.md ("Serving: kb serve"), as Markdown:
 #   scripts/bench-serve.sh BUILD [KB]
+# BUILD may be another checkout's build folder (../main/build: the old
+# binary, for a comparison in one sitting).
 # KB is a KB of the whole test corpus with vectors (default
 # BUILD/bench-kb-full, which `make bench` builds; it is only read). Load
 # from wrk (make deps) with tests/bench/serve-search.lua; each run lasts
@@ -13,6 +15,7 @@ kbdir=${2:-$top/$build/bench-kb-full}
 kb="$top/$build/kb"
 secs=${KB_BENCH_SECONDS:-20}
 lua="$top/tests/bench/serve-search.lua"
+unique_lua="$top/tests/bench/serve-unique.lua"   # never the same body twice
 mcp_lua="$top/tests/bench/serve-mcp.lua"   # the same searches as MCP tools/call on /mcp
 command -v wrk >/dev/null || { echo "bench-serve: no wrk; run 'make deps'" >&2; exit 1; }
 [ -f "$kbdir/kb.sqlite" ] || { echo "bench-serve: no KB at '$kbdir'; run 'make bench' first or name one" >&2; exit 1; }
@@ -31,6 +34,15 @@ for name, qs in (("short", short), ("long", long_)):
         with open("%s/%s-%s.txt" % (sys.argv[3], name, mode), "w") as f:
             for q in qs:
                 f.write(json.dumps({"query": q, "k": 10, "mode": mode}) + "\n")
+# queries never asked twice (the caches' misses): the short ones and both
+# dev sets' questions, each with a case number of its own
+dev2 = sys.argv[2].replace("retrieval-dev.json", "retrieval-dev2.json")
+more = [q["query"] for q in json.load(open(dev2))["queries"]] if dev2 != sys.argv[2] else []
+base = short + long_ + more
+with open("%s/unique-hybrid.txt" % sys.argv[3], "w") as f:
+    for n in range(40000):
+        q = "%s (case %d)" % (base[n % len(base)], n)
+        f.write(json.dumps({"query": q, "k": 10, "mode": "hybrid"}) + "\n")
 PY
 
 start() {   # KB [serve options]: kb serve on a free port; sets pid, url
@@ -54,7 +66,7 @@ wrk_row() {
     [ "$conns" -lt 2 ] && threads=1
     sleep 2   # what the last run left in flight is dropped (its clients are gone)
     if [ -f "$what" ]; then
-        wrk -t$threads -c"$conns" -d"${d}s" --timeout 60s --latency -s "${script:-$lua}" "$url" -- "$what" >"$tmp/wrk" 2>&1
+        wrk -t$threads -c"$conns" -d"${d}s" --timeout 60s --latency -s "${script:-$lua}" "$url" -- "$what" "$threads" >"$tmp/wrk" 2>&1
     else
         wrk -t$threads -c"$conns" -d"${d}s" --timeout 60s --latency "$url$what" >"$tmp/wrk" 2>&1
     fi
@@ -118,6 +130,10 @@ header
 for c in 1 8 64; do wrk_row "short, hybrid" "$c" "$tmp/short-hybrid.txt"; done
 for c in 1 8 64; do wrk_row "long, hybrid" "$c" "$tmp/long-hybrid.txt"; done
 for c in 1 8 64; do wrk_row "short, lexical" "$c" "$tmp/short-lexical.txt"; done
+# the rows above cycle through 20 (or 30) queries: after the first round
+# each is a hit of the result cache; these never repeat a query (misses of
+# both caches: a whole search each). The bodies file lasts 40,000 requests.
+for c in 1 8 64; do script=$unique_lua wrk_row "unique, hybrid" "$c" "$tmp/unique-hybrid.txt"; done
 wrk_row "short, hybrid" 1000 "$tmp/short-hybrid.txt"
 # the same searches through MCP (2026-07-28 tools/call on /mcp, no session;
 # the reply carries the results twice, structured and as text, within the

@@ -184,6 +184,7 @@ static int cmd_mcp(int argc, char **argv, const kb_cli *cli, const kb_command *s
     stdio_server srv = { 0 };
     kb_err_clear(&srv.err);
     kb_store *store = NULL;
+    kb_result_cache *results = NULL;
     /* the store now, so that the first call answers at once; the model
      * waits for the first search that needs it */
     kb_rc rc = kb_cli_open_store(cli, KB_STORE_READONLY, &store, &srv.err);
@@ -191,9 +192,12 @@ static int cmd_mcp(int argc, char **argv, const kb_cli *cli, const kb_command *s
         rc = kb_mcp_open(&opts, &srv.server, &srv.err);
     if (rc == KB_OK)
         rc = kb_mcp_session_open(&srv.session, &srv.err);
+    if (rc == KB_OK)   /* an agent asks again what it asked before */
+        rc = kb_result_cache_new(KB_RESULT_CACHE_BYTES, &results, &srv.err);
     if (rc == KB_OK) {
         srv.ctx = (kb_tool_ctx){ .store = store, .config = cli->config,
-                                 .budget_tokens = KB_TOOL_BUDGET_DEFAULT };
+                                 .budget_tokens = KB_TOOL_BUDGET_DEFAULT,
+                                 .results = results };
         kb_log_info("kb mcp: serving %s (tools: %s; %zu skills as resources) on "
                     "stdio, ready in %.1f ms", kb_store_dir(store),
                     kb_mcp_tool_names(srv.server), kb_mcp_skill_count(srv.server),
@@ -203,5 +207,6 @@ static int cmd_mcp(int argc, char **argv, const kb_cli *cli, const kb_command *s
     kb_mcp_session_free(srv.session);
     kb_mcp_free(srv.server);
     kb_store_close(store);
+    kb_result_cache_free(results);
     return rc == KB_OK ? 0 : kb_cli_fail(&srv.err);
 }

@@ -198,6 +198,13 @@ static const kb_option serve_options_table[] = {
 
 static int cmd_serve(int argc, char **argv, const kb_cli *cli, const kb_command *self);
 
+/* kb_serve_opts.worker_init: each worker's store readied as /mcp's are,
+ * so that REST's skill endpoints see the same library. */
+static kb_rc attach_worker(kb_store *store, void *mcp, kb_err *err)
+{
+    return kb_mcp_attach(mcp, store, err);
+}
+
 const kb_command kb_cmd_serve = {
     .name = "serve",
     .fn = cmd_serve,
@@ -221,6 +228,7 @@ static int cmd_serve(int argc, char **argv, const kb_cli *cli, const kb_command 
     kb_server *srv = NULL;
     kb_mcp *mcp = NULL;
     kb_mcp_http *mcp_http = NULL;
+    kb_result_cache *results = NULL;
     kb_rc rc = load_token(so.token_file, cli->config->serve_token, &token, &err);
     if (rc == KB_OK && !(dir = kb_store_default_dir(cli->kb_dir)))
         rc = kb_err_set(&err, KB_ERR_NOMEM, "out of memory");
@@ -258,6 +266,11 @@ static int cmd_serve(int argc, char **argv, const kb_cli *cli, const kb_command 
             rc = kb_err_set(&err, KB_ERR_INTERNAL, "too many route tables");
         if (rc == KB_OK)
             rc = kb_mcp_open(&mo, &mcp, &err);
+        o.worker_init = attach_worker;
+        o.worker_arg = mcp;
+        if (rc == KB_OK)   /* agents ask the same questions: answered once */
+            rc = kb_result_cache_new(KB_RESULT_CACHE_BYTES, &results, &err);
+        o.results = results;
         if (rc == KB_OK)
             rc = kb_mcp_http_open(mcp, &mcp_http, &err);
         const kb_serve_route *mr = rc == KB_OK ? kb_mcp_http_routes(mcp_http, &n) : NULL;
@@ -289,6 +302,7 @@ out:
     kb_serve_stop(srv);
     kb_mcp_http_free(mcp_http);
     kb_mcp_free(mcp);
+    kb_result_cache_free(results);
     if (token) {
         memset(token, 0, strlen(token));
         free(token);

@@ -814,9 +814,12 @@ static kb_rc open_workers(kb_server *srv, const kb_serve_opts *o, kb_err *err)
     for (size_t i = 0; i < n; i++) {
         worker *w = &srv->workers[i];
         kb_rc rc = kb_store_open(o->kb_dir, KB_STORE_READONLY, &w->store, err);
+        if (rc == KB_OK && o->worker_init)
+            rc = o->worker_init(w->store, o->worker_arg, err);
         if (rc != KB_OK)
             return rc;
-        w->ctx = (kb_tool_ctx){ .store = w->store, .emb = NULL, .config = o->config };
+        w->ctx = (kb_tool_ctx){ .store = w->store, .emb = NULL, .config = o->config,
+                                .results = o->results };
     }
     return KB_OK;
 }

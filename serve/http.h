@@ -133,6 +133,13 @@ typedef struct {
     int access_log;          /* 1: one line per request on stderr */
     const char *kb_dir;      /* the KB every worker opens read-only */
     const kb_config *config; /* the embedder the workers open */
+    /* called with each worker's store once it is open, before any request
+     * (NULL: none): what the handlers' tools need parked in its slots, the
+     * skill library (cmd_serve.c: kb_mcp_attach) */
+    kb_rc (*worker_init)(kb_store *store, void *arg, kb_err *err);
+    void *worker_arg;
+    kb_result_cache *results;   /* the workers' shared cache of answers
+                                   (NULL: none); kept, not owned */
     /* the route tables served, searched in order (first match wins);
      * kept, not copied: REST's (kb_rest_routes), then the MCP
      * transport's */

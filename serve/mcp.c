@@ -222,6 +222,11 @@ size_t kb_mcp_skill_count(const kb_mcp *m)
     return m->skills ? m->skills->n : 0;
 }
 
+kb_rc kb_mcp_attach(const kb_mcp *m, kb_store *store, kb_err *err)
+{
+    return kb_serve_skills_attach(store, m->skills, err);
+}
+
 /* The tool called name in the server's tables, or NULL; *table its
  * table's index. */
 static const kb_tool *find_tool(const kb_mcp *m, const char *name, size_t *table)
@@ -508,7 +513,7 @@ static void do_tools_call(exchange *x)
         rc = kb_serve_verify_attach(ctx.store, x->server->tasks_dir,
                                     x->server->verify_timeout_s, &err);
     else if (table > 0)   /* the skill library, for skill_get */
-        rc = kb_serve_skills_attach(ctx.store, x->server->skills, &err);
+        rc = kb_mcp_attach(x->server, ctx.store, &err);
     cJSON *out = NULL;
     double t0 = kb_now_ms();
     if (rc == KB_OK)

@@ -85,6 +85,11 @@ void kb_mcp_free(kb_mcp *server);
 const char *kb_mcp_tool_names(const kb_mcp *server);
 /* How many skills are served as resources (0: none, no library). */
 size_t kb_mcp_skill_count(const kb_mcp *server);
+/* Readies a store for the server's tool calls: parks the server's skill
+ * library with it (kb_serve_skills_attach). Every store that answers tool
+ * calls goes through here: kb_mcp_handle's, and each of kb serve's
+ * workers' (REST's included, through kb_serve_opts.worker_init). */
+kb_rc kb_mcp_attach(const kb_mcp *server, kb_store *store, kb_err *err);
 
 /* What one connection has negotiated. stdio: one for the process.
  * Streamable HTTP: one per Mcp-Session-Id in the handshake era, made on
@@ -197,8 +202,14 @@ const kb_mcp_skill_file *kb_mcp_skills_file(const kb_mcp_skills *lib, const char
  * and skill_get (one skill of the library: front matter, SKILL.md, its
  * files with digests, its evidence). Static; *n its length. */
 const kb_tool *kb_serve_skill_tools(size_t *n);
+/* REST's skill tools (serve/rest.c), not offered over MCP, whose
+ * resources give the same: skill_list (the library, filtered by its
+ * metadata) and skill_file (one file of a skill, as text or base64, with
+ * its digest). Static; *n its length. */
+const kb_tool *kb_serve_skill_rest_tools(size_t *n);
 /* Parks the library (not owned: it outlives the store's use) with store,
- * for skill_get's calls on that store; lib NULL: none. */
+ * for the skill tools' calls on that store; lib NULL: none. Parking the
+ * same library again is a no-op. */
 kb_rc kb_serve_skills_attach(kb_store *store, const kb_mcp_skills *lib, kb_err *err);
 
 /* ------------------------------------------------------------ serve/tool_verify.c */

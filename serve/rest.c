@@ -4,6 +4,7 @@
  * answer the tool's result object; GET /openapi.json is made from the
  * same schemas, so the document cannot drift from what is served. */
 #include "serve/http.h"
+#include "serve/mcp.h"
 #include "generator/gen.h"
 
 #include <math.h>
@@ -12,41 +13,101 @@
 #include <string.h>
 #include <strings.h>
 
+#define PATH_PARAMS_MAX 2
+
 /* One endpoint over one tool. */
 typedef struct {
     const char *method;       /* for the OpenAPI document: "get", "post" */
-    const char *template;     /* "/v1/chunks/{id}" */
+    const char *template;     /* "/v1/chunks/{id}": its {params} fill, in
+                                 order, the tool arguments path_args */
     const char *tool;
-    const char *path_param;   /* the template's {name}, or NULL */
-    const char *path_arg;     /* the tool argument it fills */
+    const char *path_args[PATH_PARAMS_MAX];
     int body;                 /* 1: the arguments are the JSON body */
     const char *summary;
     const char *not_found;    /* the 404 it may answer, when neither its
                                  path nor its body says (NULL: none) */
+    const char *list_tool;    /* run instead when the query string has no
+                                 "query" (NULL: none): GET /v1/skills */
 } rest_op;
 
-static rest_op ops[] = {   /* read only; not const for kb_serve_route.arg */
-    { "post", "/v1/search", "search", NULL, NULL, 1,
-      "ranked, cited passages: the object of `kb query --json`", NULL },
-    { "get", "/v1/chunks/{id}", "get", "id", "chunk_id", 0,
-      "a chunk, or with section=true its whole section", NULL },
-    { "get", "/v1/papers", "papers", NULL, NULL, 0,
-      "the literature list's paper records", NULL },
-    { "get", "/v1/status", "status", NULL, NULL, 0,
-      "the KB's sources, counts and embedder", NULL },
-    { "get", "/v1/task", "task", NULL, NULL, 0,
-      "a kernel task's definition (?task=NAME)", "no such task" },
-    { "post", "/v1/prompt", "prompt", NULL, NULL, 1,
-      "the generator's prompt for a task, within budget_tokens", NULL },
+static const rest_op ops[] = {
+    { "post", "/v1/search", "search", { NULL }, 1,
+      "ranked, cited passages: the object of `kb query --json`", NULL, NULL },
+    { "get", "/v1/chunks/{id}", "get", { "chunk_id" }, 0,
+      "a chunk, or with section=true its whole section", "no such chunk", NULL },
+    { "get", "/v1/papers", "papers", { NULL }, 0,
+      "the literature list's paper records", NULL, NULL },
+    { "get", "/v1/status", "status", { NULL }, 0,
+      "the KB's sources, counts and embedder", NULL, NULL },
+    { "get", "/v1/task", "task", { NULL }, 0,
+      "a kernel task's definition (?task=NAME)", "no such task", NULL },
+    { "post", "/v1/prompt", "prompt", { NULL }, 1,
+      "the generator's prompt for a task, within budget_tokens", NULL, NULL },
+    { "get", "/v1/skills", "skill_search", { NULL }, 0,
+      "with query: the skills that match it, best first (skill_search); "
+      "without: the skill library, by name, filtered the same way",
+      "this server serves no skill library (kb serve --no-skills)", "skill_list" },
+    { "get", "/v1/skills/{name}", "skill_get", { "name" }, 0,
+      "one skill whole: SKILL.md, front matter, evidence, files (skill_get)",
+      "no such skill, or no skill library", NULL },
+    { "get", "/v1/skills/{name}/files/{file}", "skill_file", { "name", "file" }, 0,
+      "one file of a skill, the bytes /mcp serves as skill://NAME/FILE",
+      "no such skill or file, or no skill library", NULL },
 };
 
-/* The tool an endpoint runs: query/'s, or generator/'s task and prompt. */
+/* The tool an endpoint runs: query/'s, serve/'s skill tools, or
+ * generator/'s task and prompt. */
 static const kb_tool *find_tool(const char *name)
 {
     size_t n = 0;
     const kb_tool *t = kb_tool_find(name);
+    const kb_tool *skills = kb_serve_skill_tools(&n);
+    if (!t)
+        t = kb_tool_lookup(skills, n, name);
+    const kb_tool *rest = kb_serve_skill_rest_tools(&n);
+    if (!t)
+        t = kb_tool_lookup(rest, n, name);
     const kb_tool *gen = kb_gen_tools(&n);
     return t ? t : kb_tool_lookup(gen, n, name);
+}
+
+/* 1 if path fits op's template, each {param}'s segment (not empty, no
+ * '/') copied into buf and pointed at by vals[i]. */
+static int path_match(const rest_op *op, const char *path, char *buf, size_t size,
+                      const char *vals[PATH_PARAMS_MAX])
+{
+    const char *t = op->template;
+    size_t used = 0, nv = 0;
+    while (*t) {
+        if (*t != '{') {
+            if (*t++ != *path++)
+                return 0;
+            continue;
+        }
+        size_t n = strcspn(path, "/");
+        if (n == 0 || nv == PATH_PARAMS_MAX || used + n + 1 > size)
+            return 0;
+        memcpy(buf + used, path, n);
+        buf[used + n] = '\0';
+        vals[nv++] = buf + used;
+        used += n + 1;
+        path += n;
+        t += strcspn(t, "}") + 1;
+    }
+    return *path == '\0';
+}
+
+/* The op for this request (method and path), or NULL: no such endpoint. */
+static const rest_op *find_op(const kb_serve_req *req, char *buf, size_t size,
+                              const char *vals[PATH_PARAMS_MAX])
+{
+    const char *m = kb_serve_req_method(req);
+    int post = strcmp(m, "POST") == 0;
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if ((strcmp(ops[i].method, "post") == 0) == post &&
+            path_match(&ops[i], kb_serve_req_path(req), buf, size, vals))
+            return &ops[i];
+    return NULL;
 }
 
 /* ------------------------------------------------------------ arguments */
@@ -154,7 +215,10 @@ static kb_rc add_arg(const char *name, const char *value, void *ctx)
                              "JSON body", q->tool->name, name);
         return KB_ERR_USAGE;
     }
-    if (!prop || (q->op->path_arg && strcmp(name, q->op->path_arg) == 0)) {
+    int in_path = 0;
+    for (size_t i = 0; i < PATH_PARAMS_MAX && q->op->path_args[i]; i++)
+        in_path |= strcmp(name, q->op->path_args[i]) == 0;
+    if (!prop || in_path) {
         kb_serve_reply_error(q->reply, 400, "bad_arguments", "%s: unknown query "
                              "parameter '%.64s'", q->tool->name, name);
         return KB_ERR_USAGE;
@@ -177,9 +241,9 @@ static kb_rc add_arg(const char *name, const char *value, void *ctx)
     return KB_OK;
 }
 
-/* The arguments from the path's {param} and the query string, each typed
- * by the tool's input schema. NULL with reply set on failure. */
-static cJSON *url_args(const kb_serve_req *req, const kb_serve_route *route,
+/* The arguments from the path's {params} (vals) and the query string,
+ * each typed by the tool's input schema. NULL with reply set on failure. */
+static cJSON *url_args(const kb_serve_req *req, const char *const *vals,
                        const rest_op *op, const kb_tool *tool,
                        kb_serve_reply *reply)
 {
@@ -190,22 +254,19 @@ static cJSON *url_args(const kb_serve_req *req, const kb_serve_route *route,
         kb_serve_reply_error(reply, 500, "out_of_memory", "out of memory");
         goto fail;
     }
-    if (op->path_arg) {   /* the segment after the route's prefix */
-        const char *seg = kb_serve_req_path(req) + strlen(route->path);
-        if (!*seg || strchr(seg, '/')) {
-            kb_serve_reply_error(reply, 404, "not_found", "no such endpoint "
-                                 "'%.200s'", kb_serve_req_path(req));
-            goto fail;
-        }
-        const cJSON *prop = cJSON_GetObjectItemCaseSensitive(q.props, op->path_arg);
-        cJSON *v = typed_value(prop, seg);
-        if (cJSON_IsString(v)) {   /* a path holds no strings here */
+    for (size_t i = 0; i < PATH_PARAMS_MAX && op->path_args[i]; i++) {
+        const char *arg = op->path_args[i];
+        const cJSON *prop = cJSON_GetObjectItemCaseSensitive(q.props, arg);
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(prop, "type");
+        cJSON *v = typed_value(prop, vals[i]);
+        if (cJSON_IsString(v) && !(cJSON_IsString(type) &&
+                                   strcmp(type->valuestring, "string") == 0)) {
             kb_serve_reply_error(reply, 400, "bad_arguments", "%s: '%.64s' is "
-                                 "not a %s", tool->name, seg, op->path_arg);
+                                 "not a %s", tool->name, vals[i], arg);
             cJSON_Delete(v);
             goto fail;
         }
-        if (!cJSON_AddItemToObject(q.args, op->path_arg, v)) {
+        if (!cJSON_AddItemToObject(q.args, arg, v)) {
             kb_serve_reply_error(reply, 500, "out_of_memory", "out of memory");
             goto fail;
         }
@@ -225,21 +286,37 @@ fail:
 static void rest_tool(const kb_serve_req *req, kb_serve_reply *reply,
                       const kb_serve_route *route)
 {
-    const rest_op *op = route->arg;
+    char buf[1024];
+    const char *vals[PATH_PARAMS_MAX] = { NULL };
+    const rest_op *op = find_op(req, buf, sizeof buf, vals);
+    if (!op) {
+        kb_serve_reply_error(reply, 404, "not_found", "no such endpoint '%.200s'",
+                             kb_serve_req_path(req));
+        return;
+    }
     const kb_tool *tool = find_tool(op->tool);
+    cJSON *args = tool ? url_args(req, vals, op, tool, reply) : NULL;
     if (!tool) {
         kb_serve_reply_error(reply, 500, "internal", "no tool '%s'", op->tool);
         return;
     }
-    cJSON *args = url_args(req, route, op, tool, reply);
     if (!args)
         return;
+    if (op->list_tool && !cJSON_GetObjectItemCaseSensitive(args, "query"))
+        tool = find_tool(op->list_tool);
     kb_err err;
     kb_err_clear(&err);
     cJSON *out = NULL;
-    if (kb_tool_run(tool, kb_serve_req_tools(req), args, &out, &err) == KB_OK)
+    kb_tool_ctx *ctx = kb_serve_req_tools(req);
+    if (!tool)
+        kb_serve_reply_error(reply, 500, "internal", "no tool '%s'", op->list_tool);
+    else if (kb_tool_run(tool, ctx, args, &out, &err) == KB_OK) {
         kb_serve_reply_json(reply, 200, out);
-    else
+        /* the body's schema has no room for it: a header says */
+        if (tool->cached && ctx->results &&
+            kb_serve_reply_header(reply, "X-Kb-Cache", ctx->cache_hit ? "hit" : "miss") != KB_OK)
+            kb_serve_reply_error(reply, 500, "out_of_memory", "out of memory");
+    } else
         kb_serve_reply_kb_error(reply, &err);
     cJSON_Delete(args);
 }
@@ -322,13 +399,22 @@ static cJSON *parameters(const rest_op *op, const cJSON *input, int *ok)
     const cJSON *req = cJSON_GetObjectItemCaseSensitive(input, "required");
     const cJSON *p;
     cJSON_ArrayForEach(p, props) {
-        int in_path = op->path_arg && strcmp(p->string, op->path_arg) == 0;
+        /* the template's {name} of a path argument */
+        char pname[64] = "";
+        const char *t = op->template;
+        for (size_t i = 0; i < PATH_PARAMS_MAX && op->path_args[i]; i++) {
+            t = strchr(t, '{') + 1;
+            if (strcmp(p->string, op->path_args[i]) == 0)
+                snprintf(pname, sizeof pname, "%.*s", (int)strcspn(t, "}"), t);
+        }
+        int in_path = pname[0] != '\0';
         int required = in_path;
         const cJSON *r;
-        cJSON_ArrayForEach(r, req)
-            required |= cJSON_IsString(r) && strcmp(r->valuestring, p->string) == 0;
+        cJSON_ArrayForEach(r, req)   /* the list's alternative asks for none */
+            required |= !op->list_tool && cJSON_IsString(r) &&
+                        strcmp(r->valuestring, p->string) == 0;
         cJSON *x = cJSON_CreateObject();
-        str(x, "name", in_path ? op->path_param : p->string, ok);
+        str(x, "name", in_path ? pname : p->string, ok);
         str(x, "in", in_path ? "path" : "query", ok);
         if (*ok && !cJSON_AddBoolToObject(x, "required", required))
             *ok = 0;
@@ -361,6 +447,15 @@ static cJSON *operation(const rest_op *op, int token, int *ok)
     } else {
         item(o, "parameters", parameters(op, input, ok), ok);
     }
+    const kb_tool *list = op->list_tool ? find_tool(op->list_tool) : NULL;
+    if (op->list_tool) {   /* either answer: with a query, then without */
+        cJSON *one = cJSON_CreateObject(), *of = cJSON_AddArrayToObject(one, "oneOf");
+        if (!list || !of)
+            *ok = 0;
+        push(of, output, ok);
+        push(of, list ? cJSON_Parse(list->output_schema) : NULL, ok);
+        output = one;
+    }
     cJSON *resp = obj(o, "responses", ok);
     item(resp, "200", json_content("the tool's result", output, ok), ok);
     output = NULL;
@@ -368,9 +463,8 @@ static cJSON *operation(const rest_op *op, int token, int *ok)
     if (token)
         item(resp, "401", error_ref("no token, or not this server's", ok), ok);
     item(resp, "403", error_ref("an Origin or Host that is not loopback", ok), ok);
-    if (op->path_arg || op->body || op->not_found)
+    if (op->body || op->not_found)
         item(resp, "404", error_ref(op->not_found ? op->not_found
-                                    : op->path_arg ? "no such chunk"
                                     : "the KB lacks what the mode needs "
                                       "(vectors), a source asked for, or no such task", ok), ok);
     if (op->body)
@@ -449,13 +543,16 @@ static void rest_openapi(const kb_serve_req *req, kb_serve_reply *reply,
 
 /* ------------------------------------------------------------ table */
 
+/* Each row's endpoints found by find_op from the path. */
 static const kb_serve_route routes[] = {
-    { "/v1/search", KB_HTTP_M_POST, 0, rest_tool, &ops[0] },
-    { "/v1/chunks/", KB_HTTP_M_GET, KB_ROUTE_PREFIX, rest_tool, &ops[1] },
-    { "/v1/papers", KB_HTTP_M_GET, 0, rest_tool, &ops[2] },
-    { "/v1/status", KB_HTTP_M_GET, 0, rest_tool, &ops[3] },
-    { "/v1/task", KB_HTTP_M_GET, 0, rest_tool, &ops[4] },
-    { "/v1/prompt", KB_HTTP_M_POST, 0, rest_tool, &ops[5] },
+    { "/v1/search", KB_HTTP_M_POST, 0, rest_tool, NULL },
+    { "/v1/chunks/", KB_HTTP_M_GET, KB_ROUTE_PREFIX, rest_tool, NULL },
+    { "/v1/papers", KB_HTTP_M_GET, 0, rest_tool, NULL },
+    { "/v1/status", KB_HTTP_M_GET, 0, rest_tool, NULL },
+    { "/v1/task", KB_HTTP_M_GET, 0, rest_tool, NULL },
+    { "/v1/prompt", KB_HTTP_M_POST, 0, rest_tool, NULL },
+    { "/v1/skills", KB_HTTP_M_GET, 0, rest_tool, NULL },
+    { "/v1/skills/", KB_HTTP_M_GET, KB_ROUTE_PREFIX, rest_tool, NULL },
     { "/healthz", KB_HTTP_M_GET, KB_ROUTE_OPEN, rest_healthz, NULL },
     { "/openapi.json", KB_HTTP_M_GET, KB_ROUTE_OPEN, rest_openapi, NULL },
 };

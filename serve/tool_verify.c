@@ -272,7 +272,7 @@ static const kb_tool tools[] = {
       "reason in words, the compile log with registers and spills, each "
       "check, and the timings with the speedup; a kernel that fails is a "
       "verdict, not an error. It runs the kernel on this machine's GPU.",
-      verify_input, verify_output, 0, tool_verify },
+      verify_input, verify_output, 0, tool_verify, 0 },
 };
 
 const kb_tool *kb_serve_tools(size_t *n)

@@ -44,7 +44,7 @@ expect_status 200 GET /healthz
 [ "$body" = '{"status":"ok"}' ] || fail "healthz: $body"
 expect_status 200 GET /openapi.json
 [ "$(json_get "$body" "j['openapi']")" = 3.1.0 ] || fail "openapi version"
-[ "$(json_get "$body" "sorted(j['paths'])")" = "['/healthz', '/v1/chunks/{id}', '/v1/papers', '/v1/prompt', '/v1/search', '/v1/status', '/v1/task']" ] ||
+[ "$(json_get "$body" "sorted(j['paths'])")" = "['/healthz', '/v1/chunks/{id}', '/v1/papers', '/v1/prompt', '/v1/search', '/v1/skills', '/v1/skills/{name}', '/v1/skills/{name}/files/{file}', '/v1/status', '/v1/task']" ] ||
     fail "openapi paths: $(json_get "$body" "sorted(j['paths'])")"
 [ "$(json_get "$body" "'security' in j")" = False ] || fail "no token, yet the document asks for one"
 openapi=$body

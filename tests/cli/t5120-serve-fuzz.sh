@@ -20,16 +20,27 @@ ingest_small
 
 printf 'fuzz-%s\n' "$RANDOM$RANDOM" >"$KB_TMP/token"
 tok=$(head -n1 "$KB_TMP/token")
-start_server --token-file "$KB_TMP/token" --threads 2
+expect_rc 0 kb ingest -q --manifest "$KB_TOP/corpus/sources.json" skills
+start_server --token-file "$KB_TMP/token" --threads 2 --skills "$KB_TOP/corpus/skills"
 cd "$KB_TMP" || fail "cd"
-timeout 90 "$st" run "$URL/openapi.json" --checks all --max-examples 25 --seed 5100 \
+# one refusal the schema cannot describe: budget_tokens' floor (1000) is
+# the prompt tool's, and a large task's own definition and contract can
+# take more (gemm_bf16's some 1,600 tokens), which is a 400 that names the
+# size; the fuzzer finds real task names in the skill list's answers
+cat >"$KB_TMP/schemathesis.toml" <<'TOML'
+[[operations]]
+include-path = "/v1/prompt"
+include-method = "POST"
+checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "404"]
+TOML
+timeout 90 "$st" --config-file "$KB_TMP/schemathesis.toml" run "$URL/openapi.json" --checks all --max-examples 25 --seed 5100 \
     --generation-database none --generation-allow-x00 false --header "Authorization: Bearer $tok" \
     --warnings missing_auth,base_url_mismatch,validation_mismatch,missing_deserializer,unused_openapi_auth,unsupported_regex,method_not_allowed,constants_extraction,unmatched_filter,unresolvable_reference,low_valid_rate,rate_limited,dictionary_mismatch,timeout_units \
     --request-timeout 30 --no-color >"$KB_TMP/fuzz.out" 2>&1 ||
     fail "schemathesis found problems: $(tail -n 60 "$KB_TMP/fuzz.out")"
 contains "$(cat "$KB_TMP/fuzz.out")" "No issues found"
 tested=$(sed -n 's/^ *Tested: *\([0-9]*\).*/\1/p' "$KB_TMP/fuzz.out")
-[ "$tested" = 7 ] || fail "schemathesis tested $tested operations, not 7: $(tail -n 30 "$KB_TMP/fuzz.out")"
+[ "$tested" = 10 ] || fail "schemathesis tested $tested operations, not 10: $(tail -n 30 "$KB_TMP/fuzz.out")"
 cases=$(sed -n 's/^ *\([0-9]*\) generated.*/\1/p' "$KB_TMP/fuzz.out")
 [ "${cases:-0}" -ge 50 ] || fail "only ${cases:-0} test cases"
 # every request it made is in the access log; none was a 5xx; and the

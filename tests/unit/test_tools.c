@@ -719,10 +719,10 @@ static void test_other_table(void **state)
     const kb_tool mine[] = {
         { "echo", "Echoes.", "{\"type\":\"object\",\"properties\":{\"n\":"
           "{\"type\":\"integer\",\"minimum\":0}},\"required\":[],"
-          "\"additionalProperties\":false}", "{\"type\":\"object\"}", 1, echo_fn },
+          "\"additionalProperties\":false}", "{\"type\":\"object\"}", 1, echo_fn, 0 },
         { "bad", "Bad.", "{\"type\":\"object\",\"properties\":{\"s\":"
           "{\"type\":\"string\",\"pattern\":\"^a\"}},\"additionalProperties\":false}",
-          "{\"type\":\"object\"}", 1, echo_fn },
+          "{\"type\":\"object\"}", 1, echo_fn, 0 },
     };
     kb_tool_ctx ctx = { .store = store, .emb = NULL, .config = &config };
     kb_err err;
