@@ -26,6 +26,12 @@
  * lists' top 50 sections, most of them far higher. */
 #define RERANK_REMOTE_TOP 30
 #define RRF_VECTOR_WEIGHT 0.3
+/* Lexical mode ranks a section by its best chunk's BM25 plus this share
+ * of its second best's (issue 13, item 7: a section's evidence is its
+ * chunks'). Lexical nDCG@10 0.770 / 0.609 -> 0.773 / 0.639 on dev / dev2;
+ * the sum of all other chunks, or the same in hybrid's lexical list or in
+ * the vector list, lost on one set or both (BENCHMARKS.md). */
+#define LEXICAL_SECOND_SHARE 0.1
 
 static const char *const mode_names[] = { "hybrid", "lexical", "vector" };
 
@@ -312,13 +318,61 @@ typedef struct {
 /* the query's own lexical and vector lists, then its sub-queries */
 #define MAX_LISTS (2 + KB_QUERY_MAX_SEARCHES)
 
+/* One list's sections in the order of their evidence: a section scores
+ * its best chunk's score plus share times its second-best chunk's in the
+ * list; ties keep the list's order. order[o] is the list index of the
+ * o-th section's best chunk; agg[k] section k's score (both sized by the
+ * caller: the list's length, nkeys). */
+static kb_rc section_order(const kb_hits *hits, const int *ids, size_t nkeys,
+                           double share, double *agg, size_t *order, size_t *nsec,
+                           kb_err *err)
+{
+    size_t *best = malloc((nkeys + 1) * sizeof *best);
+    unsigned char *second = calloc(nkeys + 1, 1);
+    if (!best || !second) {
+        free(best);
+        free(second);
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    }
+    for (size_t k = 0; k < nkeys; k++)
+        best[k] = SIZE_MAX;
+    *nsec = 0;
+    for (size_t i = 0; i < hits->n; i++) {
+        size_t k = (size_t)ids[i];
+        double s = hits->items[i].score;
+        if (best[k] == SIZE_MAX) {   /* the list is best first */
+            best[k] = i;
+            agg[k] = s;
+            order[(*nsec)++] = i;
+        } else if (!second[k]) {
+            second[k] = 1;
+            agg[k] += share * s;
+        }
+    }
+    /* insertion sort (stable) by the sections' scores */
+    for (size_t o = 1; o < *nsec; o++) {
+        size_t i = order[o];
+        double s = agg[ids[i]];
+        size_t j = o;
+        while (j > 0 && agg[ids[order[j - 1]]] < s) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = i;
+    }
+    free(best);
+    free(second);
+    return KB_OK;
+}
+
 /* Reciprocal rank fusion of the lists at the level of sections: each list
  * ranks sections by their best chunk, a section scores the sum over the
  * lists of w / (RRF_K + rank) (w = 1 for a lexical list,
  * RRF_VECTOR_WEIGHT for a vector one), and stands for its best chunk in
  * the first list that has it (the query's lexical list comes first). Its
  * lexical and vector places are its best places in the lists of each
- * kind. */
+ * kind. One list alone is ranked by section too, a lexical one by its
+ * evidence (LEXICAL_SECOND_SHARE), and scores it. */
 static kb_rc fuse_rrf(kb_store *store, const query_list *lists, size_t nlists,
                       kb_hits *out, kb_err *err)
 {
@@ -326,7 +380,8 @@ static kb_rc fuse_rrf(kb_store *store, const query_list *lists, size_t nlists,
     char **keys = NULL;
     size_t nkeys = 0, capkeys = 0;
     kb_hit *sec = NULL;   /* per section: best chunk, fused score, places */
-    size_t *seen = NULL;  /* per section: 1 + the last list that counted it */
+    double *agg = NULL;   /* per section: its evidence in the list at hand */
+    size_t *order = NULL; /* the list's sections, best first */
     kb_rc rc = KB_OK;
     for (size_t l = 0; rc == KB_OK && l < nlists; l++) {
         ids[l] = calloc(lists[l].hits.n + 1, sizeof *ids[l]);
@@ -336,26 +391,32 @@ static kb_rc fuse_rrf(kb_store *store, const query_list *lists, size_t nlists,
     }
     if (rc == KB_OK) {
         sec = calloc(nkeys + 1, sizeof *sec);
-        seen = calloc(nkeys + 1, sizeof *seen);
-        if (!sec || !seen)
+        agg = calloc(nkeys + 1, sizeof *agg);
+        size_t longest = 0;
+        for (size_t l = 0; l < nlists; l++)
+            longest = lists[l].hits.n > longest ? lists[l].hits.n : longest;
+        order = calloc(longest + 1, sizeof *order);
+        if (!sec || !agg || !order)
             rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     }
     for (size_t l = 0; rc == KB_OK && l < nlists; l++) {
         const query_list *list = &lists[l];
-        int rank = 0;
-        for (size_t i = 0; i < list->hits.n; i++) {
+        size_t nsec = 0;
+        double share = nlists == 1 && !list->vector ? LEXICAL_SECOND_SHARE : 0;
+        rc = section_order(&list->hits, ids[l], nkeys, share, agg, order, &nsec, err);
+        for (size_t o = 0; rc == KB_OK && o < nsec; o++) {
+            size_t i = order[o];
             size_t k = (size_t)ids[l][i];
-            if (seen[k] == l + 1)   /* the section's best chunk in this list came first */
-                continue;
-            seen[k] = l + 1;
-            rank++;
+            int rank = (int)o + 1;
             kb_hit *h = &sec[k];
             int *place = list->vector ? &h->vec_rank : &h->lex_rank;
             if (!*place || rank < *place) {
                 *place = rank;
                 *(list->vector ? &h->vec_score : &h->lex_score) = list->hits.items[i].score;
             }
-            h->score += (list->vector ? RRF_VECTOR_WEIGHT : 1.0) / (RRF_K + rank);
+            /* one list alone ranks by its own evidence */
+            h->score += nlists == 1 ? agg[k]
+                        : (list->vector ? RRF_VECTOR_WEIGHT : 1.0) / (RRF_K + rank);
             if (!h->id)
                 h->id = list->hits.items[i].id;
         }
@@ -382,7 +443,8 @@ static kb_rc fuse_rrf(kb_store *store, const query_list *lists, size_t nlists,
         free(keys[k]);
     free(keys);
     free(sec);
-    free(seen);
+    free(agg);
+    free(order);
     for (size_t l = 0; l < nlists; l++)
         free(ids[l]);
     return rc;
@@ -581,7 +643,7 @@ static kb_rc rank_results(query_run *q, kb_results *out, int *backfilled,
     kb_rc rc = KB_OK;
     const kb_hits *list = &q->lists[0].hits;
     kb_hits_release(&q->fused);
-    if (q->nlists > 1) {
+    if (q->nlists > 0) {   /* sections, one list or several fused */
         rc = fuse_rrf(q->store, q->lists, q->nlists, &q->fused, err);
         list = &q->fused;
     }
