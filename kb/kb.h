@@ -445,7 +445,8 @@ typedef struct {
 void kb_query_opts_init(kb_query_opts *opts);
 
 /* One result, in the shape of `kb query --json` (DESIGN.md). */
-typedef struct {
+typedef struct kb_result kb_result;
+struct kb_result {
     int rank;                 /* 1-based */
     double score;
     int64_t chunk_id;
@@ -462,7 +463,11 @@ typedef struct {
     int vector_rank;
     double lexical_score;
     double vector_score;
-} kb_result;
+    /* the results whose text is near-identical to this one's, shown as
+     * this one (their text ""; ranks, scores unset), best first */
+    kb_result *similar;
+    size_t nsimilar;
+};
 
 typedef struct {
     kb_result *items;

@@ -14,6 +14,8 @@
 
 /* the most of one heading a result's line shows */
 #define HEADING_MAX 100
+/* Near-identical results named under the one shown. */
+#define SIMILAR_SHOWN 3
 
 /* 1 if the word at s (len n) is one of the query's words (3+ letters). */
 static int is_query_word(const char *query, const char *s, size_t n)
@@ -75,6 +77,25 @@ static void put_heading(const char *h, size_t max)
     fputs("\xe2\x80\xa6", stdout);   /* … */
 }
 
+/* The near-identical results listed with x, by their own section titles
+ * and chunk ids ('kb get ID' shows one), the first few of them. */
+static void print_similar(const kb_cli *cli, const kb_result *x)
+{
+    if (!x->nsimilar)
+        return;
+    printf("   %salso, near-identical: ", DIM(cli));
+    size_t shown = x->nsimilar < SIMILAR_SHOWN ? x->nsimilar : SIMILAR_SHOWN;
+    for (size_t j = 0; j < shown; j++) {
+        const kb_result *y = &x->similar[j];
+        fputs(j ? "; " : "", stdout);
+        put_heading(y->depth ? y->heading_path[y->depth - 1] : y->title, HEADING_MAX);
+        printf(" (chunk %lld)", (long long)y->chunk_id);
+    }
+    if (x->nsimilar > shown)
+        printf("; %zu more (--json lists them)", x->nsimilar - shown);
+    printf("%s\n", RESET(cli));
+}
+
 static void print_human(const kb_cli *cli, const kb_query_opts *opts,
                         const kb_results *r, int explain)
 {
@@ -104,6 +125,7 @@ static void print_human(const kb_cli *cli, const kb_query_opts *opts,
             printf("%s\n", RESET(cli));
         }
         print_text(cli, x->text, opts->text);
+        print_similar(cli, x);
         if (explain) {
             printf("   %schunk %lld, score %.4f; lexical ", DIM(cli),
                    (long long)x->chunk_id, x->score);

@@ -32,6 +32,14 @@
  * the sum of all other chunks, or the same in hybrid's lexical list or in
  * the vector list, lost on one set or both (BENCHMARKS.md). */
 #define LEXICAL_SECOND_SHARE 0.1
+/* Two results are near-identical, and shown as one, when this share of
+ * their word pairs is common to both (Jaccard): the variants of one
+ * libcu++ PTX wrapper are 0.8 to 1, a file copied into several skills 1;
+ * sections of different content in sibling pages (two compute
+ * capabilities' "Shared Memory") 0.7 or less. */
+#define NEAR_IDENTICAL 0.8
+/* At most this many listed with one result. */
+#define SIMILAR_MAX 16
 
 static const char *const mode_names[] = { "hybrid", "lexical", "vector" };
 
@@ -85,6 +93,9 @@ void kb_result_release(kb_result *r)
     free(r->path);
     free(r->text);
     free(r->version);
+    for (size_t i = 0; i < r->nsimilar; i++)
+        kb_result_release(&r->similar[i]);
+    free(r->similar);
 }
 
 /* Frees the results themselves; the mode and the timings stay. */
@@ -178,10 +189,11 @@ kb_rc kb_result_from_row(sqlite3_stmt *st, kb_result *r)
     return KB_OK;
 }
 
-/* Fills r from the chunk's row; the section key is its heading path. */
+/* Fills r from the chunk's row; the section key is its heading path, sh
+ * the word pairs of its whole text. */
 static kb_rc hydrate(kb_store *store, sqlite3_stmt *st, int64_t id,
                      const kb_query_opts *opts, kb_result *r, int64_t *doc_id,
-                     char **heading_key, kb_err *err)
+                     char **heading_key, kb_shingles *sh, kb_err *err)
 {
     sqlite3_reset(st);
     sqlite3_bind_int64(st, 1, id);
@@ -195,6 +207,8 @@ static kb_rc hydrate(kb_store *store, sqlite3_stmt *st, int64_t id,
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     *doc_id = sqlite3_column_int64(st, KB_RESULT_NCOLUMNS);
     *heading_key = kb_strdup((const char *)sqlite3_column_text(st, 3));
+    if (kb_shingles_make(r->text, sh) != KB_OK)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     if (opts->snippet) {
         char *snip = make_snippet(r->text, opts->text, 320);
         free(r->text);
@@ -205,8 +219,25 @@ static kb_rc hydrate(kb_store *store, sqlite3_stmt *st, int64_t id,
     return KB_OK;
 }
 
+/* Lists r under shown, near-identical to it (r is emptied): what names
+ * and cites it, not its text. */
+static kb_rc add_similar(kb_result *shown, kb_result *r)
+{
+    if (shown->nsimilar == SIMILAR_MAX)
+        return KB_OK;   /* the caller frees r */
+    if (!shown->similar &&
+        !(shown->similar = calloc(SIMILAR_MAX, sizeof *shown->similar)))
+        return KB_ERR_NOMEM;
+    free(r->text);
+    r->text = kb_strdup("");
+    shown->similar[shown->nsimilar++] = *r;
+    memset(r, 0, sizeof *r);
+    return shown->similar[shown->nsimilar - 1].text ? KB_OK : KB_ERR_NOMEM;
+}
+
 /* Turns a fused, ordered candidate list into results: hydrated, with
- * chunks of a section already shown merged into the first, cut at k.
+ * chunks of a section already shown merged into the first, chunks whose
+ * text is near-identical to a shown one's listed with it, cut at k.
  * *backfilled says whether the per-document cap left the list short. */
 static kb_rc build_results(kb_store *store, const kb_query_opts *opts,
                            const kb_hits *fused, kb_results *out, int *backfilled,
@@ -222,7 +253,8 @@ static kb_rc build_results(kb_store *store, const kb_query_opts *opts,
     out->items = calloc(k, sizeof *out->items);
     int64_t *docs = calloc(k, sizeof *docs);
     char **keys = calloc(k, sizeof *keys);
-    if (!out->items || !docs || !keys) {
+    kb_shingles *shown = calloc(k, sizeof *shown);
+    if (!out->items || !docs || !keys || !shown) {
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
         goto out;
     }
@@ -234,23 +266,35 @@ static kb_rc build_results(kb_store *store, const kb_query_opts *opts,
         kb_result r = { 0 };
         int64_t doc_id = 0;
         char *key = NULL;
+        kb_shingles sh = { 0 };
         if ((rc = hydrate(store, st, fused->items[i].id, opts, &r, &doc_id, &key,
-                          err)) != KB_OK) {
+                          &sh, err)) != KB_OK) {
             kb_result_release(&r);
             free(key);
+            kb_shingles_release(&sh);
             goto out;
         }
         int dup = 0;
-        size_t same_doc = 0;
+        size_t same_doc = 0, like = out->n;
         for (size_t j = 0; j < out->n && !dup; j++) {
             dup = docs[j] == doc_id && strcmp(keys[j], key) == 0;
             same_doc += docs[j] == doc_id;
+            if (like == out->n && kb_shingles_jaccard(&sh, &shown[j]) >= NEAR_IDENTICAL)
+                like = j;
+        }
+        if (!dup && like < out->n) {   /* listed with the first pass's result */
+            dup = 1;
+            if (!backfill && add_similar(&out->items[like], &r) != KB_OK)
+                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
         }
         if (!dup && same_doc >= PER_DOCUMENT_CAP && !backfill)
             dup = 1;
-        if (dup) {   /* the section is already shown, by a better chunk */
+        if (dup || rc != KB_OK) {   /* the section is already shown, by a better chunk */
             kb_result_release(&r);
             free(key);
+            kb_shingles_release(&sh);
+            if (rc != KB_OK)
+                goto out;
             continue;
         }
         *backfilled |= backfill;
@@ -263,12 +307,16 @@ static kb_rc build_results(kb_store *store, const kb_query_opts *opts,
         r.vector_score = h->vec_score;
         docs[out->n] = doc_id;
         keys[out->n] = key;
+        shown[out->n] = sh;
         out->items[out->n++] = r;
     }
 out:
-    for (size_t j = 0; keys && j < out->n; j++)
+    for (size_t j = 0; keys && j < out->n; j++) {
         free(keys[j]);
+        kb_shingles_release(&shown[j]);
+    }
     free(keys);
+    free(shown);
     free(docs);
     sqlite3_finalize(st);
     return rc;

@@ -58,7 +58,17 @@
     "\"lexical_score\":{\"type\":[\"number\",\"null\"],\"description\":" \
         "\"with explain: its BM25 score; null when not in that list\"}," \
     "\"vector_score\":{\"type\":[\"number\",\"null\"],\"description\":" \
-        "\"with explain: its cosine similarity; null when not in that list\"}}," \
+        "\"with explain: its cosine similarity; null when not in that list\"}," \
+    "\"similar\":{\"type\":\"array\",\"description\":\"results whose text " \
+        "is near-identical to this one's (variants of one generated page, a " \
+        "file copied into several places), shown as this one; get fetches " \
+        "them by chunk_id\",\"items\":{\"type\":\"object\",\"properties\":{" \
+        "\"chunk_id\":{\"type\":\"integer\",\"minimum\":1}," \
+        "\"source\":{\"type\":\"string\"},\"title\":{\"type\":\"string\"}," \
+        "\"heading_path\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}," \
+        "\"url\":{\"type\":\"string\"},\"path\":{\"type\":\"string\"}}," \
+        "\"required\":[\"chunk_id\",\"source\",\"title\",\"heading_path\"," \
+        "\"url\",\"path\"],\"additionalProperties\":false}}}," \
     "\"required\":[\"rank\",\"score\",\"chunk_id\",\"source\",\"title\"," \
         "\"heading_path\",\"url\",\"path\",\"kind\",\"text\",\"version\"," \
         "\"lexical_rank\",\"vector_rank\"]," \
@@ -417,6 +427,19 @@ static kb_rc results_json(const char *query, const kb_results *r, int budget,
             put_number(o, "vector_score", x->vector_score, &ok);
         else if (explain)
             put_rank(o, "vector_score", 0, &ok);
+        cJSON *sim = x->nsimilar ? put_array(o, "similar", &ok) : NULL;
+        for (size_t j = 0; sim && j < x->nsimilar; j++) {
+            const kb_result *y = &x->similar[j];
+            cJSON *so = push_object(sim, &ok);
+            put_number(so, "chunk_id", (double)y->chunk_id, &ok);
+            put_string(so, "source", y->source, &ok);
+            put_string(so, "title", y->title, &ok);
+            cJSON *shp = put_array(so, "heading_path", &ok);
+            for (size_t d = 0; d < y->depth; d++)
+                push_string(shp, y->heading_path[d], &ok);
+            put_string(so, "url", y->url, &ok);
+            put_string(so, "path", y->path, &ok);
+        }
     }
     if (explain) {
         cJSON *t = cJSON_CreateObject();
