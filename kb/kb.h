@@ -469,9 +469,19 @@ struct kb_result {
     size_t nsimilar;
 };
 
+/* At most this many skills are shown apart from the results (below). */
+#define KB_QUERY_SKILLS 3
+
 typedef struct {
     kb_result *items;
     size_t n;
+    /* A query with no source or kind filter ranks the documentation; the
+     * skill library's best matches come apart from it, one result a skill
+     * (its best chunk, as a snippet), ranked among themselves: a verified
+     * technique is worth showing, but three chunks of one skill should not
+     * push the guide's sections out. A filter ranks skills like the rest. */
+    kb_result *skills;
+    size_t nskills;
     double took_ms;
     kb_mode mode;
     /* where the time went (0 for a step that did not run): the lexical

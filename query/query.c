@@ -106,6 +106,11 @@ static void results_clear(kb_results *r)
     free(r->items);
     r->items = NULL;
     r->n = 0;
+    for (size_t i = 0; i < r->nskills; i++)
+        kb_result_release(&r->skills[i]);
+    free(r->skills);
+    r->skills = NULL;
+    r->nskills = 0;
 }
 
 void kb_results_release(kb_results *r)
@@ -235,6 +240,128 @@ static kb_rc add_similar(kb_result *shown, kb_result *r)
     return shown->similar[shown->nsimilar - 1].text ? KB_OK : KB_ERR_NOMEM;
 }
 
+/* The chunks of skills: those of a SKILL.md and of the files beside one
+ * in the same source (rtrim(key, its non-slash characters) is a key's
+ * folder with its slash), with that folder, by chunk id. */
+#define SKILL_CHUNKS_SQL \
+    "SELECT c.id, rtrim(d.key, replace(d.key, '/', '')) FROM documents d" \
+    " JOIN documents s ON s.source_id = d.source_id" \
+    "  AND s.key = rtrim(d.key, replace(d.key, '/', '')) || 'SKILL.md'" \
+    " JOIN chunks c ON c.document_id = d.id ORDER BY c.id"
+
+typedef struct {
+    int64_t *ids;          /* ascending */
+    char **folders;        /* each id's skill folder */
+    size_t n;
+} skill_chunks;
+
+static void skill_chunks_release(skill_chunks *sc)
+{
+    for (size_t i = 0; i < sc->n; i++)
+        free(sc->folders[i]);
+    free(sc->ids);
+    free(sc->folders);
+    memset(sc, 0, sizeof *sc);
+}
+
+static kb_rc skill_chunks_load(kb_store *store, skill_chunks *sc, kb_err *err)
+{
+    memset(sc, 0, sizeof *sc);
+    sqlite3_stmt *st = NULL;
+    kb_rc rc = kb_store_prepare(store, SKILL_CHUNKS_SQL, &st, err);
+    size_t cap = 0;
+    int step;
+    while (rc == KB_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (sc->n == cap) {
+            size_t nc = cap ? cap * 2 : 256;
+            int64_t *ids = realloc(sc->ids, nc * sizeof *ids);
+            if (ids)
+                sc->ids = ids;
+            char **f = ids ? realloc(sc->folders, nc * sizeof *f) : NULL;
+            if (f)
+                sc->folders = f;
+            if (!ids || !f) {
+                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+                break;
+            }
+            cap = nc;
+        }
+        sc->folders[sc->n] = kb_strdup((const char *)sqlite3_column_text(st, 1));
+        if (!sc->folders[sc->n]) {
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+            break;
+        }
+        sc->ids[sc->n++] = sqlite3_column_int64(st, 0);
+    }
+    if (rc == KB_OK && step != SQLITE_DONE)
+        rc = kb_store_db_error(store, err, "find the skills' chunks");
+    sqlite3_finalize(st);
+    if (rc != KB_OK)
+        skill_chunks_release(sc);
+    return rc;
+}
+
+/* The skill folder of chunk id, or NULL when it is no skill's. */
+static const char *skill_of(const skill_chunks *sc, int64_t id)
+{
+    size_t lo = 0, hi = sc->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (sc->ids[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < sc->n && sc->ids[lo] == id ? sc->folders[lo] : NULL;
+}
+
+/* The skills apart (kb_results.skills): the skills' fused hits, best
+ * first, one a skill, at most KB_QUERY_SKILLS, each as a snippet. */
+static kb_rc build_skills(kb_store *store, const kb_query_opts *opts, const kb_hits *fused,
+                          const skill_chunks *sc, kb_results *out, kb_err *err)
+{
+    if (!fused->n)
+        return KB_OK;
+    sqlite3_stmt *st = NULL;
+    kb_rc rc = kb_store_prepare(store, "SELECT " KB_RESULT_COLUMNS ", c.document_id"
+                                " FROM " KB_RESULT_TABLES " WHERE c.id = ?", &st, err);
+    const char *folders[KB_QUERY_SKILLS];
+    if (rc == KB_OK && !(out->skills = calloc(KB_QUERY_SKILLS, sizeof *out->skills)))
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; rc == KB_OK && i < fused->n && out->nskills < KB_QUERY_SKILLS; i++) {
+        const kb_hit *h = &fused->items[i];
+        const char *folder = skill_of(sc, h->id);
+        int seen = !folder;   /* shown already, by a better chunk */
+        for (size_t j = 0; j < out->nskills && !seen; j++)
+            seen = strcmp(folders[j], folder) == 0;
+        if (seen)
+            continue;
+        kb_result r = { 0 };
+        int64_t doc_id = 0;
+        char *key = NULL;
+        kb_shingles sh = { 0 };
+        kb_query_opts snip = *opts;
+        snip.snippet = 1;   /* a pointer to the skill: skill_get has the whole */
+        rc = hydrate(store, st, h->id, &snip, &r, &doc_id, &key, &sh, err);
+        free(key);
+        kb_shingles_release(&sh);
+        if (rc != KB_OK) {
+            kb_result_release(&r);
+            break;
+        }
+        r.rank = (int)out->nskills + 1;
+        r.score = h->score;
+        r.lexical_rank = h->lex_rank;
+        r.lexical_score = h->lex_score;
+        r.vector_rank = h->vec_rank;
+        r.vector_score = h->vec_score;
+        folders[out->nskills] = folder;
+        out->skills[out->nskills++] = r;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 /* Turns a fused, ordered candidate list into results: hydrated, with
  * chunks of a section already shown merged into the first, chunks whose
  * text is near-identical to a shown one's listed with it, cut at k.
@@ -318,6 +445,7 @@ out:
     free(keys);
     free(shown);
     free(docs);
+
     sqlite3_finalize(st);
     return rc;
 }
@@ -683,25 +811,60 @@ static kb_rc search_lists(query_run *q, int pass, kb_results *out, kb_err *err)
     return rc;
 }
 
+/* Splits lists into the skills' hits (skills) and the rest (docs), copies
+ * in the same order, so that skills neither take the documentation's
+ * places in fusion and reranking nor lose their own. */
+static kb_rc split_skills(const query_list *lists, size_t n, const skill_chunks *sc,
+                          query_list *docs, query_list *skills, kb_err *err)
+{
+    for (size_t l = 0; l < n; l++) {
+        docs[l] = skills[l] = lists[l];
+        memset(&docs[l].hits, 0, sizeof docs[l].hits);
+        memset(&skills[l].hits, 0, sizeof skills[l].hits);
+        for (size_t i = 0; i < lists[l].hits.n; i++) {
+            const kb_hit *h = &lists[l].hits.items[i];
+            kb_hits *to = skill_of(sc, h->id) ? &skills[l].hits : &docs[l].hits;
+            if (kb_hits_push(to, h->id, h->score) != KB_OK)
+                return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+            to->items[to->n - 1] = *h;
+        }
+    }
+    return KB_OK;
+}
+
 /* The results of the one list, or of all of them fused. */
 static kb_rc rank_results(query_run *q, kb_results *out, int *backfilled,
                           kb_err *err)
 {
     double t1 = kb_now_ms();
     kb_rc rc = KB_OK;
-    const kb_hits *list = &q->lists[0].hits;
+    /* with no filter, the skills' hits are ranked apart (kb_results.skills) */
+    int apart = q->opts->filter.nsources == 0 && q->opts->filter.kinds == 0;
+    query_list docs[MAX_LISTS], skills[MAX_LISTS];
+    skill_chunks sc = { 0 };
+    kb_hits fused_skills = { 0 };
+    const query_list *lists = q->lists;
+    if (apart) {
+        memset(docs, 0, sizeof docs);
+        memset(skills, 0, sizeof skills);
+        rc = skill_chunks_load(q->store, &sc, err);
+        if (rc == KB_OK)
+            rc = split_skills(q->lists, q->nlists, &sc, docs, skills, err);
+        lists = docs;
+    }
+    const kb_hits *list = &lists[0].hits;
     kb_hits_release(&q->fused);
-    if (q->nlists > 0) {   /* sections, one list or several fused */
-        rc = fuse_rrf(q->store, q->lists, q->nlists, &q->fused, err);
+    if (rc == KB_OK && q->nlists > 0) {   /* sections, one list or several fused */
+        rc = fuse_rrf(q->store, lists, q->nlists, &q->fused, err);
         list = &q->fused;
     }
     /* hybrid's own two lists, reranked */
     if (rc == KB_OK && q->nlists > 1 && !q->opts->no_rerank &&
-        !q->lists[0].vector && q->lists[1].vector) {
+        !lists[0].vector && lists[1].vector) {
         int dim = kb_embedder_dim(q->emb);
         rc = kb_rerank_local(q->store, q->opts->text,
-                             q->job.q + q->lists[1].row * (size_t)dim, dim,
-                             &q->lists[0].hits, &q->lists[1].hits, &q->fused,
+                             q->job.q + lists[1].row * (size_t)dim, dim,
+                             &lists[0].hits, &lists[1].hits, &q->fused,
                              (RRF_K + 1) / (1 + RRF_VECTOR_WEIGHT),
                              q->opts->trace, q->opts->trace_ctx, err);
         if (rc == KB_OK && q->opts->config && q->opts->config->rerank_url &&
@@ -711,6 +874,16 @@ static kb_rc rank_results(query_run *q, kb_results *out, int *backfilled,
     }
     if (rc == KB_OK)
         rc = build_results(q->store, q->opts, list, out, backfilled, err);
+    if (rc == KB_OK && apart && q->nlists > 0)
+        rc = fuse_rrf(q->store, skills, q->nlists, &fused_skills, err);
+    if (rc == KB_OK && apart)
+        rc = build_skills(q->store, q->opts, &fused_skills, &sc, out, err);
+    for (size_t l = 0; apart && l < q->nlists; l++) {
+        kb_hits_release(&docs[l].hits);
+        kb_hits_release(&skills[l].hits);
+    }
+    kb_hits_release(&fused_skills);
+    skill_chunks_release(&sc);
     out->results_ms += kb_now_ms() - t1;
     return rc;
 }
