@@ -395,20 +395,28 @@ static void pack_items(cJSON *root, const char *key, cJSON *arr, int budget, int
     put_item(root, key, kept, ok);
 }
 
+/* What names and cites a result: its chunk id, source, title, heading
+ * path, url and path (a near-identical result listed with another has
+ * these alone). */
+static void put_citation(cJSON *o, const kb_result *x, int *ok)
+{
+    put_number(o, "chunk_id", (double)x->chunk_id, ok);
+    put_string(o, "source", x->source, ok);
+    put_string(o, "title", x->title, ok);
+    cJSON *hp = put_array(o, "heading_path", ok);
+    for (size_t d = 0; d < x->depth; d++)
+        push_string(hp, x->heading_path[d], ok);
+    put_string(o, "url", x->url, ok);
+    put_string(o, "path", x->path, ok);
+}
+
 /* One result's object, in the shape of `kb query --json`. */
 static void put_result(cJSON *o, const kb_result *x, int explain, int *okp)
 {
     int ok = *okp && o;
     put_number(o, "rank", x->rank, &ok);
     put_number(o, "score", x->score, &ok);
-    put_number(o, "chunk_id", (double)x->chunk_id, &ok);
-    put_string(o, "source", x->source, &ok);
-    put_string(o, "title", x->title, &ok);
-    cJSON *hp = put_array(o, "heading_path", &ok);
-    for (size_t d = 0; d < x->depth; d++)
-        push_string(hp, x->heading_path[d], &ok);
-    put_string(o, "url", x->url, &ok);
-    put_string(o, "path", x->path, &ok);
+    put_citation(o, x, &ok);
     put_string(o, "kind", kb_kind_name(x->kind), &ok);
     put_string(o, "text", x->text, &ok);
     put_string(o, "version", x->version, &ok);
@@ -423,18 +431,8 @@ static void put_result(cJSON *o, const kb_result *x, int explain, int *okp)
     else if (explain)
         put_rank(o, "vector_score", 0, &ok);
     cJSON *sim = x->nsimilar ? put_array(o, "similar", &ok) : NULL;
-    for (size_t j = 0; sim && j < x->nsimilar; j++) {
-        const kb_result *y = &x->similar[j];
-        cJSON *so = push_object(sim, &ok);
-        put_number(so, "chunk_id", (double)y->chunk_id, &ok);
-        put_string(so, "source", y->source, &ok);
-        put_string(so, "title", y->title, &ok);
-        cJSON *shp = put_array(so, "heading_path", &ok);
-        for (size_t d = 0; d < y->depth; d++)
-            push_string(shp, y->heading_path[d], &ok);
-        put_string(so, "url", y->url, &ok);
-        put_string(so, "path", y->path, &ok);
-    }
+    for (size_t j = 0; sim && j < x->nsimilar; j++)
+        put_citation(push_object(sim, &ok), &x->similar[j], &ok);
     *okp = ok;
 }
 

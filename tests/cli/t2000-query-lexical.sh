@@ -156,6 +156,23 @@ expect_rc 1 kb get 999999999
 contains "$out" "no chunk 999999999"
 expect_rc 2 kb get abc
 
+# the variants of one generated libcu++ wrapper are near-identical: the
+# first shown stands for the others, listed with it and reachable by id;
+# no two results shown have the same text
+q -k 5 "cp.reduce.async.bulk.tensor add"
+[ "$(json_get "$out" "len(j['results'][0].get('similar', []))")" -ge 2 ] ||
+    fail "no near-identical variants listed: $out"
+contains "$(json_get "$out" "' '.join(s['heading_path'][-1] for s in j['results'][0]['similar'])")" \
+    "cp.reduce.async.bulk.tensor.2d"
+[ "$(json_get "$out" "len({r['text'] for r in j['results']}) == len(j['results'])")" = True ] ||
+    fail "the same text shown twice: $out"
+sim=$(json_get "$out" "j['results'][0]['similar'][0]['chunk_id']")
+expect_rc 0 kb get "$sim"
+contains "$out" "cp.reduce.async.bulk.tensor"
+expect_rc 0 kb query --mode lexical -k 5 "cp.reduce.async.bulk.tensor add"
+contains "$out" "also, near-identical: cp.reduce.async.bulk.tensor."
+contains "$out" "(chunk $sim)"
+
 # papers, filterable by section
 expect_json 0 kb papers --json
 n=$(json_get "$out" "len(j['papers'])")
