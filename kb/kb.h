@@ -488,7 +488,8 @@ typedef struct {
 void kb_query_opts_init(kb_query_opts *opts);
 
 /* One result, in the shape of `kb query --json` (DESIGN.md). */
-typedef struct {
+typedef struct kb_result kb_result;
+struct kb_result {
     int rank;                 /* 1-based */
     double score;
     int64_t chunk_id;
@@ -505,11 +506,25 @@ typedef struct {
     int vector_rank;
     double lexical_score;
     double vector_score;
-} kb_result;
+    /* the results whose text is near-identical to this one's, shown as
+     * this one (their text ""; ranks, scores unset), best first */
+    kb_result *similar;
+    size_t nsimilar;
+};
+
+/* At most this many skills are shown apart from the results (below). */
+#define KB_QUERY_SKILLS 3
 
 typedef struct {
     kb_result *items;
     size_t n;
+    /* A query with no source or kind filter ranks the documentation; the
+     * skill library's best matches come apart from it, one result a skill
+     * (its best chunk, as a snippet), ranked among themselves: a verified
+     * technique is worth showing, but three chunks of one skill should not
+     * push the guide's sections out. A filter ranks skills like the rest. */
+    kb_result *skills;
+    size_t nskills;
     double took_ms;
     kb_mode mode;
     /* where the time went (0 for a step that did not run): the lexical

@@ -52,8 +52,8 @@ typedef struct {
 } eval_opts;
 
 /* --features: each hybrid query's reranked pool, one JSON line per query
- * ({"id","set","judgments","pool":[{"doc","match":[judgment indices],
- * "f":[features]}]}), what scripts/fit-rerank.py fits weights on. */
+ * ({"id","set","judgments","pool":[{"doc","id":chunk,"match":[judgment
+ * indices],"f":[features]}]}), what scripts/fit-rerank.py fits weights on. */
 typedef struct {
     FILE *out;
     kb_store *store;
@@ -84,7 +84,8 @@ static void dump_candidate(void *ctx, int64_t chunk_id, const double *f,
     cJSON *fa = m ? cJSON_AddArrayToObject(c, "f") : NULL;
     if (!fa || !cJSON_AddItemToArray(d->pool, c) ||
         !cJSON_AddNumberToObject(c, "doc", (double)sqlite3_column_int64(
-                                     d->row, KB_RESULT_NCOLUMNS)))
+                                     d->row, KB_RESULT_NCOLUMNS)) ||
+        !cJSON_AddNumberToObject(c, "id", (double)chunk_id))
         d->rc = KB_ERR_NOMEM;
     for (size_t j = 0; d->rc == KB_OK && j < d->q->nrel; j++)
         if (kb_eval_judgment_matches(&d->q->rel[j], &r) &&

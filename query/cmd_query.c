@@ -14,6 +14,8 @@
 
 /* the most of one heading a result's line shows */
 #define HEADING_MAX 100
+/* Near-identical results named under the one shown. */
+#define SIMILAR_SHOWN 3
 
 /* 1 if the word at s (len n) is one of the query's words (3+ letters). */
 static int is_query_word(const char *query, const char *s, size_t n)
@@ -75,55 +77,87 @@ static void put_heading(const char *h, size_t max)
     fputs("\xe2\x80\xa6", stdout);   /* … */
 }
 
+/* The near-identical results listed with x, by their own section titles
+ * and chunk ids ('kb get ID' shows one), the first few of them. */
+static void print_similar(const kb_cli *cli, const kb_result *x)
+{
+    if (!x->nsimilar)
+        return;
+    printf("   %salso, near-identical: ", DIM(cli));
+    size_t shown = x->nsimilar < SIMILAR_SHOWN ? x->nsimilar : SIMILAR_SHOWN;
+    for (size_t j = 0; j < shown; j++) {
+        const kb_result *y = &x->similar[j];
+        fputs(j ? "; " : "", stdout);
+        put_heading(y->depth ? y->heading_path[y->depth - 1] : y->title, HEADING_MAX);
+        printf(" (chunk %lld)", (long long)y->chunk_id);
+    }
+    if (x->nsimilar > shown)
+        printf("; %zu more (--json lists them)", x->nsimilar - shown);
+    printf("%s\n", RESET(cli));
+}
+
+/* One result: "LABEL. [source] heading path", its links, its text. */
+static void print_result(const kb_cli *cli, const kb_query_opts *opts, const kb_result *x,
+                         const char *label, int explain)
+{
+    printf("%s%s%d.%s %s[", BOLD(cli), label, x->rank, RESET(cli), CYAN(cli));
+    kb_cli_puts_safe(stdout, x->source);
+    printf("]%s ", RESET(cli));
+    for (size_t d = 0; d < x->depth; d++) {
+        printf("%s%s", d ? " > " : "", d + 1 == x->depth ? BOLD(cli) : "");
+        put_heading(x->heading_path[d], HEADING_MAX);
+    }
+    printf("%s  %s(%s, chunk %lld)%s\n", RESET(cli), DIM(cli), kb_kind_name(x->kind),
+           (long long)x->chunk_id, RESET(cli));
+    const char *lines[] = { x->url, x->path };
+    for (size_t l = 0; l < 2; l++) {
+        if (!*lines[l])
+            continue;
+        printf("   %s", DIM(cli));
+        kb_cli_puts_safe(stdout, lines[l]);
+        printf("%s\n", RESET(cli));
+    }
+    print_text(cli, x->text, opts->text);
+    print_similar(cli, x);
+    if (explain) {
+        printf("   %schunk %lld, score %.4f; lexical ", DIM(cli),
+               (long long)x->chunk_id, x->score);
+        if (x->lexical_rank)
+            printf("#%d (bm25 %.3f)", x->lexical_rank, x->lexical_score);
+        else
+            printf("-");
+        printf(", vector ");
+        if (x->vector_rank)
+            printf("#%d (cos %.3f)", x->vector_rank, x->vector_score);
+        else
+            printf("-");
+        printf("%s\n", RESET(cli));
+    }
+    putchar('\n');
+}
+
 static void print_human(const kb_cli *cli, const kb_query_opts *opts,
                         const kb_results *r, int explain)
 {
-    if (r->n == 0) {
+    if (r->n == 0 && r->nskills == 0) {
         fputs("no results for '", stdout);
         kb_cli_puts_safe(stdout, opts->text);
         fputs("'\n", stdout);
         return;
     }
-    for (size_t i = 0; i < r->n; i++) {
-        const kb_result *x = &r->items[i];
-        printf("%s%d.%s %s[", BOLD(cli), x->rank, RESET(cli), CYAN(cli));
-        kb_cli_puts_safe(stdout, x->source);
-        printf("]%s ", RESET(cli));
-        for (size_t d = 0; d < x->depth; d++) {
-            printf("%s%s", d ? " > " : "", d + 1 == x->depth ? BOLD(cli) : "");
-            put_heading(x->heading_path[d], HEADING_MAX);
-        }
-        printf("%s  %s(%s, chunk %lld)%s\n", RESET(cli), DIM(cli), kb_kind_name(x->kind),
-               (long long)x->chunk_id, RESET(cli));
-        const char *lines[] = { x->url, x->path };
-        for (size_t l = 0; l < 2; l++) {
-            if (!*lines[l])
-                continue;
-            printf("   %s", DIM(cli));
-            kb_cli_puts_safe(stdout, lines[l]);
-            printf("%s\n", RESET(cli));
-        }
-        print_text(cli, x->text, opts->text);
-        if (explain) {
-            printf("   %schunk %lld, score %.4f; lexical ", DIM(cli),
-                   (long long)x->chunk_id, x->score);
-            if (x->lexical_rank)
-                printf("#%d (bm25 %.3f)", x->lexical_rank, x->lexical_score);
-            else
-                printf("-");
-            printf(", vector ");
-            if (x->vector_rank)
-                printf("#%d (cos %.3f)", x->vector_rank, x->vector_score);
-            else
-                printf("-");
-            printf("%s\n", RESET(cli));
-        }
-        putchar('\n');
-    }
+    for (size_t i = 0; i < r->n; i++)
+        print_result(cli, opts, &r->items[i], "", explain);
+    if (r->nskills)   /* apart: the library's techniques, after the documentation */
+        printf("%sskills from the library ('kb skill show NAME' has the whole):%s\n\n",
+               BOLD(cli), RESET(cli));
+    for (size_t i = 0; i < r->nskills; i++)
+        print_result(cli, opts, &r->skills[i], "skill ", explain);
     if (cli->quiet && !explain)
         return;
-    printf("%s%zu result%s in %.1f ms (%s)", DIM(cli), r->n, r->n == 1 ? "" : "s",
-           r->took_ms, kb_mode_name(r->mode));
+    printf("%s%zu result%s", DIM(cli), r->n, r->n == 1 ? "" : "s");
+    if (r->nskills)
+        printf(" and %zu skill%s", r->nskills, r->nskills == 1 ? "" : "s");
+    printf(" in %.1f ms (%s)", r->took_ms, kb_mode_name(r->mode));
     if (explain)
         printf(": lexical %.1f ms, query embedding %.1f ms (in parallel), "
                "vector search %.1f ms, fusion and results %.1f ms", r->lexical_ms,

@@ -26,6 +26,20 @@
  * lists' top 50 sections, most of them far higher. */
 #define RERANK_REMOTE_TOP 30
 #define RRF_VECTOR_WEIGHT 0.3
+/* Lexical mode ranks a section by its best chunk's BM25 plus this share
+ * of its second best's (issue 13, item 7: a section's evidence is its
+ * chunks'). Lexical nDCG@10 0.770 / 0.609 -> 0.773 / 0.639 on dev / dev2;
+ * the sum of all other chunks, or the same in hybrid's lexical list or in
+ * the vector list, lost on one set or both (BENCHMARKS.md). */
+#define LEXICAL_SECOND_SHARE 0.1
+/* Two results are near-identical, and shown as one, when this share of
+ * their word pairs is common to both (Jaccard): the variants of one
+ * libcu++ PTX wrapper are 0.8 to 1, a file copied into several skills 1;
+ * sections of different content in sibling pages (two compute
+ * capabilities' "Shared Memory") 0.7 or less. */
+#define NEAR_IDENTICAL 0.8
+/* At most this many listed with one result. */
+#define SIMILAR_MAX 16
 
 static const char *const mode_names[] = { "hybrid", "lexical", "vector" };
 
@@ -79,6 +93,9 @@ void kb_result_release(kb_result *r)
     free(r->path);
     free(r->text);
     free(r->version);
+    for (size_t i = 0; i < r->nsimilar; i++)
+        kb_result_release(&r->similar[i]);
+    free(r->similar);
 }
 
 /* Frees the results themselves; the mode and the timings stay. */
@@ -89,6 +106,11 @@ static void results_clear(kb_results *r)
     free(r->items);
     r->items = NULL;
     r->n = 0;
+    for (size_t i = 0; i < r->nskills; i++)
+        kb_result_release(&r->skills[i]);
+    free(r->skills);
+    r->skills = NULL;
+    r->nskills = 0;
 }
 
 void kb_results_release(kb_results *r)
@@ -172,10 +194,11 @@ kb_rc kb_result_from_row(sqlite3_stmt *st, kb_result *r)
     return KB_OK;
 }
 
-/* Fills r from the chunk's row; the section key is its heading path. */
+/* Fills r from the chunk's row; the section key is its heading path, sh
+ * the word pairs of its whole text. */
 static kb_rc hydrate(kb_store *store, sqlite3_stmt *st, int64_t id,
                      const kb_query_opts *opts, kb_result *r, int64_t *doc_id,
-                     char **heading_key, kb_err *err)
+                     char **heading_key, kb_shingles *sh, kb_err *err)
 {
     sqlite3_reset(st);
     sqlite3_bind_int64(st, 1, id);
@@ -189,6 +212,8 @@ static kb_rc hydrate(kb_store *store, sqlite3_stmt *st, int64_t id,
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     *doc_id = sqlite3_column_int64(st, KB_RESULT_NCOLUMNS);
     *heading_key = kb_strdup((const char *)sqlite3_column_text(st, 3));
+    if (kb_shingles_make(r->text, sh) != KB_OK)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     if (opts->snippet) {
         char *snip = make_snippet(r->text, opts->text, 320);
         free(r->text);
@@ -199,8 +224,147 @@ static kb_rc hydrate(kb_store *store, sqlite3_stmt *st, int64_t id,
     return KB_OK;
 }
 
+/* Lists r under shown, near-identical to it (r is emptied): what names
+ * and cites it, not its text. */
+static kb_rc add_similar(kb_result *shown, kb_result *r)
+{
+    if (shown->nsimilar == SIMILAR_MAX)
+        return KB_OK;   /* the caller frees r */
+    if (!shown->similar &&
+        !(shown->similar = calloc(SIMILAR_MAX, sizeof *shown->similar)))
+        return KB_ERR_NOMEM;
+    free(r->text);
+    r->text = kb_strdup("");
+    shown->similar[shown->nsimilar++] = *r;
+    memset(r, 0, sizeof *r);
+    return shown->similar[shown->nsimilar - 1].text ? KB_OK : KB_ERR_NOMEM;
+}
+
+/* The chunks of skills: those of a SKILL.md and of the files beside one
+ * in the same source (rtrim(key, its non-slash characters) is a key's
+ * folder with its slash), with that folder, by chunk id. */
+#define SKILL_CHUNKS_SQL \
+    "SELECT c.id, rtrim(d.key, replace(d.key, '/', '')) FROM documents d" \
+    " JOIN documents s ON s.source_id = d.source_id" \
+    "  AND s.key = rtrim(d.key, replace(d.key, '/', '')) || 'SKILL.md'" \
+    " JOIN chunks c ON c.document_id = d.id ORDER BY c.id"
+
+typedef struct {
+    int64_t *ids;          /* ascending */
+    char **folders;        /* each id's skill folder */
+    size_t n;
+} skill_chunks;
+
+static void skill_chunks_release(skill_chunks *sc)
+{
+    for (size_t i = 0; i < sc->n; i++)
+        free(sc->folders[i]);
+    free(sc->ids);
+    free(sc->folders);
+    memset(sc, 0, sizeof *sc);
+}
+
+static kb_rc skill_chunks_load(kb_store *store, skill_chunks *sc, kb_err *err)
+{
+    memset(sc, 0, sizeof *sc);
+    sqlite3_stmt *st = NULL;
+    kb_rc rc = kb_store_prepare(store, SKILL_CHUNKS_SQL, &st, err);
+    size_t cap = 0;
+    int step;
+    while (rc == KB_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (sc->n == cap) {
+            size_t nc = cap ? cap * 2 : 256;
+            int64_t *ids = realloc(sc->ids, nc * sizeof *ids);
+            if (ids)
+                sc->ids = ids;
+            char **f = ids ? realloc(sc->folders, nc * sizeof *f) : NULL;
+            if (f)
+                sc->folders = f;
+            if (!ids || !f) {
+                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+                break;
+            }
+            cap = nc;
+        }
+        sc->folders[sc->n] = kb_strdup((const char *)sqlite3_column_text(st, 1));
+        if (!sc->folders[sc->n]) {
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+            break;
+        }
+        sc->ids[sc->n++] = sqlite3_column_int64(st, 0);
+    }
+    if (rc == KB_OK && step != SQLITE_DONE)
+        rc = kb_store_db_error(store, err, "find the skills' chunks");
+    sqlite3_finalize(st);
+    if (rc != KB_OK)
+        skill_chunks_release(sc);
+    return rc;
+}
+
+/* The skill folder of chunk id, or NULL when it is no skill's. */
+static const char *skill_of(const skill_chunks *sc, int64_t id)
+{
+    size_t lo = 0, hi = sc->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (sc->ids[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < sc->n && sc->ids[lo] == id ? sc->folders[lo] : NULL;
+}
+
+/* The skills apart (kb_results.skills): the skills' fused hits, best
+ * first, one a skill, at most KB_QUERY_SKILLS, each as a snippet. */
+static kb_rc build_skills(kb_store *store, const kb_query_opts *opts, const kb_hits *fused,
+                          const skill_chunks *sc, kb_results *out, kb_err *err)
+{
+    if (!fused->n)
+        return KB_OK;
+    sqlite3_stmt *st = NULL;
+    kb_rc rc = kb_store_prepare(store, "SELECT " KB_RESULT_COLUMNS ", c.document_id"
+                                " FROM " KB_RESULT_TABLES " WHERE c.id = ?", &st, err);
+    const char *folders[KB_QUERY_SKILLS];
+    if (rc == KB_OK && !(out->skills = calloc(KB_QUERY_SKILLS, sizeof *out->skills)))
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; rc == KB_OK && i < fused->n && out->nskills < KB_QUERY_SKILLS; i++) {
+        const kb_hit *h = &fused->items[i];
+        const char *folder = skill_of(sc, h->id);
+        int seen = !folder;   /* shown already, by a better chunk */
+        for (size_t j = 0; j < out->nskills && !seen; j++)
+            seen = strcmp(folders[j], folder) == 0;
+        if (seen)
+            continue;
+        kb_result r = { 0 };
+        int64_t doc_id = 0;
+        char *key = NULL;
+        kb_shingles sh = { 0 };
+        kb_query_opts snip = *opts;
+        snip.snippet = 1;   /* a pointer to the skill: skill_get has the whole */
+        rc = hydrate(store, st, h->id, &snip, &r, &doc_id, &key, &sh, err);
+        free(key);
+        kb_shingles_release(&sh);
+        if (rc != KB_OK) {
+            kb_result_release(&r);
+            break;
+        }
+        r.rank = (int)out->nskills + 1;
+        r.score = h->score;
+        r.lexical_rank = h->lex_rank;
+        r.lexical_score = h->lex_score;
+        r.vector_rank = h->vec_rank;
+        r.vector_score = h->vec_score;
+        folders[out->nskills] = folder;
+        out->skills[out->nskills++] = r;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 /* Turns a fused, ordered candidate list into results: hydrated, with
- * chunks of a section already shown merged into the first, cut at k.
+ * chunks of a section already shown merged into the first, chunks whose
+ * text is near-identical to a shown one's listed with it, cut at k.
  * *backfilled says whether the per-document cap left the list short. */
 static kb_rc build_results(kb_store *store, const kb_query_opts *opts,
                            const kb_hits *fused, kb_results *out, int *backfilled,
@@ -216,7 +380,8 @@ static kb_rc build_results(kb_store *store, const kb_query_opts *opts,
     out->items = calloc(k, sizeof *out->items);
     int64_t *docs = calloc(k, sizeof *docs);
     char **keys = calloc(k, sizeof *keys);
-    if (!out->items || !docs || !keys) {
+    kb_shingles *shown = calloc(k, sizeof *shown);
+    if (!out->items || !docs || !keys || !shown) {
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
         goto out;
     }
@@ -228,23 +393,35 @@ static kb_rc build_results(kb_store *store, const kb_query_opts *opts,
         kb_result r = { 0 };
         int64_t doc_id = 0;
         char *key = NULL;
+        kb_shingles sh = { 0 };
         if ((rc = hydrate(store, st, fused->items[i].id, opts, &r, &doc_id, &key,
-                          err)) != KB_OK) {
+                          &sh, err)) != KB_OK) {
             kb_result_release(&r);
             free(key);
+            kb_shingles_release(&sh);
             goto out;
         }
         int dup = 0;
-        size_t same_doc = 0;
+        size_t same_doc = 0, like = out->n;
         for (size_t j = 0; j < out->n && !dup; j++) {
             dup = docs[j] == doc_id && strcmp(keys[j], key) == 0;
             same_doc += docs[j] == doc_id;
+            if (like == out->n && kb_shingles_jaccard(&sh, &shown[j]) >= NEAR_IDENTICAL)
+                like = j;
+        }
+        if (!dup && like < out->n) {   /* listed with the first pass's result */
+            dup = 1;
+            if (!backfill && add_similar(&out->items[like], &r) != KB_OK)
+                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
         }
         if (!dup && same_doc >= PER_DOCUMENT_CAP && !backfill)
             dup = 1;
-        if (dup) {   /* the section is already shown, by a better chunk */
+        if (dup || rc != KB_OK) {   /* the section is already shown, by a better chunk */
             kb_result_release(&r);
             free(key);
+            kb_shingles_release(&sh);
+            if (rc != KB_OK)
+                goto out;
             continue;
         }
         *backfilled |= backfill;
@@ -257,13 +434,18 @@ static kb_rc build_results(kb_store *store, const kb_query_opts *opts,
         r.vector_score = h->vec_score;
         docs[out->n] = doc_id;
         keys[out->n] = key;
+        shown[out->n] = sh;
         out->items[out->n++] = r;
     }
 out:
-    for (size_t j = 0; keys && j < out->n; j++)
+    for (size_t j = 0; keys && j < out->n; j++) {
         free(keys[j]);
+        kb_shingles_release(&shown[j]);
+    }
     free(keys);
+    free(shown);
     free(docs);
+
     sqlite3_finalize(st);
     return rc;
 }
@@ -312,13 +494,61 @@ typedef struct {
 /* the query's own lexical and vector lists, then its sub-queries */
 #define MAX_LISTS (2 + KB_QUERY_MAX_SEARCHES)
 
+/* One list's sections in the order of their evidence: a section scores
+ * its best chunk's score plus share times its second-best chunk's in the
+ * list; ties keep the list's order. order[o] is the list index of the
+ * o-th section's best chunk; agg[k] section k's score (both sized by the
+ * caller: the list's length, nkeys). */
+static kb_rc section_order(const kb_hits *hits, const int *ids, size_t nkeys,
+                           double share, double *agg, size_t *order, size_t *nsec,
+                           kb_err *err)
+{
+    size_t *best = malloc((nkeys + 1) * sizeof *best);
+    unsigned char *second = calloc(nkeys + 1, 1);
+    if (!best || !second) {
+        free(best);
+        free(second);
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    }
+    for (size_t k = 0; k < nkeys; k++)
+        best[k] = SIZE_MAX;
+    *nsec = 0;
+    for (size_t i = 0; i < hits->n; i++) {
+        size_t k = (size_t)ids[i];
+        double s = hits->items[i].score;
+        if (best[k] == SIZE_MAX) {   /* the list is best first */
+            best[k] = i;
+            agg[k] = s;
+            order[(*nsec)++] = i;
+        } else if (!second[k]) {
+            second[k] = 1;
+            agg[k] += share * s;
+        }
+    }
+    /* insertion sort (stable) by the sections' scores */
+    for (size_t o = 1; o < *nsec; o++) {
+        size_t i = order[o];
+        double s = agg[ids[i]];
+        size_t j = o;
+        while (j > 0 && agg[ids[order[j - 1]]] < s) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = i;
+    }
+    free(best);
+    free(second);
+    return KB_OK;
+}
+
 /* Reciprocal rank fusion of the lists at the level of sections: each list
  * ranks sections by their best chunk, a section scores the sum over the
  * lists of w / (RRF_K + rank) (w = 1 for a lexical list,
  * RRF_VECTOR_WEIGHT for a vector one), and stands for its best chunk in
  * the first list that has it (the query's lexical list comes first). Its
  * lexical and vector places are its best places in the lists of each
- * kind. */
+ * kind. One list alone is ranked by section too, a lexical one by its
+ * evidence (LEXICAL_SECOND_SHARE), and scores it. */
 static kb_rc fuse_rrf(kb_store *store, const query_list *lists, size_t nlists,
                       kb_hits *out, kb_err *err)
 {
@@ -326,7 +556,8 @@ static kb_rc fuse_rrf(kb_store *store, const query_list *lists, size_t nlists,
     char **keys = NULL;
     size_t nkeys = 0, capkeys = 0;
     kb_hit *sec = NULL;   /* per section: best chunk, fused score, places */
-    size_t *seen = NULL;  /* per section: 1 + the last list that counted it */
+    double *agg = NULL;   /* per section: its evidence in the list at hand */
+    size_t *order = NULL; /* the list's sections, best first */
     kb_rc rc = KB_OK;
     for (size_t l = 0; rc == KB_OK && l < nlists; l++) {
         ids[l] = calloc(lists[l].hits.n + 1, sizeof *ids[l]);
@@ -336,26 +567,32 @@ static kb_rc fuse_rrf(kb_store *store, const query_list *lists, size_t nlists,
     }
     if (rc == KB_OK) {
         sec = calloc(nkeys + 1, sizeof *sec);
-        seen = calloc(nkeys + 1, sizeof *seen);
-        if (!sec || !seen)
+        agg = calloc(nkeys + 1, sizeof *agg);
+        size_t longest = 0;
+        for (size_t l = 0; l < nlists; l++)
+            longest = lists[l].hits.n > longest ? lists[l].hits.n : longest;
+        order = calloc(longest + 1, sizeof *order);
+        if (!sec || !agg || !order)
             rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     }
     for (size_t l = 0; rc == KB_OK && l < nlists; l++) {
         const query_list *list = &lists[l];
-        int rank = 0;
-        for (size_t i = 0; i < list->hits.n; i++) {
+        size_t nsec = 0;
+        double share = nlists == 1 && !list->vector ? LEXICAL_SECOND_SHARE : 0;
+        rc = section_order(&list->hits, ids[l], nkeys, share, agg, order, &nsec, err);
+        for (size_t o = 0; rc == KB_OK && o < nsec; o++) {
+            size_t i = order[o];
             size_t k = (size_t)ids[l][i];
-            if (seen[k] == l + 1)   /* the section's best chunk in this list came first */
-                continue;
-            seen[k] = l + 1;
-            rank++;
+            int rank = (int)o + 1;
             kb_hit *h = &sec[k];
             int *place = list->vector ? &h->vec_rank : &h->lex_rank;
             if (!*place || rank < *place) {
                 *place = rank;
                 *(list->vector ? &h->vec_score : &h->lex_score) = list->hits.items[i].score;
             }
-            h->score += (list->vector ? RRF_VECTOR_WEIGHT : 1.0) / (RRF_K + rank);
+            /* one list alone ranks by its own evidence */
+            h->score += nlists == 1 ? agg[k]
+                        : (list->vector ? RRF_VECTOR_WEIGHT : 1.0) / (RRF_K + rank);
             if (!h->id)
                 h->id = list->hits.items[i].id;
         }
@@ -382,7 +619,8 @@ static kb_rc fuse_rrf(kb_store *store, const query_list *lists, size_t nlists,
         free(keys[k]);
     free(keys);
     free(sec);
-    free(seen);
+    free(agg);
+    free(order);
     for (size_t l = 0; l < nlists; l++)
         free(ids[l]);
     return rc;
@@ -573,25 +811,60 @@ static kb_rc search_lists(query_run *q, int pass, kb_results *out, kb_err *err)
     return rc;
 }
 
+/* Splits lists into the skills' hits (skills) and the rest (docs), copies
+ * in the same order, so that skills neither take the documentation's
+ * places in fusion and reranking nor lose their own. */
+static kb_rc split_skills(const query_list *lists, size_t n, const skill_chunks *sc,
+                          query_list *docs, query_list *skills, kb_err *err)
+{
+    for (size_t l = 0; l < n; l++) {
+        docs[l] = skills[l] = lists[l];
+        memset(&docs[l].hits, 0, sizeof docs[l].hits);
+        memset(&skills[l].hits, 0, sizeof skills[l].hits);
+        for (size_t i = 0; i < lists[l].hits.n; i++) {
+            const kb_hit *h = &lists[l].hits.items[i];
+            kb_hits *to = skill_of(sc, h->id) ? &skills[l].hits : &docs[l].hits;
+            if (kb_hits_push(to, h->id, h->score) != KB_OK)
+                return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+            to->items[to->n - 1] = *h;
+        }
+    }
+    return KB_OK;
+}
+
 /* The results of the one list, or of all of them fused. */
 static kb_rc rank_results(query_run *q, kb_results *out, int *backfilled,
                           kb_err *err)
 {
     double t1 = kb_now_ms();
     kb_rc rc = KB_OK;
-    const kb_hits *list = &q->lists[0].hits;
+    /* with no filter, the skills' hits are ranked apart (kb_results.skills) */
+    int apart = q->opts->filter.nsources == 0 && q->opts->filter.kinds == 0;
+    query_list docs[MAX_LISTS], skills[MAX_LISTS];
+    skill_chunks sc = { 0 };
+    kb_hits fused_skills = { 0 };
+    const query_list *lists = q->lists;
+    if (apart) {
+        memset(docs, 0, sizeof docs);
+        memset(skills, 0, sizeof skills);
+        rc = skill_chunks_load(q->store, &sc, err);
+        if (rc == KB_OK)
+            rc = split_skills(q->lists, q->nlists, &sc, docs, skills, err);
+        lists = docs;
+    }
+    const kb_hits *list = &lists[0].hits;
     kb_hits_release(&q->fused);
-    if (q->nlists > 1) {
-        rc = fuse_rrf(q->store, q->lists, q->nlists, &q->fused, err);
+    if (rc == KB_OK && q->nlists > 0) {   /* sections, one list or several fused */
+        rc = fuse_rrf(q->store, lists, q->nlists, &q->fused, err);
         list = &q->fused;
     }
     /* hybrid's own two lists, reranked */
     if (rc == KB_OK && q->nlists > 1 && !q->opts->no_rerank &&
-        !q->lists[0].vector && q->lists[1].vector) {
+        !lists[0].vector && lists[1].vector) {
         int dim = kb_embedder_dim(q->emb);
         rc = kb_rerank_local(q->store, q->opts->text,
-                             q->job.q + q->lists[1].row * (size_t)dim, dim,
-                             &q->lists[0].hits, &q->lists[1].hits, &q->fused,
+                             q->job.q + lists[1].row * (size_t)dim, dim,
+                             &lists[0].hits, &lists[1].hits, &q->fused,
                              (RRF_K + 1) / (1 + RRF_VECTOR_WEIGHT),
                              q->opts->trace, q->opts->trace_ctx, err);
         if (rc == KB_OK && q->opts->config && q->opts->config->rerank_url &&
@@ -601,6 +874,16 @@ static kb_rc rank_results(query_run *q, kb_results *out, int *backfilled,
     }
     if (rc == KB_OK)
         rc = build_results(q->store, q->opts, list, out, backfilled, err);
+    if (rc == KB_OK && apart && q->nlists > 0)
+        rc = fuse_rrf(q->store, skills, q->nlists, &fused_skills, err);
+    if (rc == KB_OK && apart)
+        rc = build_skills(q->store, q->opts, &fused_skills, &sc, out, err);
+    for (size_t l = 0; apart && l < q->nlists; l++) {
+        kb_hits_release(&docs[l].hits);
+        kb_hits_release(&skills[l].hits);
+    }
+    kb_hits_release(&fused_skills);
+    skill_chunks_release(&sc);
     out->results_ms += kb_now_ms() - t1;
     return rc;
 }

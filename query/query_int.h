@@ -23,6 +23,22 @@ kb_rc kb_result_from_row(sqlite3_stmt *st, kb_result *r);
 /* Frees what a result holds (not r itself). */
 void kb_result_release(kb_result *r);
 
+/* ------------------------------------------------------------ similar.c */
+
+/* A text's neighbouring word pairs (lower case; letters, digits, '_' and
+ * UTF-8 make words), hashed, sorted, each once. */
+typedef struct {
+    uint64_t *h;
+    size_t n;
+} kb_shingles;
+
+/* KB_ERR_NOMEM when out of memory. */
+kb_rc kb_shingles_make(const char *text, kb_shingles *out);
+/* |a and b| / |a or b|: 1 for the same words in the same order; 0 when
+ * either is empty. */
+double kb_shingles_jaccard(const kb_shingles *a, const kb_shingles *b);
+void kb_shingles_release(kb_shingles *s);
+
 /* ------------------------------------------------------------ rerank.c */
 
 /* The local reranking stage (kb_query_opts.trace names its features). */

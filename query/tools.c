@@ -60,7 +60,17 @@
     "\"lexical_score\":{\"type\":[\"number\",\"null\"],\"description\":" \
         "\"with explain: its BM25 score; null when not in that list\"}," \
     "\"vector_score\":{\"type\":[\"number\",\"null\"],\"description\":" \
-        "\"with explain: its cosine similarity; null when not in that list\"}}," \
+        "\"with explain: its cosine similarity; null when not in that list\"}," \
+    "\"similar\":{\"type\":\"array\",\"description\":\"results whose text " \
+        "is near-identical to this one's (variants of one generated page, a " \
+        "file copied into several places), shown as this one; get fetches " \
+        "them by chunk_id\",\"items\":{\"type\":\"object\",\"properties\":{" \
+        "\"chunk_id\":{\"type\":\"integer\",\"minimum\":1}," \
+        "\"source\":{\"type\":\"string\"},\"title\":{\"type\":\"string\"}," \
+        "\"heading_path\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}," \
+        "\"url\":{\"type\":\"string\"},\"path\":{\"type\":\"string\"}}," \
+        "\"required\":[\"chunk_id\",\"source\",\"title\",\"heading_path\"," \
+        "\"url\",\"path\"],\"additionalProperties\":false}}}," \
     "\"required\":[\"rank\",\"score\",\"chunk_id\",\"source\",\"title\"," \
         "\"heading_path\",\"url\",\"path\",\"kind\",\"text\",\"version\"," \
         "\"lexical_rank\",\"vector_rank\"]," \
@@ -96,7 +106,12 @@
         "\"error\":{\"type\":[\"string\",\"null\"],\"description\":\"why " \
             "the query was searched alone; null when expanded\"}}," \
         "\"required\":[\"model\",\"cached\",\"llm_ms\",\"searches\",\"error\"]," \
-        "\"additionalProperties\":false}}," \
+        "\"additionalProperties\":false}," \
+    "\"skills\":{\"type\":\"array\",\"maxItems\":3,\"description\":\"with " \
+        "no sources or kinds filter: the skill library's best matches (verified " \
+        "techniques with kernels and evidence), one a skill, its best chunk as a " \
+        "snippet, apart from results; absent when none matches. skill_get, or get " \
+        "by chunk_id, has the whole\",\"items\":" RESULT_SCHEMA "}}," \
     "\"required\":[\"query\",\"mode\",\"took_ms\",\"truncated\",\"omitted\"," \
         "\"results\"]," \
     "\"additionalProperties\":false}"
@@ -396,6 +411,47 @@ static void pack_items(cJSON *root, const char *key, cJSON *arr, int budget, int
     put_item(root, key, kept, ok);
 }
 
+/* What names and cites a result: its chunk id, source, title, heading
+ * path, url and path (a near-identical result listed with another has
+ * these alone). */
+static void put_citation(cJSON *o, const kb_result *x, int *ok)
+{
+    put_number(o, "chunk_id", (double)x->chunk_id, ok);
+    put_string(o, "source", x->source, ok);
+    put_string(o, "title", x->title, ok);
+    cJSON *hp = put_array(o, "heading_path", ok);
+    for (size_t d = 0; d < x->depth; d++)
+        push_string(hp, x->heading_path[d], ok);
+    put_string(o, "url", x->url, ok);
+    put_string(o, "path", x->path, ok);
+}
+
+/* One result's object, in the shape of `kb query --json`. */
+static void put_result(cJSON *o, const kb_result *x, int explain, int *okp)
+{
+    int ok = *okp && o;
+    put_number(o, "rank", x->rank, &ok);
+    put_number(o, "score", x->score, &ok);
+    put_citation(o, x, &ok);
+    put_string(o, "kind", kb_kind_name(x->kind), &ok);
+    put_string(o, "text", x->text, &ok);
+    put_string(o, "version", x->version, &ok);
+    put_rank(o, "lexical_rank", x->lexical_rank, &ok);
+    put_rank(o, "vector_rank", x->vector_rank, &ok);
+    if (explain && x->lexical_rank)
+        put_number(o, "lexical_score", x->lexical_score, &ok);
+    else if (explain)
+        put_rank(o, "lexical_score", 0, &ok);
+    if (explain && x->vector_rank)
+        put_number(o, "vector_score", x->vector_score, &ok);
+    else if (explain)
+        put_rank(o, "vector_score", 0, &ok);
+    cJSON *sim = x->nsimilar ? put_array(o, "similar", &ok) : NULL;
+    for (size_t j = 0; sim && j < x->nsimilar; j++)
+        put_citation(push_object(sim, &ok), &x->similar[j], &ok);
+    *okp = ok;
+}
+
 /* DESIGN.md's `kb query --json` object for r, within budget tokens (0: no
  * limit). */
 static kb_rc results_json(const char *query, const kb_results *r, int budget,
@@ -407,32 +463,12 @@ static kb_rc results_json(const char *query, const kb_results *r, int budget,
     put_string(root, "query", query, &ok);
     put_string(root, "mode", kb_mode_name(r->mode), &ok);
     put_number(root, "took_ms", (double)(int)(r->took_ms * 1000) / 1000.0, &ok);
-    for (size_t i = 0; ok && i < r->n; i++) {
-        const kb_result *x = &r->items[i];
-        cJSON *o = push_object(arr, &ok);
-        put_number(o, "rank", x->rank, &ok);
-        put_number(o, "score", x->score, &ok);
-        put_number(o, "chunk_id", (double)x->chunk_id, &ok);
-        put_string(o, "source", x->source, &ok);
-        put_string(o, "title", x->title, &ok);
-        cJSON *hp = put_array(o, "heading_path", &ok);
-        for (size_t d = 0; d < x->depth; d++)
-            push_string(hp, x->heading_path[d], &ok);
-        put_string(o, "url", x->url, &ok);
-        put_string(o, "path", x->path, &ok);
-        put_string(o, "kind", kb_kind_name(x->kind), &ok);
-        put_string(o, "text", x->text, &ok);
-        put_string(o, "version", x->version, &ok);
-        put_rank(o, "lexical_rank", x->lexical_rank, &ok);
-        put_rank(o, "vector_rank", x->vector_rank, &ok);
-        if (explain && x->lexical_rank)
-            put_number(o, "lexical_score", x->lexical_score, &ok);
-        else if (explain)
-            put_rank(o, "lexical_score", 0, &ok);
-        if (explain && x->vector_rank)
-            put_number(o, "vector_score", x->vector_score, &ok);
-        else if (explain)
-            put_rank(o, "vector_score", 0, &ok);
+    for (size_t i = 0; ok && i < r->n; i++)
+        put_result(push_object(arr, &ok), &r->items[i], explain, &ok);
+    if (r->nskills) {   /* before the results are packed: their budget is what is left */
+        cJSON *sk = put_array(root, "skills", &ok);
+        for (size_t i = 0; ok && i < r->nskills; i++)
+            put_result(push_object(sk, &ok), &r->skills[i], explain, &ok);
     }
     if (explain) {
         cJSON *t = cJSON_CreateObject();

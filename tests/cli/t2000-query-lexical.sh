@@ -50,7 +50,18 @@ done
 # (truncated, omitted) and each result's source version (README, design
 # notes)
 q -k 3 "shared memory bank conflicts"
-json_get "$out" "sorted(j.keys())" | grep -q "\['mode', 'omitted', 'query', 'results', 'took_ms', 'truncated'\]" || fail "top-level fields: $out"
+json_get "$out" "sorted(set(j.keys()) - {'skills'})" | grep -q "\['mode', 'omitted', 'query', 'results', 'took_ms', 'truncated'\]" || fail "top-level fields: $out"
+# with no filter the skills come apart from the results, one a skill, the
+# best chunk of each as a snippet; with a filter, skills rank as the rest
+[ "$(json_get "$out" "all(r['source'] != 'skills' for r in j['results'])")" = True ] ||
+    fail "a skill among the results: $out"
+[ "$(json_get "$out" "len(j['skills']) <= 3 and len({r['path'].rsplit('/', 1)[0] for r in j['skills']}) == len(j['skills']) and [r['rank'] for r in j['skills']] == list(range(1, len(j['skills']) + 1))")" = True ] ||
+    fail "the skills apart: $out"
+[ "$(json_get "$out" "j['skills'][0]['path']")" = corpus/skills/smem-padding-bank-conflicts/SKILL.md ] ||
+    fail "the padding skill is not first for bank conflicts: $out"
+q -k 3 --source skills "shared memory bank conflicts"
+[ "$(json_get "$out" "'skills' not in j and len(j['results']) == 3 and {r['source'] for r in j['results']} == {'skills'}")" = True ] ||
+    fail "--source skills: skills are the results: $out"
 fields=$(json_get "$out" "sorted(j['results'][0].keys())")
 [ "$fields" = "['chunk_id', 'heading_path', 'kind', 'lexical_rank', 'path', 'rank', 'score', 'source', 'text', 'title', 'url', 'vector_rank', 'version']" ] ||
     fail "result fields: $fields"
@@ -144,6 +155,23 @@ contains "$(json_get "$out" "j['section']['url']")" "#"
 expect_rc 1 kb get 999999999
 contains "$out" "no chunk 999999999"
 expect_rc 2 kb get abc
+
+# the variants of one generated libcu++ wrapper are near-identical: the
+# first shown stands for the others, listed with it and reachable by id;
+# no two results shown have the same text
+q -k 5 "cp.reduce.async.bulk.tensor add"
+[ "$(json_get "$out" "len(j['results'][0].get('similar', []))")" -ge 2 ] ||
+    fail "no near-identical variants listed: $out"
+contains "$(json_get "$out" "' '.join(s['heading_path'][-1] for s in j['results'][0]['similar'])")" \
+    "cp.reduce.async.bulk.tensor.2d"
+[ "$(json_get "$out" "len({r['text'] for r in j['results']}) == len(j['results'])")" = True ] ||
+    fail "the same text shown twice: $out"
+sim=$(json_get "$out" "j['results'][0]['similar'][0]['chunk_id']")
+expect_rc 0 kb get "$sim"
+contains "$out" "cp.reduce.async.bulk.tensor"
+expect_rc 0 kb query --mode lexical -k 5 "cp.reduce.async.bulk.tensor add"
+contains "$out" "also, near-identical: cp.reduce.async.bulk.tensor."
+contains "$out" "(chunk $sim)"
 
 # papers, filterable by section
 expect_json 0 kb papers --json
