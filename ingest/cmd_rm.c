@@ -21,7 +21,8 @@ const kb_command kb_cmd_rm = {
     .options = rm_options,
     .notes = "A path is matched by its real path, so a file deleted since it was\n"
              "ingested can still be named; a folder takes everything under it; a\n"
-             "source id takes the source and all its documents. All or nothing: a\n"
+             "source id takes the source and all its documents (also where a file or\n"
+             "folder of that name holds nothing ingested). All or nothing: a\n"
              "name that matches nothing removes nothing (exit 1).\n",
     .operands = "source",
 };

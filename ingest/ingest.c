@@ -1433,8 +1433,9 @@ static kb_rc known_sources(kb_store *store, kb_buf *b, kb_err *err)
 }
 
 /* Removes (or with dry_run counts) the documents of one target; item
- * gets what it matched. */
-static kb_rc remove_target(kb_store *store, const char *target, int dry_run,
+ * gets what it matched. as_source: the target is a source id, even where
+ * a file or folder of that name exists. */
+static kb_rc remove_target(kb_store *store, const char *target, int dry_run, int as_source,
                            kb_rm_item *item, kb_rm_result *out, kb_err *err)
 {
     char *local = NULL, *key = NULL;
@@ -1442,9 +1443,11 @@ static kb_rc remove_target(kb_store *store, const char *target, int dry_run,
     if (rc != KB_OK)
         return rc;
     struct stat st;
-    int exists = !is_url(local) && stat(local, &st) == 0;
-    int source = 0;
-    if (is_url(local)) {
+    int exists = !as_source && !is_url(local) && stat(local, &st) == 0;
+    int source = as_source;
+    if (as_source) {
+        item->what = "source";
+    } else if (is_url(local)) {
         item->what = "URL";
     } else if (!exists && (source = is_kb_source(store, local)) < 0) {
         rc = kb_store_db_error(store, err, "look up a source");
@@ -1514,6 +1517,14 @@ static kb_rc remove_target(kb_store *store, const char *target, int dry_run,
         }
         sqlite3_finalize(ds);
     }
+    /* a folder of the source's name (`kb rm skills` in kb's own tree)
+     * that holds no ingested file: the source is meant */
+    if (rc == KB_OK && !source && exists && item->documents == 0 &&
+        is_kb_source(store, local) == 1) {
+        free(local);
+        free(key);
+        return remove_target(store, target, dry_run, 1, item, out, err);
+    }
     if (rc == KB_OK && !source && item->documents == 0) {
         kb_buf known;
         kb_buf_init(&known, 4096);
@@ -1547,7 +1558,7 @@ kb_rc kb_ingest_remove(kb_store *store, char *const *targets, size_t ntargets,
     size_t chunks = 0;
     for (size_t i = 0; i < ntargets && rc == KB_OK; i++) {
         out->items[i].target = targets[i];
-        rc = remove_target(store, targets[i], dry_run, &out->items[i], out, err);
+        rc = remove_target(store, targets[i], dry_run, 0, &out->items[i], out, err);
         chunks += out->items[i].chunks;
     }
     /* all of it or nothing: a target that matched nothing removes nothing */

@@ -80,6 +80,11 @@ contains "$out" "'nosuch-source' matches nothing in the KB"
 expect_rc 0 kb rm notes/notes.md
 contains "$out" "removed 1 document"
 [ "$(sql "SELECT count(*) FROM documents WHERE key = '$real'")" = 0 ] || fail "the file is still there"
+# a folder here of the source's name, holding nothing ingested: the source
+mkdir -p my-notes
+expect_json 0 kb rm --dry-run --json my-notes
+[ "$(json_get "$out" "[t['what'] for t in j['removed']]")" = "['source']" ] || fail "a folder of a source's name: $out"
+rmdir my-notes
 expect_json 0 kb rm --json my-notes notes/locked
 [ "$(json_get "$out" "[t['what'] for t in j['removed']]")" = "['source', 'folder']" ] || fail "rm targets: $out"
 [ "$(sql "SELECT count(*) FROM sources WHERE id = 'my-notes'")" = 0 ] || fail "the source is still there"
