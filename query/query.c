@@ -315,6 +315,17 @@ static const char *skill_of(const skill_chunks *sc, int64_t id)
     return lo < sc->n && sc->ids[lo] == id ? sc->folders[lo] : NULL;
 }
 
+/* Gives result r its rank and hit h's scores and places in the lists. */
+static void place(kb_result *r, const kb_hit *h, int rank)
+{
+    r->rank = rank;
+    r->score = h->score;
+    r->lexical_rank = h->lex_rank;
+    r->lexical_score = h->lex_score;
+    r->vector_rank = h->vec_rank;
+    r->vector_score = h->vec_score;
+}
+
 /* The skills apart (kb_results.skills): the skills' fused hits, best
  * first, one a skill, at most KB_QUERY_SKILLS, each as a snippet. */
 static kb_rc build_skills(kb_store *store, const kb_query_opts *opts, const kb_hits *fused,
@@ -349,12 +360,7 @@ static kb_rc build_skills(kb_store *store, const kb_query_opts *opts, const kb_h
             kb_result_release(&r);
             break;
         }
-        r.rank = (int)out->nskills + 1;
-        r.score = h->score;
-        r.lexical_rank = h->lex_rank;
-        r.lexical_score = h->lex_score;
-        r.vector_rank = h->vec_rank;
-        r.vector_score = h->vec_score;
+        place(&r, h, (int)out->nskills + 1);
         folders[out->nskills] = folder;
         out->skills[out->nskills++] = r;
     }
@@ -426,12 +432,7 @@ static kb_rc build_results(kb_store *store, const kb_query_opts *opts,
         }
         *backfilled |= backfill;
         const kb_hit *h = &fused->items[i];
-        r.rank = (int)out->n + 1;
-        r.score = h->score;
-        r.lexical_rank = h->lex_rank;
-        r.lexical_score = h->lex_score;
-        r.vector_rank = h->vec_rank;
-        r.vector_score = h->vec_score;
+        place(&r, h, (int)out->n + 1);
         docs[out->n] = doc_id;
         keys[out->n] = key;
         shown[out->n] = sh;
