@@ -28,29 +28,6 @@ static const char *skill_name(const kb_skill_entry *e)
     return e->skill.fields[KB_SKILL_NAME] ? e->skill.fields[KB_SKILL_NAME] : e->dir;
 }
 
-/* The task's shapes as the record keeps them: [{"name","timed","dims"}]. */
-static cJSON *task_shapes(const kb_task *t)
-{
-    cJSON *a = cJSON_CreateArray();
-    for (size_t i = 0; a && i < t->nshapes; i++) {
-        const kb_shape *s = &t->shapes[i];
-        cJSON *o = cJSON_CreateObject(), *dims = NULL;
-        int ok = o && cJSON_AddItemToArray(a, o) &&
-                 cJSON_AddStringToObject(o, "name", s->name) &&
-                 cJSON_AddBoolToObject(o, "timed", s->timed) &&
-                 (dims = cJSON_AddObjectToObject(o, "dims"));
-        for (size_t k = 0; ok && k < t->ndims; k++)
-            ok = cJSON_AddNumberToObject(dims, t->dims[k], s->dims[k]) != NULL;
-        if (!ok) {
-            if (o && !cJSON_IsArray(a))
-                cJSON_Delete(o);
-            cJSON_Delete(a);
-            return NULL;
-        }
-    }
-    return a;
-}
-
 /* ------------------------------------------------------------------ imports */
 
 /* The SHA-256 of the kernel a result verified: its own field when it has
@@ -208,7 +185,7 @@ kb_rc kb_gen_skill_verify(kb_skill_entry *e, const kb_gen_skill_opts *o, kb_buf 
         rc = kb_sha256_file(kernel, sha, err);
     if (rc == KB_OK)
         rc = kb_task_load(task_dir, &task, err);
-    if (rc == KB_OK && !(shapes = task_shapes(task)))
+    if (rc == KB_OK && !(shapes = kb_task_shapes_json(task)))
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     if (rc == KB_OK)
         rc = get_result(e, o, task_dir, kernel, sha, &result, &when, err);

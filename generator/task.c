@@ -1321,3 +1321,27 @@ kb_rc kb_verify_result_text(const cJSON *res, kb_buf *out)
         rc = kb_buf_printf(out, "  wall %.0f ms\n", res_num(res, "wall_ms"));
     return rc;
 }
+
+/* ------------------------------------------------------------------ records */
+
+cJSON *kb_task_shapes_json(const kb_task *t)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; a && i < t->nshapes; i++) {
+        const kb_shape *s = &t->shapes[i];
+        cJSON *o = cJSON_CreateObject(), *dims = NULL;
+        int added = o && cJSON_AddItemToArray(a, o);
+        if (o && !added)   /* a owns o once added, and frees it below */
+            cJSON_Delete(o);
+        int ok = added && cJSON_AddStringToObject(o, "name", s->name) &&
+                 cJSON_AddBoolToObject(o, "timed", s->timed) &&
+                 (dims = cJSON_AddObjectToObject(o, "dims"));
+        for (size_t k = 0; ok && k < t->ndims; k++)
+            ok = cJSON_AddNumberToObject(dims, t->dims[k], s->dims[k]) != NULL;
+        if (!ok) {
+            cJSON_Delete(a);
+            return NULL;
+        }
+    }
+    return a;
+}

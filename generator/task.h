@@ -176,5 +176,8 @@ kb_rc kb_task_find(const char *arg, const char *manifest, char **dir, kb_err *er
  * and spills; each timed shape; parity with a library baseline; the wall
  * time. KB_ERR_NOMEM past out's cap. */
 kb_rc kb_verify_result_text(const cJSON *res, kb_buf *out) KB_MUST_CHECK;
+/* The task's shapes as evidence records keep them:
+ * [{"name","timed","dims":{DIM: n}}]; NULL out of memory. */
+cJSON *kb_task_shapes_json(const kb_task *t);
 
 #endif /* KB_TASK_H */

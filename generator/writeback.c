@@ -276,27 +276,6 @@ static kb_rc pick_name(const kb_gen_writeback *w, const char *task, const writeu
 
 /* ------------------------------------------------------------------ the skill */
 
-/* The task's shapes as evidence records keep them. */
-static cJSON *task_shapes(const kb_task *t)
-{
-    cJSON *a = cJSON_CreateArray();
-    for (size_t i = 0; a && i < t->nshapes; i++) {
-        const kb_shape *s = &t->shapes[i];
-        cJSON *o = cJSON_CreateObject(), *dims = NULL;
-        int ok = o && cJSON_AddItemToArray(a, o) &&
-                 cJSON_AddStringToObject(o, "name", s->name) &&
-                 cJSON_AddBoolToObject(o, "timed", s->timed) &&
-                 (dims = cJSON_AddObjectToObject(o, "dims"));
-        for (size_t k = 0; ok && k < t->ndims; k++)
-            ok = cJSON_AddNumberToObject(dims, t->dims[k], s->dims[k]) != NULL;
-        if (!ok) {
-            cJSON_Delete(a);
-            return NULL;
-        }
-    }
-    return a;
-}
-
 /* SKILL.md's body. */
 static kb_rc make_body(const kb_gen_writeback *w, const char *name, const writeup *u,
                        const kb_verify_result *r, kb_buf *b)
@@ -421,7 +400,7 @@ kb_rc kb_gen_write_skill(const kb_gen_writeback *w, char **name_out, char **dir_
     gmtime_r(&now, &tm);
     char date[32];
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    if (rc == KB_OK && !(shapes = task_shapes(task)))
+    if (rc == KB_OK && !(shapes = kb_task_shapes_json(task)))
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     kb_buf how;
     kb_buf_init(&how, 0);

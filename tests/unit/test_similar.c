@@ -3,7 +3,9 @@
  * variants near-identical and two different sections not; through a real
  * store, a file copied into two documents shown once with the copy
  * listed, and a lexical section with two matching chunks ranked above a
- * section whose one chunk matches a little better. */
+ * section whose one chunk matches a little better; skills ranked apart
+ * from the documentation, one a skill, and known as skills at once when
+ * this or another connection adds one. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -161,12 +163,94 @@ static void test_second_chunk_counts(void **state)
     free(dir);
 }
 
+/* A document of source s with this key, through store w. */
+static void add_document(kb_store *w, int id, const char *key)
+{
+    kb_err err;
+    kb_err_clear(&err);
+    char sql[256];
+    snprintf(sql, sizeof sql, "INSERT INTO documents(id, source_id, key, title, content_hash)"
+             " VALUES (%d, 's', '%s', 'Doc', 'h')", id, key);
+    assert_int_equal(kb_store_exec(w, sql, &err), KB_OK);
+}
+
+static void test_skills_apart(void **state)
+{
+    (void)state;
+    char *dir;
+    kb_store *s = open_store(&dir);   /* documents a, b, c: not skills' */
+    add_document(s, 4, "sk/pad/SKILL.md");
+    add_document(s, 5, "sk/pad/kernel.cu");
+    add_document(s, 6, "sk/tile/SKILL.md");
+    add_document(s, 7, "notes/kernel.cu");   /* no SKILL.md beside it */
+    add_chunk(s, 10, 1, "Shared Memory", "Bank conflicts serialise a warp's shared loads.");
+    add_chunk(s, 11, 7, "notes", "A kernel that avoids bank conflicts by padding rows.");
+    add_chunk(s, 20, 4, "pad", "Pad each row by one word: bank conflicts vanish.");
+    add_chunk(s, 21, 4, "Pitfalls", "Padding the wrong dimension keeps the bank conflicts.");
+    add_chunk(s, 30, 5, "transpose", "float tile[32][33]; // against bank conflicts");
+    kb_results res;
+    lexical(s, "bank conflicts", &res);
+    /* the documentation alone in the results; the pad skill once, apart */
+    assert_int_equal(res.n, 2);
+    for (size_t i = 0; i < res.n; i++)
+        assert_true(res.items[i].chunk_id == 10 || res.items[i].chunk_id == 11);
+    assert_int_equal(res.nskills, 1);
+    assert_int_equal(res.skills[0].rank, 1);
+    assert_true(res.skills[0].chunk_id == 20 || res.skills[0].chunk_id == 21 ||
+                res.skills[0].chunk_id == 30);
+    kb_results_release(&res);
+
+    /* a skill added by this connection is known as one at once */
+    add_chunk(s, 40, 6, "tile", "Stage a tile; mind the bank conflicts of its columns.");
+    lexical(s, "bank conflicts", &res);
+    assert_int_equal(res.n, 2);
+    assert_int_equal(res.nskills, 2);
+    assert_true(res.skills[0].chunk_id == 40 || res.skills[1].chunk_id == 40);
+    assert_int_equal(res.skills[1].rank, 2);
+    kb_results_release(&res);
+
+    /* and one added by another connection (an ingest beside a server) */
+    kb_store *w = NULL;
+    kb_err err;
+    kb_err_clear(&err);
+    assert_int_equal(kb_store_open(dir, 0, &w, &err), KB_OK);
+    add_document(w, 8, "sk/swz/SKILL.md");
+    add_chunk(w, 50, 8, "swizzle", "Swizzle the columns' addresses: no bank conflicts.");
+    kb_store_close(w);
+    lexical(s, "bank conflicts", &res);
+    assert_int_equal(res.n, 2);
+    assert_int_equal(res.nskills, 3);
+    int seen50 = 0;
+    for (size_t i = 0; i < res.nskills; i++)
+        seen50 |= res.skills[i].chunk_id == 50;
+    assert_true(seen50);
+    kb_results_release(&res);
+
+    /* a filter ranks skills with the rest: nothing apart */
+    kb_query_opts o;
+    kb_query_opts_init(&o);
+    o.text = "bank conflicts";
+    o.mode = KB_MODE_LEXICAL;
+    o.filter.kinds = 1u << KB_KIND_TEXT;
+    assert_int_equal(kb_query_run(s, NULL, &o, &res, &err), KB_OK);
+    assert_int_equal(res.nskills, 0);
+    int skill_ranked = 0;
+    for (size_t i = 0; i < res.n; i++)
+        skill_ranked |= res.items[i].chunk_id == 20 || res.items[i].chunk_id == 50;
+    assert_true(skill_ranked);
+    kb_results_release(&res);
+    kb_store_close(s);
+    tu_rmtree(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_jaccard),
         cmocka_unit_test(test_copies_listed),
         cmocka_unit_test(test_second_chunk_counts),
+        cmocka_unit_test(test_skills_apart),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
