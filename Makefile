@@ -78,7 +78,7 @@ $(BUILD)/_kb: $(BUILD)/kb
 $(BUILD)/kb.1: $(BUILD)/kb
 	$(Q)$(BUILD)/kb manpage > $@.tmp && mv -f $@.tmp $@
 
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/test_util.h $(BUILD)/libkb.a
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/test_util.h tests/unit/test_http_server.h $(BUILD)/libkb.a
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  TEST-CC $<")
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libkb.a $(LIBS) $(shell pkg-config --libs cmocka)

@@ -22,6 +22,7 @@
 #include "kb/kb.h"
 #include "index/index_int.h"
 #include "kb/config.h"
+#include "tests/unit/test_http_server.h"
 
 enum { GOOD, MALFORMED, SHORT, WRONGDIM, DIMCHANGE, R429, E503, E401, HANG };
 
@@ -156,20 +157,11 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 static int setup(void **state)
 {
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    sa.sin_port = 0;
-    daemon_ = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD,
-                               0, NULL, NULL, handler, NULL,
-                               MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-                               MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
-                               MHD_OPTION_END);
+    unsigned port = 0;
+    daemon_ = tu_http_server(handler, completed, &port);
     if (!daemon_)
         return -1;
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon_, MHD_DAEMON_INFO_BIND_PORT);
-    snprintf(url, sizeof url, "http://127.0.0.1:%u/v1/embeddings", (unsigned)info->port);
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/v1/embeddings", port);
     return 0;
 }
 

@@ -7,6 +7,7 @@
 #include "kb/http.h"
 
 #include "tests/unit/test_util.h"
+#include "tests/unit/test_http_server.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -265,19 +266,9 @@ static void *raw_serve(void *arg)
 
 static int server_up(void **state)
 {
-    setenv("NO_PROXY", "*", 1);   /* never a proxy: everything is loopback */
-    setenv("no_proxy", "*", 1);
-    struct sockaddr_in a = { .sin_family = AF_INET };
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    daemon_ = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
-                               MHD_USE_THREAD_PER_CONNECTION,
-                               0, NULL, NULL, handler, NULL,
-                               MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a,
-                               MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
-                               MHD_OPTION_END);
+    daemon_ = tu_http_server(handler, completed, &port_);
     if (!daemon_)
         return -1;
-    port_ = MHD_get_daemon_info(daemon_, MHD_DAEMON_INFO_BIND_PORT)->port;
     raw_fd = tu_bind_local(1, &raw_port_);
     if (raw_fd < 0 || pthread_create(&raw_thread, NULL, raw_serve, NULL) != 0)
         return -1;
