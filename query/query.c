@@ -316,7 +316,7 @@ static kb_rc skill_chunks_load(kb_store *store, skill_chunks *sc, kb_err *err)
 }
 
 /* What the KB is now: its data_version and this connection's changes. */
-static kb_rc kb_version(kb_store *store, long long *version, long long *changes,
+static kb_rc store_version(kb_store *store, long long *version, long long *changes,
                         kb_err *err)
 {
     sqlite3_stmt *st = NULL;
@@ -335,7 +335,7 @@ static kb_rc kb_version(kb_store *store, long long *version, long long *changes,
 static kb_rc skill_chunks_get(kb_store *store, const skill_chunks **out, kb_err *err)
 {
     long long version = 0, changes = 0;
-    kb_rc rc = kb_version(store, &version, &changes, err);
+    kb_rc rc = store_version(store, &version, &changes, err);
     if (rc != KB_OK)
         return rc;
     skill_chunks *sc = kb_store_slot_get(store, SKILL_CHUNKS_SLOT);
