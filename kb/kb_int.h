@@ -22,6 +22,13 @@ struct kb_store {
     size_t nslots, capslots;
 };
 
+/* What the KB is now, for caches kept with a store: SQLite's data_version
+ * (moves when another connection commits) and, when changes is not NULL,
+ * the rows this connection has changed (its own commits do not move
+ * data_version). */
+kb_rc kb_store_version(kb_store *store, long long *data_version, long long *changes,
+                       kb_err *err);
+
 /* Named slots (the idea of SQLite's sqlite3_set_clientdata): a module above
  * the store parks a cache with it (index/ its loaded vector index, query/
  * its default embedder) and the store frees it on close with the given

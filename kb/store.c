@@ -108,6 +108,21 @@ kb_rc kb_store_db_error(kb_store *store, kb_err *err, const char *what)
                       sqlite3_errmsg(store->db));
 }
 
+kb_rc kb_store_version(kb_store *store, long long *data_version, long long *changes,
+                       kb_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    kb_rc rc = kb_store_prepare(store, "PRAGMA data_version", &st, err);
+    if (rc == KB_OK && sqlite3_step(st) == SQLITE_ROW)
+        *data_version = sqlite3_column_int64(st, 0);
+    else if (rc == KB_OK)
+        rc = kb_store_db_error(store, err, "read the KB's data version");
+    sqlite3_finalize(st);
+    if (changes)
+        *changes = (long long)sqlite3_total_changes64(store->db);
+    return rc;
+}
+
 kb_rc kb_store_prepare(kb_store *store, const char *sql, sqlite3_stmt **stmt,
                        kb_err *err)
 {

@@ -315,27 +315,12 @@ static kb_rc skill_chunks_load(kb_store *store, skill_chunks *sc, kb_err *err)
     return rc;
 }
 
-/* What the KB is now: its data_version and this connection's changes. */
-static kb_rc store_version(kb_store *store, long long *version, long long *changes,
-                        kb_err *err)
-{
-    sqlite3_stmt *st = NULL;
-    kb_rc rc = kb_store_prepare(store, "PRAGMA data_version", &st, err);
-    if (rc == KB_OK && sqlite3_step(st) == SQLITE_ROW)
-        *version = sqlite3_column_int64(st, 0);
-    else if (rc == KB_OK)
-        rc = kb_store_db_error(store, err, "read the KB's data version");
-    sqlite3_finalize(st);
-    *changes = (long long)sqlite3_total_changes64(store->db);
-    return rc;
-}
-
 /* The KB's skill chunks, read again only when the KB has changed since
  * (a query pays 2 ms for them otherwise); owned by the store. */
 static kb_rc skill_chunks_get(kb_store *store, const skill_chunks **out, kb_err *err)
 {
     long long version = 0, changes = 0;
-    kb_rc rc = store_version(store, &version, &changes, err);
+    kb_rc rc = kb_store_version(store, &version, &changes, err);
     if (rc != KB_OK)
         return rc;
     skill_chunks *sc = kb_store_slot_get(store, SKILL_CHUNKS_SLOT);

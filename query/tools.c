@@ -1147,14 +1147,8 @@ void kb_result_cache_stats(kb_result_cache *c, kb_lru_stats *out)
 static kb_rc generation_of(kb_result_cache *c, kb_store *store,
                            unsigned long long *gen, kb_err *err)
 {
-    sqlite3_stmt *st = NULL;
-    kb_rc rc = kb_store_prepare(store, "PRAGMA data_version", &st, err);
     long long v = 0;
-    if (rc == KB_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    else if (rc == KB_OK)
-        rc = kb_store_db_error(store, err, "read the KB's data version");
-    sqlite3_finalize(st);
+    kb_rc rc = kb_store_version(store, &v, NULL, err);
     if (rc != KB_OK)
         return rc;
     long long *seen = kb_store_slot_get(store, SEEN_SLOT);
