@@ -152,6 +152,7 @@ install: all
 	install -m 755 $(BUILD)/kb $(DESTDIR)$(PREFIX)/bin/kb
 	install -d $(DESTDIR)$(PREFIX)/share/kb
 	install -m 644 corpus/sources.json $(DESTDIR)$(PREFIX)/share/kb/sources.json
+	install -m 755 scripts/tune-embedder.py $(DESTDIR)$(PREFIX)/share/kb/tune-embedder.py
 	cp -R corpus/tasks $(DESTDIR)$(PREFIX)/share/kb/
 	cp -RL corpus/skills $(DESTDIR)$(PREFIX)/share/kb/
 	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions \

@@ -137,11 +137,17 @@ kb_rc kb_vec_check_embedder(kb_store *store, const kb_embedder *emb,
         if (strcmp(name, kb_embedder_name(emb)) != 0 ||
             dim != kb_embedder_dim(emb) ||
             strcmp(hash ? hash : "", kb_embedder_weights_hash(emb)) != 0)
+            /* two tuned models share a name: their weights tell them apart */
             rc = kb_err_set(err, KB_ERR_MISMATCH,
-                            "the KB's vectors were made by '%s' (%lld dimensions),"
-                            " not by '%s' (%d); use that embedder, or re-embed with"
-                            " 'kb ingest --reembed'", name, dim,
-                            kb_embedder_name(emb), kb_embedder_dim(emb));
+                            "the KB's vectors were made by '%s' (%lld dimensions%s%.12s),"
+                            " not by '%s' (%d%s%.12s); use that embedder%s, or re-embed"
+                            " with 'kb ingest --reembed'", name, dim,
+                            hash && *hash ? ", weights " : "", hash ? hash : "",
+                            kb_embedder_name(emb), kb_embedder_dim(emb),
+                            *kb_embedder_weights_hash(emb) ? ", weights " : "",
+                            kb_embedder_weights_hash(emb),
+                            strstr(name, "+tuned") ? " (KB_MODEL_DIR: the directory"
+                            " kb tune wrote)" : "");
     } else if (record) {
         char d[32];
         snprintf(d, sizeof d, "%d", kb_embedder_dim(emb));

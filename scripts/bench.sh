@@ -117,6 +117,13 @@ if [ -f "$qrels2" ]; then
     echo
 fi
 
+if [ -d "$full" ]; then
+    echo "## An embedder adapted to the KB (kb tune)"
+    echo
+    scripts/bench-tune.sh "$build" "$full"
+    echo
+fi
+
 if [ -x scripts/bench-embed.sh ]; then
     echo "## Embeddings"
     echo

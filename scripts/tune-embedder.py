@@ -29,7 +29,6 @@ the last line on stdout is tuned.json's content.
 import argparse
 import hashlib
 import json
-import math
 import os
 import random
 import shutil
@@ -148,33 +147,30 @@ def main():
         e = (h * m).sum(1) / m.sum(1).clamp(min=1e-9)
         return torch.nn.functional.normalize(e, dim=-1)
 
-    steps = a.epochs * math.ceil(len(pairs) / a.batch)
+    # every epoch's batches drawn first, so the schedule knows the steps
+    plan = [b for _ in range(a.epochs) for b in batches(pairs, a.batch, rng)]
+    steps = len(plan)
     warm = max(1, steps // 10)
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / max(1, steps - warm))))
-    say(f"{len(pairs)} pairs, {a.epochs} epoch(s) of about {steps // a.epochs} "
-        f"steps of {a.batch}, on {device}")
+    say(f"{len(pairs)} pairs, {a.epochs} epoch(s), {steps} steps of at most "
+        f"{a.batch}, on {device}")
     t0 = time.time()
-    step, loss_sum, loss_n, last = 0, 0.0, 0, float("nan")
-    for _ in range(a.epochs):
-        for batch in batches(pairs, a.batch, rng):
-            q = embed([b[0] for b in batch])
-            p = embed([b[1] for b in batch])
-            labels = torch.arange(len(batch), device=device)
-            loss = torch.nn.functional.cross_entropy(SCALE * q @ p.T, labels)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
-            step += 1
-            last = loss.item()
-            loss_sum += last
-            loss_n += 1
-            if step % 10 == 0 or step == 1:
-                say(f"step {step}/{steps}: loss {loss_sum / loss_n:.4f}, "
-                    f"{time.time() - t0:.0f} s")
-                loss_sum, loss_n = 0.0, 0
+    recent = []   # the last 10 steps' losses: what the manifest reports
+    for step, batch in enumerate(plan, 1):
+        q = embed([b[0] for b in batch])
+        p = embed([b[1] for b in batch])
+        labels = torch.arange(len(batch), device=device)
+        loss = torch.nn.functional.cross_entropy(SCALE * q @ p.T, labels)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+        recent = (recent + [loss.item()])[-10:]
+        if step % 10 == 0 or step == 1 or step == steps:
+            say(f"step {step}/{steps}: loss {sum(recent) / len(recent):.4f} "
+                f"(last {len(recent)}), {time.time() - t0:.0f} s")
     seconds = time.time() - t0
 
     os.makedirs(a.out, exist_ok=True)
@@ -194,7 +190,7 @@ def main():
         "sha256": sha256(out_model + tmp),
         "pairs": len(pairs),
         "epochs": a.epochs, "batch": a.batch, "lr": a.lr, "seed": a.seed,
-        "steps": step, "final_loss": round(last, 4),
+        "steps": steps, "final_loss": round(sum(recent) / len(recent), 4),
         "seconds": round(seconds, 1), "device": device,
         "made_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
@@ -207,7 +203,7 @@ def main():
     os.replace(out_model + tmp, out_model)
     os.replace(out_vocab + tmp, out_vocab)
     os.replace(out_manifest + tmp, out_manifest)
-    say(f"{step} steps in {seconds:.1f} s; wrote {a.out}")
+    say(f"{steps} steps in {seconds:.1f} s; wrote {a.out}")
     print(json.dumps(manifest))
 
 
