@@ -1,6 +1,7 @@
 /*
  * embedder.c - kb_embedder: the local all-MiniLM-L6-v2 (tokenizer.c +
- * bert.c over safetensors.c) or a remote OpenAI-compatible endpoint
+ * bert.c over safetensors.c; or a copy kb tune fine-tuned, whose
+ * tuned.json pins its weights) or a remote OpenAI-compatible endpoint
  * (embed_remote.c), chosen by kb_embedder_open_config from kb's
  * configuration.
  */

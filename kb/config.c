@@ -43,7 +43,7 @@ static const config_var vars[] = {
       "a local mirror of the sources (--mirror DIR wins)",
       "none (the sources' URLs are fetched)" },
     { "KB_MODEL_DIR", V_STR_EMPTY, F(model_dir), 0, 0,
-      "the local embedding model (set but empty: no model)",
+      "the local embedding model, or one kb tune wrote (set but empty: no model)",
       "~/.cache/kb/models/all-MiniLM-L6-v2" },
     { "KB_THREADS", V_INT, F(threads), 1, 64,
       "encoder threads for embedding, 1 to 64",
