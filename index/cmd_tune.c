@@ -164,7 +164,10 @@ static int tune_run(const kb_cli *cli, const kb_command *self, const tune_args *
     if (!out) {
         if (!base || !*base)
             return kb_cli_usage_error(self, "--out DIR is needed: KB_MODEL_DIR is empty");
-        if (kb_buf_printf(&dflt, "%s-tuned", base) != KB_OK) {
+        size_t len = strlen(base);   /* "DIR/" is DIR's sibling too */
+        while (len > 1 && base[len - 1] == '/')
+            len--;
+        if (kb_buf_printf(&dflt, "%.*s-tuned", (int)len, base) != KB_OK) {
             kb_err_set(&err, KB_ERR_NOMEM, "out of memory");
             return kb_cli_fail(&err);
         }
@@ -186,7 +189,7 @@ static int tune_run(const kb_cli *cli, const kb_command *self, const tune_args *
     size_t npairs = 0;
     int status = 0;
     kb_rc rc = write_pairs(cli, out, &pairs, &npairs, &err);
-    if (rc == KB_OK && !cli->quiet)
+    if (rc == KB_OK && !cli->quiet && !a->pairs_only)
         fprintf(stderr, "kb tune: %zu pairs from the KB in %s\n", npairs, pairs);
     if (rc == KB_OK && !a->pairs_only) {
         const char *argv[24];
@@ -223,8 +226,8 @@ static int tune_run(const kb_cli *cli, const kb_command *self, const tune_args *
         rc = kb_cli_print_json(o, &err);
     } else if (rc == KB_OK && a->pairs_only) {
         printf("%zu pairs in %s; train on them where PyTorch is:\n"
-               "  python3 %s --base %s --pairs %s --out %s\n", npairs, pairs, TRAINER,
-               base && *base ? base : "BASE_MODEL_DIR", PAIRS_FILE, "DIR");
+               "  python3 %s --base %s --pairs %s --out DIR\n", npairs, pairs,
+               TRAINER, base && *base ? base : "BASE_MODEL_DIR", pairs);
     } else if (rc == KB_OK) {
         printf("tuned all-MiniLM-L6-v2 on %zu pairs from this KB: %s (SHA-256 %.16s...)\n"
                "re-embed the KB with it, then keep KB_MODEL_DIR for every command of this KB:\n"

@@ -46,13 +46,13 @@ assert any(p["q"] == "Coalesced Access to Global Memory A Simple Access Pattern"
 PY
 
 # --json; the default directory is the base model's with -tuned
-base=$(kb config 2>/dev/null | awk '$1 == "KB_MODEL_DIR" {print $2}')
 expect_json 0 kb tune --pairs-only --json --out "$KB_TMP/t2"
 [ "$(json_get "$out" "j['pairs']")" = "$(wc -l < "$pairs")" ] || fail "--json's count: $out"
 [ "$(json_get "$out" "j['pairs_file']")" = "$KB_TMP/t2/pairs.jsonl" ] || fail "--json's file: $out"
 cmp -s "$pairs" "$KB_TMP/t2/pairs.jsonl" || fail "two runs mined different pairs"
-( export KB_MODEL_DIR="$KB_TMP/base"; mkdir -p "$KB_MODEL_DIR"
-  expect_rc 0 kb tune --pairs-only; [ -f "$KB_TMP/base-tuned/pairs.jsonl" ] || fail "not in \$KB_MODEL_DIR-tuned: $out" ) || exit 1
+( export KB_MODEL_DIR="$KB_TMP/base/"; mkdir -p "$KB_MODEL_DIR"
+  expect_rc 0 kb tune --pairs-only; [ -f "$KB_TMP/base-tuned/pairs.jsonl" ] || fail "not in \$KB_MODEL_DIR-tuned: $out"
+  contains "$out" "--pairs $KB_TMP/base-tuned/pairs.jsonl" ) || exit 1
 
 # errors: each says what to do, and nothing is trained
 expect_rc 2 kb tune --device gpu;            contains "$out" "auto, cpu or cuda"
