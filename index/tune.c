@@ -24,7 +24,7 @@ typedef struct {
     char *heading;   /* the section: its heading path's JSON */
     int64_t document;
     int64_t chunk;
-    size_t order;    /* in the document */
+    size_t order;    /* the chunk's place in the KB (document, then ord) */
     char *text;
     char *kind;
     int drop;
