@@ -150,6 +150,20 @@ static kb_rc check_tuned(const kb_cli *cli, const char *dir, char *hash, kb_err 
     return rc;
 }
 
+/* The base must be the pinned model itself (a tuned one would be tuned
+ * again from weights kb cannot pin): checked before anything is written. */
+static kb_rc check_base(const kb_cli *cli, const char *base, kb_err *err)
+{
+    kb_embedder *e = NULL;
+    kb_rc rc = kb_embedder_open_local(base, cli->config->threads, &e, err);
+    if (rc == KB_OK && strcmp(kb_embedder_name(e), "all-MiniLM-L6-v2") != 0)
+        rc = kb_err_set(err, KB_ERR_MODEL, "KB_MODEL_DIR '%s' holds a tuned model; "
+                        "tune from the base model (its default directory, 'make deps')",
+                        base);
+    kb_embedder_free(e);
+    return rc;
+}
+
 static int tune_run(const kb_cli *cli, const kb_command *self, const tune_args *a)
 {
     const char *base = cli->config->model_dir;
@@ -188,7 +202,9 @@ static int tune_run(const kb_cli *cli, const kb_command *self, const tune_args *
     char *pairs = NULL, hash[65] = "";
     size_t npairs = 0;
     int status = 0;
-    kb_rc rc = write_pairs(cli, out, &pairs, &npairs, &err);
+    kb_rc rc = a->pairs_only ? KB_OK : check_base(cli, base, &err);
+    if (rc == KB_OK)
+        rc = write_pairs(cli, out, &pairs, &npairs, &err);
     if (rc == KB_OK && !cli->quiet && !a->pairs_only)
         fprintf(stderr, "kb tune: %zu pairs from the KB in %s\n", npairs, pairs);
     if (rc == KB_OK && !a->pairs_only) {
@@ -207,7 +223,7 @@ static int tune_run(const kb_cli *cli, const kb_command *self, const tune_args *
         status = run_trainer((char *const *)argv);
         if (status != 0)
             rc = kb_err_set(&err, KB_ERR_MODEL, "the trainer '%s' failed (exit %d)%s; "
-                            "'%s' is as it was", trainer, status,
+                            "the model in '%s' is as it was", trainer, status,
                             status == 127 ? ": is the Python right (--python)?" : "",
                             out);
         if (rc == KB_OK)

@@ -71,6 +71,17 @@ contains "$out" "--python"
 # a trainer that exits 0 but writes nothing is caught by the check
 expect_rc 1 kb tune --python true --out "$KB_TMP/t5"
 contains "$out" "wrote no model"
+# the base must be the base: not a missing model, not a tuned one
+( export KB_MODEL_DIR="$KB_TMP/no-model"; expect_rc 1 kb tune --out "$KB_TMP/t7"
+  contains "$out" "make deps"; [ ! -e "$KB_TMP/t7" ] || fail "wrote into t7 without a base" ) || exit 1
+real=$(kb config 2>/dev/null | awk '$1 == "KB_MODEL_DIR" {print $2}')
+mkdir -p "$KB_TMP/fake-tuned"
+ln -s "$real/model.safetensors" "$KB_TMP/fake-tuned/model.safetensors"
+cp "$real/vocab.txt" "$KB_TMP/fake-tuned/"
+printf '{"base_sha256": "%s", "sha256": "%s"}\n' "$(sha256sum < "$real/model.safetensors" | cut -d' ' -f1)" \
+    "$(sha256sum < "$real/model.safetensors" | cut -d' ' -f1)" > "$KB_TMP/fake-tuned/tuned.json"
+( export KB_MODEL_DIR="$KB_TMP/fake-tuned"; expect_rc 1 kb tune --out "$KB_TMP/t8"
+  contains "$out" "holds a tuned model" ) || exit 1
 # an empty KB has nothing to learn from
 ( export KB_DIR="$KB_TMP/empty"; expect_rc 1 kb tune --pairs-only --out "$KB_TMP/t6"
   contains "$out" "kb ingest"; [ ! -e "$KB_TMP/t6" ] || fail "a directory for nothing" ) || exit 1
