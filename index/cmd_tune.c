@@ -142,7 +142,7 @@ static kb_rc check_tuned(const kb_cli *cli, const char *dir, char *hash, kb_err 
     if (rc == KB_OK)
         rc = kb_embedder_embed(e, &probe, 1, v, err);
     free(v);
-    if (rc == KB_OK && strcmp(kb_embedder_name(e), "all-MiniLM-L6-v2+tuned") != 0)
+    if (rc == KB_OK && strcmp(kb_embedder_name(e), KB_EMBEDDER_TUNED) != 0)
         rc = kb_err_set(err, KB_ERR_MODEL, "'%s' holds no tuned model (no tuned.json)", dir);
     if (rc == KB_OK)
         snprintf(hash, 65, "%s", kb_embedder_weights_hash(e));
@@ -156,7 +156,7 @@ static kb_rc check_base(const kb_cli *cli, const char *base, kb_err *err)
 {
     kb_embedder *e = NULL;
     kb_rc rc = kb_embedder_open_local(base, cli->config->threads, &e, err);
-    if (rc == KB_OK && strcmp(kb_embedder_name(e), "all-MiniLM-L6-v2") != 0)
+    if (rc == KB_OK && strcmp(kb_embedder_name(e), KB_EMBEDDER_BASE) != 0)
         rc = kb_err_set(err, KB_ERR_MODEL, "KB_MODEL_DIR '%s' holds a tuned model; "
                         "tune from the base model (its default directory, 'make deps')",
                         base);
@@ -234,7 +234,7 @@ static int tune_run(const kb_cli *cli, const kb_command *self, const tune_args *
         if (!o || !cJSON_AddStringToObject(o, "dir", out) ||
             !cJSON_AddStringToObject(o, "pairs_file", pairs) ||
             !cJSON_AddNumberToObject(o, "pairs", (double)npairs) ||
-            (!a->pairs_only && (!cJSON_AddStringToObject(o, "model", "all-MiniLM-L6-v2+tuned") ||
+            (!a->pairs_only && (!cJSON_AddStringToObject(o, "model", KB_EMBEDDER_TUNED) ||
                                 !cJSON_AddStringToObject(o, "sha256", hash)))) {
             cJSON_Delete(o);
             o = NULL;
@@ -245,7 +245,7 @@ static int tune_run(const kb_cli *cli, const kb_command *self, const tune_args *
                "  python3 %s --base %s --pairs %s --out DIR\n", npairs, pairs,
                TRAINER, base && *base ? base : "BASE_MODEL_DIR", pairs);
     } else if (rc == KB_OK) {
-        printf("tuned all-MiniLM-L6-v2 on %zu pairs from this KB: %s (SHA-256 %.16s...)\n"
+        printf("tuned " KB_EMBEDDER_BASE " on %zu pairs from this KB: %s (SHA-256 %.16s...)\n"
                "re-embed the KB with it, then keep KB_MODEL_DIR for every command of this KB:\n"
                "  KB_MODEL_DIR=%s kb ingest --reembed\n", npairs, out, hash, out);
     }

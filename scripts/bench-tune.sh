@@ -13,6 +13,8 @@ base_kb=${2:?the KB to tune on}
 kb="$top/$build/kb"
 py=${KB_TUNE_PYTHON:-python3}
 model="$top/$build/bench-tuned-model"
+: "${KB_MIRROR:?set KB_MIRROR to the document mirror (the re-embed re-reads the sources)}"
+cd "$top"   # the manifest, corpus/sources.json
 tuned_kb="$top/$build/bench-kb-tuned"
 if ! "$py" -c 'import torch, transformers, safetensors' 2>/dev/null; then
     echo "Not measured here: $py lacks torch, transformers or safetensors (set KB_TUNE_PYTHON)."
@@ -22,7 +24,11 @@ fi
 rm -rf "$tuned_kb"
 cp -a "$base_kb" "$tuned_kb"
 KB_MODEL_DIR="$model" "$kb" --kb "$tuned_kb" -q ingest --reembed >&2
-echo "$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(f"{m[\"pairs\"]} pairs, {m[\"steps\"]} steps on {m[\"device\"]} in {m[\"seconds\"]} s")' "$model/tuned.json")"
+python3 - "$model/tuned.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+print(f"{m['pairs']} pairs, {m['steps']} steps on {m['device']} in {m['seconds']} s")
+PY
 echo
 echo "| set | base: lexical / vector / hybrid nDCG@10 | tuned: lexical / vector / hybrid nDCG@10 |"
 echo "|---|---|---|"
