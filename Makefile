@@ -43,13 +43,12 @@ LIBS    = $(FAISS_CAPI)/libfaiss_c.a -lfaiss -lstdc++ -lgomp \
           $(shell pkg-config --libs $(PKGS) 2>/dev/null) $(BLAS_LIBS) -llapack -lm -lpthread
 LDFLAGS ?=
 
-# Every .c of the library modules goes into libkb.a. The command layer -
-# kb/main.c, kb/cli.c and each command's cmd_*.c, beside the module it
-# drives - is linked into build/kb only: library code cannot call it.
-MODULES  := kb ingest index skills query generator serve
-ALL_SRC  := $(sort $(wildcard $(MODULES:%=%/*.c)))
-CMD_SRC  := kb/main.c kb/cli.c $(foreach f,$(ALL_SRC),$(if $(findstring /cmd_,$(f)),$(f)))
-LIB_SRC  := $(filter-out $(CMD_SRC),$(ALL_SRC))
+# Every .c of the library rooms goes into libkb.a. The command layer,
+# cli/ (main.c, the command table and every cmd_*.c), is linked into
+# build/kb only: library code cannot call it.
+MODULES  := kb index verify skills ingest query generator api serve
+LIB_SRC  := $(sort $(wildcard $(MODULES:%=%/*.c)))
+CMD_SRC  := $(sort $(wildcard cli/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 MAIN_OBJ := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
@@ -58,7 +57,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 .PHONY: all deps test unit cli layers check demo bench install clean
 all: $(BUILD)/kb $(BUILD)/kb.bash $(BUILD)/_kb $(BUILD)/kb.1
 
-$(BUILD)/obj/%.o: %.c kb/kb.h $(wildcard */*_int.h kb/*.h)
+$(BUILD)/obj/%.o: %.c kb/kb.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) -MMD -c $< -o $@
@@ -100,7 +99,7 @@ $(BUILD)/blas.stamp: FORCE
 .PHONY: FORCE
 
 # ---- kb-verify (CUDA driver API + NVRTC), only where a toolkit is found ----
--include generator/verify.mk
+-include verify/kb-verify/kb-verify.mk
 # ---- fuzz targets: replayed by make test, run by make fuzz ----
 include tests/fuzz/fuzz.mk
 

@@ -12,7 +12,7 @@
 #include "kb/kb.h"
 #include "kb/config.h"
 #include "kb/llm.h"
-#include "generator/verifier.h"
+#include "verify/verify.h"
 
 #include <cjson/cJSON.h>
 
@@ -124,16 +124,6 @@ kb_rc kb_gen_prompt_json(const kb_gen_prompt *p, cJSON **out, kb_err *err);
  * and the reference source. *out is the caller's (cJSON_Delete). */
 kb_rc kb_gen_task_json(const kb_config *config, const char *tasks_dir,
                        const char *task, cJSON **out, kb_err *err);
-
-/* ----------------------------------------------------------- tool_prompt.c */
-
-/* generator/'s tool table (kb.h, "tools"): task (a task's definition:
- * signature, roles, the target shape, tolerances, launch, reference
- * source) and prompt (kb_gen_prompt_build for a task, within
- * budget_tokens). Both read only; the device profile for prompts is
- * kb-verify --device-info's, asked once per store and kept in its slot
- * (unknown without a GPU). Static; *n its length. */
-const kb_tool *kb_gen_tools(size_t *n);
 
 /* -------------------------------------------------------------- generate.c */
 

@@ -4,7 +4,7 @@
  * transcript written as it goes, a run replayed from its transcript, and
  * the best kernel verified faster handed to writeback.c. */
 #include "generator/gen.h"
-#include "generator/task.h"
+#include "verify/verify.h"
 #include "skills/skill.h"
 
 #include <errno.h>

@@ -3,8 +3,8 @@
  * assembly in fixed sections within a token budget, the passages for a
  * repair, and the task folder a name resolves to. */
 #include "generator/gen.h"
-#include "generator/skill_gen.h"
-#include "generator/task.h"
+#include "skills/skill.h"
+#include "verify/verify.h"
 #include "kb/kb_int.h"
 
 #include <ctype.h>
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Tokens are estimated as query/tools.c packs results: 3 bytes each,
+/* Tokens are estimated as api/tools.c packs results: 3 bytes each,
  * fewer than English prose takes, since code and identifiers cut into
  * more tokens - a budget should not be overrun by the estimate. */
 #define BYTES_PER_TOKEN 3
@@ -295,7 +295,7 @@ static kb_rc retrieve_skills(kb_store *store, const kb_config *cfg, const char *
                              const want *w, const char *task_name, passages *ps,
                              kb_err *err)
 {
-    kb_gen_skill_query q = { .text = text, .mode = KB_MODE_HYBRID, .k = 50,
+    kb_gen_skill_query q = { .run = kb_query_run, .text = text, .mode = KB_MODE_HYBRID, .k = 50,
                              .config = cfg };
     kb_gen_skill_hits hits;
     kb_rc rc = kb_gen_skill_search(store, &q, &hits, err);

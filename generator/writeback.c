@@ -4,7 +4,7 @@
  * citations are its prompt's passages), indexed at once; and the credit
  * the runs give the skills their prompts carried (gen.h, "writeback.c"). */
 #include "generator/gen.h"
-#include "generator/task.h"
+#include "verify/verify.h"
 #include "kb/kb_int.h"
 #include "skills/skill.h"
 

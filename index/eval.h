@@ -1,6 +1,6 @@
 /*
  * eval.h - retrieval evaluation (index/eval.c), internal to kb: used by
- * index/cmd_eval.c and tests/unit/test_eval.c.
+ * cli/cmd_eval.c and tests/unit/test_eval.c.
  *
  * A qrels file (shared/eval/README.md) holds queries with relevance
  * judgments. A judgment is {source, heading} or {source, path}; a result

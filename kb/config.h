@@ -1,7 +1,7 @@
 /*
  * config.h - kb's settings from the environment, resolved once.
  *
- * kb/main.c calls kb_config_load at start and hands the result down; no
+ * cli/main.c calls kb_config_load at start and hands the result down; no
  * other code reads a KB_* variable. Each variable is a row of one table in
  * config.c (name, meaning, default), which also makes `kb --help`'s list.
  */

@@ -1,7 +1,7 @@
 /*
  * kb.h - the one public header of kb.
  *
- * The CLI (kb/main.c and the cmd_*.c files) and the servers use kb only
+ * The CLI (cli/main.c and the cmd_*.c files) and the servers use kb only
  * through what is declared here. Memory rule: a function that returns
  * allocated memory says who frees it; lifecycles are _init/_release for
  * structs the caller owns and _open/_free (or _close) for opaque handles.
@@ -639,7 +639,7 @@ void kb_paper_list_release(kb_paper_list *l);
 
 /* ------------------------------------------------------------------ tools */
 
-/* The tool table (query/tools.c): each operation a client can call,
+/* The tool table (api/tools.c): each operation a client can call,
  * declared once - its name, a description written for an agent, JSON
  * Schemas (draft 2020-12) of its arguments and of its result, and a
  * handler that makes the result as cJSON. The CLI's --json output,
@@ -674,7 +674,7 @@ typedef struct {
                               came from results */
 } kb_tool_ctx;
 
-/* A server's cache of tool answers (query/tools.c): keyed by the tool,
+/* A server's cache of tool answers (api/tools.c): keyed by the tool,
  * its arguments in canonical form (keys sorted), the context's budget and
  * the KB's generation - which moves when anything commits to the KB (an
  * ingest; SQLite's data_version, checked on each call), so an answer is

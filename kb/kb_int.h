@@ -75,4 +75,9 @@ long long kb_store_disk_size(const kb_store *store);
 /* The schema version, or -1 when the file is not a database; 0 when new. */
 int kb_store_schema_version(kb_store *store);
 
+/* results.c: frees what one result holds (not r itself). */
+void kb_result_release(kb_result *r);
+/* results.c: frees r's results; its mode and timings stay. */
+void kb_results_clear(kb_results *r);
+
 #endif

@@ -75,51 +75,6 @@ int kb_search_type_parse(const char *name, kb_search_type *out)
     return -1;
 }
 
-void kb_query_opts_init(kb_query_opts *opts)
-{
-    memset(opts, 0, sizeof *opts);
-    opts->mode = KB_MODE_HYBRID;
-    opts->k = 10;
-}
-
-void kb_result_release(kb_result *r)
-{
-    free(r->source);
-    free(r->title);
-    for (size_t i = 0; i < r->depth; i++)
-        free(r->heading_path[i]);
-    free(r->heading_path);
-    free(r->url);
-    free(r->path);
-    free(r->text);
-    free(r->version);
-    for (size_t i = 0; i < r->nsimilar; i++)
-        kb_result_release(&r->similar[i]);
-    free(r->similar);
-}
-
-/* Frees the results themselves; the mode and the timings stay. */
-static void results_clear(kb_results *r)
-{
-    for (size_t i = 0; i < r->n; i++)
-        kb_result_release(&r->items[i]);
-    free(r->items);
-    r->items = NULL;
-    r->n = 0;
-    for (size_t i = 0; i < r->nskills; i++)
-        kb_result_release(&r->skills[i]);
-    free(r->skills);
-    r->skills = NULL;
-    r->nskills = 0;
-}
-
-void kb_results_release(kb_results *r)
-{
-    results_clear(r);
-    memset(r, 0, sizeof *r);
-}
-
-
 /* A window of text around the first query word found in it. */
 static char *make_snippet(const char *text, const char *query, size_t width)
 {
@@ -1030,7 +985,7 @@ kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
         }
         if (rc != KB_OK || !backfilled || pass == 1 || !more)
             break;
-        results_clear(out);
+        kb_results_clear(out);
         for (size_t l = 0; l < q.nlists; l++)
             if (q.lists[l].search)
                 kb_hits_release(&q.lists[l].hits);

@@ -20,8 +20,6 @@
 /* A result (rank and scores unset) from a row that starts with
  * KB_RESULT_COLUMNS; KB_ERR_NOMEM when out of memory. */
 kb_rc kb_result_from_row(sqlite3_stmt *st, kb_result *r);
-/* Frees what a result holds (not r itself). */
-void kb_result_release(kb_result *r);
 
 /* ------------------------------------------------------------ similar.c */
 

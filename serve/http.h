@@ -1,6 +1,6 @@
 /*
  * http.h - kb's HTTP server (libmicrohttpd) and its request router:
- * what `kb serve` (serve/cmd_serve.c) drives and what the handlers of
+ * what `kb serve` (cli/cmd_serve.c) drives and what the handlers of
  * serve/ are written against.
  *
  * The server owns the transport: a thread pool, one worker (a read-only

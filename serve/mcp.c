@@ -1,7 +1,7 @@
 /* mcp.c - the MCP server's core (mcp.h): a message checked, routed to its
  * era, the method run against the tool tables, the reply made. */
 #include "serve/mcp.h"
-#include "generator/gen.h"
+#include "api/api.h"
 
 #include <math.h>
 #include <pthread.h>

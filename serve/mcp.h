@@ -1,6 +1,6 @@
 /*
  * mcp.h - the MCP server's core: one JSON-RPC message in, the reply out,
- * whatever carried it. `kb mcp` (serve/cmd_mcp.c) feeds it the lines of
+ * whatever carried it. `kb mcp` (cli/cmd_mcp.c) feeds it the lines of
  * its stdin; the Streamable HTTP transport at /mcp feeds it POST bodies
  * and passes the request's MCP headers through a kb_mcp_transport.
  *
@@ -150,80 +150,5 @@ kb_rc kb_mcp_handle(kb_mcp *server, kb_mcp_session *s, kb_tool_ctx *ctx,
  * -32600 naming the limit, as kb_mcp_handle would answer it. Caller frees;
  * NULL out of memory. */
 char *kb_mcp_oversized_reply(size_t len);
-
-/* ------------------------------------------------------------ serve/mcp_skills.c */
-
-/* One file of a skill, read once: the bytes served and their digest. */
-typedef struct {
-    char *uri;               /* skill://<skill>/<name> */
-    char *name;              /* the file's name in the folder: "kernel.cu" */
-    const char *mime;        /* text/markdown, text/x-cuda, application/json ... */
-    char sha256[65];         /* of the raw bytes, lower-case hex */
-    size_t size;
-    int text;                /* UTF-8 without NUL: served as text, else base64 */
-    char *data;              /* size bytes (and a NUL) */
-} kb_mcp_skill_file;
-
-typedef struct {
-    char *name, *description;
-    cJSON *frontmatter;      /* SKILL.md's front matter, every key as written */
-    kb_mcp_skill_file *files;   /* SKILL.md first, then by name */
-    size_t nfiles;
-} kb_mcp_skill;
-
-typedef struct {
-    char *dir;
-    kb_mcp_skill *items;     /* in the library's order (by name) */
-    size_t n;
-} kb_mcp_skills;
-
-/* Reads the skill library dir (kb_skill_lib_load): every skill whose
- * SKILL.md parses, with the regular files of its folder (links followed,
- * hidden files left out), each at most the Skills extension's limits (512
- * files, 16 MiB a skill). A missing dir is KB_ERR_NOTFOUND. *out is freed
- * with kb_mcp_skills_free. */
-kb_rc kb_mcp_skills_load(const char *dir, kb_mcp_skills **out, kb_err *err);
-void kb_mcp_skills_free(kb_mcp_skills *lib);
-/* The library folder a server serves: given (--skills DIR) if not NULL,
- * else KB_MCP_SKILLS_DEFAULT when it is a folder here, else NULL; none
- * set (--no-skills): NULL. */
-#define KB_MCP_SKILLS_DEFAULT "corpus/skills"
-const char *kb_mcp_skills_dir(const char *given, int none);
-/* The skill called name, or NULL. */
-const kb_mcp_skill *kb_mcp_skills_find(const kb_mcp_skills *lib, const char *name);
-/* The file whose URI is uri (and its skill in *skill, may be NULL), or
- * NULL: only the files read at load are ever served. */
-const kb_mcp_skill_file *kb_mcp_skills_file(const kb_mcp_skills *lib, const char *uri,
-                                            const kb_mcp_skill **skill);
-
-/* ------------------------------------------------------------ serve/tool_skill.c */
-
-/* serve/'s skill tools: skill_search (the KB's skills, kb_gen_skill_search)
- * and skill_get (one skill of the library: front matter, SKILL.md, its
- * files with digests, its evidence). Static; *n its length. */
-const kb_tool *kb_serve_skill_tools(size_t *n);
-/* REST's skill tools (serve/rest.c), not offered over MCP, whose
- * resources give the same: skill_list (the library, filtered by its
- * metadata) and skill_file (one file of a skill, as text or base64, with
- * its digest). Static; *n its length. */
-const kb_tool *kb_serve_skill_rest_tools(size_t *n);
-/* Parks the library (not owned: it outlives the store's use) with store,
- * for the skill tools' calls on that store; lib NULL: none. Parking the
- * same library again is a no-op. */
-kb_rc kb_serve_skills_attach(kb_store *store, const kb_mcp_skills *lib, kb_err *err);
-
-/* ------------------------------------------------------------ serve/tool_verify.c */
-
-/* serve/'s tool table: verify, a candidate kernel checked and timed on
- * the GPU by kb-verify through the verifier (generator/verifier.h). Its
- * settings live in the store's slot, set by kb_serve_verify_attach
- * (defaults without it: the tasks kb verify finds, 120 s). Static; *n its
- * length. */
-const kb_tool *kb_serve_tools(size_t *n);
-/* Parks verify's settings with store (tasks_dir NULL: the task folders
- * kb_task_find looks in; timeout_s <= 0: 120), for the tool calls on that
- * store. */
-kb_rc kb_serve_verify_attach(kb_store *store, const char *tasks_dir,
-                             double timeout_s, kb_err *err);
 
 #endif /* KB_MCP_H */

@@ -5,7 +5,7 @@
  * same schemas, so the document cannot drift from what is served. */
 #include "serve/http.h"
 #include "serve/mcp.h"
-#include "generator/gen.h"
+#include "api/api.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* fuzz_cand_header.c - a candidate's header lines (// kb-launch:,
  * // kb-tensormap:, // kb-verify:) and the refusal scan on any source. */
-#include "generator/task.h"
+#include "verify/verify.h"
 #include "tests/fuzz/fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1,7 +1,7 @@
 /* fuzz_task.c - a task's task.json (kb_task_load) on any bytes: a task,
  * or a clear error. The first bytes up to a NUL, when there is one, are
  * also evaluated as an expression of the dims M, N, K. */
-#include "generator/task.h"
+#include "verify/verify.h"
 #include "tests/fuzz/fuzz.h"
 
 #include <sys/stat.h>

@@ -6,7 +6,7 @@
  * skill library (corpus/skills), lexical (no vectors). */
 #include "test_util.h"
 #include "generator/gen.h"
-#include "generator/task.h"
+#include "verify/verify.h"
 
 #include <ctype.h>
 #include <dirent.h>

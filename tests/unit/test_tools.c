@@ -1,4 +1,4 @@
-/* test_tools.c - the tool table (query/tools.c): its names and schemas,
+/* test_tools.c - the tool table (api/tools.c): its names and schemas,
  * each tool's result checked against its own output schema on a small
  * real KB (fixture files, lexical only), and bad arguments refused with
  * messages that say what to do. */

@@ -1,4 +1,4 @@
-/* test_verifier.c - the verifier library (generator/verifier.h): the real
+/* test_verifier.c - the verifier library (verify/verify.h): the real
  * build/kb-verify as its child where no GPU is needed (compile-only,
  * compile errors, refused candidates, a missing task, one-shot and
  * --serve), fake children for the paths a GPU run rarely shows (killed at
@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "generator/verifier.h"
+#include "verify/verify.h"
 
 static char top[2048], kv[4096], tmp[256];   /* top and tmp: room for what is appended */
 static int have_kv;

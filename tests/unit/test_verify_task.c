@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "generator/task.h"
+#include "verify/verify.h"
 
 static const char *top(void)
 {

@@ -1,0 +1,281 @@
+/* tool_verify.c - serve/'s tool table (mcp.h): verify, a candidate kernel
+ * through the verifier (verify/verify.h), which runs kb-verify as a
+ * child process under a wall-clock limit. */
+#include "api/api.h"
+#include "verify/verify.h"
+#include "kb/config.h"
+#include "kb/kb_int.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SOURCE_MAX_BYTES 1048576   /* a schema's number: no expression */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+#define SETTINGS_SLOT "serve/verify"
+
+/* What kb_serve_verify_attach parks with a store. */
+typedef struct {
+    char *tasks_dir;
+    double timeout_s;
+} verify_settings;
+
+static void settings_free(void *p)
+{
+    verify_settings *v = p;
+    if (v)
+        free(v->tasks_dir);
+    free(v);
+}
+
+kb_rc kb_serve_verify_attach(kb_store *store, const char *tasks_dir,
+                             double timeout_s, kb_err *err)
+{
+    verify_settings *v = calloc(1, sizeof *v);
+    if (v && tasks_dir)
+        v->tasks_dir = kb_strdup(tasks_dir);
+    if (!v || (tasks_dir && !v->tasks_dir)) {
+        settings_free(v);
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    }
+    v->timeout_s = timeout_s;
+    return kb_store_slot_set(store, SETTINGS_SLOT, v, settings_free, err);
+}
+
+static const char verify_input[] =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"task\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64,"
+        "\"description\":\"the task's name: a folder of the task library, "
+        "such as gelu, softmax, reduce_sum, transpose or gemm_bf16 (an "
+        "unknown name is an error that lists them)\"},"
+    "\"source\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":"
+        STR(SOURCE_MAX_BYTES) ",\"description\":\"the candidate: CUDA "
+        "device code only - extern \\\"C\\\" __global__ kernels with the "
+        "task's parameter list, no host code, no #include beyond CUDA's "
+        "device headers; '// kb-launch: kernel=K grid=G block=B shared=S' "
+        "lines override the task's launch\"},"
+    "\"compile_only\":{\"type\":\"boolean\",\"default\":false,\"description\":"
+        "\"true: compile it with NVRTC and report the log, registers and "
+        "spills, without a GPU\"},"
+    "\"no_timing\":{\"type\":\"boolean\",\"default\":false,\"description\":"
+        "\"true: check correctness only\"}},"
+    "\"required\":[\"task\",\"source\"],\"additionalProperties\":false}";
+
+/* kb-verify's result line (README, "The result"): the fields every result
+ * has, and the main others. */
+static const char verify_output[] =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"task\":{\"type\":\"string\"},"
+    "\"candidate\":{\"type\":\"string\"},"
+    "\"verdict\":{\"type\":\"string\",\"description\":\"faster, correct, "
+        "incorrect, suspicious (faster than can be true), compile_error, "
+        "refused, timeout, crash, compiled (compile_only), or error (no GPU, "
+        "a bad task: kb-verify's own trouble)\"},"
+    "\"reason\":{\"type\":\"string\",\"description\":\"what happened, in "
+        "words\"},"
+    "\"compile\":{\"type\":\"object\",\"description\":\"NVRTC's log, the "
+        "architecture, and each kernel's registers, shared and local memory "
+        "and spills\"},"
+    "\"checks\":{\"type\":\"array\",\"description\":\"each correctness "
+        "check: shape, seed, input distribution, errors against the "
+        "reference\"},"
+    "\"timings\":{\"type\":\"array\",\"description\":\"each timed shape: "
+        "candidate and baseline medians with their 95% intervals, speedup, "
+        "the roofline floor\"},"
+    "\"speedup_geomean\":{\"type\":\"number\"},"
+    "\"wall_ms\":{\"type\":\"number\"}},"
+    "\"required\":[\"verdict\",\"reason\"]}";
+
+/* 1 when name could be a task's folder: [a-z0-9_-], no path. */
+static int task_name_ok(const char *name)
+{
+    for (const char *p = name; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' ||
+              *p == '-'))
+            return 0;
+    return *name != '\0';
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Appends the tasks under dir (folders with a task.json), sorted, joined
+ * by ", ". */
+static kb_rc list_tasks(const char *dir, kb_buf *out)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return kb_buf_puts(out, "none: the folder cannot be read");
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    kb_rc rc = KB_OK;
+    struct dirent *e;
+    while (rc == KB_OK && (e = readdir(d)) != NULL) {
+        char *sub = e->d_name[0] != '.' ? kb_path_join(dir, e->d_name) : NULL;
+        char *json = sub ? kb_path_join(sub, "task.json") : NULL;
+        if (json && access(json, R_OK) == 0) {
+            rc = KB_GROW(names, n + 1, cap);
+            if (rc == KB_OK && !(names[n] = kb_strdup(e->d_name)))
+                rc = KB_ERR_NOMEM;
+            if (rc == KB_OK)
+                n++;
+        }
+        free(json);
+        free(sub);
+    }
+    closedir(d);
+    if (names)
+        qsort(names, n, sizeof *names, cmp_names);
+    for (size_t i = 0; rc == KB_OK && i < n; i++)
+        rc = kb_buf_printf(out, "%s%s", i ? ", " : "", names[i]);
+    if (rc == KB_OK && n == 0)
+        rc = kb_buf_puts(out, "none");
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    return rc;
+}
+
+/* The task's folder (caller frees), or NULL with err saying why: under
+ * the settings' tasks folder, listing its tasks when the name is none of
+ * them; else where kb verify looks (kb_task_find: beside the manifest,
+ * corpus/, the installed share/kb). A name, never a path: an agent picks
+ * a task, not a folder on this machine. */
+static char *task_dir(const verify_settings *v, const kb_config *cfg,
+                      const char *task, kb_err *err)
+{
+    if (!task_name_ok(task)) {
+        kb_err_set(err, KB_ERR_USAGE, "verify: 'task' must be a task's name "
+                   "such as gelu, not '%.*s'", kb_utf8_cut(task, 64), task);
+        return NULL;
+    }
+    char *dir = NULL;
+    if (!v->tasks_dir) {
+        char *manifest = cfg && cfg->manifest ? kb_strdup(cfg->manifest)
+                                              : kb_manifest_default_path();
+        if (!manifest)
+            kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        else if (kb_task_find(task, manifest, &dir, err) != KB_OK)
+            dir = NULL;
+        free(manifest);
+        return dir;
+    }
+    char *path = kb_path_join(v->tasks_dir, task);
+    kb_err quiet;   /* the list of tasks says more than the places looked */
+    kb_err_clear(&quiet);
+    if (!path || kb_task_find(path, NULL, &dir, &quiet) == KB_ERR_NOMEM) {
+        free(path);
+        kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    free(path);
+    if (dir)
+        return dir;
+    kb_buf names;
+    kb_buf_init(&names, 8192);
+    if (list_tasks(v->tasks_dir, &names) == KB_OK)
+        kb_err_set(err, KB_ERR_NOTFOUND, "verify: no task '%s' in '%s' (tasks: %s)",
+                   task, v->tasks_dir, names.data);
+    else
+        kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    kb_buf_release(&names);
+    return NULL;
+}
+
+/* Writes source to a new temporary .cu file; its path in path. */
+static kb_rc write_candidate(const char *source, char path[64], kb_err *err)
+{
+    snprintf(path, 64, "/tmp/kb-candidate-XXXXXX.cu");
+    int fd = mkstemps(path, 3);
+    if (fd < 0)
+        return kb_err_set(err, KB_ERR_IO, "verify: cannot make a file for the "
+                          "candidate in /tmp");
+    size_t len = strlen(source), done = 0;
+    while (done < len) {
+        ssize_t w = write(fd, source + done, len - done);
+        if (w <= 0)
+            break;
+        done += (size_t)w;
+    }
+    if (close(fd) != 0 || done < len) {
+        unlink(path);
+        return kb_err_set(err, KB_ERR_IO, "verify: cannot write the candidate to '%s'",
+                          path);
+    }
+    return KB_OK;
+}
+
+static kb_rc tool_verify(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
+                         kb_err *err)
+{
+    const verify_settings dflt = { NULL, 0 };
+    const verify_settings *v = kb_store_slot_get(ctx->store, SETTINGS_SLOT);
+    if (!v)
+        v = &dflt;
+    const char *source = cJSON_GetStringValue(cJSON_GetObjectItem(args, "source"));
+    char *dir = task_dir(v, ctx->config,
+                         cJSON_GetStringValue(cJSON_GetObjectItem(args, "task")), err);
+    if (!dir)
+        return err->rc;
+    kb_verifier_opts o;
+    kb_verifier_opts_init(&o);
+    o.kb_verify = ctx->config ? ctx->config->verify : NULL;
+    o.timeout_s = v->timeout_s;
+    o.compile_only = cJSON_IsTrue(cJSON_GetObjectItem(args, "compile_only"));
+    o.no_timing = cJSON_IsTrue(cJSON_GetObjectItem(args, "no_timing"));
+    char path[64] = "";
+    kb_verifier *verifier = NULL;
+    kb_verify_result r;
+    kb_verify_result_init(&r);
+    kb_rc rc = write_candidate(source, path, err);
+    if (rc == KB_OK)
+        rc = kb_verifier_open(&o, &verifier, err);
+    if (rc == KB_OK)
+        rc = kb_verifier_run(verifier, dir, path, &r, err);
+    if (rc == KB_OK) {
+        /* the temporary file is gone once answered: the candidate is the
+         * source the caller passed */
+        *out = cJSON_Duplicate(r.json, 1);
+        cJSON_DeleteItemFromObjectCaseSensitive(*out, "candidate");
+        if (*out && !cJSON_AddStringToObject(*out, "candidate", "source")) {
+            cJSON_Delete(*out);
+            *out = NULL;
+        }
+        if (!*out)
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    }
+    kb_verify_result_release(&r);
+    kb_verifier_free(verifier);
+    if (*path)
+        unlink(path);
+    free(dir);
+    return rc;
+}
+
+static const kb_tool tools[] = {
+    { "verify",
+      "Verify a candidate CUDA kernel for one of kb's tasks on the GPU with "
+      "kb-verify: it compiles the source with NVRTC, checks the kernel "
+      "against the task's reference on every shape, several seeds and "
+      "input distributions (outputs poisoned, inputs checked unchanged, "
+      "out-of-bounds writes caught), and times it against the task's "
+      "baseline. Use it before you claim a kernel correct or faster, and "
+      "after each change. Pass the task's name and the kernel's source "
+      "(device code only). Returns kb-verify's result: the verdict, the "
+      "reason in words, the compile log with registers and spills, each "
+      "check, and the timings with the speedup; a kernel that fails is a "
+      "verdict, not an error. It runs the kernel on this machine's GPU.",
+      verify_input, verify_output, 0, tool_verify, 0 },
+};
+
+const kb_tool *kb_serve_tools(size_t *n)
+{
+    *n = sizeof tools / sizeof tools[0];
+    return tools;
+}

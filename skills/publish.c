@@ -1,0 +1,258 @@
+/* mcp_skills.c - the skill library as MCP resources (mcp.h, "skills"):
+ * each file of each skill folder read once, its SHA-256 and size taken,
+ * and served from memory, so that what resources/read returns is always
+ * the bytes the digest was made of. */
+#include "skills/skill.h"
+#include "skills/skill.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <utf8proc.h>
+
+/* The Skills extension's limits per skill: every conforming host takes
+ * this much, so kb serves no more. */
+#define FILES_MAX 512
+#define BYTES_MAX (16u << 20)
+
+static void file_release(kb_mcp_skill_file *f)
+{
+    free(f->uri);
+    free(f->name);
+    free(f->data);
+    memset(f, 0, sizeof *f);
+}
+
+static void skill_release(kb_mcp_skill *s)
+{
+    for (size_t i = 0; i < s->nfiles; i++)
+        file_release(&s->files[i]);
+    free(s->files);
+    free(s->name);
+    free(s->description);
+    cJSON_Delete(s->frontmatter);
+    memset(s, 0, sizeof *s);
+}
+
+void kb_mcp_skills_free(kb_mcp_skills *lib)
+{
+    if (!lib)
+        return;
+    for (size_t i = 0; i < lib->n; i++)
+        skill_release(&lib->items[i]);
+    free(lib->items);
+    free(lib->dir);
+    free(lib);
+}
+
+/* 1 if data[0..len) is UTF-8 text without NUL: served as text, else as
+ * a base64 blob. */
+static int is_text(const unsigned char *data, size_t len)
+{
+    for (size_t i = 0; i < len;) {
+        utf8proc_int32_t c;
+        utf8proc_ssize_t k = utf8proc_iterate(data + i, (utf8proc_ssize_t)(len - i), &c);
+        if (k <= 0 || c == 0)
+            return 0;
+        i += (size_t)k;
+    }
+    return 1;
+}
+
+static const char *mime_of(const char *name, int text)
+{
+    const char *dot = strrchr(name, '.');
+    if (strcmp(name, "SKILL.md") == 0 || (dot && strcmp(dot, ".md") == 0))
+        return "text/markdown";
+    if (dot && strcmp(dot, ".json") == 0)
+        return "application/json";
+    if (dot && (strcmp(dot, ".cu") == 0 || strcmp(dot, ".cuh") == 0))
+        return "text/x-cuda";
+    return text ? "text/plain" : "application/octet-stream";
+}
+
+/* SKILL.md first, then by name. */
+static int cmp_files(const void *a, const void *b)
+{
+    const kb_mcp_skill_file *x = a, *y = b;
+    int xs = strcmp(x->name, "SKILL.md") == 0, ys = strcmp(y->name, "SKILL.md") == 0;
+    if (xs != ys)
+        return ys - xs;
+    return strcmp(x->name, y->name);
+}
+
+/* Reads the regular files of the skill's folder (links followed: a seed
+ * skill's kernel.cu is a link to the candidate it was verified as; hidden
+ * files and folders left out) into s. */
+static kb_rc read_files(const char *dir, kb_mcp_skill *s, kb_err *err)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return kb_err_set(err, KB_ERR_IO, "cannot read skill folder '%s'", dir);
+    size_t cap = 0, total = 0;
+    kb_rc rc = KB_OK;
+    struct dirent *e;
+    while (rc == KB_OK && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char *path = kb_path_join(dir, e->d_name);
+        struct stat st;
+        if (!path) {
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        } else if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+            if (s->nfiles == FILES_MAX || total + (size_t)st.st_size > BYTES_MAX)
+                rc = kb_err_set(err, KB_ERR_USAGE, "skill '%s' is over the Skills "
+                                "extension's limits (%d files, %u bytes)", s->name,
+                                FILES_MAX, BYTES_MAX);
+            else if (KB_GROW(s->files, s->nfiles + 1, cap) != KB_OK)
+                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        } else {
+            free(path);
+            continue;
+        }
+        kb_buf b;
+        kb_buf_init(&b, BYTES_MAX);
+        if (rc == KB_OK)
+            rc = kb_read_file(path, BYTES_MAX - total, &b, err);
+        if (rc == KB_OK) {
+            kb_mcp_skill_file *f = &s->files[s->nfiles];
+            memset(f, 0, sizeof *f);
+            f->size = b.len;
+            f->text = is_text((const unsigned char *)b.data, b.len);
+            f->mime = mime_of(e->d_name, f->text);
+            kb_sha256_hex(b.len ? b.data : "", b.len, f->sha256);
+            f->name = kb_strdup(e->d_name);
+            f->data = kb_buf_finish(&b, KB_OK);
+            kb_buf_init(&b, 0);
+            size_t n = strlen(s->name) + strlen(e->d_name) + 16;
+            if ((f->uri = malloc(n)) != NULL)
+                snprintf(f->uri, n, "skill://%s/%s", s->name, e->d_name);
+            s->nfiles++;
+            total += f->size;
+            if (!f->name || !f->data || !f->uri)
+                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        }
+        kb_buf_release(&b);
+        free(path);
+    }
+    closedir(d);
+    if (rc == KB_OK)
+        qsort(s->files, s->nfiles, sizeof *s->files, cmp_files);
+    return rc;
+}
+
+/* The front matter as JSON, every key the author wrote: the strings as
+ * they are, metadata as an object of strings. */
+static cJSON *frontmatter(const kb_skill *k)
+{
+    cJSON *o = cJSON_CreateObject();
+    int ok = o != NULL;
+    for (int i = 0; ok && i < KB_SKILL_NKEYS; i++) {
+        if (i == KB_SKILL_METADATA) {
+            if (!k->has_metadata)
+                continue;
+            cJSON *m = cJSON_AddObjectToObject(o, "metadata");
+            ok = m != NULL;
+            for (size_t j = 0; ok && j < k->nmeta; j++)
+                ok = cJSON_AddStringToObject(m, k->meta[j].key, k->meta[j].value) != NULL;
+        } else if (k->fields[i]) {
+            ok = cJSON_AddStringToObject(o, kb_skill_key_name((kb_skill_key)i),
+                                         k->fields[i]) != NULL;
+        }
+    }
+    if (!ok) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+kb_rc kb_mcp_skills_load(const char *dir, kb_mcp_skills **out, kb_err *err)
+{
+    *out = NULL;
+    kb_mcp_skills *lib = calloc(1, sizeof *lib);
+    if (!lib || !(lib->dir = kb_strdup(dir))) {
+        free(lib);
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    }
+    kb_skill_lib sl;
+    kb_skill_lib_init(&sl);
+    kb_skill_diags d;
+    kb_skill_diags_init(&d);
+    size_t cap = 0;
+    kb_rc rc = kb_skill_lib_load(dir, &sl, &d, err);
+    for (size_t i = 0; rc == KB_OK && i < sl.n; i++) {
+        const kb_skill_entry *e = &sl.items[i];
+        const char *name = e->ok ? e->skill.fields[KB_SKILL_NAME] : NULL;
+        if (!name || !kb_skill_name_ok(name) || !e->skill.fields[KB_SKILL_DESCRIPTION]) {
+            /* a skill that does not parse is not served: kb skill lint says why */
+            kb_log_warn("skills: '%s' is not served: its SKILL.md does not parse "
+                        "or lacks a valid name (kb skill lint %s)", e->dir, e->dir);
+            continue;
+        }
+        if (KB_GROW(lib->items, lib->n + 1, cap) != KB_OK) {
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+            break;
+        }
+        kb_mcp_skill *s = &lib->items[lib->n++];
+        memset(s, 0, sizeof *s);
+        s->name = kb_strdup(name);
+        s->description = kb_strdup(e->skill.fields[KB_SKILL_DESCRIPTION]);
+        s->frontmatter = frontmatter(&e->skill);
+        if (!s->name || !s->description || !s->frontmatter)
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        else
+            rc = read_files(e->dir, s, err);
+    }
+    kb_skill_diags_release(&d);
+    kb_skill_lib_release(&sl);
+    if (rc != KB_OK) {
+        kb_mcp_skills_free(lib);
+        return rc;
+    }
+    *out = lib;
+    return KB_OK;
+}
+
+const char *kb_mcp_skills_dir(const char *given, int none)
+{
+    struct stat st;
+    if (none)
+        return NULL;
+    if (given)
+        return given;
+    return stat(KB_MCP_SKILLS_DEFAULT, &st) == 0 && S_ISDIR(st.st_mode)
+               ? KB_MCP_SKILLS_DEFAULT : NULL;
+}
+
+const kb_mcp_skill *kb_mcp_skills_find(const kb_mcp_skills *lib, const char *name)
+{
+    for (size_t i = 0; lib && i < lib->n; i++)
+        if (strcmp(lib->items[i].name, name) == 0)
+            return &lib->items[i];
+    return NULL;
+}
+
+const kb_mcp_skill_file *kb_mcp_skills_file(const kb_mcp_skills *lib, const char *uri,
+                                            const kb_mcp_skill **skill)
+{
+    if (!lib || strncmp(uri, "skill://", 8) != 0)
+        return NULL;
+    const char *rest = uri + 8, *slash = strchr(rest, '/');
+    if (!slash)
+        return NULL;
+    for (size_t i = 0; i < lib->n; i++) {
+        const kb_mcp_skill *s = &lib->items[i];
+        if (strlen(s->name) != (size_t)(slash - rest) || strncmp(s->name, rest, (size_t)(slash - rest)))
+            continue;
+        for (size_t j = 0; j < s->nfiles; j++)
+            if (strcmp(s->files[j].name, slash + 1) == 0) {
+                if (skill)
+                    *skill = s;
+                return &s->files[j];
+            }
+    }
+    return NULL;
+}

@@ -1,0 +1,281 @@
+/* compile.c - NVRTC: a candidate or reference compiled in process for the
+ * device's architecture, the compile cache for references, and ptxas's
+ * report (registers, shared memory, stack, spills) per kernel. */
+#include "verify/kb-verify/verify_int.h"
+
+#include <elf.h>
+#include <math.h>
+#include <nvrtc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef KBV_CUDA_HOME
+#define KBV_CUDA_HOME "/usr/local/cuda"
+#endif
+
+void kbv_compiled_release(kbv_compiled *c)
+{
+    free(c->log);
+    free(c->cubin);
+    memset(c, 0, sizeof *c);
+}
+
+static const char *cuda_home(void)
+{
+    const char *h = getenv("CUDA_HOME");
+    return h && *h ? h : KBV_CUDA_HOME;
+}
+
+/* Where the cubin of key lives. Caller frees; NULL out of memory. */
+static char *cache_path(const kbv_opts *o, const char *key)
+{
+    kb_buf b;
+    kb_buf_init(&b, 0);
+    kb_rc rc;
+    const char *dir = o->cache_dir ? o->cache_dir : getenv("KB_VERIFY_CACHE");
+    if (dir && *dir) {
+        rc = kb_buf_printf(&b, "%s/%s.cubin", dir, key);
+    } else {
+        const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+        if (x && *x)
+            rc = kb_buf_printf(&b, "%s/kb/verify/%s.cubin", x, key);
+        else
+            rc = kb_buf_printf(&b, "%s/.cache/kb/verify/%s.cubin",
+                               h ? h : "/tmp", key);
+    }
+    return kb_buf_finish(&b, rc);
+}
+
+/* A cached cubin at cpath into out; returns 1 if there was one. */
+static int cache_lookup(const char *cpath, kbv_compiled *out)
+{
+    kb_buf bin;
+    kb_buf_init(&bin, 0);
+    if (kb_read_file(cpath, 64u << 20, &bin, NULL) == KB_OK && bin.len > 0) {
+        out->ok = 1;
+        out->cached = 1;
+        out->cubin_len = bin.len;
+        out->cubin = kb_buf_detach(&bin);
+        out->log = kb_strdup("");
+        return 1;
+    }
+    kb_buf_release(&bin);
+    return 0;
+}
+
+static void cache_store(char *cpath, const kbv_compiled *c)
+{
+    char *slash = strrchr(cpath, '/');
+    if (slash) {
+        *slash = '\0';
+        kb_mkdirs(cpath, NULL);
+        *slash = '/';
+    }
+    kb_write_file_atomic(cpath, c->cubin, c->cubin_len, NULL);
+}
+
+/* NVRTC itself: the log always, the cubin when it compiled. */
+static void nvrtc_run(const char *src, const char *name, const char *const *opts,
+                      int nopts, kbv_compiled *out)
+{
+    nvrtcProgram prog = NULL;
+    nvrtcResult r = nvrtcCreateProgram(&prog, src, name, 0, NULL, NULL);
+    if (r != NVRTC_SUCCESS) {
+        out->log = kb_strdup(nvrtcGetErrorString(r));
+        return;
+    }
+    nvrtcResult cr = nvrtcCompileProgram(prog, nopts, opts);
+    size_t ln = 0;
+    nvrtcGetProgramLogSize(prog, &ln);
+    out->log = calloc(1, ln + 1);
+    if (out->log && ln)
+        nvrtcGetProgramLog(prog, out->log);
+    if (cr == NVRTC_SUCCESS) {
+        size_t cn = 0;
+        if (nvrtcGetCUBINSize(prog, &cn) == NVRTC_SUCCESS && cn > 0) {
+            out->cubin = malloc(cn);
+            if (out->cubin && nvrtcGetCUBIN(prog, out->cubin) == NVRTC_SUCCESS) {
+                out->cubin_len = cn;
+                out->ok = 1;
+            }
+        }
+    }
+    nvrtcDestroyProgram(&prog);
+}
+
+void kbv_compile(const kbv_opts *o, const char *src, const char *name,
+                 const char *arch, int use_cache, kbv_compiled *out)
+{
+    memset(out, 0, sizeof *out);
+    double t0 = kb_now_ms();
+    kb_buf opt_arch, opt_inc, key;
+    kb_buf_init(&opt_arch, 0);
+    kb_buf_init(&opt_inc, 0);
+    kb_buf_init(&key, 0);
+    char *cpath = NULL;
+    kb_rc rc = kb_buf_printf(&opt_arch, "--gpu-architecture=%s", arch);
+    if (rc == KB_OK)
+        rc = kb_buf_printf(&opt_inc, "--include-path=%s/include", cuda_home());
+    if (rc != KB_OK) {
+        out->log = kb_strdup("out of memory: NVRTC was not run");
+        goto out;
+    }
+    const char *opts[] = { opt_arch.data, opt_inc.data, "--std=c++17",
+                           "--ptxas-options=-v", "-default-device" };
+    /* without a key (out of memory) the cache is passed by */
+    if (use_cache &&
+        kb_buf_printf(&key, "%s\n%s\n%s\n", arch, opt_inc.data, src) == KB_OK) {
+        char hex[65];
+        kb_sha256_hex(key.data, key.len, hex);
+        cpath = cache_path(o, hex);
+        if (cpath && cache_lookup(cpath, out))
+            goto out;
+    }
+    nvrtc_run(src, name, opts, 5, out);
+    if (out->ok && cpath)
+        cache_store(cpath, out);
+out:
+    out->ms = kb_now_ms() - t0;
+    free(cpath);
+    kb_buf_release(&opt_arch);
+    kb_buf_release(&opt_inc);
+    kb_buf_release(&key);
+}
+
+/* "N bytes stack frame, N bytes spill stores, N bytes spill loads" */
+static void ptxas_stack(cJSON *cur, const char *line)
+{
+    long st = 0, ss = 0, sl = 0;
+    const char *s0 = line;
+    while (*s0 == ' ' || *s0 == '\t')
+        s0++;
+    st = strtol(s0, NULL, 10);
+    const char *a = strstr(line, "stack frame, ");
+    if (a)
+        ss = strtol(a + 13, NULL, 10);
+    const char *b = strstr(line, "spill stores, ");
+    if (b)
+        sl = strtol(b + 14, NULL, 10);
+    cJSON_AddNumberToObject(cur, "stack_bytes", (double)st);
+    cJSON_AddNumberToObject(cur, "spill_store_bytes", (double)ss);
+    cJSON_AddNumberToObject(cur, "spill_load_bytes", (double)sl);
+}
+
+/* "Used N registers, ..., N bytes smem" (q points at "Used ") */
+static void ptxas_used(cJSON *cur, const char *line, const char *q)
+{
+    long regs = strtol(q + 5, NULL, 10);
+    cJSON_AddNumberToObject(cur, "registers", (double)regs);
+    const char *sm = strstr(line, "bytes smem");
+    long smem = 0;
+    if (sm) {
+        const char *s1 = sm;
+        while (s1 > line && s1[-1] == ' ')
+            s1--;
+        while (s1 > line && s1[-1] >= '0' && s1[-1] <= '9')
+            s1--;
+        smem = strtol(s1, NULL, 10);
+    }
+    cJSON_AddNumberToObject(cur, "shared_static_bytes", (double)smem);
+}
+
+/* ptxas -v lines, per kernel: registers, shared, stack, spills. */
+static cJSON *ptxas_kernels(const char *log)
+{
+    static const char entry[] = "Compiling entry function '";
+    cJSON *arr = cJSON_CreateArray();
+    cJSON *cur = NULL;
+    for (const char *p = log; p && *p;) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        char *line = kb_strndup(p, len);
+        const char *q;
+        if ((q = strstr(line, entry))) {
+            q += strlen(entry);
+            const char *end = strchr(q, '\'');
+            char *nm = kb_strndup(q, end ? (size_t)(end - q) : strlen(q));
+            cur = cJSON_CreateObject();
+            cJSON_AddStringToObject(cur, "name", nm);
+            cJSON_AddItemToArray(arr, cur);
+            free(nm);
+        } else if (cur && strstr(line, "bytes stack frame")) {
+            ptxas_stack(cur, line);
+        } else if (cur && (q = strstr(line, "Used "))) {
+            ptxas_used(cur, line, q);
+        }
+        free(line);
+        p = e ? e + 1 : NULL;
+    }
+    return arr;
+}
+
+cJSON *kbv_compile_json(const kbv_compiled *c, const char *arch)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddBoolToObject(o, "ok", c->ok);
+    cJSON_AddStringToObject(o, "arch", arch);
+    cJSON_AddNumberToObject(o, "ms", round(c->ms * 100) / 100);
+    cJSON_AddBoolToObject(o, "cached", c->cached);
+    cJSON_AddStringToObject(o, "log", c->log ? c->log : "");
+    cJSON_AddItemToObject(o, "kernels", ptxas_kernels(c->log));
+    return o;
+}
+
+/* Section header i of the ELF image img (len bytes) into *out; 0, or -1
+ * past the image's end. */
+static int elf_section(const unsigned char *img, size_t len,
+                       const Elf64_Ehdr *eh, size_t i, Elf64_Shdr *out)
+{
+    if (i >= eh->e_shnum || eh->e_shoff > len ||
+        i >= (len - eh->e_shoff) / sizeof *out)
+        return -1;
+    memcpy(out, img + eh->e_shoff + i * sizeof *out, sizeof *out);
+    return 0;
+}
+
+/* The entry functions of one symbol table, added to names. */
+static void elf_entries(const unsigned char *img, size_t len, const Elf64_Shdr *sym,
+                        const Elf64_Shdr *str, cJSON *names)
+{
+    if (sym->sh_offset > len || sym->sh_size > len - sym->sh_offset ||
+        str->sh_offset > len || str->sh_size > len - str->sh_offset ||
+        sym->sh_entsize != sizeof(Elf64_Sym))
+        return;
+    const char *strs = (const char *)img + str->sh_offset;
+    size_t nsym = sym->sh_size / sizeof(Elf64_Sym);
+    for (size_t k = 0; k < nsym; k++) {
+        Elf64_Sym y;
+        memcpy(&y, img + sym->sh_offset + k * sizeof y, sizeof y);
+        /* a kernel: a global function marked as a CUDA entry (0x10) */
+        if (ELF64_ST_TYPE(y.st_info) != STT_FUNC ||
+            ELF64_ST_BIND(y.st_info) != STB_GLOBAL || !(y.st_other & 0x10) ||
+            y.st_name >= str->sh_size ||
+            !memchr(strs + y.st_name, '\0', str->sh_size - y.st_name))
+            continue;
+        cJSON_AddItemToArray(names, cJSON_CreateString(strs + y.st_name));
+    }
+}
+
+cJSON *kbv_cubin_kernels(const kbv_compiled *c)
+{
+    const unsigned char *img = c->cubin;
+    size_t len = c->cubin_len;
+    Elf64_Ehdr eh;
+    if (!img || len < sizeof eh)
+        return NULL;
+    memcpy(&eh, img, sizeof eh);
+    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh.e_shentsize != sizeof(Elf64_Shdr))
+        return NULL;
+    cJSON *names = cJSON_CreateArray();
+    Elf64_Shdr sh, str;
+    for (size_t i = 0; names && i < eh.e_shnum; i++) {
+        if (elf_section(img, len, &eh, i, &sh) != 0)
+            break;
+        if (sh.sh_type == SHT_SYMTAB &&
+            elf_section(img, len, &eh, sh.sh_link, &str) == 0)
+            elf_entries(img, len, &sh, &str, names);
+    }
+    return names;
+}
