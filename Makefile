@@ -118,11 +118,14 @@ $(VENV)/.stamp: tests/requirements.txt tests/requirements-nodeps.txt
 test: deps
 	$(Q)$(MAKE) --no-print-directory all $(UNIT_BIN) $(FUZZ_REPLAY) $(VERIFY_TARGETS) $(VENV)/.stamp
 	$(Q)scripts/check-layers.sh $(BUILD)
+	$(Q)scripts/check-sizes.sh
 	$(Q)tests/run.sh $(BUILD)
 
-# the dependency direction of DESIGN.md's Layout, from includes and symbols
+# the dependency direction of docs/design.md's Layout, from includes and
+# symbols, and the house rules on file and function size
 layers: all
 	$(Q)scripts/check-layers.sh $(BUILD)
+	$(Q)scripts/check-sizes.sh
 
 unit: all $(UNIT_BIN) $(FUZZ_REPLAY)
 	$(Q)tests/run.sh $(BUILD) unit

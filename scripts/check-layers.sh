@@ -13,6 +13,9 @@
 #   model (verify/task.c, through verify/verify.h) and kb/; nothing else
 #   uses kb-verify's files;
 # - every room is a known one: a new folder of sources must be placed here.
+# - no circle between files: when a.c calls b.c, nothing b.c calls (or what
+#   that calls) calls a.c again (a file that is both the steps and the
+#   helpers the steps call back is two files).
 # Includes are read from the sources; calls from the objects' symbols (nm),
 # so a call through a declaration that hides its origin is caught too.
 set -euo pipefail
@@ -78,6 +81,7 @@ done
 [ -d "$build/obj" ] || { echo "layers: no objects under $build/obj; run make first" >&2; exit 2; }
 objs=$( (cd "$build/obj" && find . -name '*.o') | sed 's|^\./||' | sort |
        while read -r o; do if [ -f "${o%.o}.c" ]; then echo "$o"; fi; done)   # not stale ones
+edges=$(mktemp); trap 'rm -f "$edges"' EXIT
 declare -A def
 for o in $objs; do
   while read -r s; do def[$s]=${o%.o}.c; done < <(nm --defined-only -g "$build/obj/$o" |
@@ -88,9 +92,14 @@ for o in $objs; do
   while read -r s; do
     d=${def[$s]:-}
     [ -n "$d" ] && [ "$d" != "$src" ] || continue
+    echo "$src $d" >> "$edges"
     w=$(why_not "$src" "$d")
     [ -z "$w" ] || complain "$src calls $s of $d ($w)"
   done < <(nm -u "$build/obj/$o" | awk '{print $2}')
 done
+
+# 3. circles between files: tsort names the files of each loop
+loops=$(sort -u "$edges" | tsort 2>&1 >/dev/null | grep -v 'input contains a loop' | sed 's/^tsort: //' | sort -u || true)
+[ -z "$loops" ] || complain "files in a circle of calls: $(echo $loops)"
 [ $fail -eq 0 ] && echo "layers: ok ($(echo "$objs" | wc -w) objects)"
 exit $fail
