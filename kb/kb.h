@@ -146,6 +146,26 @@ double kb_now_ms(void);
  * [min, max]. */
 kb_rc kb_parse_long(const char *s, long min, long max, long *out);
 
+/* ------------------------------------------------------------------ json */
+
+/* The one way kb builds JSON objects (kb/json.c): each call adds to o
+ * unless *ok is already 0, and clears *ok when it cannot allocate (sticky,
+ * like a kb_rc chain), so a long run of puts is checked once at the end.
+ * A string or item that is NULL is written as null. kb_json_put_item takes
+ * item (deleted when it cannot be added or *ok is 0). The _obj/_arr calls
+ * return the new member (NULL once *ok is 0); kb_json_push_obj appends a
+ * new object to array a. */
+void kb_json_put_str(cJSON *o, const char *key, const char *s, int *ok);
+void kb_json_put_num(cJSON *o, const char *key, double x, int *ok);
+void kb_json_put_bool(cJSON *o, const char *key, int b, int *ok);
+void kb_json_put_null(cJSON *o, const char *key, int *ok);
+void kb_json_put_item(cJSON *o, const char *key, cJSON *item, int *ok);
+cJSON *kb_json_put_obj(cJSON *o, const char *key, int *ok);
+cJSON *kb_json_put_arr(cJSON *o, const char *key, int *ok);
+cJSON *kb_json_push_obj(cJSON *a, int *ok);
+/* A string s appended to array a (NULL: null). */
+void kb_json_push_str(cJSON *a, const char *s, int *ok);
+
 /* ------------------------------------------------------------------ logging */
 
 /* Diagnostics on stderr (library code may log; it never prints to stdout). */
