@@ -8,7 +8,7 @@
 # Included by the top Makefile. Built only where a CUDA toolkit is found
 # ($(CUDA_HOME), else /usr/local/cuda, with cuda.h and nvrtc.h); without
 # one this file defines nothing and kb builds as before. kb itself never
-# links CUDA: kb-verify links the plain-C task model (verify/task.c) and
+# links CUDA: kb-verify links the plain-C task model (verify/task*.c) and
 # kb/'s utilities from libkb.a, NVRTC at build time, and opens libcuda at
 # run time (cudrv.h), so it starts without a driver: --compile-only needs
 # none.
