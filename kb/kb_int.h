@@ -80,4 +80,11 @@ void kb_result_release(kb_result *r);
 /* results.c: frees r's results; its mode and timings stay. */
 void kb_results_clear(kb_results *r);
 
+/* Whether the KB holds the document at url (its first url_len bytes) and
+ * a chunk of it with anchor (NULL or "": any chunk): *doc and *section 1
+ * or 0. A failed lookup sets err ("cannot look up a link"). */
+kb_rc kb_store_link_lookup(kb_store *store, const char *url, size_t url_len,
+                           const char *anchor, int *doc, int *section,
+                           kb_err *err);
+
 #endif

@@ -513,3 +513,27 @@ long long kb_store_disk_size(const kb_store *store)
     closedir(d);
     return total;
 }
+
+kb_rc kb_store_link_lookup(kb_store *store, const char *url, size_t url_len,
+                           const char *anchor, int *doc, int *section,
+                           kb_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    *doc = *section = 0;
+    kb_rc rc = kb_store_prepare(store,
+        "SELECT (SELECT count(*) FROM documents WHERE url = ?1),"
+        " (SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.document_id"
+        "  WHERE d.url = ?1 AND (?2 = '' OR c.anchor = ?2))", &st, err);
+    if (rc != KB_OK)
+        return rc;
+    sqlite3_bind_text(st, 1, url, (int)url_len, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, anchor ? anchor : "", -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        *doc = sqlite3_column_int(st, 0) > 0;
+        *section = sqlite3_column_int(st, 1) > 0;
+    } else {
+        rc = kb_store_db_error(store, err, "cannot look up a link");
+    }
+    sqlite3_finalize(st);
+    return rc;
+}

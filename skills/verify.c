@@ -388,52 +388,28 @@ static kb_rc find_links(const kb_skill *s, link_list *l)
     return rc;
 }
 
-/* 1 if the KB has a chunk for url: its document, and with #anchor a
- * section of it with that anchor; 0 not; -1 on a database error. *doc
- * says whether the document is there. */
-static int resolves(sqlite3_stmt *st, const char *url, int *doc)
-{
-    const char *hash = strchr(url, '#');
-    size_t n = hash ? (size_t)(hash - url) : strlen(url);
-    sqlite3_reset(st);
-    sqlite3_bind_text(st, 1, url, (int)n, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 2, hash ? hash + 1 : "", -1, SQLITE_TRANSIENT);
-    int rc = sqlite3_step(st);
-    if (rc != SQLITE_ROW)
-        return -1;
-    *doc = sqlite3_column_int(st, 0) > 0;
-    return sqlite3_column_int(st, 1) > 0;
-}
-
 kb_rc kb_gen_skill_check_links(const kb_skill_entry *e, kb_store *store,
                                kb_skill_diags *d, kb_err *err)
 {
     if (!e->ok)
         return KB_OK;
     link_list l = { 0 };
-    sqlite3_stmt *st = NULL;
     kb_rc rc = find_links(&e->skill, &l);
     if (rc != KB_OK)
         rc = kb_err_set(err, rc, "out of memory");
-    if (rc == KB_OK && l.n)
-        rc = kb_store_prepare(store,
-            "SELECT (SELECT count(*) FROM documents WHERE url = ?1),"
-            " (SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.document_id"
-            "  WHERE d.url = ?1 AND (?2 = '' OR c.anchor = ?2))", &st, err);
     for (size_t i = 0; i < l.n && rc == KB_OK; i++) {
-        int doc = 0;
-        int ok = resolves(st, l.urls[i], &doc);
-        int deep = strchr(l.urls[i], '#') != NULL;
-        if (ok < 0)
-            rc = kb_store_db_error(store, err, "cannot look up a link");
-        else if (!ok && (deep || doc))
+        /* the document, and with #anchor a section of it with that anchor */
+        const char *url = l.urls[i], *hash = strchr(url, '#');
+        int doc = 0, section = 0;
+        rc = kb_store_link_lookup(store, url, hash ? (size_t)(hash - url) : strlen(url),
+                                  hash ? hash + 1 : NULL, &doc, &section, err);
+        if (rc == KB_OK && !section && (hash || doc))
             rc = kb_skill_diag_add(d, e->skill.path, l.lines[i], KB_SKILL_ERROR, "links",
                                    doc ? "link '%s': the KB has the document but no "
                                          "section with that anchor"
                                        : "link '%s' resolves to no chunk of the KB",
-                                   l.urls[i]);
+                                   url);
     }
-    sqlite3_finalize(st);
     links_release(&l);
     return rc;
 }

@@ -1,10 +1,13 @@
 /*
- * verify.h - verify/'s one header: the task model (task.c) and the
- * verifier runner (verifier.c). One section per file.
+ * verify.h - verify/'s one header: the task model (task.c, task_expr.c,
+ * task_candidate.c, task_result.c) and the verifier runner (verifier.c).
+ * One section per file.
  *
  * The task model is plain C, no CUDA: kb (`kb verify`, the generator) and
  * kb-verify (verify/kb-verify/) both use it; kb-verify uses nothing of kb
- * but task.c and kb/'s utilities (docs/design.md, Layout).
+ * but the task model and kb/'s utilities (docs/design.md, Layout). The
+ * files call one way: task_candidate.c -> task.c -> task_expr.c;
+ * task_result.c and verifier.c call none of them.
  */
 #ifndef KB_VERIFY_H
 #define KB_VERIFY_H
@@ -13,16 +16,16 @@
 
 /* ------------------------------------------------------------------ task.c */
 /* the task model: kernel tasks (corpus/tasks/<name>/task.json +
- * reference.cu), size expressions, what a candidate's header comments ask
- * for, the refusal of candidate source, and a suite's fast_p scores.
+ * reference.cu) loaded, found by name, and their shapes as records; the
+ * sections below hold the rest of the model (size expressions, candidate
+ * source, reading results).
  *
  * Plain C, no CUDA: kb (`kb verify`, the generator) and kb-verify both use
- * it; kb-verify uses nothing of kb but this and kb/kb.h's utilities
- * (DESIGN.md, Layout). Memory follows kb/kb.h's rule: kb_task_load's task
+ * it; kb-verify uses nothing of kb but the model and kb/kb.h's utilities
+ * (docs/design.md, Layout). Memory follows kb/kb.h's rule: kb_task_load's task
  * is freed with kb_task_free, a kb_cand_header's contents with
  * kb_cand_header_release.
  */
-
 
 #include <cjson/cJSON.h>
 
@@ -103,9 +106,24 @@ typedef struct {
 /* Loads dir/task.json. On success *out is freed with kb_task_free. */
 kb_rc kb_task_load(const char *dir, kb_task **out, kb_err *err);
 void kb_task_free(kb_task *t);
-/* Evaluates expr of a task's dims at shape s (see kb_expr_eval). */
-kb_rc kb_task_eval(const kb_task *t, const kb_shape *s, const char *expr,
-                   double *out, kb_err *err);
+/* Frees n launches and the array l itself. */
+void kb_launches_free(kb_launch *l, size_t n);
+
+/* Finds the task directory that arg names: arg itself when it holds a
+ * task.json; else, for a name (no '/'), tasks/NAME beside the manifest
+ * (when manifest is given: kb_config's, or the default one), then under
+ * corpus/ (the working directory) and PREFIX/share/kb/ (beside an
+ * installed PREFIX/bin). On success *dir is the caller's to free; else
+ * KB_ERR_NOTFOUND with every place looked in, or KB_ERR_NOMEM. */
+kb_rc kb_task_find(const char *arg, const char *manifest, char **dir, kb_err *err);
+
+/* The task's shapes as evidence records keep them:
+ * [{"name","timed","dims":{DIM: n}}]; NULL out of memory. */
+cJSON *kb_task_shapes_json(const kb_task *t);
+
+/* ------------------------------------------------------------- task_expr.c */
+/* size expressions: the arithmetic of a task's sizes, launches and
+ * tolerances. */
 
 /* How deeply an expression may nest (parentheses, calls, signs): deeper is
  * a parse error, not a stack overflow. */
@@ -117,6 +135,13 @@ kb_rc kb_task_eval(const kb_task *t, const kb_shape *s, const char *expr,
  * literal with a point or an exponent, and sqrt, make a value real. */
 kb_rc kb_expr_eval(const char *expr, const char *const *names,
                    const double *values, size_t n, double *out, kb_err *err);
+
+/* Evaluates expr of a task's dims at shape s (see kb_expr_eval). */
+kb_rc kb_task_eval(const kb_task *t, const kb_shape *s, const char *expr,
+                   double *out, kb_err *err);
+
+/* -------------------------------------------------------- task_candidate.c */
+/* candidate source: what its header comments ask for, and its refusal. */
 
 /* A TMA tensor map that kb-verify makes on the host for a candidate, over
  * one of the task's buffers seen as a packed array (Hopper's bulk tensor
@@ -153,8 +178,6 @@ typedef struct {
  * *out is left empty (nothing to release). */
 kb_rc kb_cand_header_parse(const char *src, kb_cand_header *out, kb_err *err);
 void kb_cand_header_release(kb_cand_header *h);
-/* Frees n launches and the array l itself. */
-void kb_launches_free(kb_launch *l, size_t n);
 
 /* Returns 1 and appends the reason to why if candidate source must be
  * refused (%globaltimer, __managed__, device malloc/free/new, device-side
@@ -165,20 +188,8 @@ void kb_launches_free(kb_launch *l, size_t n);
  * a refusal, and the caller says "out of memory". */
 int kb_verify_refuse(const char *src, kb_buf *why);
 
-/* The fast_p scores of a suite: for p in ps, the share of ntasks whose
- * best result is correct or faster with speedup > p. verdicts[i] and
- * speedups[i] give task i's best candidate ("" verdict: none). */
-void kb_verify_fast_p(const char *const *verdicts, const double *speedups,
-                      size_t ntasks, const double *ps, size_t np,
-                      double *out);
-
-/* Finds the task directory that arg names: arg itself when it holds a
- * task.json; else, for a name (no '/'), tasks/NAME beside the manifest
- * (when manifest is given: kb_config's, or the default one), then under
- * corpus/ (the working directory) and PREFIX/share/kb/ (beside an
- * installed PREFIX/bin). On success *dir is the caller's to free; else
- * KB_ERR_NOTFOUND with every place looked in, or KB_ERR_NOMEM. */
-kb_rc kb_task_find(const char *arg, const char *manifest, char **dir, kb_err *err);
+/* ----------------------------------------------------------- task_result.c */
+/* reading kb-verify's results: as text, and a suite's fast_p. */
 
 /* Appends kb-verify's result res (its JSON) as text to out: the task,
  * verdict and reason; NVRTC's log when the candidate did not compile (its
@@ -186,9 +197,13 @@ kb_rc kb_task_find(const char *arg, const char *manifest, char **dir, kb_err *er
  * and spills; each timed shape; parity with a library baseline; the wall
  * time. KB_ERR_NOMEM past out's cap. */
 kb_rc kb_verify_result_text(const cJSON *res, kb_buf *out) KB_MUST_CHECK;
-/* The task's shapes as evidence records keep them:
- * [{"name","timed","dims":{DIM: n}}]; NULL out of memory. */
-cJSON *kb_task_shapes_json(const kb_task *t);
+
+/* The fast_p scores of a suite: for p in ps, the share of ntasks whose
+ * best result is correct or faster with speedup > p. verdicts[i] and
+ * speedups[i] give task i's best candidate ("" verdict: none). */
+void kb_verify_fast_p(const char *const *verdicts, const double *speedups,
+                      size_t ntasks, const double *ps, size_t np,
+                      double *out);
 
 /* -------------------------------------------------------------- verifier.c */
 /* the GPU verifier as a library. kb-verify is a separate

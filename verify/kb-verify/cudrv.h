@@ -2,7 +2,7 @@
  * (and --compile-only works) on machines without a driver. Every file of
  * kb-verify includes it (through verify_int.h) after <cuda.h>: each cuXxx
  * call below becomes a call through the loaded pointer. Exactly one file
- * (gpu.c) defines KBV_CUDRV_IMPL before including it, which defines the
+ * (ctx.c) defines KBV_CUDRV_IMPL before including it, which defines the
  * pointers and the loader. */
 #ifndef KBV_CUDRV_H
 #define KBV_CUDRV_H

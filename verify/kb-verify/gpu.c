@@ -1,7 +1,6 @@
 /* gpu.c - the device: the driver loaded, a context and stream, the
- * harness (kb-verify's own kernels, embedded here), sticky errors, the
- * deadline wait, and the device's description. */
-#define KBV_CUDRV_IMPL   /* the driver's pointers and loader live here */
+ * harness (kb-verify's own kernels, embedded here), the deadline wait,
+ * and the device's description. */
 #include "verify/kb-verify/verify_int.h"
 
 #include <nvrtc.h>
@@ -18,29 +17,6 @@ __asm__(".section .rodata\n.balign 16\n.global kbv_harness_fatbin\n"
         ".byte 0\n.previous\n");
 extern const unsigned char kbv_harness_fatbin[];
 #endif
-
-const char *kbv_cu_name(CUresult r)
-{
-    const char *s = NULL;
-    if (kbv_cuGetErrorName)
-        cuGetErrorName(r, &s);
-    return s ? s : "CUDA_ERROR_UNKNOWN";
-}
-
-int kbv_cu_sticky(CUresult r)
-{
-    switch (r) {
-    case CUDA_ERROR_ILLEGAL_ADDRESS: case CUDA_ERROR_LAUNCH_FAILED:
-    case CUDA_ERROR_ILLEGAL_INSTRUCTION: case CUDA_ERROR_MISALIGNED_ADDRESS:
-    case CUDA_ERROR_INVALID_ADDRESS_SPACE: case CUDA_ERROR_INVALID_PC:
-    case CUDA_ERROR_ASSERT: case CUDA_ERROR_HARDWARE_STACK_ERROR:
-    case CUDA_ERROR_LAUNCH_TIMEOUT: case CUDA_ERROR_ECC_UNCORRECTABLE:
-    case CUDA_ERROR_CONTEXT_IS_DESTROYED: case CUDA_ERROR_UNKNOWN:
-        return 1;
-    default:
-        return 0;
-    }
-}
 
 /* The driver, the device ($KB_VERIFY_DEVICE, else 0), its primary
  * context and a stream. */

@@ -1,7 +1,9 @@
 /* verify.c - one verification, step by step: the task and the candidate's
  * source, refusals, the compile (overlapped with opening the GPU), then
  * every shape's correctness trials and timing, and the verdict. The
- * result's fields are documented in README.md ("GPU verification"). */
+ * steps live in the files below it; the context and verdicts they share
+ * in ctx.c. The result's fields are documented in README.md ("GPU
+ * verification"). */
 #include "verify/kb-verify/verify_int.h"
 
 #include <math.h>
@@ -11,124 +13,6 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
-#include <unistd.h>
-
-/* ------------------------------------------------------------------ the context */
-
-void kbv_ctx_init(kbv_ctx *v, kbv_gpu *gpu, const kbv_opts *o,
-                  const char *task_dir, int versioned)
-{
-    memset(v, 0, sizeof *v);
-    v->gpu = gpu;
-    v->o = o;
-    kb_buf_init(&v->reason, 0);
-    kb_buf_init(&v->src, 8u << 20);
-    kb_buf_init(&v->rsrc, 8u << 20);
-    v->res = cJSON_CreateObject();
-    if (versioned)
-        cJSON_AddNumberToObject(v->res, "kb_verify", 1);
-    cJSON_AddStringToObject(v->res, "task", task_dir);
-}
-
-void kbv_ctx_release(kbv_ctx *v)
-{
-    free(v->cl);
-    free(v->rl);
-    if (!v->gpu->sticky) {
-        if (v->cmod)
-            cuModuleUnload(v->cmod);
-        if (v->rmod)
-            cuModuleUnload(v->rmod);
-    }
-    free(v->ps);
-    kbv_compiled_release(&v->cc);
-    kbv_compiled_release(&v->rc);
-    kb_cand_header_release(&v->hdr);
-    free(v->maps);
-    kb_task_free(v->task);
-    kb_buf_release(&v->src);
-    kb_buf_release(&v->rsrc);
-    kb_buf_release(&v->reason);
-}
-
-void kbv_vwhy(kb_buf *why, const char *fmt, va_list ap)
-{
-    if (kb_buf_vprintf(why, fmt, ap) != KB_OK)
-        kb_buf_reset(why);
-}
-
-void kbv_why(kb_buf *why, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    kbv_vwhy(why, fmt, ap);
-    va_end(ap);
-}
-
-const char *kbv_why_text(const kb_buf *why)
-{
-    return why->len ? why->data : "out of memory";
-}
-
-void kbv_set_verdict(kbv_ctx *v, const char *verdict, const char *fmt, ...)
-{
-    if (v->verdict)
-        return;
-    v->verdict = verdict;
-    va_list ap;
-    va_start(ap, fmt);
-    kbv_vwhy(&v->reason, fmt, ap);
-    va_end(ap);
-}
-
-void kbv_cuda_failed(kbv_ctx *v, CUresult r, const char *what)
-{
-    if (kbv_cu_sticky(r))
-        v->gpu->sticky = 1;
-    kbv_set_verdict(v, "crash", "%s: %s", what, kbv_cu_name(r));
-}
-
-int kbv_load_task(kbv_ctx *v, const char *arg)
-{
-    kb_err err;
-    kb_err_clear(&err);
-    /* a name (no '/') that is no directory here: corpus/tasks/NAME, or the
-     * installed share directory's */
-    char *found = NULL;
-    char *j = strchr(arg, '/') ? NULL : kb_path_join(arg, "task.json");
-    if (j && access(j, R_OK) != 0 && kb_task_find(arg, NULL, &found, &err)) {
-        free(j);
-        kbv_set_verdict(v, "error", "%s", err.msg);
-        return -1;
-    }
-    free(j);
-    const char *dir = found ? found : arg;
-    kb_rc lrc = kb_task_load(dir, &v->task, &err);
-    if (lrc) {
-        free(found);
-        kbv_set_verdict(v, "error", "%s", err.msg);
-        return -1;
-    }
-    cJSON_ReplaceItemInObject(v->res, "task", cJSON_CreateString(v->task->name));
-    char *rpath = kb_path_join(dir, "reference.cu");
-    kb_rc rc = kb_read_file(rpath, 8u << 20, &v->rsrc, &err);
-    free(rpath);
-    free(found);
-    if (rc) {
-        kbv_set_verdict(v, "error", "%s", err.msg);
-        return -1;
-    }
-    return 0;
-}
-
-double kbv_shape_tol(const kbv_ctx *v, const kb_shape *s, const char *e)
-{
-    double x = 0;
-    kb_task_eval(v->task, s, e, &x, NULL);
-    return x;
-}
-
-/* ------------------------------------------------------------------ the steps */
 
 /* Source held in memory (what names it) into v->src, which has a cap.
  * Returns 0 or -1 (verdict set). */

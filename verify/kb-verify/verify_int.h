@@ -2,7 +2,13 @@
  * section per file, in the order a verification runs. kb-verify uses the
  * task model (verify/verify.h) and kb/kb.h's utilities, nothing else of
  * kb. The device is a kbv_gpu that main.c owns and hands down, inside the
- * verification context (kbv_ctx) where a step works on one candidate. */
+ * verification context (kbv_ctx) where a step works on one candidate.
+ *
+ * The files call one way (no circle): main.c -> verify.c, reference.c
+ * (the runs) -> timing.c, check.c, tensormap.c, baselines.c, launch.c,
+ * buffers.c, inputs.c, cpuref.c (the steps) -> gpu.c (the device) ->
+ * ctx.c (the ground: the driver's pointers, CUDA error names, the
+ * context, reasons and verdicts) -> compile.c (NVRTC, which calls none). */
 #ifndef KB_VERIFY_INT_H
 #define KB_VERIFY_INT_H
 
@@ -77,9 +83,6 @@ typedef struct {
 /* Opens the device (a no-op once g->ok): the driver, a context and stream,
  * the harness, the flush and result buffers. Returns 0, or -1 with why. */
 int kbv_gpu_open(kbv_gpu *g, kb_buf *why);
-const char *kbv_cu_name(CUresult r);
-/* 1 for an error that leaves the context unusable. */
-int kbv_cu_sticky(CUresult r);
 /* Waits for g's stream; gives up after ms with *timed_out set (the kernel
  * is left running: the caller reports a timeout and the process exits). */
 CUresult kbv_gpu_sync(kbv_gpu *g, double ms, int *timed_out);
@@ -119,7 +122,12 @@ cJSON *kbv_cubin_kernels(const kbv_compiled *c);
  * per kernel. Caller frees. */
 cJSON *kbv_compile_json(const kbv_compiled *c, const char *arch);
 
-/* ------------------------------------------------------------------ verify.c */
+/* ------------------------------------------------------------------ ctx.c */
+
+/* The CUDA driver's name of r ("CUDA_ERROR_ILLEGAL_ADDRESS"). */
+const char *kbv_cu_name(CUresult r);
+/* 1 for an error that leaves the context unusable. */
+int kbv_cu_sticky(CUresult r);
 
 /* A launch resolved for one shape. */
 typedef struct {
@@ -168,12 +176,6 @@ typedef struct {
     int nspeed;
 } kbv_ctx;
 
-/* Verifies one candidate (a path, or inline source when src_inline is
- * given, or with neither the reference itself) against task_dir; with
- * compile_only nothing runs on a GPU. Returns the result (caller frees). */
-cJSON *kbv_verify(kbv_gpu *gpu, const kbv_opts *o, const char *task_dir,
-                  const char *cand_path, const char *src_inline,
-                  int compile_only);
 /* Starts a context: the result object holds "kb_verify": 1 (when
  * versioned) and "task" (task_dir, until the task is loaded). */
 void kbv_ctx_init(kbv_ctx *v, kbv_gpu *gpu, const kbv_opts *o,
@@ -204,6 +206,14 @@ int kbv_load_task(kbv_ctx *v, const char *arg);
 /* A tolerance expression's value on shape s (0 if it does not evaluate). */
 double kbv_shape_tol(const kbv_ctx *v, const kb_shape *s, const char *e);
 
+/* ------------------------------------------------------------------ verify.c */
+
+/* Verifies one candidate (a path, or inline source when src_inline is
+ * given, or with neither the reference itself) against task_dir; with
+ * compile_only nothing runs on a GPU. Returns the result (caller frees). */
+cJSON *kbv_verify(kbv_gpu *gpu, const kbv_opts *o, const char *task_dir,
+                  const char *cand_path, const char *src_inline,
+                  int compile_only);
 /* ------------------------------------------------------------------ launch.c */
 
 /* Resolves a launch sequence of mod for shape s into out (grid, block and
