@@ -145,6 +145,49 @@ static int have_passage(const passages *ps, const kb_result *r)
 
 /* ------------------------------------------------------------------ documents */
 
+/* document_text's walk over a document's chunks. */
+typedef struct {
+    int headed;
+    size_t max;
+    kb_buf b;
+    char *last;               /* the heading path of the chunk before */
+    long long *first;
+    int over;
+    kb_rc rc;
+} doc_walk;
+
+/* One chunk into the walk's text; nonzero to stop (a failure, or over). */
+static int doc_chunk(void *ctx, long long id, const char *hp, const char *text)
+{
+    doc_walk *w = ctx;
+    kb_rc rc = KB_OK;
+    hp = hp ? hp : "[]";
+    if (!w->last)
+        *w->first = id;
+    if (w->headed && (!w->last || strcmp(w->last, hp) != 0)) {
+        cJSON *arr = cJSON_Parse(hp);
+        int n = cJSON_GetArraySize(arr);
+        const char *h = n > 1 ? cJSON_GetStringValue(cJSON_GetArrayItem(arr, n - 1))
+                              : NULL;
+        if (h)
+            rc = kb_buf_printf(&w->b, "%s#### %s\n\n", w->b.len ? "\n\n" : "", h);
+        else if (w->b.len)
+            rc = kb_buf_puts(&w->b, "\n\n");
+        cJSON_Delete(arr);
+    } else if (w->b.len) {
+        rc = kb_buf_puts(&w->b, w->headed ? "\n\n" : "\n");
+    }
+    if (rc == KB_OK)
+        rc = kb_buf_puts(&w->b, text ? text : "");
+    free(w->last);
+    w->last = kb_strdup(hp);
+    if (rc == KB_OK && !w->last)
+        rc = KB_ERR_NOMEM;
+    w->over = w->b.len > w->max;   /* not carried whole: not at all */
+    w->rc = rc;
+    return rc != KB_OK || w->over;
+}
+
 /* The text of the chunks of chunk id's document in order, each after its
  * section's heading when headed (a skill: "#### Technique"), or joined by
  * newlines (code); *first the document's first chunk. NULL in *out (and
@@ -154,56 +197,20 @@ static kb_rc document_text(kb_store *store, long long id, int headed, size_t max
 {
     *out = NULL;
     *first = id;
-    sqlite3_stmt *st = NULL;
-    kb_rc rc = kb_store_prepare(store, "SELECT id, heading_path, text FROM chunks WHERE "
-                                "document_id = (SELECT document_id FROM chunks WHERE "
-                                "id = ?) ORDER BY ord", &st, err);
-    if (rc != KB_OK)
-        return rc;
-    sqlite3_bind_int64(st, 1, id);
-    kb_buf b;
-    kb_buf_init(&b, 0);
-    char *last = NULL;   /* the heading path of the chunk before */
-    int step = SQLITE_DONE, over = 0;
-    while (rc == KB_OK && !over && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *hp = (const char *)sqlite3_column_text(st, 1);
-        const char *text = (const char *)sqlite3_column_text(st, 2);
-        hp = hp ? hp : "[]";
-        if (!last)
-            *first = sqlite3_column_int64(st, 0);
-        if (headed && (!last || strcmp(last, hp) != 0)) {
-            cJSON *arr = cJSON_Parse(hp);
-            int n = cJSON_GetArraySize(arr);
-            const char *h = n > 1 ? cJSON_GetStringValue(cJSON_GetArrayItem(arr, n - 1))
-                                  : NULL;
-            if (h)
-                rc = kb_buf_printf(&b, "%s#### %s\n\n", b.len ? "\n\n" : "", h);
-            else if (b.len)
-                rc = kb_buf_puts(&b, "\n\n");
-            cJSON_Delete(arr);
-        } else if (b.len) {
-            rc = kb_buf_puts(&b, headed ? "\n\n" : "\n");
-        }
-        if (rc == KB_OK)
-            rc = kb_buf_puts(&b, text ? text : "");
-        free(last);
-        last = kb_strdup(hp);
-        if (rc == KB_OK && !last)
-            rc = KB_ERR_NOMEM;
-        over = b.len > max;   /* not carried whole: not at all */
-    }
-    if (rc == KB_OK && !over && step != SQLITE_DONE)
-        rc = kb_store_db_error(store, err, "cannot read a document's chunks");
-    else if (rc == KB_ERR_NOMEM)
+    doc_walk w = { .headed = headed, .max = max, .first = first };
+    kb_buf_init(&w.b, 0);
+    kb_rc rc = kb_store_doc_chunks(store, id, doc_chunk, &w, err);
+    if (rc == KB_OK && w.rc == KB_ERR_NOMEM)
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    sqlite3_finalize(st);
-    free(last);
-    if (rc == KB_OK && !over) {
-        *out = kb_buf_finish(&b, KB_OK);
+    else if (rc == KB_OK)
+        rc = w.rc;
+    free(w.last);
+    if (rc == KB_OK && !w.over) {
+        *out = kb_buf_finish(&w.b, KB_OK);
         if (!*out)
             rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     } else {
-        kb_buf_release(&b);
+        kb_buf_release(&w.b);
     }
     return rc;
 }

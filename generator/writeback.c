@@ -5,7 +5,7 @@
  * the runs give the skills their prompts carried (gen.h, "writeback.c"). */
 #include "generator/gen.h"
 #include "verify/verify.h"
-#include "kb/kb_int.h"
+#include "index/index.h"
 #include "skills/skill.h"
 
 #include <ctype.h>
@@ -327,19 +327,6 @@ static kb_rc make_body(const kb_gen_writeback *w, const char *name, const writeu
     return rc;
 }
 
-/* The KB has vectors: a new skill is embedded too. */
-static int has_vectors(kb_store *store)
-{
-    sqlite3_stmt *st = NULL;
-    kb_err e;
-    kb_err_clear(&e);
-    if (kb_store_prepare(store, "SELECT 1 FROM embeddings LIMIT 1", &st, &e) != KB_OK)
-        return 0;
-    int yes = sqlite3_step(st) == SQLITE_ROW;
-    sqlite3_finalize(st);
-    return yes;
-}
-
 kb_rc kb_gen_write_skill(const kb_gen_writeback *w, char **name_out, char **dir_out,
                          kb_err *err)
 {
@@ -481,7 +468,7 @@ kb_rc kb_gen_write_skill(const kb_gen_writeback *w, char **name_out, char **dir_
      * the draft under its own key as well) */
     if (w->store && w->config) {
         kb_ingest_opts io = { .adhoc_source = "skill-drafts",
-                              .embed = has_vectors(w->store), .config = w->config };
+                              .embed = kb_vec_any(w->store), .config = w->config };
         kb_ingest_stats stats;
         memset(&stats, 0, sizeof stats);
         char *targets[1] = { dir };

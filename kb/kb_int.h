@@ -80,4 +80,13 @@ void kb_result_release(kb_result *r);
 /* results.c: frees r's results; its mode and timings stay. */
 void kb_results_clear(kb_results *r);
 
+/* The chunks of the document that holds chunk chunk_id, in order: fn gets
+ * each one's id, heading path (JSON text) and text (either may be NULL)
+ * and returns nonzero to stop. KB_OK when fn stopped or every chunk was
+ * seen; a database error otherwise. */
+typedef int (*kb_store_chunk_fn)(void *ctx, long long id, const char *heading_path,
+                                 const char *text);
+kb_rc kb_store_doc_chunks(kb_store *store, long long chunk_id, kb_store_chunk_fn fn,
+                          void *ctx, kb_err *err);
+
 #endif
