@@ -284,24 +284,11 @@ static const char *role_name(kb_role r)
     return (unsigned)r <= KB_ROLE_SCALAR ? names[r] : "?";
 }
 
-kb_rc kb_gen_section_task(kb_buf *b, const kb_task *t, const cJSON *d)
+/* Each parameter: its C type, role, size or value at the target shape,
+ * its distributions, and how it is checked. */
+static kb_rc put_params(kb_buf *b, const kb_task *t, const kb_shape *s)
 {
-    const kb_shape *s = target_shape(t);
-    kb_rc rc = kb_buf_printf(b, H_TASK "\n\n%s (level %d; ops: %s): %s\n\n", t->name,
-                             t->level, *t->ops ? t->ops : "none", t->description);
-    /* the signature of every kernel the launch calls */
-    if (rc == KB_OK)
-        rc = kb_buf_printf(b, "Signature (every kernel of the task takes this parameter "
-                           "list, in this order):\n\n```cuda\n");
-    for (size_t i = 0; rc == KB_OK && i < t->nlaunches; i++) {
-        int seen = 0;
-        for (size_t j = 0; j < i; j++)
-            seen |= !strcmp(t->launches[j].kernel, t->launches[i].kernel);
-        if (!seen)
-            rc = put_signature(b, t, t->launches[i].kernel);
-    }
-    if (rc == KB_OK)
-        rc = kb_buf_puts(b, "```\n\nParameters:\n");
+    kb_rc rc = KB_OK;
     for (size_t i = 0; rc == KB_OK && i < t->nparams; i++) {
         const kb_task_param *p = &t->params[i];
         rc = kb_buf_printf(b, "- `%s` (%s%s%s): %s, ", p->name,
@@ -325,7 +312,13 @@ kb_rc kb_gen_section_task(kb_buf *b, const kb_task *t, const cJSON *d)
         if (rc == KB_OK)
             rc = kb_buf_puts(b, "\n");
     }
-    /* the target shape only: the others are kept back */
+    return rc;
+}
+
+/* The target shape alone (the others are kept back) and the tolerance. */
+static kb_rc put_shape_tolerance(kb_buf *b, const kb_task *t, const kb_shape *s)
+{
+    kb_rc rc = KB_OK;
     if (rc == KB_OK)
         rc = kb_buf_puts(b, "\nTarget shape (timed):");
     for (size_t i = 0; rc == KB_OK && i < t->ndims; i++) {
@@ -353,7 +346,13 @@ kb_rc kb_gen_section_task(kb_buf *b, const kb_task *t, const cJSON *d)
                          "input distributions; outputs are poisoned before each run (NaN, "
                          "a sentinel, a stale valid result) and must depend on the whole "
                          "current input.\n\n");
-    /* the launch contract */
+    return rc;
+}
+
+/* The default launches, and how a candidate launches otherwise. */
+static kb_rc put_launch(kb_buf *b, const kb_task *t, const kb_shape *s)
+{
+    kb_rc rc = KB_OK;
     if (rc == KB_OK)
         rc = kb_buf_printf(b, "Launch: kb-verify owns allocation, inputs, the stream and "
                            "the launches; by default it runs, in order:\n");
@@ -390,7 +389,14 @@ kb_rc kb_gen_section_task(kb_buf *b, const kb_task *t, const cJSON *d)
                          "dims=K,M box=64,128 swizzle=128` (dims and box innermost first) "
                          "asks for a TMA tensor map over a buffer, passed after the "
                          "parameters as a `const __grid_constant__ CUtensorMap`.\n\n");
-    /* the baseline and the roofline */
+    return rc;
+}
+
+/* The baseline, the roofline at the target shape on device d, and what is
+ * refused. */
+static kb_rc put_baseline(kb_buf *b, const kb_task *t, const kb_shape *s, const cJSON *d)
+{
+    kb_rc rc = KB_OK;
     if (rc == KB_OK && !strcmp(t->baseline, "reference"))
         rc = kb_buf_puts(b, "Baseline: the reference kernel below. The verdict is "
                          "`faster` at a geomean speedup of 1.03x or more on the timed "
@@ -418,6 +424,35 @@ kb_rc kb_gen_section_task(kb_buf *b, const kb_task *t, const cJSON *d)
                          "device, and any #include but CUDA's device headers "
                          "(cuda_bf16.h, cuda_fp16.h, mma.h, cuda/barrier, ...). No host "
                          "code.\n");
+    return rc;
+}
+
+kb_rc kb_gen_section_task(kb_buf *b, const kb_task *t, const cJSON *d)
+{
+    const kb_shape *s = target_shape(t);
+    kb_rc rc = kb_buf_printf(b, H_TASK "\n\n%s (level %d; ops: %s): %s\n\n", t->name,
+                             t->level, *t->ops ? t->ops : "none", t->description);
+    /* the signature of every kernel the launch calls */
+    if (rc == KB_OK)
+        rc = kb_buf_printf(b, "Signature (every kernel of the task takes this parameter "
+                           "list, in this order):\n\n```cuda\n");
+    for (size_t i = 0; rc == KB_OK && i < t->nlaunches; i++) {
+        int seen = 0;
+        for (size_t j = 0; j < i; j++)
+            seen |= !strcmp(t->launches[j].kernel, t->launches[i].kernel);
+        if (!seen)
+            rc = put_signature(b, t, t->launches[i].kernel);
+    }
+    if (rc == KB_OK)
+        rc = kb_buf_puts(b, "```\n\nParameters:\n");
+    if (rc == KB_OK)
+        rc = put_params(b, t, s);
+    if (rc == KB_OK)
+        rc = put_shape_tolerance(b, t, s);
+    if (rc == KB_OK)
+        rc = put_launch(b, t, s);
+    if (rc == KB_OK)
+        rc = put_baseline(b, t, s, d);
     return rc;
 }
 
@@ -514,7 +549,7 @@ static cJSON *expr_array(char *const *e, size_t n)
 
 /* The task's kernels (each once) into o's "kernels", their signature into
  * "signature", its ops into "ops" (made earlier, kept in its place). */
-static void put_kernels(cJSON *o, const kb_task *t, int *ok)
+static void json_kernels(cJSON *o, const kb_task *t, int *ok)
 {
     cJSON *kernels = kb_json_put_arr(o, "kernels", ok);
     kb_buf sig;
@@ -546,7 +581,7 @@ static void put_kernels(cJSON *o, const kb_task *t, int *ok)
 }
 
 /* Each parameter: name, type, role, size (or value), at_target, dists. */
-static void put_params(cJSON *o, const kb_task *t, const kb_shape *s, int *ok)
+static void json_params(cJSON *o, const kb_task *t, const kb_shape *s, int *ok)
 {
     cJSON *params = kb_json_put_arr(o, "params", ok);
     for (size_t i = 0; *ok && i < t->nparams; i++) {
@@ -563,7 +598,7 @@ static void put_params(cJSON *o, const kb_task *t, const kb_shape *s, int *ok)
 }
 
 /* The target shape, the tolerance and the default launch. */
-static void put_shape_launch(cJSON *o, const kb_task *t, const kb_shape *s, int *ok)
+static void json_shape_launch(cJSON *o, const kb_task *t, const kb_shape *s, int *ok)
 {
     cJSON *shape = kb_json_put_obj(o, "target_shape", ok);
     cJSON *dims = kb_json_put_obj(shape, "dims", ok);
@@ -597,9 +632,9 @@ static cJSON *task_object(const kb_task *t, const char *ref)
     kb_json_put_num(o, "level", t->level, &ok);
     kb_json_put_arr(o, "ops", &ok);
     kb_json_put_str(o, "dtype", kb_dtype_name(t->dtype), &ok);
-    put_kernels(o, t, &ok);
-    put_params(o, t, s, &ok);
-    put_shape_launch(o, t, s, &ok);
+    json_kernels(o, t, &ok);
+    json_params(o, t, s, &ok);
+    json_shape_launch(o, t, s, &ok);
     cJSON *roof = kb_json_put_obj(o, "roofline", &ok);
     kb_json_put_str(o, "baseline", t->baseline, &ok);
     kb_json_put_str(roof, "bytes", t->roof_bytes ? t->roof_bytes : "0", &ok);
