@@ -99,33 +99,11 @@ void kb_gen_prompt_release(kb_gen_prompt *p);
  * failure *out is empty (nothing to release). */
 kb_rc kb_gen_prompt_build(const kb_gen_prompt_opts *o, kb_gen_prompt *out,
                           kb_err *err);
-/* Passages for a failure, for a repair grounded in the corpus: searches
- * the KB for r's compile log or failure class and appends at most
- * budget_tokens of cited passages to out. Nothing found: out unchanged. */
-kb_rc kb_gen_repair_context(kb_store *store, const kb_config *config,
-                            const kb_verify_result *r, long budget_tokens,
-                            kb_buf *out, kb_err *err);
-/* The folder of the task named task (caller frees *dir): tasks_dir/task
- * when tasks_dir is given; else where `kb verify` looks (kb_task_find:
- * the argument itself, tasks/ beside config's manifest or the default
- * one, corpus/, the installed share/kb). KB_ERR_NOTFOUND says where it
- * looked. */
-kb_rc kb_gen_task_dir(const kb_config *config, const char *tasks_dir,
-                      const char *task, char **dir, kb_err *err);
 /* p as one object, what `kb prompt --json` prints and the MCP prompt
  * tool returns: {"system","user","tokens","hash","cites":[{"chunk_id",
  * "kind","source","title","heading","url","skill"}]}. *out is the
  * caller's (cJSON_Delete). */
 kb_rc kb_gen_prompt_json(const kb_gen_prompt *p, cJSON **out, kb_err *err);
-
-/* The task named task (kb_gen_task_dir) as one object, what the MCP task
- * tool returns: name, description, level, ops, dtype, the kernels and
- * their signature, each parameter's role and size (as an expression and
- * at the target shape), the target shape alone (the others are kept
- * back), the tolerance, the default launch, the baseline, the roofline
- * and the reference source. *out is the caller's (cJSON_Delete). */
-kb_rc kb_gen_task_json(const kb_config *config, const char *tasks_dir,
-                       const char *task, cJSON **out, kb_err *err);
 
 /* Tokens are estimated as api/tools.c packs results: 3 bytes each,
  * fewer than English prose takes, since code and identifiers cut into
@@ -150,6 +128,21 @@ void kb_gen_device_arch(const cJSON *d, char arch[16], int *cc);
  * the caller's: kb_task_free, free). */
 kb_rc kb_gen_load_task(const kb_config *config, const char *tasks_dir, const char *task,
                        kb_task **t, char **ref, kb_err *err);
+/* The folder of the task named task (caller frees *dir): tasks_dir/task
+ * when tasks_dir is given; else where `kb verify` looks (kb_task_find:
+ * the argument itself, tasks/ beside config's manifest or the default
+ * one, corpus/, the installed share/kb). KB_ERR_NOTFOUND says where it
+ * looked. */
+kb_rc kb_gen_task_dir(const kb_config *config, const char *tasks_dir,
+                      const char *task, char **dir, kb_err *err);
+/* The task named task (kb_gen_task_dir) as one object, what the MCP task
+ * tool returns: name, description, level, ops, dtype, the kernels and
+ * their signature, each parameter's role and size (as an expression and
+ * at the target shape), the target shape alone (the others are kept
+ * back), the tolerance, the default launch, the baseline, the roofline
+ * and the reference source. *out is the caller's (cJSON_Delete). */
+kb_rc kb_gen_task_json(const kb_config *config, const char *tasks_dir,
+                       const char *task, cJSON **out, kb_err *err);
 
 /* --------------------------------------------------------------- context.c */
 
@@ -172,8 +165,14 @@ void kb_gen_passages_release(kb_gen_passages *ps);
  * that fit (kb-arch, dtype and ops against o->device and t), exemplar
  * kernels, doc passages; appended to ps (the caller releases it, whole or
  * not). */
-kb_rc kb_gen_retrieve(const kb_gen_prompt_opts *o, const kb_task *t, kb_gen_passages *ps,
-                      kb_err *err);
+kb_rc kb_gen_retrieve(const kb_gen_prompt_opts *o, const kb_task *t,
+                      kb_gen_passages *ps, kb_err *err);
+/* Passages for a failure, for a repair grounded in the corpus: searches
+ * the KB for r's compile log or failure class and appends at most
+ * budget_tokens of cited passages to out. Nothing found: out unchanged. */
+kb_rc kb_gen_repair_context(kb_store *store, const kb_config *config,
+                            const kb_verify_result *r, long budget_tokens,
+                            kb_buf *out, kb_err *err);
 
 /* -------------------------------------------------------------- feedback.c */
 
