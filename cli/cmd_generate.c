@@ -185,21 +185,22 @@ static int dry_run(const kb_gen_opts *g, const char *task_name, int json)
         return kb_cli_fail(&err);
     int status = 0;
     if (json) {
-        cJSON *o = cJSON_CreateObject(), *cites = o ? cJSON_AddArrayToObject(o, "cites") : NULL;
-        int ok = cites && cJSON_AddStringToObject(o, "task", task_name) &&
-                 cJSON_AddStringToObject(o, "system", p.system) &&
-                 cJSON_AddStringToObject(o, "user", p.user) &&
-                 cJSON_AddNumberToObject(o, "tokens", (double)p.tokens) &&
-                 cJSON_AddStringToObject(o, "hash", p.hash);
+        cJSON *o = cJSON_CreateObject();
+        int ok = o != NULL;
+        cJSON *cites = kb_json_put_arr(o, "cites", &ok);
+        kb_json_put_str(o, "task", task_name, &ok);
+        kb_json_put_str(o, "system", p.system, &ok);
+        kb_json_put_str(o, "user", p.user, &ok);
+        kb_json_put_num(o, "tokens", (double)p.tokens, &ok);
+        kb_json_put_str(o, "hash", p.hash, &ok);
         for (size_t i = 0; ok && i < p.ncites; i++) {
-            cJSON *c = cJSON_CreateObject();
-            ok = c && cJSON_AddItemToArray(cites, c) &&
-                 cJSON_AddStringToObject(c, "kind", p.cites[i].kind) &&
-                 cJSON_AddStringToObject(c, "source", p.cites[i].source) &&
-                 cJSON_AddStringToObject(c, "title", p.cites[i].title) &&
-                 cJSON_AddStringToObject(c, "heading", p.cites[i].heading) &&
-                 cJSON_AddStringToObject(c, "url", p.cites[i].url) &&
-                 cJSON_AddStringToObject(c, "skill", p.cites[i].skill);
+            cJSON *c = kb_json_push_obj(cites, &ok);
+            kb_json_put_str(c, "kind", p.cites[i].kind, &ok);
+            kb_json_put_str(c, "source", p.cites[i].source, &ok);
+            kb_json_put_str(c, "title", p.cites[i].title, &ok);
+            kb_json_put_str(c, "heading", p.cites[i].heading, &ok);
+            kb_json_put_str(c, "url", p.cites[i].url, &ok);
+            kb_json_put_str(c, "skill", p.cites[i].skill, &ok);
         }
         if (!ok) {
             cJSON_Delete(o);
@@ -255,177 +256,190 @@ const kb_command kb_cmd_generate = {
     .operands = "task",
 };
 
-static int cmd_generate(int argc, char **argv, const kb_cli *cli, const kb_command *self)
-{
+/* kb generate's arguments. */
+typedef struct {
     kb_gen_opts g;
-    kb_gen_opts_init(&g);
-    const char *out_dir = NULL, *skills = DEFAULT_SKILLS;
-    int json = 0, dry = 0, no_write = 0;
-    double timeout = 120;
-    long v = 0, max_tokens = 0;
+    const char *out_dir, *skills, *task;
+    int json, dry, no_write;
+    double timeout;
+    long max_tokens;
+} gen_args;
+
+/* A number option into *out (the usage error's status into *status). */
+static int parse_number(const kb_command *self, const kb_getopt *go, int c, gen_args *a,
+                        int *status)
+{
+    long v = 0;
+    switch (c) {
+    case KB_OPT_LONG('n'):
+        if (kb_parse_long(go->arg, 1, 64, &v) != KB_OK)
+            return *status = kb_cli_usage_error(self, "--samples must be 1 to 64, not '%s'",
+                                                go->arg), 1;
+        a->g.samples = (int)v;
+        break;
+    case KB_OPT_LONG('r'):
+        if (kb_parse_long(go->arg, 1, 100, &v) != KB_OK)
+            return *status = kb_cli_usage_error(self, "--rounds must be 1 to 100, not '%s'",
+                                                go->arg), 1;
+        a->g.rounds = (int)v;
+        break;
+    case KB_OPT_LONG('P'):
+        if (kb_parse_long(go->arg, 1, 64, &v) != KB_OK)
+            return *status = kb_cli_usage_error(self, "--population must be 1 to 64, not "
+                                                "'%s'", go->arg), 1;
+        a->g.population = (int)v;
+        break;
+    case KB_OPT_LONG('b'):
+        if (kb_parse_long(go->arg, 1, 1000000000L, &a->g.budget_tokens) != KB_OK)
+            return *status = kb_cli_usage_error(self, "--budget-tokens must be a positive "
+                                                "number of tokens, not '%s'", go->arg), 1;
+        break;
+    case KB_OPT_LONG('p'):
+        if (kb_parse_long(go->arg, 1000, 1000000L, &a->g.prompt_tokens) != KB_OK)
+            return *status = kb_cli_usage_error(self, "--prompt-tokens must be 1000 to "
+                                                "1000000, not '%s'", go->arg), 1;
+        break;
+    case KB_OPT_LONG('m'):
+        if (kb_parse_long(go->arg, 16, 1000000L, &a->max_tokens) != KB_OK)
+            return *status = kb_cli_usage_error(self, "--max-tokens must be 16 to 1000000, "
+                                                "not '%s'", go->arg), 1;
+        break;
+    case KB_OPT_LONG('f'): {
+        char *end = NULL;
+        double f = strtod(go->arg, &end);
+        if (!end || *end || !(f > 0 && f <= 1))
+            return *status = kb_cli_usage_error(self, "--floor-fraction must be in (0, 1], "
+                                                "not '%s'", go->arg), 1;
+        a->g.floor_fraction = f;
+        break;
+    }
+    case KB_OPT_LONG('t'): {
+        char *end = NULL;
+        a->timeout = strtod(go->arg, &end);
+        if (!end || *end || !(a->timeout > 0 && a->timeout <= 86400))
+            return *status = kb_cli_usage_error(self, "--timeout must be seconds, 0 to "
+                                                "86400, not '%s'", go->arg), 1;
+        break;
+    }
+    }
+    return 0;
+}
+
+/* The options and the TASK into a; 1 when the command ends here, with
+ * *status. */
+static int parse_args(int argc, char **argv, const kb_command *self, gen_args *a,
+                      int *status)
+{
+    memset(a, 0, sizeof *a);
+    kb_gen_opts_init(&a->g);
+    a->skills = DEFAULT_SKILLS;
+    a->timeout = 120;
     int c;
     kb_getopt go;
     kb_getopt_init(&go, self, argc, argv);
     while ((c = kb_getopt_next(&go)) > 0) {
         switch (c) {
-        case KB_OPT_LONG('n'):
-            if (kb_parse_long(go.arg, 1, 64, &v) != KB_OK)
-                return kb_cli_usage_error(self, "--samples must be 1 to 64, not '%s'", go.arg);
-            g.samples = (int)v;
-            break;
-        case KB_OPT_LONG('r'):
-            if (kb_parse_long(go.arg, 1, 100, &v) != KB_OK)
-                return kb_cli_usage_error(self, "--rounds must be 1 to 100, not '%s'", go.arg);
-            g.rounds = (int)v;
-            break;
         case KB_OPT_LONG('s'):
-            if (kb_gen_strategy_parse(go.arg, &g.strategy) != 0)
-                return kb_cli_usage_error(self, "--strategy is refine or population, not "
-                                          "'%s'", go.arg);
+            if (kb_gen_strategy_parse(go.arg, &a->g.strategy) != 0)
+                return *status = kb_cli_usage_error(self, "--strategy is refine or "
+                                                    "population, not '%s'", go.arg), 1;
             break;
-        case KB_OPT_LONG('P'):
-            if (kb_parse_long(go.arg, 1, 64, &v) != KB_OK)
-                return kb_cli_usage_error(self, "--population must be 1 to 64, not '%s'",
-                                          go.arg);
-            g.population = (int)v;
-            break;
-        case KB_OPT_LONG('b'):
-            if (kb_parse_long(go.arg, 1, 1000000000L, &g.budget_tokens) != KB_OK)
-                return kb_cli_usage_error(self, "--budget-tokens must be a positive number of "
-                                          "tokens, not '%s'", go.arg);
-            break;
-        case KB_OPT_LONG('p'):
-            if (kb_parse_long(go.arg, 1000, 1000000L, &g.prompt_tokens) != KB_OK)
-                return kb_cli_usage_error(self, "--prompt-tokens must be 1000 to 1000000, not "
-                                          "'%s'", go.arg);
-            break;
-        case KB_OPT_LONG('f'): {
-            char *end = NULL;
-            double f = strtod(go.arg, &end);
-            if (!end || *end || !(f > 0 && f <= 1))
-                return kb_cli_usage_error(self, "--floor-fraction must be in (0, 1], not "
-                                          "'%s'", go.arg);
-            g.floor_fraction = f;
-            break;
-        }
-        case KB_OPT_LONG('m'):
-            if (kb_parse_long(go.arg, 16, 1000000L, &max_tokens) != KB_OK)
-                return kb_cli_usage_error(self, "--max-tokens must be 16 to 1000000, not '%s'",
-                                          go.arg);
-            break;
-        case KB_OPT_LONG('o'): out_dir = go.arg; break;
-        case KB_OPT_LONG('S'): skills = go.arg; break;
-        case KB_OPT_LONG('W'): no_write = 1; break;
-        case KB_OPT_LONG('d'): dry = 1; break;
-        case KB_OPT_LONG('j'): json = 1; break;
-        case KB_OPT_LONG('R'): g.replay = go.arg; break;
-        case KB_OPT_LONG('c'): g.compile_only = 1; break;
-        case KB_OPT_LONG('t'): {
-            char *end = NULL;
-            timeout = strtod(go.arg, &end);
-            if (!end || *end || !(timeout > 0 && timeout <= 86400))
-                return kb_cli_usage_error(self, "--timeout must be seconds, 0 to 86400, not "
-                                          "'%s'", go.arg);
-            break;
-        }
+        case KB_OPT_LONG('o'): a->out_dir = go.arg; break;
+        case KB_OPT_LONG('S'): a->skills = go.arg; break;
+        case KB_OPT_LONG('W'): a->no_write = 1; break;
+        case KB_OPT_LONG('d'): a->dry = 1; break;
+        case KB_OPT_LONG('j'): a->json = 1; break;
+        case KB_OPT_LONG('R'): a->g.replay = go.arg; break;
+        case KB_OPT_LONG('c'): a->g.compile_only = 1; break;
+        default:
+            if (parse_number(self, &go, c, a, status))
+                return 1;
         }
     }
     if (c < 0)
-        return go.status;
+        return *status = go.status, 1;
     if (go.ind + 1 != argc)
-        return kb_cli_usage_error(self, go.ind < argc ? "one TASK, not several"
-                                                      : "need a TASK (a task's name or folder)");
-    if (dry && g.replay)
-        return kb_cli_usage_error(self, "--dry-run and --replay do not go together");
-    const char *task = argv[go.ind];
+        return *status = kb_cli_usage_error(self, go.ind < argc ? "one TASK, not several"
+                                            : "need a TASK (a task's name or folder)"), 1;
+    if (a->dry && a->g.replay)
+        return *status = kb_cli_usage_error(self, "--dry-run and --replay do not go "
+                                            "together"), 1;
+    a->task = argv[go.ind];
+    return 0;
+}
 
-    kb_err err;
-    kb_err_clear(&err);
-    int status = 1;
-    char *task_dir = NULL, *tasks_dir = NULL, *runs = NULL;
-    kb_store *store = NULL;
-    kb_verifier *ver = NULL;
-    cJSON *device = NULL, *summary = NULL;
-    kb_llm_opts llm;
-    memset(&llm, 0, sizeof llm);
+/* The task's folder (*task_dir) and the folder of tasks it is in
+ * (*tasks_dir), both the caller's. */
+static kb_rc find_task(const kb_cli *cli, const char *task, char **task_dir, char **tasks_dir,
+                       kb_err *err)
+{
     char *manifest = cli->config && cli->config->manifest ? kb_strdup(cli->config->manifest)
                                                           : kb_manifest_default_path();
-    kb_rc rc = manifest ? kb_task_find(task, manifest, &task_dir, &err)
-                        : kb_err_set(&err, KB_ERR_NOMEM, "out of memory");
+    kb_rc rc = manifest ? kb_task_find(task, manifest, task_dir, err)
+                        : kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     free(manifest);
-    if (rc == KB_OK) {
-        tasks_dir = kb_strdup(task_dir);
-        char *slash = tasks_dir ? strrchr(tasks_dir, '/') : NULL;
-        if (!tasks_dir)
-            rc = kb_err_set(&err, KB_ERR_NOMEM, "out of memory");
-        else if (slash)
-            *slash = '\0';
-        else
-            tasks_dir[0] = '.', tasks_dir[1] = '\0';
+    if (rc != KB_OK)
+        return rc;
+    *tasks_dir = kb_strdup(*task_dir);
+    char *slash = *tasks_dir ? strrchr(*tasks_dir, '/') : NULL;
+    if (!*tasks_dir)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    if (slash)
+        *slash = '\0';
+    else
+        (*tasks_dir)[0] = '.', (*tasks_dir)[1] = '\0';
+    return KB_OK;
+}
+
+/* The LLM (not for a dry run or a replay), the KB (none for a dry run
+ * without one) and the verifier. */
+static kb_rc open_deps(const kb_cli *cli, gen_args *a, kb_llm_opts *llm, kb_store **store,
+                       kb_verifier **ver, kb_err *err)
+{
+    kb_rc rc = KB_OK;
+    if (!a->dry && !a->g.replay &&
+        (rc = kb_llm_opts_from_config(cli->config, llm, err)) == KB_OK) {
+        if (a->max_tokens)
+            llm->max_tokens = a->max_tokens;
+        a->g.llm = llm;
     }
-    /* the LLM: not for a dry run or a replay */
-    if (rc == KB_OK && !dry && !g.replay &&
-        (rc = kb_llm_opts_from_config(cli->config, &llm, &err)) == KB_OK) {
-        if (max_tokens)
-            llm.max_tokens = max_tokens;
-        g.llm = &llm;
-    }
     if (rc == KB_OK) {
-        rc = kb_cli_open_store(cli, dry ? KB_STORE_READONLY : KB_STORE_CREATE, &store, &err);
-        if (rc != KB_OK && dry && err.rc == KB_ERR_NOTFOUND) {
+        rc = kb_cli_open_store(cli, a->dry ? KB_STORE_READONLY : KB_STORE_CREATE, store, err);
+        if (rc != KB_OK && a->dry && err->rc == KB_ERR_NOTFOUND) {
             /* a dry run without a KB: the prompt without retrieval */
-            kb_err_clear(&err);
-            store = NULL;
+            kb_err_clear(err);
+            *store = NULL;
             rc = KB_OK;
         }
     }
     kb_verifier_opts vo;
     kb_verifier_opts_init(&vo);
     vo.kb_verify = cli->config ? cli->config->verify : NULL;
-    vo.timeout_s = timeout;
+    vo.timeout_s = a->timeout;
     vo.serve = 1;
-    vo.compile_only = g.compile_only;
+    vo.compile_only = a->g.compile_only;
     if (rc == KB_OK)
-        rc = kb_verifier_open(&vo, &ver, &err);
-    if (rc != KB_OK) {
-        status = kb_cli_fail(&err);
-        goto out;
-    }
-    /* the hardware profile for the prompt; none without a GPU */
-    kb_err derr;
-    kb_err_clear(&derr);
-    if (kb_verifier_device_info(ver, &device, &derr) != KB_OK && !cli->quiet)
-        fprintf(stderr, "kb generate: %s; the prompt says the device is unknown\n", derr.msg);
-    g.task_dir = task_dir;
-    g.tasks_dir = tasks_dir;
-    g.store = store;
-    g.config = cli->config;
-    g.verifier = ver;
-    g.device = device;
-    g.skills_dir = no_write ? NULL : skills;
-    if (dry) {
-        const char *base = strrchr(task_dir, '/');
-        status = dry_run(&g, base ? base + 1 : task_dir, json);
-        goto out;
-    }
-    runs = out_dir ? kb_strdup(out_dir) : kb_path_join(cli->kb_dir, "runs");
-    if (!runs) {
-        kb_err_set(&err, KB_ERR_NOMEM, "out of memory");
-        status = kb_cli_fail(&err);
-        goto out;
-    }
-    g.runs_dir = runs;
+        rc = kb_verifier_open(&vo, ver, err);
+    return rc;
+}
+
+/* Runs the loop in runs and reports its summary; the exit status. */
+static int run_loop(const kb_cli *cli, gen_args *a, const char *runs)
+{
+    kb_err err;
+    kb_err_clear(&err);
+    cJSON *summary = NULL;
+    a->g.runs_dir = runs;
     progress_state ps = { .tty = isatty(STDERR_FILENO) };
-    if (cli->progress || (!cli->quiet && !json)) {
-        g.progress = on_progress;
-        g.progress_ctx = &ps;
+    if (cli->progress || (!cli->quiet && !a->json)) {
+        a->g.progress = on_progress;
+        a->g.progress_ctx = &ps;
     }
-    rc = kb_gen_run(&g, &summary, &err);
-    if (rc != KB_OK && !summary) {
-        status = kb_cli_fail(&err);
-        goto out;
-    }
-    if (json) {
+    kb_rc rc = kb_gen_run(&a->g, &summary, &err);
+    if (rc != KB_OK && !summary)
+        return kb_cli_fail(&err);
+    int status;
+    if (a->json) {
         kb_err jerr;
         kb_err_clear(&jerr);
         status = run_status(summary);
@@ -438,8 +452,53 @@ static int cmd_generate(int argc, char **argv, const kb_cli *cli, const kb_comma
     }
     if (rc != KB_OK)
         status = kb_cli_fail(&err);
-out:
     cJSON_Delete(summary);
+    return status;
+}
+
+static int cmd_generate(int argc, char **argv, const kb_cli *cli, const kb_command *self)
+{
+    gen_args a;
+    int status = 1;
+    if (parse_args(argc, argv, self, &a, &status))
+        return status;
+    kb_err err;
+    kb_err_clear(&err);
+    char *task_dir = NULL, *tasks_dir = NULL, *runs = NULL;
+    kb_store *store = NULL;
+    kb_verifier *ver = NULL;
+    cJSON *device = NULL;
+    kb_llm_opts llm;
+    memset(&llm, 0, sizeof llm);
+    kb_rc rc = find_task(cli, a.task, &task_dir, &tasks_dir, &err);
+    if (rc == KB_OK)
+        rc = open_deps(cli, &a, &llm, &store, &ver, &err);
+    if (rc != KB_OK) {
+        status = kb_cli_fail(&err);
+        goto out;
+    }
+    /* the hardware profile for the prompt; none without a GPU */
+    kb_err derr;
+    kb_err_clear(&derr);
+    if (kb_verifier_device_info(ver, &device, &derr) != KB_OK && !cli->quiet)
+        fprintf(stderr, "kb generate: %s; the prompt says the device is unknown\n", derr.msg);
+    a.g.task_dir = task_dir;
+    a.g.tasks_dir = tasks_dir;
+    a.g.store = store;
+    a.g.config = cli->config;
+    a.g.verifier = ver;
+    a.g.device = device;
+    a.g.skills_dir = a.no_write ? NULL : a.skills;
+    if (a.dry) {
+        const char *base = strrchr(task_dir, '/');
+        status = dry_run(&a.g, base ? base + 1 : task_dir, a.json);
+    } else if (!(runs = a.out_dir ? kb_strdup(a.out_dir) : kb_path_join(cli->kb_dir, "runs"))) {
+        kb_err_set(&err, KB_ERR_NOMEM, "out of memory");
+        status = kb_cli_fail(&err);
+    } else {
+        status = run_loop(cli, &a, runs);
+    }
+out:
     cJSON_Delete(device);
     kb_verifier_free(ver);
     kb_store_close(store);

@@ -102,11 +102,6 @@ static kb_rc tally(suite *s, const kb_verify_result *r)
     return KB_OK;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static int ends_with(const char *s, const char *suf)
 {
     size_t a = strlen(s), b = strlen(suf);
@@ -238,7 +233,7 @@ static kb_rc task_candidates(suite_task *t, const char *cand_dir)
         rc = add_cu_files(p.data, t);
     kb_buf_release(&p);
     if (t->ncands > 1)
-        qsort(t->cands, t->ncands, sizeof *t->cands, cmp_str);
+        qsort(t->cands, t->ncands, sizeof *t->cands, kb_cmp_str);
     return rc;
 }
 

@@ -338,6 +338,136 @@ static kb_rc set_message(kb_extracted *out, kb_extract_status st, kb_buf *m)
     return out->message ? KB_OK : KB_ERR_NOMEM;
 }
 
+/* No fences: a reply that is all code is taken whole (one block, *whole
+ * set). */
+static kb_rc whole_reply(const char *reply, block **bs, size_t *nb, int *whole)
+{
+    char *c = blank_comments(reply, strlen(reply));
+    if (!c)
+        return KB_ERR_NOMEM;
+    kb_rc rc = KB_OK;
+    if (find_word(c, c, "__global__")) {
+        if (!(*bs = malloc(sizeof **bs))) {
+            rc = KB_ERR_NOMEM;
+        } else {
+            memset(*bs, 0, sizeof **bs);
+            (*bs)->end = strlen(reply);
+            *nb = 1;
+            *whole = 1;
+        }
+    }
+    free(c);
+    return rc;
+}
+
+/* The blocks' verdict: the best without host code, the best with, what
+ * the scan saw. */
+typedef struct {
+    long pick, pick_host;
+    int pick_rank, host_rank, code_blocks, mangled;
+    block_scan chosen_host;
+    char mangled_name[128];
+} block_pick;
+
+/* The block to take: the first that defines kernel_name without host
+ * code, else the first kernel block without; a block with host code only
+ * when it defines a better kernel than any without (its host code is then
+ * what the model is told of). */
+static kb_rc pick_block(const char *reply, const block *bs, size_t nb, int whole,
+                        const char *kernel_name, block_pick *p)
+{
+    memset(p, 0, sizeof *p);
+    p->pick = p->pick_host = -1;
+    block_scan sc;
+    for (size_t i = 0; i < nb; i++) {
+        if (!whole && !lang_ok(bs[i].info))
+            continue;
+        size_t n = bs[i].end - bs[i].start;
+        if (n > BLOCK_MAX_BYTES || is_blank(reply + bs[i].start, n))
+            continue;
+        p->code_blocks++;
+        char *c = blank_comments(reply + bs[i].start, n);
+        if (!c)
+            return KB_ERR_NOMEM;
+        scan_block(c, kernel_name, &sc);
+        free(c);
+        if (sc.mangled && !p->mangled++)
+            memcpy(p->mangled_name, sc.first_mangled, sizeof p->mangled_name);
+        if (!sc.kernels)
+            continue;
+        int rank = sc.defines_wanted ? 2 : 1;
+        if (!sc.host && rank > p->pick_rank)
+            p->pick = (long)i, p->pick_rank = rank;
+        if (sc.host && rank > p->host_rank)
+            p->pick_host = (long)i, p->host_rank = rank, p->chosen_host = sc;
+    }
+    return KB_OK;
+}
+
+/* Block b of reply as the source, with one trailing newline (none of the
+ * fence's indentation games). */
+static kb_rc take_block(const char *reply, const block *b, kb_extracted *out)
+{
+    size_t n = b->end - b->start;
+    if (!(out->source = malloc(n + 2)))
+        return KB_ERR_NOMEM;
+    memcpy(out->source, reply + b->start, n);
+    while (n && (out->source[n - 1] == '\n' || out->source[n - 1] == ' ' ||
+                 out->source[n - 1] == '\r'))
+        n--;
+    out->source[n++] = '\n';
+    out->source[n] = '\0';
+    out->status = KB_EXTRACT_OK;
+    return KB_OK;
+}
+
+/* What the model is told when its reply holds no code. */
+static kb_rc no_code(const char *kernel_name, kb_buf *m, kb_extracted *out)
+{
+    kb_rc rc = kb_buf_puts(m, "your reply holds no code: no fenced block and no kernel. "
+                           "Answer with one ```cuda block that holds the whole candidate: "
+                           "the extern \"C\" __global__ kernel");
+    if (rc == KB_OK && kernel_name)
+        rc = kb_buf_printf(m, " '%s'", kernel_name);
+    if (rc == KB_OK)
+        rc = kb_buf_puts(m, " and its __device__ helpers, nothing else.");
+    if (rc == KB_OK)
+        rc = set_message(out, KB_EXTRACT_NO_CODE, m);
+    return rc;
+}
+
+/* What the model is told when its kernel comes with host code, or when
+ * its code defines no kernel. */
+static kb_rc no_kernel(const block_pick *p, const char *kernel_name, kb_buf *m,
+                       kb_extracted *out)
+{
+    kb_rc rc;
+    if (p->pick_host >= 0) {
+        rc = kb_buf_printf(m, "your kernel comes with host code (%s, line %d of its "
+                           "block): kb-verify owns allocation, inputs, the stream and the "
+                           "launches. Send device code only: the extern \"C\" __global__ "
+                           "kernel and its __device__ helpers in one ```cuda block, with "
+                           "`// kb-launch:` lines if the launch is not the task's.",
+                           p->chosen_host.host, p->chosen_host.host_line);
+        if (rc == KB_OK)
+            rc = set_message(out, KB_EXTRACT_HOST_CODE, m);
+        return rc;
+    }
+    rc = kb_buf_printf(m, "your reply's code (%d block%s) defines no extern \"C\" "
+                       "__global__ kernel", p->code_blocks, p->code_blocks == 1 ? "" : "s");
+    if (rc == KB_OK && p->mangled)
+        rc = kb_buf_printf(m, ": '%s' is __global__ but has C++ linkage, so its name "
+                           "is mangled and kb-verify cannot find it; declare it "
+                           "extern \"C\" __global__", p->mangled_name);
+    if (rc == KB_OK && kernel_name)
+        rc = kb_buf_printf(m, ". The task launches '%s'.", kernel_name);
+    else if (rc == KB_OK)
+        rc = kb_buf_putc(m, '.');
+    if (rc == KB_OK)
+        rc = set_message(out, KB_EXTRACT_NO_KERNEL, m);
+    return rc;
+}
+
 kb_rc kb_gen_extract(const char *reply, const char *kernel_name, kb_extracted *out,
                      kb_err *err)
 {
@@ -346,116 +476,18 @@ kb_rc kb_gen_extract(const char *reply, const char *kernel_name, kb_extracted *o
         reply = "";
     block *bs = NULL;
     size_t nb = 0;
+    int whole = 0;
+    block_pick p;
     kb_buf m;
     kb_buf_init(&m, 0);
     kb_rc rc = find_blocks(reply, &bs, &nb);
-    int whole = 0;
-    if (rc == KB_OK && nb == 0) {
-        /* no fences: a reply that is all code is taken whole */
-        char *c = blank_comments(reply, strlen(reply));
-        if (!c)
-            rc = KB_ERR_NOMEM;
-        else if (find_word(c, c, "__global__")) {
-            if (!(bs = malloc(sizeof *bs)))
-                rc = KB_ERR_NOMEM;
-            else {
-                memset(bs, 0, sizeof *bs);
-                bs->end = strlen(reply);
-                nb = 1;
-                whole = 1;
-            }
-        }
-        free(c);
-    }
-    if (rc != KB_OK)
-        goto out;
-    if (nb == 0) {
-        rc = kb_buf_puts(&m, "your reply holds no code: no fenced block and no kernel. "
-                         "Answer with one ```cuda block that holds the whole candidate: "
-                         "the extern \"C\" __global__ kernel");
-        if (rc == KB_OK && kernel_name)
-            rc = kb_buf_printf(&m, " '%s'", kernel_name);
-        if (rc == KB_OK)
-            rc = kb_buf_puts(&m, " and its __device__ helpers, nothing else.");
-        if (rc == KB_OK)
-            rc = set_message(out, KB_EXTRACT_NO_CODE, &m);
-        goto out;
-    }
-    /* the block to take: the first that defines kernel_name without host
-     * code, else the first kernel block without; a block with host code
-     * only when it defines a better kernel than any without (its host
-     * code is then what the model is told of) */
-    long pick = -1, pick_host = -1;
-    int pick_rank = 0, host_rank = 0, code_blocks = 0, mangled = 0;
-    block_scan chosen_host, sc;
-    char mangled_name[128] = "";
-    for (size_t i = 0; i < nb && rc == KB_OK; i++) {
-        if (!whole && !lang_ok(bs[i].info))
-            continue;
-        size_t n = bs[i].end - bs[i].start;
-        if (n > BLOCK_MAX_BYTES || is_blank(reply + bs[i].start, n))
-            continue;
-        code_blocks++;
-        char *c = blank_comments(reply + bs[i].start, n);
-        if (!c) {
-            rc = KB_ERR_NOMEM;
-            break;
-        }
-        scan_block(c, kernel_name, &sc);
-        free(c);
-        if (sc.mangled && !mangled++)
-            memcpy(mangled_name, sc.first_mangled, sizeof mangled_name);
-        if (!sc.kernels)
-            continue;
-        int rank = sc.defines_wanted ? 2 : 1;
-        if (!sc.host && rank > pick_rank)
-            pick = (long)i, pick_rank = rank;
-        if (sc.host && rank > host_rank)
-            pick_host = (long)i, host_rank = rank, chosen_host = sc;
-    }
-    if (rc != KB_OK)
-        goto out;
-    if (pick >= 0 && pick_rank >= host_rank) {
-        const block *b = &bs[pick];
-        size_t n = b->end - b->start;
-        /* one trailing newline, none of the fence's indentation games */
-        if (!(out->source = malloc(n + 2))) {
-            rc = KB_ERR_NOMEM;
-            goto out;
-        }
-        memcpy(out->source, reply + b->start, n);
-        while (n && (out->source[n - 1] == '\n' || out->source[n - 1] == ' ' ||
-                     out->source[n - 1] == '\r'))
-            n--;
-        out->source[n++] = '\n';
-        out->source[n] = '\0';
-        out->status = KB_EXTRACT_OK;
-        goto out;
-    }
-    if (pick_host >= 0) {
-        rc = kb_buf_printf(&m, "your kernel comes with host code (%s, line %d of its "
-                           "block): kb-verify owns allocation, inputs, the stream and the "
-                           "launches. Send device code only: the extern \"C\" __global__ "
-                           "kernel and its __device__ helpers in one ```cuda block, with "
-                           "`// kb-launch:` lines if the launch is not the task's.",
-                           chosen_host.host, chosen_host.host_line);
-        if (rc == KB_OK)
-            rc = set_message(out, KB_EXTRACT_HOST_CODE, &m);
-        goto out;
-    }
-    rc = kb_buf_printf(&m, "your reply's code (%d block%s) defines no extern \"C\" "
-                       "__global__ kernel", code_blocks, code_blocks == 1 ? "" : "s");
-    if (rc == KB_OK && mangled)
-        rc = kb_buf_printf(&m, ": '%s' is __global__ but has C++ linkage, so its name "
-                           "is mangled and kb-verify cannot find it; declare it "
-                           "extern \"C\" __global__", mangled_name);
-    if (rc == KB_OK && kernel_name)
-        rc = kb_buf_printf(&m, ". The task launches '%s'.", kernel_name);
-    else if (rc == KB_OK)
-        rc = kb_buf_putc(&m, '.');
-    if (rc == KB_OK)
-        rc = set_message(out, KB_EXTRACT_NO_KERNEL, &m);
-out:
+    if (rc == KB_OK && nb == 0)
+        rc = whole_reply(reply, &bs, &nb, &whole);
+    if (rc == KB_OK && nb == 0)
+        rc = no_code(kernel_name, &m, out);
+    else if (rc == KB_OK && (rc = pick_block(reply, bs, nb, whole, kernel_name, &p)) == KB_OK)
+        rc = p.pick >= 0 && p.pick_rank >= p.host_rank ? take_block(reply, &bs[p.pick], out)
+                                                       : no_kernel(&p, kernel_name, &m, out);
     free(bs);
     kb_buf_release(&m);
     if (rc != KB_OK) {

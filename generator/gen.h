@@ -15,6 +15,8 @@
 #include "verify/verify.h"
 
 #include <cjson/cJSON.h>
+#include <pthread.h>
+#include <stdio.h>
 
 /* --------------------------------------------------------------- extract.c */
 
@@ -97,12 +99,35 @@ void kb_gen_prompt_release(kb_gen_prompt *p);
  * failure *out is empty (nothing to release). */
 kb_rc kb_gen_prompt_build(const kb_gen_prompt_opts *o, kb_gen_prompt *out,
                           kb_err *err);
-/* Passages for a failure, for a repair grounded in the corpus: searches
- * the KB for r's compile log or failure class and appends at most
- * budget_tokens of cited passages to out. Nothing found: out unchanged. */
-kb_rc kb_gen_repair_context(kb_store *store, const kb_config *config,
-                            const kb_verify_result *r, long budget_tokens,
-                            kb_buf *out, kb_err *err);
+/* p as one object, what `kb prompt --json` prints and the MCP prompt
+ * tool returns: {"system","user","tokens","hash","cites":[{"chunk_id",
+ * "kind","source","title","heading","url","skill"}]}. *out is the
+ * caller's (cJSON_Delete). */
+kb_rc kb_gen_prompt_json(const kb_gen_prompt *p, cJSON **out, kb_err *err);
+
+/* Tokens are estimated as api/tools.c packs results: 3 bytes each,
+ * fewer than English prose takes, since code and identifiers cut into
+ * more tokens - a budget should not be overrun by the estimate. */
+#define KB_GEN_BYTES_PER_TOKEN 3
+
+/* ----------------------------------------------------------- prompt_task.c */
+
+/* The prompt's fixed sections, appended to b: the hardware profile of
+ * device d (NULL: unknown), the task t (the target shape alone, with the
+ * roofline at it on d), a code block under a heading with its intro, and
+ * the output contract. */
+kb_rc kb_gen_section_hardware(kb_buf *b, const cJSON *d) KB_MUST_CHECK;
+kb_rc kb_gen_section_task(kb_buf *b, const kb_task *t, const cJSON *d) KB_MUST_CHECK;
+kb_rc kb_gen_section_code(kb_buf *b, const char *heading, const char *intro,
+                          const char *src) KB_MUST_CHECK;
+kb_rc kb_gen_section_contract(kb_buf *b, const kb_task *t) KB_MUST_CHECK;
+/* Device d's architecture ("sm_90", "" unknown) and compute capability
+ * (90; 0 unknown). */
+void kb_gen_device_arch(const cJSON *d, char arch[16], int *cc);
+/* The task named task (kb_gen_task_dir) and its reference source (both
+ * the caller's: kb_task_free, free). */
+kb_rc kb_gen_load_task(const kb_config *config, const char *tasks_dir, const char *task,
+                       kb_task **t, char **ref, kb_err *err);
 /* The folder of the task named task (caller frees *dir): tasks_dir/task
  * when tasks_dir is given; else where `kb verify` looks (kb_task_find:
  * the argument itself, tasks/ beside config's manifest or the default
@@ -110,12 +135,6 @@ kb_rc kb_gen_repair_context(kb_store *store, const kb_config *config,
  * looked. */
 kb_rc kb_gen_task_dir(const kb_config *config, const char *tasks_dir,
                       const char *task, char **dir, kb_err *err);
-/* p as one object, what `kb prompt --json` prints and the MCP prompt
- * tool returns: {"system","user","tokens","hash","cites":[{"chunk_id",
- * "kind","source","title","heading","url","skill"}]}. *out is the
- * caller's (cJSON_Delete). */
-kb_rc kb_gen_prompt_json(const kb_gen_prompt *p, cJSON **out, kb_err *err);
-
 /* The task named task (kb_gen_task_dir) as one object, what the MCP task
  * tool returns: name, description, level, ops, dtype, the kernels and
  * their signature, each parameter's role and size (as an expression and
@@ -124,6 +143,56 @@ kb_rc kb_gen_prompt_json(const kb_gen_prompt *p, cJSON **out, kb_err *err);
  * and the reference source. *out is the caller's (cJSON_Delete). */
 kb_rc kb_gen_task_json(const kb_config *config, const char *tasks_dir,
                        const char *task, cJSON **out, kb_err *err);
+
+/* --------------------------------------------------------------- context.c */
+
+/* A retrieved passage: its citation and the text carried. */
+typedef struct {
+    kb_gen_cite cite;
+    char *label;      /* "skill vectorized-global-access: verified, 1.61x on gelu" */
+    char *text;
+    int code;         /* fenced as CUDA */
+} kb_gen_passage;
+
+typedef struct {
+    kb_gen_passage *items;
+    size_t n, cap;
+} kb_gen_passages;
+
+void kb_gen_cite_release(kb_gen_cite *c);
+void kb_gen_passages_release(kb_gen_passages *ps);
+/* The passages for task t's prompt from o->store, best first: the skills
+ * that fit (kb-arch, dtype and ops against o->device and t), exemplar
+ * kernels, doc passages; appended to ps (the caller releases it, whole or
+ * not). */
+kb_rc kb_gen_retrieve(const kb_gen_prompt_opts *o, const kb_task *t,
+                      kb_gen_passages *ps, kb_err *err);
+/* Passages for a failure, for a repair grounded in the corpus: searches
+ * the KB for r's compile log or failure class and appends at most
+ * budget_tokens of cited passages to out. Nothing found: out unchanged. */
+kb_rc kb_gen_repair_context(kb_store *store, const kb_config *config,
+                            const kb_verify_result *r, long budget_tokens,
+                            kb_buf *out, kb_err *err);
+
+/* -------------------------------------------------------------- feedback.c */
+
+/* Appends to out the feedback on one attempt, for the next prompt, in
+ * structured form: label ("attempt 3 (round 1, sample 2)"), then the
+ * verdict and its reason; NVRTC's log trimmed to its first errors; each
+ * kernel's registers, shared and local memory and spills; per failing
+ * check the shape, the output, the first mismatching index with the
+ * candidate's and the reference's values; per timed shape the
+ * candidate's median against the baseline's and the roofline floor. x is
+ * the attempt's extraction: when it found no kernel, its message is the
+ * feedback and r is NULL. */
+kb_rc kb_gen_feedback(const char *label, const kb_extracted *x,
+                      const kb_verify_result *r, kb_buf *out) KB_MUST_CHECK;
+
+/* The loop's readers of JSON (kb-verify's results, the transcript): o's
+ * member k; its number, else d; its string, else d. */
+const cJSON *kb_gen_jget(const cJSON *o, const char *k);
+double kb_gen_jnum(const cJSON *o, const char *k, double d);
+const char *kb_gen_jstr(const cJSON *o, const char *k, const char *d);
 
 /* -------------------------------------------------------------- generate.c */
 
@@ -137,22 +206,6 @@ kb_rc kb_gen_task_json(const kb_config *config, const char *tasks_dir,
  * transcript.jsonl (README, "kb generate"), kernels/, summary.json. */
 
 typedef enum { KB_GEN_REFINE = 0, KB_GEN_POPULATION } kb_gen_strategy;
-
-/* "refine", "population"; parse: 0 and *out, or -1. */
-const char *kb_gen_strategy_name(kb_gen_strategy s);
-int kb_gen_strategy_parse(const char *name, kb_gen_strategy *out);
-
-/* Appends to out the feedback on one attempt, for the next prompt, in
- * structured form: label ("attempt 3 (round 1, sample 2)"), then the
- * verdict and its reason; NVRTC's log trimmed to its first errors; each
- * kernel's registers, shared and local memory and spills; per failing
- * check the shape, the output, the first mismatching index with the
- * candidate's and the reference's values; per timed shape the
- * candidate's median against the baseline's and the roofline floor. x is
- * the attempt's extraction: when it found no kernel, its message is the
- * feedback and r is NULL. */
-kb_rc kb_gen_feedback(const char *label, const kb_extracted *x,
-                      const kb_verify_result *r, kb_buf *out) KB_MUST_CHECK;
 
 /* What the loop tells its caller as it goes (from the calling thread). */
 typedef struct {
@@ -214,6 +267,119 @@ void kb_gen_opts_init(kb_gen_opts *o);
  * request of a round failed, a replay that does not read) is its error,
  * *summary then still set when the run had begun. */
 kb_rc kb_gen_run(const kb_gen_opts *o, cJSON **summary, kb_err *err);
+
+/* The run's state, shared by generate.c (the run), round.c (one round)
+ * and transcript.c (its folder and transcript). */
+
+/* One request's reply, filled by its thread (or from a transcript). */
+typedef struct {
+    const kb_llm_opts *llm;
+    kb_llm_request req;
+    kb_llm_reply reply;
+    kb_rc rc;
+    kb_err err;
+    int done;
+    double done_ms;           /* when the reply had come */
+    pthread_mutex_t *mu;
+    pthread_cond_t *cv;
+} kb_gen_slot;
+
+/* One sample of one round. */
+typedef struct {
+    int round, sample;
+    char key[24];             /* "r1s2" */
+    size_t prompt;            /* index into the run's prompts */
+    kb_llm_reply reply;
+    kb_rc llm_rc;
+    char *llm_error;          /* NULL: the request succeeded */
+    kb_extracted x;
+    char hash[65];
+    char *file;               /* the kernel, relative to the run's folder */
+    long dup_of;              /* the attempt first verified with this hash */
+    int verified;
+    kb_verify_result r;
+    char technique[96];
+    char *parent_skill;       /* the retrieved skill its line refines */
+    char parent_key[24];      /* the attempt it refined, or "" */
+} kb_gen_attempt;
+
+typedef struct {
+    const kb_gen_opts *o;
+    kb_gen_opts eff;          /* o with a replay's recorded options */
+    kb_task *task;
+    char id[48];
+    char *dir, *kdir;
+    FILE *tr;
+    kb_rc tr_rc;
+    kb_gen_attempt *at;
+    size_t nat, capat;
+    kb_gen_prompt *prompts;
+    char **prompt_parent_skill;   /* per prompt: the skill it refines */
+    size_t nprompts, capprompts;
+    cJSON *replies;           /* a replay's recorded replies by key */
+    cJSON *recorded;          /* a replay's recorded verdicts by key */
+    char *replay_of;
+    long tokens_prompt, tokens_completion;
+    kb_gen_progress pg;
+    long best;                /* the best faster kernel (write-back) */
+    cJSON *rounds;            /* per round: its time by step */
+    double t0;
+    const char *model;
+    char *replay_model;       /* a replay's recorded model */
+    char *replay_task;        /* and task */
+    char *seed_skill, *seed_src;   /* the retrieved skill a run refines */
+} kb_gen_state;
+
+/* ------------------------------------------------------------ transcript.c */
+
+/* A run's folder, runs_dir/<id>/, and its transcript.jsonl: one JSON
+ * event a line, written as the run goes; a recorded run read back. */
+
+/* "refine", "population"; parse: 0 and *out, or -1. */
+const char *kb_gen_strategy_name(kb_gen_strategy s);
+int kb_gen_strategy_parse(const char *name, kb_gen_strategy *out);
+
+/* A new event {"event": name, "key": key (left out when NULL)}; *ok
+ * starts its sticky chain of kb_json_put_* (kb/kb.h). */
+cJSON *kb_gen_event(const char *name, const char *key, int *ok);
+/* Writes event ev (taken; NULL or !ok: out of memory) as one line;
+ * returns R->tr_rc, sticky: once a write failed nothing more is written. */
+kb_rc kb_gen_tr_write(kb_gen_state *R, cJSON *ev, int ok);
+/* Sets err to the transcript's failure ("cannot write the transcript in
+ * DIR") and returns its code. */
+kb_rc kb_gen_tr_error(const kb_gen_state *R, kb_err *err);
+/* The request and reply events of one exchange with the LLM under key:
+ * a sample's (with its round, sample and prompt) when a is given, else
+ * the write-up's. replied: the request succeeded; error: why not. */
+kb_rc kb_gen_exchange_events(kb_gen_state *R, const char *key, const kb_gen_attempt *a,
+                             const kb_llm_reply *reply, int replied, const char *error);
+/* Makes runs_dir/<id>/ (the id from the time and randomness), its
+ * kernels/ and transcript.jsonl (R->tr), and writes the run event. */
+kb_rc kb_gen_make_run_dir(kb_gen_state *R, kb_err *err);
+kb_rc kb_gen_write_run_event(kb_gen_state *R, kb_err *err);
+/* Reads the transcript of o->replay: its recorded options into R->eff,
+ * its replies and verdicts by key into R->replies and R->recorded. */
+kb_rc kb_gen_load_replay(kb_gen_state *R, kb_err *err);
+/* A recorded reply as if it had come: key's reply event into s. */
+void kb_gen_replay_reply(kb_gen_state *R, const char *key, kb_gen_slot *s);
+
+/* ----------------------------------------------------------------- round.c */
+
+/* Round round (0-based): its prompts with the last round's feedback,
+ * its samples requested at once, each reply extracted and verified in
+ * sample order as it comes, its time by step appended to rj. *stop_floor:
+ * a kernel reached the roofline's floor_fraction; *all_failed: every
+ * request failed. */
+kb_rc kb_gen_round(kb_gen_state *R, int round, int *stop_floor, int *all_failed, cJSON *rj,
+                   kb_err *err);
+/* The skill retrieved for this task whose kernel the run refines while it
+ * has no kernel of its own (R->seed_skill, R->seed_src). */
+kb_rc kb_gen_find_seed(kb_gen_state *R, kb_err *err);
+/* The result that stands for a (its own, or the one of the attempt it
+ * duplicates); NULL when nothing was verified. */
+const kb_gen_attempt *kb_gen_verdict_of(const kb_gen_state *R, const kb_gen_attempt *a);
+/* The verdict an attempt ends with, as the summary and a replay name it. */
+const char *kb_gen_outcome(const kb_gen_state *R, const kb_gen_attempt *a);
 
 /* ------------------------------------------------------------- writeback.c */
 

@@ -5,7 +5,7 @@
  * the runs give the skills their prompts carried (gen.h, "writeback.c"). */
 #include "generator/gen.h"
 #include "verify/verify.h"
-#include "kb/kb_int.h"
+#include "index/index.h"
 #include "skills/skill.h"
 
 #include <ctype.h>
@@ -327,17 +327,144 @@ static kb_rc make_body(const kb_gen_writeback *w, const char *name, const writeu
     return rc;
 }
 
-/* The KB has vectors: a new skill is embedded too. */
-static int has_vectors(kb_store *store)
+/* The skill's folder: skills_dir/name (*dir), made under a temporary
+ * name (*tmp) and renamed into place whole. Both the caller's. */
+static kb_rc make_folder(const kb_gen_writeback *w, const char *name, char **dir, char **tmp,
+                         kb_err *err)
 {
-    sqlite3_stmt *st = NULL;
-    kb_err e;
-    kb_err_clear(&e);
-    if (kb_store_prepare(store, "SELECT 1 FROM embeddings LIMIT 1", &st, &e) != KB_OK)
-        return 0;
-    int yes = sqlite3_step(st) == SQLITE_ROW;
-    sqlite3_finalize(st);
-    return yes;
+    kb_buf tmpl;
+    kb_buf_init(&tmpl, 0);
+    kb_rc rc = KB_OK;
+    if (!(*dir = kb_path_join(w->skills_dir, name)) ||
+        kb_buf_printf(&tmpl, "%s/.%s.tmp-XXXXXX", w->skills_dir, name) != KB_OK)
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    else if (!mkdtemp(tmpl.data))
+        rc = kb_err_set(err, KB_ERR_IO, "cannot create a folder in '%s': %s", w->skills_dir,
+                        strerror(errno));
+    if (rc == KB_OK) {
+        chmod(tmpl.data, 0755);
+        if (!(*tmp = kb_buf_detach(&tmpl)))
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    }
+    kb_buf_release(&tmpl);
+    return rc;
+}
+
+/* kernel.cu in tmp (its SHA-256 into sha), and the evidence record of the
+ * verification the loop ran (*rec, the caller's). */
+static kb_rc write_kernel_record(const kb_gen_writeback *w, const kb_task *task,
+                                 const char *tmp, char sha[65], cJSON **rec, kb_err *err)
+{
+    char *cu = kb_path_join(tmp, "kernel.cu");
+    if (!cu)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    kb_rc rc = kb_write_file_atomic(cu, w->source, strlen(w->source), err);
+    free(cu);
+    kb_sha256_hex(w->source, strlen(w->source), sha);
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    char date[32];
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    cJSON *shapes = NULL;
+    if (rc == KB_OK && !(shapes = kb_task_shapes_json(task)))
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    kb_buf how;
+    kb_buf_init(&how, 0);
+    if (rc == KB_OK && kb_buf_printf(&how, "kb-verify, in kb generate run %s",
+                                     w->run_id ? w->run_id : "?") != KB_OK)
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    kb_skill_record_in in = { .result = w->result->json, .device = w->device,
+                              .shapes = shapes, .kernel_sha256 = sha, .how = how.data,
+                              .date = date };
+    if (rc == KB_OK)
+        rc = kb_skill_record_make(&in, rec, err);
+    kb_buf_release(&how);
+    cJSON_Delete(shapes);
+    return rc;
+}
+
+/* The front matter (a draft, its task, ops, arch, dtype, author, parent,
+ * provenance) and the body of s, SKILL.md in tmp. */
+static kb_rc set_skill(const kb_gen_writeback *w, const kb_task *task, const writeup *u,
+                       const char *name, const char *tmp, kb_skill *s, kb_err *err)
+{
+    const kb_verify_result *r = w->result;
+    kb_buf body, prov;
+    kb_buf_init(&body, 0);
+    kb_buf_init(&prov, 0);
+    kb_rc r2 = kb_skill_set_field(s, KB_SKILL_NAME, name);
+    if (r2 == KB_OK)
+        r2 = kb_skill_set_field(s, KB_SKILL_DESCRIPTION, u->description && *u->description
+                                ? u->description
+                                : "TODO (the write-up did not say): what the technique "
+                                  "does and when to use it, the key use first.");
+    if (r2 == KB_OK)
+        r2 = kb_skill_set(s, "kb-status", "draft");
+    if (r2 == KB_OK)
+        r2 = kb_skill_set(s, "kb-task", task->name);
+    if (r2 == KB_OK && task->ops && *task->ops)
+        r2 = kb_skill_set(s, "kb-ops", task->ops);
+    if (r2 == KB_OK && r->compile.arch && *r->compile.arch)
+        r2 = kb_skill_set(s, "kb-arch", r->compile.arch);
+    if (r2 == KB_OK)
+        r2 = kb_skill_set(s, "kb-dtype", kb_dtype_name(task->dtype));
+    if (r2 == KB_OK)
+        r2 = kb_skill_set(s, "kb-author", "kb generate");
+    if (r2 == KB_OK && w->parent)
+        r2 = kb_skill_set(s, "kb-parent", w->parent);
+    if (r2 == KB_OK)
+        r2 = kb_buf_printf(&prov, "kb generate run=%s model=%s prompt=sha256:%s",
+                           w->run_id ? w->run_id : "?",
+                           w->model && *w->model ? w->model : "?",
+                           w->prompt_hash ? w->prompt_hash : "");
+    if (r2 == KB_OK)
+        r2 = kb_skill_set(s, "kb-provenance", prov.data);
+    if (r2 == KB_OK)
+        r2 = make_body(w, name, u, r, &body);
+    if (r2 == KB_OK)
+        r2 = kb_skill_set_body(s, body.data);
+    if (r2 == KB_OK && !(s->path = kb_path_join(tmp, "SKILL.md")))
+        r2 = KB_ERR_NOMEM;
+    if (r2 == KB_OK && !(s->dir = kb_strdup(tmp)))
+        r2 = KB_ERR_NOMEM;
+    kb_buf_release(&body);
+    kb_buf_release(&prov);
+    return r2 == KB_OK ? KB_OK : kb_err_set(err, r2, "out of memory");
+}
+
+/* Indexed at once, as `kb ingest --source skill-drafts DIR` would: an id
+ * of its own, since ad-hoc files may not join the manifest's 'skills'
+ * source (its next ingest would remove them; it then holds the draft
+ * under its own key as well). */
+static kb_rc index_skill(const kb_gen_writeback *w, char *dir, kb_err *err)
+{
+    if (!w->store || !w->config)
+        return KB_OK;
+    kb_ingest_opts io = { .adhoc_source = "skill-drafts",
+                          .embed = kb_vec_any(w->store), .config = w->config };
+    kb_ingest_stats stats;
+    memset(&stats, 0, sizeof stats);
+    char *targets[1] = { dir };
+    kb_err ierr;
+    kb_err_clear(&ierr);
+    if (kb_ingest_run(w->store, &io, targets, 1, &stats, &ierr) != KB_OK)
+        return kb_err_set(err, ierr.rc, "'%s' was written but not indexed: %s", dir,
+                          ierr.msg);
+    return KB_OK;
+}
+
+/* A folder that did not make it, removed. */
+static void remove_folder(const char *tmp)
+{
+    const char *files[] = { "kernel.cu", "evidence.json", "SKILL.md" };
+    for (size_t i = 0; i < 3; i++) {
+        char *f = kb_path_join(tmp, files[i]);
+        if (f)
+            unlink(f);
+        free(f);
+    }
+    rmdir(tmp);
 }
 
 kb_rc kb_gen_write_skill(const kb_gen_writeback *w, char **name_out, char **dir_out,
@@ -358,13 +485,11 @@ kb_rc kb_gen_write_skill(const kb_gen_writeback *w, char **name_out, char **dir_
     kb_skill_init(&s);
     kb_skill_evidence ev;
     kb_skill_evidence_init(&ev);
-    kb_buf body, what, tmpl, prov;
-    kb_buf_init(&body, 0);
+    kb_buf what;
     kb_buf_init(&what, 0);
-    kb_buf_init(&tmpl, 0);
-    kb_buf_init(&prov, 0);
-    char *name = NULL, *dir = NULL, *tmp = NULL, *cu = NULL;
-    cJSON *shapes = NULL, *rec = NULL;
+    char *name = NULL, *dir = NULL, *tmp = NULL;
+    char sha[65];
+    cJSON *rec = NULL;
     kb_rc rc = kb_task_load(w->task_dir, &task, err);
     if (rc == KB_OK)
         rc = parse_writeup(w->writeup, &u);
@@ -372,89 +497,14 @@ kb_rc kb_gen_write_skill(const kb_gen_writeback *w, char **name_out, char **dir_
         rc = kb_mkdirs(w->skills_dir, err);
     if (rc == KB_OK)
         rc = pick_name(w, task->name, &u, &name, err);
-    if (rc != KB_OK)
-        goto out;
-    /* made under a temporary name, renamed into place whole */
-    if (!(dir = kb_path_join(w->skills_dir, name)) ||
-        kb_buf_printf(&tmpl, "%s/.%s.tmp-XXXXXX", w->skills_dir, name) != KB_OK) {
-        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    if (!mkdtemp(tmpl.data)) {
-        rc = kb_err_set(err, KB_ERR_IO, "cannot create a folder in '%s': %s", w->skills_dir,
-                        strerror(errno));
-        goto out;
-    }
-    chmod(tmpl.data, 0755);
-    tmp = kb_buf_detach(&tmpl);
-    if (!tmp || !(cu = kb_path_join(tmp, "kernel.cu"))) {
-        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    rc = kb_write_file_atomic(cu, w->source, strlen(w->source), err);
-    char sha[65];
-    kb_sha256_hex(w->source, strlen(w->source), sha);
-    /* the evidence: the record of the verification the loop ran */
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    char date[32];
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    if (rc == KB_OK && !(shapes = kb_task_shapes_json(task)))
-        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    kb_buf how;
-    kb_buf_init(&how, 0);
-    if (rc == KB_OK && kb_buf_printf(&how, "kb-verify, in kb generate run %s",
-                                     w->run_id ? w->run_id : "?") != KB_OK)
-        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    kb_skill_record_in in = { .result = r->json, .device = w->device, .shapes = shapes,
-                              .kernel_sha256 = sha, .how = how.data, .date = date };
     if (rc == KB_OK)
-        rc = kb_skill_record_make(&in, &rec, err);
-    kb_buf_release(&how);
+        rc = make_folder(w, name, &dir, &tmp, err);
+    if (rc == KB_OK)
+        rc = write_kernel_record(w, task, tmp, sha, &rec, err);
     if (rc == KB_OK)
         rc = kb_skill_evidence_load(tmp, name, &ev, NULL, err);
-    /* the front matter */
-    kb_rc r2 = KB_OK;
-    if (rc == KB_OK) {
-        r2 = kb_skill_set_field(&s, KB_SKILL_NAME, name);
-        if (r2 == KB_OK)
-            r2 = kb_skill_set_field(&s, KB_SKILL_DESCRIPTION, u.description && *u.description
-                                    ? u.description
-                                    : "TODO (the write-up did not say): what the technique "
-                                      "does and when to use it, the key use first.");
-        if (r2 == KB_OK)
-            r2 = kb_skill_set(&s, "kb-status", "draft");
-        if (r2 == KB_OK)
-            r2 = kb_skill_set(&s, "kb-task", task->name);
-        if (r2 == KB_OK && task->ops && *task->ops)
-            r2 = kb_skill_set(&s, "kb-ops", task->ops);
-        if (r2 == KB_OK && r->compile.arch && *r->compile.arch)
-            r2 = kb_skill_set(&s, "kb-arch", r->compile.arch);
-        if (r2 == KB_OK)
-            r2 = kb_skill_set(&s, "kb-dtype", kb_dtype_name(task->dtype));
-        if (r2 == KB_OK)
-            r2 = kb_skill_set(&s, "kb-author", "kb generate");
-        if (r2 == KB_OK && w->parent)
-            r2 = kb_skill_set(&s, "kb-parent", w->parent);
-        if (r2 == KB_OK)
-            r2 = kb_buf_printf(&prov, "kb generate run=%s model=%s prompt=sha256:%s",
-                               w->run_id ? w->run_id : "?",
-                               w->model && *w->model ? w->model : "?",
-                               w->prompt_hash ? w->prompt_hash : "");
-        if (r2 == KB_OK)
-            r2 = kb_skill_set(&s, "kb-provenance", prov.data);
-        if (r2 == KB_OK)
-            r2 = make_body(w, name, &u, r, &body);
-        if (r2 == KB_OK)
-            r2 = kb_skill_set_body(&s, body.data);
-        if (r2 == KB_OK && !(s.path = kb_path_join(tmp, "SKILL.md")))
-            r2 = KB_ERR_NOMEM;
-        if (r2 == KB_OK && !(s.dir = kb_strdup(tmp)))
-            r2 = KB_ERR_NOMEM;
-        if (r2 != KB_OK)
-            rc = kb_err_set(err, r2, "out of memory");
-    }
+    if (rc == KB_OK)
+        rc = set_skill(w, task, &u, name, tmp, &s, err);
     /* the lifecycle sets kb-speedup, kb-evidence and kb-when-not from the
      * record; the skill stays a draft: an LLM wrote its text, a person
      * reviews it */
@@ -471,52 +521,23 @@ kb_rc kb_gen_write_skill(const kb_gen_writeback *w, char **name_out, char **dir_
     if (rc == KB_OK && rename(tmp, dir) != 0)
         rc = kb_err_set(err, KB_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, dir,
                         strerror(errno));
-    if (rc != KB_OK)
-        goto out;
-    free(tmp);
-    tmp = NULL;
-    /* indexed at once, as `kb ingest --source skill-drafts DIR` would: an
-     * id of its own, since ad-hoc files may not join the manifest's
-     * 'skills' source (its next ingest would remove them; it then holds
-     * the draft under its own key as well) */
-    if (w->store && w->config) {
-        kb_ingest_opts io = { .adhoc_source = "skill-drafts",
-                              .embed = has_vectors(w->store), .config = w->config };
-        kb_ingest_stats stats;
-        memset(&stats, 0, sizeof stats);
-        char *targets[1] = { dir };
-        kb_err ierr;
-        kb_err_clear(&ierr);
-        if (kb_ingest_run(w->store, &io, targets, 1, &stats, &ierr) != KB_OK)
-            rc = kb_err_set(err, ierr.rc, "'%s' was written but not indexed: %s", dir,
-                            ierr.msg);
+    if (rc == KB_OK) {
+        free(tmp);
+        tmp = NULL;
+        rc = index_skill(w, dir, err);
+        *name_out = name;
+        *dir_out = dir;
+        name = dir = NULL;
     }
-    *name_out = name;
-    *dir_out = dir;
-    name = dir = NULL;
-out:
-    if (tmp) {   /* a folder that did not make it */
-        const char *files[] = { "kernel.cu", "evidence.json", "SKILL.md" };
-        for (size_t i = 0; i < 3; i++) {
-            char *f = kb_path_join(tmp, files[i]);
-            if (f)
-                unlink(f);
-            free(f);
-        }
-        rmdir(tmp);
-    }
+    if (tmp)
+        remove_folder(tmp);
     free(tmp);
-    free(cu);
     free(name);
     free(dir);
     cJSON_Delete(rec);
-    cJSON_Delete(shapes);
     kb_skill_release(&s);
     kb_skill_evidence_release(&ev);
-    kb_buf_release(&body);
     kb_buf_release(&what);
-    kb_buf_release(&tmpl);
-    kb_buf_release(&prov);
     writeup_release(&u);
     kb_task_free(task);
     return rc;

@@ -145,6 +145,9 @@ double kb_now_ms(void);
 /* Strict integer parse of a whole string; KB_ERR_USAGE if not a number in
  * [min, max]. */
 kb_rc kb_parse_long(const char *s, long min, long max, long *out);
+/* qsort's comparator of an array of strings (const char * items), by
+ * strcmp. */
+int kb_cmp_str(const void *a, const void *b);
 
 /* ------------------------------------------------------------------ json */
 

@@ -87,4 +87,13 @@ kb_rc kb_store_link_lookup(kb_store *store, const char *url, size_t url_len,
                            const char *anchor, int *doc, int *section,
                            kb_err *err);
 
+/* The chunks of the document that holds chunk chunk_id, in order: fn gets
+ * each one's id, heading path (JSON text) and text (either may be NULL)
+ * and returns nonzero to stop. KB_OK when fn stopped or every chunk was
+ * seen; a database error otherwise. */
+typedef int (*kb_store_chunk_fn)(void *ctx, long long id, const char *heading_path,
+                                 const char *text);
+kb_rc kb_store_doc_chunks(kb_store *store, long long chunk_id, kb_store_chunk_fn fn,
+                          void *ctx, kb_err *err);
+
 #endif

@@ -537,3 +537,24 @@ kb_rc kb_store_link_lookup(kb_store *store, const char *url, size_t url_len,
     sqlite3_finalize(st);
     return rc;
 }
+
+kb_rc kb_store_doc_chunks(kb_store *store, long long chunk_id, kb_store_chunk_fn fn,
+                          void *ctx, kb_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    kb_rc rc = kb_store_prepare(store, "SELECT id, heading_path, text FROM chunks WHERE "
+                                "document_id = (SELECT document_id FROM chunks WHERE "
+                                "id = ?) ORDER BY ord", &st, err);
+    if (rc != KB_OK)
+        return rc;
+    sqlite3_bind_int64(st, 1, chunk_id);
+    int step, stop = 0;
+    while (!stop && (step = sqlite3_step(st)) == SQLITE_ROW)
+        stop = fn(ctx, sqlite3_column_int64(st, 0),
+                  (const char *)sqlite3_column_text(st, 1),
+                  (const char *)sqlite3_column_text(st, 2));
+    if (!stop && step != SQLITE_DONE)
+        rc = kb_store_db_error(store, err, "cannot read a document's chunks");
+    sqlite3_finalize(st);
+    return rc;
+}

@@ -576,3 +576,8 @@ kb_rc kb_utf8_repair(const char *s, size_t n, kb_buf *out, size_t *replaced)
         *replaced = bad;
     return rc;
 }
+
+int kb_cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
