@@ -988,7 +988,7 @@ static int sub_export(int argc, char **argv, const kb_cli *cli, const kb_command
 
 /* ------------------------------------------------------------------ search */
 
-static cJSON *hits_json(const char *text, const kb_gen_skill_hits *h)
+static cJSON *hits_json(const char *text, const kb_skill_hits *h)
 {
     cJSON *root = cJSON_CreateObject(), *arr = NULL;
     int ok = root && cJSON_AddStringToObject(root, "query", text) &&
@@ -996,7 +996,7 @@ static cJSON *hits_json(const char *text, const kb_gen_skill_hits *h)
              cJSON_AddNumberToObject(root, "took_ms", h->all.took_ms) &&
              (arr = cJSON_AddArrayToObject(root, "results"));
     for (size_t i = 0; ok && i < h->n; i++) {
-        const kb_gen_skill_hit *x = &h->items[i];
+        const kb_skill_hit *x = &h->items[i];
         cJSON *o = cJSON_CreateObject(), *hp = NULL;
         ok = o && cJSON_AddItemToArray(arr, o) &&
              cJSON_AddNumberToObject(o, "rank", (double)(i + 1)) &&
@@ -1027,7 +1027,7 @@ static int sub_search(int argc, char **argv, const kb_cli *cli, const kb_command
 {
     const char *k = NULL, *mode = NULL;
     int json = 0;
-    kb_gen_skill_query q = { .run = kb_query_run, .mode = KB_MODE_HYBRID, .k = 10, .config = cli->config };
+    kb_skill_query q = { .run = kb_query_run, .mode = KB_MODE_HYBRID, .k = 10, .config = cli->config };
     const sub_opt opts[] = {
         { "k", &k, NULL }, { "mode", &mode, NULL }, { "arch", &q.arch, NULL },
         { "dtype", &q.dtype, NULL }, { "ops", &q.ops, NULL }, { "status", &q.status, NULL },
@@ -1063,17 +1063,17 @@ static int sub_search(int argc, char **argv, const kb_cli *cli, const kb_command
     kb_err err;
     kb_err_clear(&err);
     kb_store *store = NULL;
-    kb_gen_skill_hits h = { 0 };
+    kb_skill_hits h = { 0 };
     kb_rc rc = kb_cli_open_store(cli, KB_STORE_READONLY, &store, &err);
     if (rc == KB_OK)
-        rc = kb_gen_skill_search(store, &q, &h, &err);
+        rc = kb_skill_search(store, &q, &h, &err);
     if (rc != KB_OK) {
         status = kb_cli_fail(&err);
     } else if (json) {
         status = print_json(hits_json(q.text, &h));
     } else {
         for (size_t i = 0; i < h.n; i++) {
-            const kb_gen_skill_hit *x = &h.items[i];
+            const kb_skill_hit *x = &h.items[i];
             printf("%zu. %s  %s%s%s%s  task %s%s%s\n   %s\n", i + 1, x->name, x->status,
                    *x->speedup ? ", " : "", x->speedup, *x->speedup ? "x" : "",
                    *x->task ? x->task : "-", *x->arch ? ", " : "", x->arch, x->r->url);
@@ -1088,7 +1088,7 @@ static int sub_search(int argc, char **argv, const kb_cli *cli, const kb_command
         if (!h.n)
             printf("no skills for '%s'\n", q.text);
     }
-    kb_gen_skill_hits_release(&h);
+    kb_skill_hits_release(&h);
     kb_store_close(store);
     kb_buf_release(&text);
     return status;

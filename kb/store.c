@@ -513,3 +513,23 @@ long long kb_store_disk_size(const kb_store *store)
     closedir(d);
     return total;
 }
+
+kb_rc kb_store_first_text(kb_store *store, int64_t chunk_id, char **out, kb_err *err)
+{
+    *out = NULL;
+    sqlite3_stmt *st = NULL;
+    kb_rc rc = kb_store_prepare(store, "SELECT text FROM chunks WHERE document_id = "
+                                "(SELECT document_id FROM chunks WHERE id = ?) ORDER BY "
+                                "ord LIMIT 1", &st, err);
+    if (rc != KB_OK)
+        return rc;
+    sqlite3_bind_int64(st, 1, chunk_id);
+    int step = sqlite3_step(st);
+    const char *t = step == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+    if (step != SQLITE_ROW && step != SQLITE_DONE)
+        rc = kb_store_db_error(store, err, "cannot read a document's first chunk");
+    else if (!(*out = kb_strdup(t ? t : "")))
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    sqlite3_finalize(st);
+    return rc;
+}
