@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
-
 #define SKILLS_SLOT "api/skills"
 #define QUERY_MAX_CHARS 4096
 
@@ -55,8 +53,20 @@ static const char search_input[] =
         "\"description\":\"the technique or problem, in words: 'bank "
         "conflicts in a shared-memory transpose', 'bf16 gemm with tensor "
         "cores', 'single-pass softmax'\"},"
-    K_PROP("\"default\":5,") MODE_PROP FILTER_PROPS "},"
+    K_PROP("\"default\":5,") MODE_PROP FILTER_PROPS ","
+    "\"all\":{\"type\":\"boolean\",\"default\":false,\"description\":"
+        "\"retired skills too\"}},"
     "\"required\":[\"query\"],\"additionalProperties\":false}";
+
+/* kb-speedup as a number, and kb-arch: one meaning wherever a skill is
+ * described (kb skill list calls the device it was verified on
+ * verified_on). */
+#define SPEEDUP_SCHEMA \
+    "{\"type\":[\"number\",\"null\"],\"description\":\"kb-speedup: over the " \
+        "task's baseline on the GPU it was verified on; null when none\"}"
+#define ARCH_SCHEMA \
+    "{\"type\":\"string\",\"description\":\"kb-arch: the architectures " \
+        "it is for (sm_90, sm_80+); empty when it names none\"}"
 
 static const char search_output[] =
     "{\"type\":\"object\",\"properties\":{"
@@ -73,21 +83,22 @@ static const char search_output[] =
             "no skill library\"},"
         "\"status\":{\"type\":\"string\",\"description\":\"draft, verified "
             "(kb-verify measured it), approved (and a reviewer), retired\"},"
-        "\"speedup\":{\"type\":\"string\",\"description\":\"over the task's "
-            "baseline on the GPU it was verified on; empty when none\"},"
+        "\"speedup\":" SPEEDUP_SCHEMA ","
         "\"task\":{\"type\":\"string\"},"
-        "\"arch\":{\"type\":\"string\"},"
+        "\"arch\":" ARCH_SCHEMA ","
         "\"dtype\":{\"type\":\"string\"},"
         "\"ops\":{\"type\":\"string\"},"
         "\"score\":{\"type\":\"number\"},"
         "\"chunk_id\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
             "\"the best section's chunk, for get\"},"
         "\"url\":{\"type\":\"string\"},"
+        "\"path\":{\"type\":\"string\",\"description\":\"its SKILL.md's path "
+            "in its source\"},"
         "\"heading_path\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
         "\"text\":{\"type\":\"string\",\"description\":\"a snippet of the "
             "best section\"}},"
     "\"required\":[\"rank\",\"name\",\"uri\",\"status\",\"speedup\",\"task\","
-        "\"arch\",\"dtype\",\"ops\",\"score\",\"chunk_id\",\"url\","
+        "\"arch\",\"dtype\",\"ops\",\"score\",\"chunk_id\",\"url\",\"path\","
         "\"heading_path\",\"text\"],"
     "\"additionalProperties\":false}}},"
     "\"required\":[\"query\",\"mode\",\"took_ms\",\"results\"],"
@@ -140,15 +151,53 @@ static const char *arg_str(const cJSON *args, const char *key)
     return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(args, key));
 }
 
+/* Puts kb-speedup under "speedup": a number, or null when it is none. */
+static void put_speedup(cJSON *o, const char *speedup, int *ok)
+{
+    double x;
+    if (kb_skill_speedup_parse(speedup, &x))
+        kb_json_put_num(o, "speedup", x, ok);
+    else
+        kb_json_put_null(o, "speedup", ok);
+}
+
+/* The hit x, ranked rank, appended to arr; its uri when lib has it. */
+static void put_hit(cJSON *arr, const kb_skill_hit *x, size_t rank,
+                    const kb_skill_pub *lib, int *ok)
+{
+    char uri[128] = "";
+    if (kb_skill_pub_find(lib, x->name))
+        snprintf(uri, sizeof uri, "skill://%s/SKILL.md", x->name);
+    cJSON *o = kb_json_push_obj(arr, ok);
+    kb_json_put_num(o, "rank", (double)rank, ok);
+    kb_json_put_str(o, "name", x->name, ok);
+    kb_json_put_str(o, "uri", uri, ok);
+    kb_json_put_str(o, "status", x->status, ok);
+    put_speedup(o, x->speedup, ok);
+    kb_json_put_str(o, "task", x->task, ok);
+    kb_json_put_str(o, "arch", x->arch, ok);
+    kb_json_put_str(o, "dtype", x->dtype, ok);
+    kb_json_put_str(o, "ops", x->ops, ok);
+    kb_json_put_num(o, "score", x->r->score, ok);
+    kb_json_put_num(o, "chunk_id", (double)x->r->chunk_id, ok);
+    kb_json_put_str(o, "url", x->r->url, ok);
+    kb_json_put_str(o, "path", x->r->path, ok);
+    cJSON *hp = kb_json_put_arr(o, "heading_path", ok);
+    for (size_t d = 0; *ok && d < x->r->depth; d++)
+        kb_json_push_str(hp, x->r->heading_path[d], ok);
+    kb_json_put_str(o, "text", x->r->text, ok);
+}
+
 static kb_rc tool_skill_search(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
                                kb_err *err)
 {
     const cJSON *k = cJSON_GetObjectItemCaseSensitive(args, "k");
-    kb_skill_query q = { .run = kb_query_run, .text = arg_str(args, "query"), .mode = KB_MODE_HYBRID,
-                             .k = cJSON_IsNumber(k) ? (int)k->valuedouble : 5,
-                             .arch = arg_str(args, "arch"), .dtype = arg_str(args, "dtype"),
-                             .ops = arg_str(args, "ops"), .status = arg_str(args, "status"),
-                             .config = ctx->config };
+    kb_skill_query q = { .run = kb_query_run, .text = arg_str(args, "query"),
+                         .mode = KB_MODE_HYBRID, .k = cJSON_IsNumber(k) ? (int)k->valuedouble : 5,
+                         .arch = arg_str(args, "arch"), .dtype = arg_str(args, "dtype"),
+                         .ops = arg_str(args, "ops"), .status = arg_str(args, "status"),
+                         .all = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(args, "all")),
+                         .config = ctx->config };
     const char *mode = arg_str(args, "mode");
     if (mode && kb_mode_parse(mode, &q.mode) != 0)
         return kb_err_set(err, KB_ERR_USAGE, "skill_search: unknown mode");
@@ -157,35 +206,14 @@ static kb_rc tool_skill_search(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
     kb_rc rc = kb_skill_search(ctx->store, &q, &h, err);
     if (rc != KB_OK)
         return rc;
-    cJSON *root = cJSON_CreateObject(), *arr = NULL;
-    int ok = root && cJSON_AddStringToObject(root, "query", q.text) &&
-             cJSON_AddStringToObject(root, "mode", kb_mode_name(h.all.mode)) &&
-             cJSON_AddNumberToObject(root, "took_ms", h.all.took_ms) &&
-             (arr = cJSON_AddArrayToObject(root, "results"));
-    for (size_t i = 0; ok && i < h.n; i++) {
-        const kb_skill_hit *x = &h.items[i];
-        char uri[128] = "";
-        if (kb_skill_pub_find(lib, x->name))
-            snprintf(uri, sizeof uri, "skill://%s/SKILL.md", x->name);
-        cJSON *o = cJSON_CreateObject(), *hp = NULL;
-        ok = o && cJSON_AddItemToArray(arr, o) &&
-             cJSON_AddNumberToObject(o, "rank", (double)(i + 1)) &&
-             cJSON_AddStringToObject(o, "name", x->name) &&
-             cJSON_AddStringToObject(o, "uri", uri) &&
-             cJSON_AddStringToObject(o, "status", x->status) &&
-             cJSON_AddStringToObject(o, "speedup", x->speedup) &&
-             cJSON_AddStringToObject(o, "task", x->task) &&
-             cJSON_AddStringToObject(o, "arch", x->arch) &&
-             cJSON_AddStringToObject(o, "dtype", x->dtype) &&
-             cJSON_AddStringToObject(o, "ops", x->ops) &&
-             cJSON_AddNumberToObject(o, "score", x->r->score) &&
-             cJSON_AddNumberToObject(o, "chunk_id", (double)x->r->chunk_id) &&
-             cJSON_AddStringToObject(o, "url", x->r->url) &&
-             (hp = cJSON_AddArrayToObject(o, "heading_path")) &&
-             cJSON_AddStringToObject(o, "text", x->r->text);
-        for (size_t d = 0; ok && d < x->r->depth; d++)
-            ok = cJSON_AddItemToArray(hp, cJSON_CreateString(x->r->heading_path[d])) != 0;
-    }
+    cJSON *root = cJSON_CreateObject();
+    int ok = root != NULL;
+    kb_json_put_str(root, "query", q.text, &ok);
+    kb_json_put_str(root, "mode", kb_mode_name(h.all.mode), &ok);
+    kb_json_put_num(root, "took_ms", h.all.took_ms, &ok);
+    cJSON *arr = kb_json_put_arr(root, "results", &ok);
+    for (size_t i = 0; ok && i < h.n; i++)
+        put_hit(arr, &h.items[i], i + 1, lib, &ok);
     kb_skill_hits_release(&h);
     if (!ok) {
         cJSON_Delete(root);
@@ -314,9 +342,9 @@ static const char list_input[] =
     "\"uri\":{\"type\":\"string\"}," \
     "\"status\":{\"type\":\"string\"}," \
     "\"description\":{\"type\":\"string\"}," \
-    "\"speedup\":{\"type\":\"string\"}," \
+    "\"speedup\":" SPEEDUP_SCHEMA "," \
     "\"task\":{\"type\":\"string\"}," \
-    "\"arch\":{\"type\":\"string\"}," \
+    "\"arch\":" ARCH_SCHEMA "," \
     "\"dtype\":{\"type\":\"string\"}," \
     "\"ops\":{\"type\":\"string\"}," \
     "\"files\":" FILES_SCHEMA "}," \
@@ -373,29 +401,28 @@ static kb_rc tool_skill_list(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
     const cJSON *k = cJSON_GetObjectItemCaseSensitive(args, "k");
     size_t max = cJSON_IsNumber(k) ? (size_t)k->valuedouble : lib->n;
     kb_skill_query q = { .arch = arg_str(args, "arch"), .dtype = arg_str(args, "dtype"),
-                             .ops = arg_str(args, "ops"), .status = arg_str(args, "status") };
+                         .ops = arg_str(args, "ops"), .status = arg_str(args, "status") };
     cJSON *root = cJSON_CreateObject(), *arr = NULL;
     int ok = root && (arr = cJSON_AddArrayToObject(root, "skills"));
     for (size_t i = 0, n = 0; ok && i < lib->n && n < max; i++) {
         const kb_skill_pub_skill *x = &lib->items[i];
         const char *status = *meta_of(x, "kb-status") ? meta_of(x, "kb-status") : "draft";
         if (!kb_skill_search_passes(&q, status, meta_of(x, "kb-arch"), meta_of(x, "kb-dtype"),
-                                 meta_of(x, "kb-ops")))
+                                    meta_of(x, "kb-ops")))
             continue;
         char uri[128];
         snprintf(uri, sizeof uri, "skill://%s/SKILL.md", x->name);
-        cJSON *o = cJSON_CreateObject();
-        ok = o && cJSON_AddItemToArray(arr, o) &&
-             cJSON_AddStringToObject(o, "name", x->name) &&
-             cJSON_AddStringToObject(o, "uri", uri) &&
-             cJSON_AddStringToObject(o, "status", status) &&
-             cJSON_AddStringToObject(o, "description", x->description) &&
-             cJSON_AddStringToObject(o, "speedup", meta_of(x, "kb-speedup")) &&
-             cJSON_AddStringToObject(o, "task", meta_of(x, "kb-task")) &&
-             cJSON_AddStringToObject(o, "arch", meta_of(x, "kb-arch")) &&
-             cJSON_AddStringToObject(o, "dtype", meta_of(x, "kb-dtype")) &&
-             cJSON_AddStringToObject(o, "ops", meta_of(x, "kb-ops")) &&
-             add_files(o, x);
+        cJSON *o = kb_json_push_obj(arr, &ok);
+        kb_json_put_str(o, "name", x->name, &ok);
+        kb_json_put_str(o, "uri", uri, &ok);
+        kb_json_put_str(o, "status", status, &ok);
+        kb_json_put_str(o, "description", x->description, &ok);
+        put_speedup(o, meta_of(x, "kb-speedup"), &ok);
+        kb_json_put_str(o, "task", meta_of(x, "kb-task"), &ok);
+        kb_json_put_str(o, "arch", meta_of(x, "kb-arch"), &ok);
+        kb_json_put_str(o, "dtype", meta_of(x, "kb-dtype"), &ok);
+        kb_json_put_str(o, "ops", meta_of(x, "kb-ops"), &ok);
+        ok = ok && add_files(o, x);
         n++;
     }
     if (!ok) {
@@ -429,9 +456,7 @@ static kb_rc tool_skill_file(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
     }
     char d[72];
     digest(f, d);
-    char *b64 = NULL;
-    if (!f->text && (b64 = malloc((f->size + 2) / 3 * 4 + 1)) != NULL)
-        EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)f->data, (int)f->size);
+    char *b64 = f->text ? NULL : kb_skill_pub_base64(f);
     cJSON *root = cJSON_CreateObject();
     int ok = root && (f->text || b64) && cJSON_AddStringToObject(root, "uri", f->uri) &&
              cJSON_AddStringToObject(root, "mimeType", f->mime) &&

@@ -27,7 +27,6 @@
 #define META_CLIENT "io.modelcontextprotocol/clientInfo"
 #define META_SERVER "io.modelcontextprotocol/serverInfo"
 #define SKILLS_EXTENSION "io.modelcontextprotocol/skills"
-#define META_DIGEST "io.modelcontextprotocol.skills/digest"
 
 /* How long a client may keep the tool list and the discovery result: the
  * tools do not change while a server runs. */
@@ -506,39 +505,6 @@ static int refuse_cursor(exchange *x, const char *method)
     return 1;
 }
 
-/* {"io.modelcontextprotocol.skills/digest": "sha256:HEX"} */
-static cJSON *digest_meta(const kb_skill_pub_file *f)
-{
-    char d[72];
-    snprintf(d, sizeof d, "sha256:%s", f->sha256);
-    cJSON *m = cJSON_CreateObject();
-    if (m && cJSON_AddStringToObject(m, META_DIGEST, d))
-        return m;
-    cJSON_Delete(m);
-    return NULL;
-}
-
-/* A Resource of resources/list: SKILL.md named and described by its
- * front matter (the extension's rule), the other files by their place. */
-static cJSON *resource_entry(const kb_skill_pub_skill *s, const kb_skill_pub_file *f)
-{
-    cJSON *o = cJSON_CreateObject();
-    int md = strcmp(f->name, "SKILL.md") == 0;
-    char name[200], desc[200];
-    snprintf(name, sizeof name, "%s/%s", s->name, f->name);
-    snprintf(desc, sizeof desc, "%s of the skill %s", f->name, s->name);
-    int ok = o && cJSON_AddStringToObject(o, "uri", f->uri) &&
-             cJSON_AddStringToObject(o, "name", md ? s->name : name) &&
-             cJSON_AddStringToObject(o, "description", md ? s->description : desc) &&
-             cJSON_AddStringToObject(o, "mimeType", f->mime) &&
-             cJSON_AddNumberToObject(o, "size", (double)f->size) &&
-             cJSON_AddItemToObject(o, "_meta", digest_meta(f));
-    if (ok)
-        return o;
-    cJSON_Delete(o);
-    return NULL;
-}
-
 static void do_resources_list(exchange *x)
 {
     if (refuse_cursor(x, "resources/list"))
@@ -548,7 +514,7 @@ static void do_resources_list(exchange *x)
     const kb_skill_pub *lib = x->server->skills;
     for (size_t i = 0; !x->code && i < lib->n; i++)
         for (size_t j = 0; !x->code && j < lib->items[i].nfiles; j++) {
-            cJSON *e = resource_entry(&lib->items[i], &lib->items[i].files[j]);
+            cJSON *e = kb_skill_pub_resource_json(&lib->items[i], &lib->items[i].files[j]);
             if (!e || !cJSON_AddItemToArray(arr, e)) {
                 cJSON_Delete(e);
                 out_of_memory(x);
@@ -598,41 +564,12 @@ static void do_resources_read(exchange *x)
     if (f->text) {
         add(x, c, "text", cJSON_CreateString(f->data));
     } else {
-        /* 4 characters for each 3 bytes, and the NUL */
-        size_t n = (f->size + 2) / 3 * 4 + 1;
-        char *b64 = malloc(n);
-        if (b64)
-            EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)f->data, (int)f->size);
+        char *b64 = kb_skill_pub_base64(f);
         add(x, c, "blob", b64 ? cJSON_CreateString(b64) : NULL);
         free(b64);
     }
-    add(x, c, "_meta", digest_meta(f));
+    add(x, c, "_meta", kb_skill_pub_digest_meta(f));
     modern_fields(x, 1);
-}
-
-/* The extension's Skill entry: uri, front matter, every file with its
- * digest and size. */
-static cJSON *skill_entry(const kb_skill_pub_skill *s)
-{
-    cJSON *o = cJSON_CreateObject(), *files = NULL;
-    char uri[128];
-    snprintf(uri, sizeof uri, "skill://%s/SKILL.md", s->name);
-    int ok = o && cJSON_AddStringToObject(o, "uri", uri) &&
-             cJSON_AddItemToObject(o, "frontmatter", cJSON_Duplicate(s->frontmatter, 1)) &&
-             (files = cJSON_AddArrayToObject(o, "resources"));
-    for (size_t i = 0; ok && i < s->nfiles; i++) {
-        char d[72];
-        snprintf(d, sizeof d, "sha256:%s", s->files[i].sha256);
-        cJSON *f = cJSON_CreateObject();
-        ok = f && cJSON_AddItemToArray(files, f) &&
-             cJSON_AddStringToObject(f, "uri", s->files[i].uri) &&
-             cJSON_AddStringToObject(f, "digest", d) &&
-             cJSON_AddNumberToObject(f, "size", (double)s->files[i].size);
-    }
-    if (ok)
-        return o;
-    cJSON_Delete(o);
-    return NULL;
 }
 
 static void do_skills_list(exchange *x)
@@ -642,7 +579,7 @@ static void do_skills_list(exchange *x)
     cJSON *r = new_result(x), *arr = cJSON_CreateArray();
     add(x, r, "skills", arr);
     for (size_t i = 0; !x->code && i < x->server->skills->n; i++) {
-        cJSON *e = skill_entry(&x->server->skills->items[i]);
+        cJSON *e = kb_skill_pub_skill_json(&x->server->skills->items[i]);
         if (!e || !cJSON_AddItemToArray(arr, e)) {
             cJSON_Delete(e);
             out_of_memory(x);
@@ -666,7 +603,7 @@ static void do_skills_get(exchange *x)
         return;
     }
     cJSON *r = new_result(x);
-    add(x, r, "skill", skill_entry(s));
+    add(x, r, "skill", kb_skill_pub_skill_json(s));
     modern_fields(x, 1);
 }
 

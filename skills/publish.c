@@ -1,8 +1,8 @@
-/* mcp_skills.c - the skill library as MCP resources (mcp.h, "skills"):
- * each file of each skill folder read once, its SHA-256 and size taken,
- * and served from memory, so that what resources/read returns is always
- * the bytes the digest was made of. */
-#include "skills/skill.h"
+/* publish.c - the skill library as served (skill.h, "publish.c"): each
+ * file of each skill folder read once, its SHA-256 and size taken, and
+ * served from memory, so that what resources/read returns is always the
+ * bytes the digest was made of; and the JSON forms MCP's Skills extension
+ * gives of it. */
 #include "skills/skill.h"
 
 #include <dirent.h>
@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <openssl/evp.h>
 #include <utf8proc.h>
 
 /* The Skills extension's limits per skill: every conforming host takes
@@ -236,7 +237,7 @@ const kb_skill_pub_skill *kb_skill_pub_find(const kb_skill_pub *lib, const char 
 }
 
 const kb_skill_pub_file *kb_skill_pub_lookup(const kb_skill_pub *lib, const char *uri,
-                                            const kb_skill_pub_skill **skill)
+                                             const kb_skill_pub_skill **skill)
 {
     if (!lib || strncmp(uri, "skill://", 8) != 0)
         return NULL;
@@ -256,3 +257,75 @@ const kb_skill_pub_file *kb_skill_pub_lookup(const kb_skill_pub *lib, const char
     }
     return NULL;
 }
+
+/* ------------------------------------------------------------ as served */
+
+#define META_DIGEST "io.modelcontextprotocol.skills/digest"
+
+char *kb_skill_pub_base64(const kb_skill_pub_file *f)
+{
+    /* 4 characters for each 3 bytes, and the NUL */
+    char *b64 = malloc((f->size + 2) / 3 * 4 + 1);
+    if (b64)
+        EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)f->data, (int)f->size);
+    return b64;
+}
+
+/* {"io.modelcontextprotocol.skills/digest": "sha256:HEX"} */
+cJSON *kb_skill_pub_digest_meta(const kb_skill_pub_file *f)
+{
+    char d[72];
+    snprintf(d, sizeof d, "sha256:%s", f->sha256);
+    cJSON *m = cJSON_CreateObject();
+    if (m && cJSON_AddStringToObject(m, META_DIGEST, d))
+        return m;
+    cJSON_Delete(m);
+    return NULL;
+}
+
+/* A Resource of resources/list: SKILL.md named and described by its
+ * front matter (the extension's rule), the other files by their place. */
+cJSON *kb_skill_pub_resource_json(const kb_skill_pub_skill *s, const kb_skill_pub_file *f)
+{
+    cJSON *o = cJSON_CreateObject();
+    int md = strcmp(f->name, "SKILL.md") == 0;
+    char name[200], desc[200];
+    snprintf(name, sizeof name, "%s/%s", s->name, f->name);
+    snprintf(desc, sizeof desc, "%s of the skill %s", f->name, s->name);
+    int ok = o && cJSON_AddStringToObject(o, "uri", f->uri) &&
+             cJSON_AddStringToObject(o, "name", md ? s->name : name) &&
+             cJSON_AddStringToObject(o, "description", md ? s->description : desc) &&
+             cJSON_AddStringToObject(o, "mimeType", f->mime) &&
+             cJSON_AddNumberToObject(o, "size", (double)f->size) &&
+             cJSON_AddItemToObject(o, "_meta", kb_skill_pub_digest_meta(f));
+    if (ok)
+        return o;
+    cJSON_Delete(o);
+    return NULL;
+}
+
+/* The extension's Skill entry: uri, front matter, every file with its
+ * digest and size. */
+cJSON *kb_skill_pub_skill_json(const kb_skill_pub_skill *s)
+{
+    cJSON *o = cJSON_CreateObject(), *files = NULL;
+    char uri[128];
+    snprintf(uri, sizeof uri, "skill://%s/SKILL.md", s->name);
+    int ok = o && cJSON_AddStringToObject(o, "uri", uri) &&
+             cJSON_AddItemToObject(o, "frontmatter", cJSON_Duplicate(s->frontmatter, 1)) &&
+             (files = cJSON_AddArrayToObject(o, "resources"));
+    for (size_t i = 0; ok && i < s->nfiles; i++) {
+        char d[72];
+        snprintf(d, sizeof d, "sha256:%s", s->files[i].sha256);
+        cJSON *f = cJSON_CreateObject();
+        ok = f && cJSON_AddItemToArray(files, f) &&
+             cJSON_AddStringToObject(f, "uri", s->files[i].uri) &&
+             cJSON_AddStringToObject(f, "digest", d) &&
+             cJSON_AddNumberToObject(f, "size", (double)s->files[i].size);
+    }
+    if (ok)
+        return o;
+    cJSON_Delete(o);
+    return NULL;
+}
+

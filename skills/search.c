@@ -4,6 +4,7 @@
 #include "skills/skill.h"
 #include "kb/kb_int.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +47,16 @@ static char *field(const char *line, const char *key)
     return kb_strdup("");
 }
 
+int kb_skill_speedup_parse(const char *s, double *out)
+{
+    char *end = NULL;
+    double x = s && *s ? strtod(s, &end) : 0;
+    if (!s || !*s || *end || !isfinite(x))
+        return 0;
+    *out = x;
+    return 1;
+}
+
 /* 1 if want (NULL: anything) is one of the comma- or space-separated
  * items of have; for arch an item "sm_80+" holds every sm_NN from 80 on. */
 static int has_item(const char *have, const char *want, int arch)
@@ -67,7 +78,7 @@ static int has_item(const char *have, const char *want, int arch)
 }
 
 int kb_skill_search_passes(const kb_skill_query *q, const char *status,
-                        const char *arch, const char *dtype, const char *ops)
+                           const char *arch, const char *dtype, const char *ops)
 {
     return has_item(arch, q->arch, 1) && has_item(dtype, q->dtype, 0) &&
            has_item(ops, q->ops, 0) &&
@@ -100,7 +111,7 @@ static kb_rc make_hit(kb_store *store, const kb_result *r, kb_skill_hit *h, kb_e
 }
 
 kb_rc kb_skill_search(kb_store *store, const kb_skill_query *q,
-                          kb_skill_hits *out, kb_err *err)
+                      kb_skill_hits *out, kb_err *err)
 {
     memset(out, 0, sizeof *out);
     kb_query_opts o;

@@ -461,13 +461,16 @@ typedef struct {
  * skill, kept when its metadata passes q's filters, at most q->k. The
  * caller releases out with kb_skill_hits_release. */
 kb_rc kb_skill_search(kb_store *store, const kb_skill_query *q,
-                          kb_skill_hits *out, kb_err *err);
+                      kb_skill_hits *out, kb_err *err);
 void kb_skill_hits_release(kb_skill_hits *h);
 /* 1 if a skill with this metadata (kb-status, kb-arch, kb-dtype, kb-ops;
  * "" for a key it lacks) passes q's filters: the test kb_skill_search
  * applies to each hit, for a caller that lists skills without a search. */
 int kb_skill_search_passes(const kb_skill_query *q, const char *status,
-                        const char *arch, const char *dtype, const char *ops);
+                           const char *arch, const char *dtype, const char *ops);
+/* 1 if s (a kb-speedup, "1.61") is a number, *out set to it; 0 for "" or
+ * anything else: its JSON is then null. */
+int kb_skill_speedup_parse(const char *s, double *out);
 
 
 /* ------------------------------------------------------------ publish.c */
@@ -513,6 +516,17 @@ const kb_skill_pub_skill *kb_skill_pub_find(const kb_skill_pub *lib, const char 
 /* The file whose URI is uri (and its skill in *skill, may be NULL), or
  * NULL: only the files read at load are ever served. */
 const kb_skill_pub_file *kb_skill_pub_lookup(const kb_skill_pub *lib, const char *uri,
-                                            const kb_skill_pub_skill **skill);
+                                             const kb_skill_pub_skill **skill);
+/* f's bytes in base64 (caller frees; NULL out of memory). */
+char *kb_skill_pub_base64(const kb_skill_pub_file *f);
+/* The JSON the MCP Skills extension gives of the library (caller frees
+ * with cJSON_Delete; NULL out of memory): {"io.modelcontextprotocol.skills/digest":
+ * "sha256:HEX"} of f; the Resource of f in resources/list (SKILL.md named
+ * and described by its front matter, the other files by their place);
+ * a Skill entry of skills/list (uri, front matter, every file with its
+ * digest and size). */
+cJSON *kb_skill_pub_digest_meta(const kb_skill_pub_file *f);
+cJSON *kb_skill_pub_resource_json(const kb_skill_pub_skill *s, const kb_skill_pub_file *f);
+cJSON *kb_skill_pub_skill_json(const kb_skill_pub_skill *s);
 
 #endif
