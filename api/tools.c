@@ -281,33 +281,22 @@ static const char status_output[] =
 
 /* ---------------------------------------------------------------- results */
 
-/* Result objects are built through these: a call that cannot allocate
- * clears *ok, and the calls after it do nothing (sticky, like a kb_rc
- * chain); finish() checks once at the end. */
-static void put_string(cJSON *o, const char *key, const char *s, int *ok)
+/* A string of a result: "" where it has none (the schemas' strings are
+ * never null). */
+static const char *or_empty(const char *s)
 {
-    if (*ok && !cJSON_AddStringToObject(o, key, s ? s : ""))
-        *ok = 0;
+    return s ? s : "";
 }
 
-static void put_number(cJSON *o, const char *key, double x, int *ok)
-{
-    if (*ok && !cJSON_AddNumberToObject(o, key, x))
-        *ok = 0;
-}
-
-/* A rank, or null for 0 (not in that list). */
+/* Result objects are built with kb/json.c's sticky adders: a call that
+ * cannot allocate clears *ok, and the calls after it do nothing; finish()
+ * checks once at the end. A rank, or null for 0 (not in that list): */
 static void put_rank(cJSON *o, const char *key, int rank, int *ok)
 {
-    if (*ok && !(rank ? cJSON_AddNumberToObject(o, key, rank)
-                      : cJSON_AddNullToObject(o, key)))
-        *ok = 0;
-}
-
-static void put_string_or_null(cJSON *o, const char *key, const char *s, int *ok)
-{
-    if (*ok && !(s ? cJSON_AddStringToObject(o, key, s) : cJSON_AddNullToObject(o, key)))
-        *ok = 0;
+    if (rank)
+        kb_json_put_num(o, key, rank, ok);
+    else
+        kb_json_put_null(o, key, ok);
 }
 
 /* Unix time t as ISO 8601 in UTC ("2026-12-01T12:06:31Z") in buf, or NULL
@@ -319,43 +308,6 @@ static const char *iso_time(long long t, char *buf, size_t n)
     if (t <= 0 || !gmtime_r(&tt, &tm) || !strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm))
         return NULL;
     return buf;
-}
-
-static void put_item(cJSON *o, const char *key, cJSON *item, int *ok)
-{
-    if (!*ok || !cJSON_AddItemToObject(o, key, item)) {
-        cJSON_Delete(item);
-        *ok = 0;
-    }
-}
-
-static cJSON *put_array(cJSON *o, const char *key, int *ok)
-{
-    cJSON *a = *ok ? cJSON_AddArrayToObject(o, key) : NULL;
-    if (!a)
-        *ok = 0;
-    return a;
-}
-
-/* A new object appended to array a. */
-static cJSON *push_object(cJSON *a, int *ok)
-{
-    cJSON *x = *ok ? cJSON_CreateObject() : NULL;
-    if (!*ok || !cJSON_AddItemToArray(a, x)) {
-        cJSON_Delete(x);
-        *ok = 0;
-        return NULL;
-    }
-    return x;
-}
-
-static void push_string(cJSON *a, const char *s, int *ok)
-{
-    cJSON *x = *ok ? cJSON_CreateString(s ? s : "") : NULL;
-    if (!*ok || !cJSON_AddItemToArray(a, x)) {
-        cJSON_Delete(x);
-        *ok = 0;
-    }
 }
 
 static kb_rc finish(cJSON *root, int ok, cJSON **out, kb_err *err)
@@ -408,8 +360,9 @@ static void pack_items(cJSON *root, const char *key, cJSON *arr, int budget, int
     }
     if (*ok && !cJSON_AddBoolToObject(root, "truncated", omitted > 0))
         *ok = 0;
-    put_number(root, "omitted", (double)omitted, ok);
-    put_item(root, key, kept, ok);
+    kb_json_put_num(root, "omitted", (double)omitted, ok);
+    *ok = *ok && kept;   /* NULL: out of memory */
+    kb_json_put_item(root, key, kept, ok);
 }
 
 /* What names and cites a result: its chunk id, source, title, heading
@@ -417,39 +370,39 @@ static void pack_items(cJSON *root, const char *key, cJSON *arr, int budget, int
  * these alone). */
 static void put_citation(cJSON *o, const kb_result *x, int *ok)
 {
-    put_number(o, "chunk_id", (double)x->chunk_id, ok);
-    put_string(o, "source", x->source, ok);
-    put_string(o, "title", x->title, ok);
-    cJSON *hp = put_array(o, "heading_path", ok);
+    kb_json_put_num(o, "chunk_id", (double)x->chunk_id, ok);
+    kb_json_put_str(o, "source", or_empty(x->source), ok);
+    kb_json_put_str(o, "title", or_empty(x->title), ok);
+    cJSON *hp = kb_json_put_arr(o, "heading_path", ok);
     for (size_t d = 0; d < x->depth; d++)
-        push_string(hp, x->heading_path[d], ok);
-    put_string(o, "url", x->url, ok);
-    put_string(o, "path", x->path, ok);
+        kb_json_push_str(hp, or_empty(x->heading_path[d]), ok);
+    kb_json_put_str(o, "url", or_empty(x->url), ok);
+    kb_json_put_str(o, "path", or_empty(x->path), ok);
 }
 
 /* One result's object, in the shape of `kb query --json`. */
 static void put_result(cJSON *o, const kb_result *x, int explain, int *okp)
 {
     int ok = *okp && o;
-    put_number(o, "rank", x->rank, &ok);
-    put_number(o, "score", x->score, &ok);
+    kb_json_put_num(o, "rank", x->rank, &ok);
+    kb_json_put_num(o, "score", x->score, &ok);
     put_citation(o, x, &ok);
-    put_string(o, "kind", kb_kind_name(x->kind), &ok);
-    put_string(o, "text", x->text, &ok);
-    put_string(o, "version", x->version, &ok);
+    kb_json_put_str(o, "kind", or_empty(kb_kind_name(x->kind)), &ok);
+    kb_json_put_str(o, "text", or_empty(x->text), &ok);
+    kb_json_put_str(o, "version", or_empty(x->version), &ok);
     put_rank(o, "lexical_rank", x->lexical_rank, &ok);
     put_rank(o, "vector_rank", x->vector_rank, &ok);
     if (explain && x->lexical_rank)
-        put_number(o, "lexical_score", x->lexical_score, &ok);
+        kb_json_put_num(o, "lexical_score", x->lexical_score, &ok);
     else if (explain)
         put_rank(o, "lexical_score", 0, &ok);
     if (explain && x->vector_rank)
-        put_number(o, "vector_score", x->vector_score, &ok);
+        kb_json_put_num(o, "vector_score", x->vector_score, &ok);
     else if (explain)
         put_rank(o, "vector_score", 0, &ok);
-    cJSON *sim = x->nsimilar ? put_array(o, "similar", &ok) : NULL;
+    cJSON *sim = x->nsimilar ? kb_json_put_arr(o, "similar", &ok) : NULL;
     for (size_t j = 0; sim && j < x->nsimilar; j++)
-        put_citation(push_object(sim, &ok), &x->similar[j], &ok);
+        put_citation(kb_json_push_obj(sim, &ok), &x->similar[j], &ok);
     *okp = ok;
 }
 
@@ -461,23 +414,22 @@ static kb_rc results_json(const char *query, const kb_results *r, int budget,
     cJSON *root = cJSON_CreateObject();
     cJSON *arr = cJSON_CreateArray();
     int ok = root && arr;
-    put_string(root, "query", query, &ok);
-    put_string(root, "mode", kb_mode_name(r->mode), &ok);
-    put_number(root, "took_ms", (double)(int)(r->took_ms * 1000) / 1000.0, &ok);
+    kb_json_put_str(root, "query", or_empty(query), &ok);
+    kb_json_put_str(root, "mode", or_empty(kb_mode_name(r->mode)), &ok);
+    kb_json_put_num(root, "took_ms", (double)(int)(r->took_ms * 1000) / 1000.0, &ok);
     for (size_t i = 0; ok && i < r->n; i++)
-        put_result(push_object(arr, &ok), &r->items[i], explain, &ok);
+        put_result(kb_json_push_obj(arr, &ok), &r->items[i], explain, &ok);
     if (r->nskills) {   /* before the results are packed: their budget is what is left */
-        cJSON *sk = put_array(root, "skills", &ok);
+        cJSON *sk = kb_json_put_arr(root, "skills", &ok);
         for (size_t i = 0; ok && i < r->nskills; i++)
-            put_result(push_object(sk, &ok), &r->skills[i], explain, &ok);
+            put_result(kb_json_push_obj(sk, &ok), &r->skills[i], explain, &ok);
     }
     if (explain) {
-        cJSON *t = cJSON_CreateObject();
-        put_item(root, "timings", t, &ok);
-        put_number(t, "lexical_ms", r->lexical_ms, &ok);
-        put_number(t, "embed_ms", r->embed_ms, &ok);
-        put_number(t, "vector_ms", r->vector_ms, &ok);
-        put_number(t, "results_ms", r->results_ms, &ok);
+        cJSON *t = kb_json_put_obj(root, "timings", &ok);
+        kb_json_put_num(t, "lexical_ms", r->lexical_ms, &ok);
+        kb_json_put_num(t, "embed_ms", r->embed_ms, &ok);
+        kb_json_put_num(t, "vector_ms", r->vector_ms, &ok);
+        kb_json_put_num(t, "results_ms", r->results_ms, &ok);
     }
     pack_items(root, "results", arr, budget, &ok);
     cJSON_Delete(arr);
@@ -568,34 +520,32 @@ static kb_rc get_json(int64_t id, const kb_results *r, int budget, cJSON **out,
     cJSON *root = cJSON_CreateObject();
     cJSON *arr = cJSON_CreateArray();
     int ok = root && arr;
-    put_number(root, "chunk_id", (double)id, &ok);
-    cJSON *doc = cJSON_CreateObject();
-    put_item(root, "document", doc, &ok);
-    put_string(doc, "source", x->source, &ok);
-    put_string(doc, "title", x->title, &ok);
+    kb_json_put_num(root, "chunk_id", (double)id, &ok);
+    cJSON *doc = kb_json_put_obj(root, "document", &ok);
+    kb_json_put_str(doc, "source", or_empty(x->source), &ok);
+    kb_json_put_str(doc, "title", or_empty(x->title), &ok);
     size_t ulen = strcspn(x->url, "#");
     char *url = kb_strndup(x->url, ulen);
     if (!url)
         ok = 0;
-    put_string(doc, "url", url ? url : "", &ok);
+    kb_json_put_str(doc, "url", url ? url : "", &ok);
     free(url);
-    put_string(doc, "path", x->path, &ok);
-    put_string(doc, "version", x->version, &ok);
-    cJSON *sec = cJSON_CreateObject();
-    put_item(root, "section", sec, &ok);
-    cJSON *hp = put_array(sec, "heading_path", &ok);
+    kb_json_put_str(doc, "path", or_empty(x->path), &ok);
+    kb_json_put_str(doc, "version", or_empty(x->version), &ok);
+    cJSON *sec = kb_json_put_obj(root, "section", &ok);
+    cJSON *hp = kb_json_put_arr(sec, "heading_path", &ok);
     for (size_t d = 0; d < x->depth; d++)
-        push_string(hp, x->heading_path[d], &ok);
-    put_string(sec, "url", x->url, &ok);
+        kb_json_push_str(hp, or_empty(x->heading_path[d]), &ok);
+    kb_json_put_str(sec, "url", or_empty(x->url), &ok);
     for (size_t i = 0; ok && i < r->n; i++) {
         const kb_result *c = &r->items[i];
-        cJSON *o = push_object(arr, &ok);
-        put_number(o, "chunk_id", (double)c->chunk_id, &ok);
-        put_string(o, "kind", kb_kind_name(c->kind), &ok);
-        cJSON *h = put_array(o, "heading_path", &ok);
+        cJSON *o = kb_json_push_obj(arr, &ok);
+        kb_json_put_num(o, "chunk_id", (double)c->chunk_id, &ok);
+        kb_json_put_str(o, "kind", or_empty(kb_kind_name(c->kind)), &ok);
+        cJSON *h = kb_json_put_arr(o, "heading_path", &ok);
         for (size_t d = 0; d < c->depth; d++)
-            push_string(h, c->heading_path[d], &ok);
-        put_string(o, "text", c->text, &ok);
+            kb_json_push_str(h, or_empty(c->heading_path[d]), &ok);
+        kb_json_put_str(o, "text", or_empty(c->text), &ok);
     }
     pack_items(root, "chunks", arr, budget, &ok);
     cJSON_Delete(arr);
@@ -629,17 +579,18 @@ static kb_rc tool_papers(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
     int ok = root && arr;
     for (size_t i = 0; ok && i < list.n; i++) {
         const kb_paper_row *p = &list.items[i];
-        cJSON *o = push_object(arr, &ok);
-        put_number(o, "chunk_id", (double)p->chunk_id, &ok);
-        put_string(o, "date", p->date, &ok);
-        put_string(o, "title", p->title, &ok);
-        put_string(o, "section", p->section, &ok);
+        cJSON *o = kb_json_push_obj(arr, &ok);
+        kb_json_put_num(o, "chunk_id", (double)p->chunk_id, &ok);
+        kb_json_put_str(o, "date", or_empty(p->date), &ok);
+        kb_json_put_str(o, "title", or_empty(p->title), &ok);
+        kb_json_put_str(o, "section", or_empty(p->section), &ok);
         cJSON *links = cJSON_Parse(p->links_json);
         if (!cJSON_IsObject(links)) {   /* written by ingest: never, but safe */
             cJSON_Delete(links);
             links = cJSON_CreateObject();
         }
-        put_item(o, "links", links, &ok);
+        ok = ok && links;   /* NULL: out of memory */
+        kb_json_put_item(o, "links", links, &ok);
     }
     kb_paper_list_release(&list);
     pack_items(root, "papers", arr, arg_budget(ctx, args), &ok);
@@ -656,31 +607,30 @@ static kb_rc tool_status(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
         return rc;
     cJSON *root = cJSON_CreateObject();
     int ok = root != NULL;
-    put_string(root, "kb", kb_store_dir(ctx->store), &ok);
-    put_number(root, "schema_version", st.schema_version, &ok);
-    put_number(root, "documents", (double)st.documents, &ok);
-    put_number(root, "chunks", (double)st.chunks, &ok);
-    put_number(root, "papers", (double)st.papers, &ok);
-    put_number(root, "embeddings", (double)st.embeddings, &ok);
-    put_string(root, "embedder", st.embedder, &ok);
-    put_string(root, "index", st.vec_index, &ok);
-    put_number(root, "disk_bytes", (double)st.disk_bytes, &ok);
-    cJSON *arr = put_array(root, "sources", &ok);
+    kb_json_put_str(root, "kb", or_empty(kb_store_dir(ctx->store)), &ok);
+    kb_json_put_num(root, "schema_version", st.schema_version, &ok);
+    kb_json_put_num(root, "documents", (double)st.documents, &ok);
+    kb_json_put_num(root, "chunks", (double)st.chunks, &ok);
+    kb_json_put_num(root, "papers", (double)st.papers, &ok);
+    kb_json_put_num(root, "embeddings", (double)st.embeddings, &ok);
+    kb_json_put_str(root, "embedder", or_empty(st.embedder), &ok);
+    kb_json_put_str(root, "index", or_empty(st.vec_index), &ok);
+    kb_json_put_num(root, "disk_bytes", (double)st.disk_bytes, &ok);
+    cJSON *arr = kb_json_put_arr(root, "sources", &ok);
     for (size_t i = 0; ok && i < st.n; i++) {
         const kb_source_status *s = &st.sources[i];
-        cJSON *x = push_object(arr, &ok);
-        put_string(x, "id", s->id, &ok);
-        put_string(x, "title", s->title, &ok);
-        put_string(x, "url", s->url, &ok);
-        put_string(x, "version", s->version, &ok);
-        put_number(x, "documents", (double)s->documents, &ok);
-        put_number(x, "chunks", (double)s->chunks, &ok);
-        put_number(x, "papers", (double)s->papers, &ok);
-        put_number(x, "last_ingest", (double)s->last_ingest, &ok);
+        cJSON *x = kb_json_push_obj(arr, &ok);
+        kb_json_put_str(x, "id", or_empty(s->id), &ok);
+        kb_json_put_str(x, "title", or_empty(s->title), &ok);
+        kb_json_put_str(x, "url", or_empty(s->url), &ok);
+        kb_json_put_str(x, "version", or_empty(s->version), &ok);
+        kb_json_put_num(x, "documents", (double)s->documents, &ok);
+        kb_json_put_num(x, "chunks", (double)s->chunks, &ok);
+        kb_json_put_num(x, "papers", (double)s->papers, &ok);
+        kb_json_put_num(x, "last_ingest", (double)s->last_ingest, &ok);
         char when[32];
-        put_string_or_null(x, "ingested", iso_time(s->last_ingest, when, sizeof when),
-                           &ok);
-        put_string_or_null(x, "last_error", s->last_error, &ok);
+        kb_json_put_str(x, "ingested", iso_time(s->last_ingest, when, sizeof when), &ok);
+        kb_json_put_str(x, "last_error", s->last_error, &ok);
     }
     kb_status_release(&st);
     return finish(root, ok, out, err);
