@@ -1,4 +1,4 @@
-/* tool_prompt.c - generator/'s tool table (gen.h, "tool_prompt.c"): task,
+/* tool_prompt.c - the generator's part of the tool table (api.h): task,
  * a task's definition, and prompt, the generator's prompt for it, for an
  * agent that writes the kernel with its own model and hands it back
  * through verify. */
@@ -238,7 +238,7 @@ static const kb_tool tools[] = {
       "the default launch, the baseline and roofline, and the reference "
       "kernel's source. Use it before you write a kernel for verify; an "
       "unknown task is an error that says where it looked.",
-      task_input, task_output, 1, tool_task, 0 },
+      task_input, task_output, 1, tool_task, 0, KB_TOOL_MCP | KB_TOOL_REST },
     { "prompt",
       "Assemble kb's generator prompt for a task: the GPU's hardware "
       "profile, the task, its reference kernel, the context retrieved for it "
@@ -249,10 +249,10 @@ static const kb_tool tools[] = {
       "with your own model, then check it with verify. Returns system and "
       "user text, the estimated tokens (within budget_tokens), the prompt's "
       "hash and the passages cited.",
-      prompt_input, prompt_output, 1, tool_prompt, 0 },
+      prompt_input, prompt_output, 1, tool_prompt, 0, KB_TOOL_MCP | KB_TOOL_REST },
 };
 
-const kb_tool *kb_gen_tools(size_t *n)
+const kb_tool *kb_api_prompt_tools(size_t *n)
 {
     *n = sizeof tools / sizeof tools[0];
     return tools;

@@ -1,5 +1,5 @@
-/* tool_skill.c - serve/'s skill tools (mcp.h): skill_search, the KB's
- * skills through generator/'s search (one hit per skill, filtered by its
+/* tool_skill.c - the skill tools (api.h): skill_search, the KB's
+ * skills through skills/'s search (one hit per skill, filtered by its
  * metadata), and skill_get, one skill of the library as the server read
  * it (front matter, SKILL.md, its files with digests, its evidence). */
 #include "api/api.h"
@@ -10,9 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
-
-#define SKILLS_SLOT "serve/skills"
+#define SKILLS_SLOT "api/skills"
 #define QUERY_MAX_CHARS 4096
 
 /* The library is the server's: the store only points at it. */
@@ -21,7 +19,7 @@ static void not_owned(void *p)
     (void)p;
 }
 
-kb_rc kb_serve_skills_attach(kb_store *store, const kb_mcp_skills *lib, kb_err *err)
+kb_rc kb_api_skills_attach(kb_store *store, const kb_skill_pub *lib, kb_err *err)
 {
     if (kb_store_slot_get(store, SKILLS_SLOT) == lib)
         return KB_OK;
@@ -55,8 +53,20 @@ static const char search_input[] =
         "\"description\":\"the technique or problem, in words: 'bank "
         "conflicts in a shared-memory transpose', 'bf16 gemm with tensor "
         "cores', 'single-pass softmax'\"},"
-    K_PROP("\"default\":5,") MODE_PROP FILTER_PROPS "},"
+    K_PROP("\"default\":5,") MODE_PROP FILTER_PROPS ","
+    "\"all\":{\"type\":\"boolean\",\"default\":false,\"description\":"
+        "\"retired skills too\"}},"
     "\"required\":[\"query\"],\"additionalProperties\":false}";
+
+/* kb-speedup as a number, and kb-arch: one meaning wherever a skill is
+ * described (kb skill list calls the device it was verified on
+ * verified_on). */
+#define SPEEDUP_SCHEMA \
+    "{\"type\":[\"number\",\"null\"],\"description\":\"kb-speedup: over the " \
+        "task's baseline on the GPU it was verified on; null when none\"}"
+#define ARCH_SCHEMA \
+    "{\"type\":\"string\",\"description\":\"kb-arch: the architectures " \
+        "it is for (sm_90, sm_80+); empty when it names none\"}"
 
 static const char search_output[] =
     "{\"type\":\"object\",\"properties\":{"
@@ -73,21 +83,22 @@ static const char search_output[] =
             "no skill library\"},"
         "\"status\":{\"type\":\"string\",\"description\":\"draft, verified "
             "(kb-verify measured it), approved (and a reviewer), retired\"},"
-        "\"speedup\":{\"type\":\"string\",\"description\":\"over the task's "
-            "baseline on the GPU it was verified on; empty when none\"},"
+        "\"speedup\":" SPEEDUP_SCHEMA ","
         "\"task\":{\"type\":\"string\"},"
-        "\"arch\":{\"type\":\"string\"},"
+        "\"arch\":" ARCH_SCHEMA ","
         "\"dtype\":{\"type\":\"string\"},"
         "\"ops\":{\"type\":\"string\"},"
         "\"score\":{\"type\":\"number\"},"
         "\"chunk_id\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
             "\"the best section's chunk, for get\"},"
         "\"url\":{\"type\":\"string\"},"
+        "\"path\":{\"type\":\"string\",\"description\":\"its SKILL.md's path "
+            "in its source\"},"
         "\"heading_path\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
         "\"text\":{\"type\":\"string\",\"description\":\"a snippet of the "
             "best section\"}},"
     "\"required\":[\"rank\",\"name\",\"uri\",\"status\",\"speedup\",\"task\","
-        "\"arch\",\"dtype\",\"ops\",\"score\",\"chunk_id\",\"url\","
+        "\"arch\",\"dtype\",\"ops\",\"score\",\"chunk_id\",\"url\",\"path\","
         "\"heading_path\",\"text\"],"
     "\"additionalProperties\":false}}},"
     "\"required\":[\"query\",\"mode\",\"took_ms\",\"results\"],"
@@ -140,53 +151,70 @@ static const char *arg_str(const cJSON *args, const char *key)
     return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(args, key));
 }
 
+/* Puts kb-speedup under "speedup": a number, or null when it is none. */
+static void put_speedup(cJSON *o, const char *speedup, int *ok)
+{
+    double x;
+    if (kb_skill_speedup_parse(speedup, &x))
+        kb_json_put_num(o, "speedup", x, ok);
+    else
+        kb_json_put_null(o, "speedup", ok);
+}
+
+/* The hit x, ranked rank, appended to arr; its uri when lib has it. */
+static void put_hit(cJSON *arr, const kb_skill_hit *x, size_t rank,
+                    const kb_skill_pub *lib, int *ok)
+{
+    char uri[128] = "";
+    if (kb_skill_pub_find(lib, x->name))
+        snprintf(uri, sizeof uri, "skill://%s/SKILL.md", x->name);
+    cJSON *o = kb_json_push_obj(arr, ok);
+    kb_json_put_num(o, "rank", (double)rank, ok);
+    kb_json_put_str(o, "name", x->name, ok);
+    kb_json_put_str(o, "uri", uri, ok);
+    kb_json_put_str(o, "status", x->status, ok);
+    put_speedup(o, x->speedup, ok);
+    kb_json_put_str(o, "task", x->task, ok);
+    kb_json_put_str(o, "arch", x->arch, ok);
+    kb_json_put_str(o, "dtype", x->dtype, ok);
+    kb_json_put_str(o, "ops", x->ops, ok);
+    kb_json_put_num(o, "score", x->r->score, ok);
+    kb_json_put_num(o, "chunk_id", (double)x->r->chunk_id, ok);
+    kb_json_put_str(o, "url", x->r->url, ok);
+    kb_json_put_str(o, "path", x->r->path, ok);
+    cJSON *hp = kb_json_put_arr(o, "heading_path", ok);
+    for (size_t d = 0; *ok && d < x->r->depth; d++)
+        kb_json_push_str(hp, x->r->heading_path[d], ok);
+    kb_json_put_str(o, "text", x->r->text, ok);
+}
+
 static kb_rc tool_skill_search(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
                                kb_err *err)
 {
     const cJSON *k = cJSON_GetObjectItemCaseSensitive(args, "k");
-    kb_gen_skill_query q = { .run = kb_query_run, .text = arg_str(args, "query"), .mode = KB_MODE_HYBRID,
-                             .k = cJSON_IsNumber(k) ? (int)k->valuedouble : 5,
-                             .arch = arg_str(args, "arch"), .dtype = arg_str(args, "dtype"),
-                             .ops = arg_str(args, "ops"), .status = arg_str(args, "status"),
-                             .config = ctx->config };
+    kb_skill_query q = { .run = kb_query_run, .text = arg_str(args, "query"),
+                         .mode = KB_MODE_HYBRID, .k = cJSON_IsNumber(k) ? (int)k->valuedouble : 5,
+                         .arch = arg_str(args, "arch"), .dtype = arg_str(args, "dtype"),
+                         .ops = arg_str(args, "ops"), .status = arg_str(args, "status"),
+                         .all = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(args, "all")),
+                         .config = ctx->config };
     const char *mode = arg_str(args, "mode");
     if (mode && kb_mode_parse(mode, &q.mode) != 0)
         return kb_err_set(err, KB_ERR_USAGE, "skill_search: unknown mode");
-    const kb_mcp_skills *lib = kb_store_slot_get(ctx->store, SKILLS_SLOT);
-    kb_gen_skill_hits h;
-    kb_rc rc = kb_gen_skill_search(ctx->store, &q, &h, err);
+    const kb_skill_pub *lib = kb_store_slot_get(ctx->store, SKILLS_SLOT);
+    kb_skill_hits h;
+    kb_rc rc = kb_skill_search(ctx->store, &q, &h, err);
     if (rc != KB_OK)
         return rc;
-    cJSON *root = cJSON_CreateObject(), *arr = NULL;
-    int ok = root && cJSON_AddStringToObject(root, "query", q.text) &&
-             cJSON_AddStringToObject(root, "mode", kb_mode_name(h.all.mode)) &&
-             cJSON_AddNumberToObject(root, "took_ms", h.all.took_ms) &&
-             (arr = cJSON_AddArrayToObject(root, "results"));
-    for (size_t i = 0; ok && i < h.n; i++) {
-        const kb_gen_skill_hit *x = &h.items[i];
-        char uri[128] = "";
-        if (kb_mcp_skills_find(lib, x->name))
-            snprintf(uri, sizeof uri, "skill://%s/SKILL.md", x->name);
-        cJSON *o = cJSON_CreateObject(), *hp = NULL;
-        ok = o && cJSON_AddItemToArray(arr, o) &&
-             cJSON_AddNumberToObject(o, "rank", (double)(i + 1)) &&
-             cJSON_AddStringToObject(o, "name", x->name) &&
-             cJSON_AddStringToObject(o, "uri", uri) &&
-             cJSON_AddStringToObject(o, "status", x->status) &&
-             cJSON_AddStringToObject(o, "speedup", x->speedup) &&
-             cJSON_AddStringToObject(o, "task", x->task) &&
-             cJSON_AddStringToObject(o, "arch", x->arch) &&
-             cJSON_AddStringToObject(o, "dtype", x->dtype) &&
-             cJSON_AddStringToObject(o, "ops", x->ops) &&
-             cJSON_AddNumberToObject(o, "score", x->r->score) &&
-             cJSON_AddNumberToObject(o, "chunk_id", (double)x->r->chunk_id) &&
-             cJSON_AddStringToObject(o, "url", x->r->url) &&
-             (hp = cJSON_AddArrayToObject(o, "heading_path")) &&
-             cJSON_AddStringToObject(o, "text", x->r->text);
-        for (size_t d = 0; ok && d < x->r->depth; d++)
-            ok = cJSON_AddItemToArray(hp, cJSON_CreateString(x->r->heading_path[d])) != 0;
-    }
-    kb_gen_skill_hits_release(&h);
+    cJSON *root = cJSON_CreateObject();
+    int ok = root != NULL;
+    kb_json_put_str(root, "query", q.text, &ok);
+    kb_json_put_str(root, "mode", kb_mode_name(h.all.mode), &ok);
+    kb_json_put_num(root, "took_ms", h.all.took_ms, &ok);
+    cJSON *arr = kb_json_put_arr(root, "results", &ok);
+    for (size_t i = 0; ok && i < h.n; i++)
+        put_hit(arr, &h.items[i], i + 1, lib, &ok);
+    kb_skill_hits_release(&h);
     if (!ok) {
         cJSON_Delete(root);
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
@@ -196,12 +224,12 @@ static kb_rc tool_skill_search(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
 }
 
 /* "sha256:HEX" of f. */
-static void digest(const kb_mcp_skill_file *f, char out[72])
+static void digest(const kb_skill_pub_file *f, char out[72])
 {
     snprintf(out, 72, "sha256:%s", f->sha256);
 }
 
-static const kb_mcp_skill_file *file_named(const kb_mcp_skill *s, const char *name)
+static const kb_skill_pub_file *file_named(const kb_skill_pub_skill *s, const char *name)
 {
     for (size_t i = 0; i < s->nfiles; i++)
         if (strcmp(s->files[i].name, name) == 0)
@@ -211,7 +239,7 @@ static const kb_mcp_skill_file *file_named(const kb_mcp_skill *s, const char *na
 
 /* Adds "files": [{uri, digest, size, mimeType}] of s to o; 0 out of
  * memory. */
-static int add_files(cJSON *o, const kb_mcp_skill *s)
+static int add_files(cJSON *o, const kb_skill_pub_skill *s)
 {
     cJSON *files = cJSON_AddArrayToObject(o, "files");
     int ok = files != NULL;
@@ -230,9 +258,9 @@ static int add_files(cJSON *o, const kb_mcp_skill *s)
 
 /* The library on ctx's store, or NULL with err set to the 404 of a
  * server that serves none. */
-static const kb_mcp_skills *library(kb_tool_ctx *ctx, const char *tool, kb_err *err)
+static const kb_skill_pub *library(kb_tool_ctx *ctx, const char *tool, kb_err *err)
 {
-    const kb_mcp_skills *lib = kb_store_slot_get(ctx->store, SKILLS_SLOT);
+    const kb_skill_pub *lib = kb_store_slot_get(ctx->store, SKILLS_SLOT);
     if (!lib)
         kb_err_set(err, KB_ERR_NOTFOUND, "%s: this server serves no skill library "
                    "(--skills DIR; skill_search still searches the KB's skills)", tool);
@@ -241,10 +269,10 @@ static const kb_mcp_skills *library(kb_tool_ctx *ctx, const char *tool, kb_err *
 
 /* The skill called name in lib, or NULL with err set to a 404 that names
  * the skills there are. */
-static const kb_mcp_skill *skill_named(const kb_mcp_skills *lib, const char *tool,
+static const kb_skill_pub_skill *skill_named(const kb_skill_pub *lib, const char *tool,
                                        const char *name, kb_err *err)
 {
-    const kb_mcp_skill *s = kb_mcp_skills_find(lib, name);
+    const kb_skill_pub_skill *s = kb_skill_pub_find(lib, name);
     if (s)
         return s;
     kb_buf names;
@@ -261,13 +289,13 @@ static const kb_mcp_skill *skill_named(const kb_mcp_skills *lib, const char *too
 static kb_rc tool_skill_get(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
                             kb_err *err)
 {
-    const kb_mcp_skills *lib = library(ctx, "skill_get", err);
-    const kb_mcp_skill *s = lib ? skill_named(lib, "skill_get", arg_str(args, "name"), err) : NULL;
+    const kb_skill_pub *lib = library(ctx, "skill_get", err);
+    const kb_skill_pub_skill *s = lib ? skill_named(lib, "skill_get", arg_str(args, "name"), err) : NULL;
     if (!s)
         return KB_ERR_NOTFOUND;
-    const kb_mcp_skill_file *md = file_named(s, "SKILL.md");
-    const kb_mcp_skill_file *ev = file_named(s, "evidence.json");
-    const kb_mcp_skill_file *kernel = file_named(s, "kernel.cu");
+    const kb_skill_pub_file *md = file_named(s, "SKILL.md");
+    const kb_skill_pub_file *ev = file_named(s, "evidence.json");
+    const kb_skill_pub_file *kernel = file_named(s, "kernel.cu");
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(s->frontmatter, "metadata");
     const char *status = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "kb-status"));
     cJSON *evidence = ev && ev->text ? cJSON_Parse(ev->data) : NULL;
@@ -314,9 +342,9 @@ static const char list_input[] =
     "\"uri\":{\"type\":\"string\"}," \
     "\"status\":{\"type\":\"string\"}," \
     "\"description\":{\"type\":\"string\"}," \
-    "\"speedup\":{\"type\":\"string\"}," \
+    "\"speedup\":" SPEEDUP_SCHEMA "," \
     "\"task\":{\"type\":\"string\"}," \
-    "\"arch\":{\"type\":\"string\"}," \
+    "\"arch\":" ARCH_SCHEMA "," \
     "\"dtype\":{\"type\":\"string\"}," \
     "\"ops\":{\"type\":\"string\"}," \
     "\"files\":" FILES_SCHEMA "}," \
@@ -357,7 +385,7 @@ static const char file_output[] =
     "\"additionalProperties\":false}";
 
 /* A metadata value of s's front matter, "" when it has none. */
-static const char *meta_of(const kb_mcp_skill *s, const char *key)
+static const char *meta_of(const kb_skill_pub_skill *s, const char *key)
 {
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(s->frontmatter, "metadata");
     const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, key));
@@ -367,35 +395,34 @@ static const char *meta_of(const kb_mcp_skill *s, const char *key)
 static kb_rc tool_skill_list(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
                              kb_err *err)
 {
-    const kb_mcp_skills *lib = library(ctx, "skill_list", err);
+    const kb_skill_pub *lib = library(ctx, "skill_list", err);
     if (!lib)
         return KB_ERR_NOTFOUND;
     const cJSON *k = cJSON_GetObjectItemCaseSensitive(args, "k");
     size_t max = cJSON_IsNumber(k) ? (size_t)k->valuedouble : lib->n;
-    kb_gen_skill_query q = { .arch = arg_str(args, "arch"), .dtype = arg_str(args, "dtype"),
-                             .ops = arg_str(args, "ops"), .status = arg_str(args, "status") };
+    kb_skill_query q = { .arch = arg_str(args, "arch"), .dtype = arg_str(args, "dtype"),
+                         .ops = arg_str(args, "ops"), .status = arg_str(args, "status") };
     cJSON *root = cJSON_CreateObject(), *arr = NULL;
     int ok = root && (arr = cJSON_AddArrayToObject(root, "skills"));
     for (size_t i = 0, n = 0; ok && i < lib->n && n < max; i++) {
-        const kb_mcp_skill *x = &lib->items[i];
+        const kb_skill_pub_skill *x = &lib->items[i];
         const char *status = *meta_of(x, "kb-status") ? meta_of(x, "kb-status") : "draft";
-        if (!kb_gen_skill_passes(&q, status, meta_of(x, "kb-arch"), meta_of(x, "kb-dtype"),
-                                 meta_of(x, "kb-ops")))
+        if (!kb_skill_search_passes(&q, status, meta_of(x, "kb-arch"), meta_of(x, "kb-dtype"),
+                                    meta_of(x, "kb-ops")))
             continue;
         char uri[128];
         snprintf(uri, sizeof uri, "skill://%s/SKILL.md", x->name);
-        cJSON *o = cJSON_CreateObject();
-        ok = o && cJSON_AddItemToArray(arr, o) &&
-             cJSON_AddStringToObject(o, "name", x->name) &&
-             cJSON_AddStringToObject(o, "uri", uri) &&
-             cJSON_AddStringToObject(o, "status", status) &&
-             cJSON_AddStringToObject(o, "description", x->description) &&
-             cJSON_AddStringToObject(o, "speedup", meta_of(x, "kb-speedup")) &&
-             cJSON_AddStringToObject(o, "task", meta_of(x, "kb-task")) &&
-             cJSON_AddStringToObject(o, "arch", meta_of(x, "kb-arch")) &&
-             cJSON_AddStringToObject(o, "dtype", meta_of(x, "kb-dtype")) &&
-             cJSON_AddStringToObject(o, "ops", meta_of(x, "kb-ops")) &&
-             add_files(o, x);
+        cJSON *o = kb_json_push_obj(arr, &ok);
+        kb_json_put_str(o, "name", x->name, &ok);
+        kb_json_put_str(o, "uri", uri, &ok);
+        kb_json_put_str(o, "status", status, &ok);
+        kb_json_put_str(o, "description", x->description, &ok);
+        put_speedup(o, meta_of(x, "kb-speedup"), &ok);
+        kb_json_put_str(o, "task", meta_of(x, "kb-task"), &ok);
+        kb_json_put_str(o, "arch", meta_of(x, "kb-arch"), &ok);
+        kb_json_put_str(o, "dtype", meta_of(x, "kb-dtype"), &ok);
+        kb_json_put_str(o, "ops", meta_of(x, "kb-ops"), &ok);
+        ok = ok && add_files(o, x);
         n++;
     }
     if (!ok) {
@@ -410,11 +437,11 @@ static kb_rc tool_skill_file(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
                              kb_err *err)
 {
     const char *name = arg_str(args, "name"), *file = arg_str(args, "file");
-    const kb_mcp_skills *lib = library(ctx, "skill_file", err);
-    const kb_mcp_skill *s = lib ? skill_named(lib, "skill_file", name, err) : NULL;
+    const kb_skill_pub *lib = library(ctx, "skill_file", err);
+    const kb_skill_pub_skill *s = lib ? skill_named(lib, "skill_file", name, err) : NULL;
     if (!s)
         return KB_ERR_NOTFOUND;
-    const kb_mcp_skill_file *f = file_named(s, file);
+    const kb_skill_pub_file *f = file_named(s, file);
     if (!f) {
         kb_buf names;
         kb_buf_init(&names, 1 << 16);
@@ -429,9 +456,7 @@ static kb_rc tool_skill_file(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
     }
     char d[72];
     digest(f, d);
-    char *b64 = NULL;
-    if (!f->text && (b64 = malloc((f->size + 2) / 3 * 4 + 1)) != NULL)
-        EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)f->data, (int)f->size);
+    char *b64 = f->text ? NULL : kb_skill_pub_base64(f);
     cJSON *root = cJSON_CreateObject();
     int ok = root && (f->text || b64) && cJSON_AddStringToObject(root, "uri", f->uri) &&
              cJSON_AddStringToObject(root, "mimeType", f->mime) &&
@@ -458,7 +483,8 @@ static const kb_tool tools[] = {
       "library), its speedup, task, architecture and data type; filter by "
       "arch, dtype, ops or status. Call skill_get with a hit's name for the "
       "whole skill.",
-      search_input, search_output, 1, tool_skill_search, 1 },
+      search_input, search_output, 1, tool_skill_search, 1,
+      KB_TOOL_MCP | KB_TOOL_REST | KB_TOOL_NEEDS_SKILLS },
     { "skill_get",
       "One skill whole: its SKILL.md (when to apply, the technique, pitfalls, "
       "the evidence, with deep links into the guides), its front matter "
@@ -466,33 +492,27 @@ static const kb_tool tools[] = {
       "kb-verify records behind it, and its files (kernel.cu, evidence.json, "
       "...) as skill:// resources with their sha256 digests; kernel true adds "
       "the kernel's source.",
-      get_input, get_output, 1, tool_skill_get, 0 },
-};
-
-/* REST's own: GET /v1/skills without a query, and a file of a skill
- * (what /mcp serves as resources, so not MCP tools). */
-static const kb_tool rest_tools[] = {
+      get_input, get_output, 1, tool_skill_get, 0,
+      KB_TOOL_MCP | KB_TOOL_REST | KB_TOOL_NEEDS_SKILLS },
+    /* REST's own: GET /v1/skills without a query, and a file of a skill
+     * (what /mcp serves as resources, so not MCP tools) */
     { "skill_list",
       "The skill library's skills, by name, with their status, speedup, "
       "task, architecture, data type and files; filter by arch, dtype, ops "
       "or status (retired skills only when asked for), at most k. mode is "
       "a search's and changes nothing here.",
-      list_input, list_output, 1, tool_skill_list, 0 },
+      list_input, list_output, 1, tool_skill_list, 0,
+      KB_TOOL_REST | KB_TOOL_NEEDS_SKILLS },
     { "skill_file",
       "One file of a skill (SKILL.md, kernel.cu, evidence.json, ...): the "
       "bytes /mcp serves as the resource skill://NAME/FILE, as text (or "
       "base64), with its size and sha256 digest.",
-      file_input, file_output, 1, tool_skill_file, 0 },
+      file_input, file_output, 1, tool_skill_file, 0,
+      KB_TOOL_REST | KB_TOOL_NEEDS_SKILLS },
 };
 
-const kb_tool *kb_serve_skill_tools(size_t *n)
+const kb_tool *kb_api_skill_tools(size_t *n)
 {
     *n = sizeof tools / sizeof tools[0];
     return tools;
-}
-
-const kb_tool *kb_serve_skill_rest_tools(size_t *n)
-{
-    *n = sizeof rest_tools / sizeof rest_tools[0];
-    return rest_tools;
 }

@@ -1,4 +1,4 @@
-/* tool_verify.c - serve/'s tool table (mcp.h): verify, a candidate kernel
+/* tool_verify.c - the verify tool (api.h), opt-in: a candidate kernel
  * through the verifier (verify/verify.h), which runs kb-verify as a
  * child process under a wall-clock limit. */
 #include "api/api.h"
@@ -18,7 +18,7 @@
 
 #define SETTINGS_SLOT "serve/verify"
 
-/* What kb_serve_verify_attach parks with a store. */
+/* What kb_api_verify_attach parks with a store. */
 typedef struct {
     char *tasks_dir;
     double timeout_s;
@@ -32,8 +32,8 @@ static void settings_free(void *p)
     free(v);
 }
 
-kb_rc kb_serve_verify_attach(kb_store *store, const char *tasks_dir,
-                             double timeout_s, kb_err *err)
+kb_rc kb_api_verify_attach(kb_store *store, const char *tasks_dir,
+                           double timeout_s, kb_err *err)
 {
     verify_settings *v = calloc(1, sizeof *v);
     if (v && tasks_dir)
@@ -271,10 +271,11 @@ static const kb_tool tools[] = {
       "reason in words, the compile log with registers and spills, each "
       "check, and the timings with the speedup; a kernel that fails is a "
       "verdict, not an error. It runs the kernel on this machine's GPU.",
-      verify_input, verify_output, 0, tool_verify, 0 },
+      verify_input, verify_output, 0, tool_verify, 0,
+      KB_TOOL_MCP | KB_TOOL_OPT_IN | KB_TOOL_NEEDS_VERIFY },
 };
 
-const kb_tool *kb_serve_tools(size_t *n)
+const kb_tool *kb_api_verify_tools(size_t *n)
 {
     *n = sizeof tools / sizeof tools[0];
     return tools;

@@ -1,6 +1,6 @@
-/* tools.c - the tool table (kb.h, "tools"): search, get, papers and status
- * with their schemas and handlers, the arguments' checker, and the result
- * objects made with cJSON. */
+/* tools.c - query/'s part of the tool table (api.h): search, get, papers
+ * and status with their schemas and handlers, and their result objects
+ * made with cJSON. */
 #include "api/api.h"
 #include "kb/kb.h"
 #include "kb/kb_int.h"
@@ -281,33 +281,22 @@ static const char status_output[] =
 
 /* ---------------------------------------------------------------- results */
 
-/* Result objects are built through these: a call that cannot allocate
- * clears *ok, and the calls after it do nothing (sticky, like a kb_rc
- * chain); finish() checks once at the end. */
-static void put_string(cJSON *o, const char *key, const char *s, int *ok)
+/* A string of a result: "" where it has none (the schemas' strings are
+ * never null). */
+static const char *or_empty(const char *s)
 {
-    if (*ok && !cJSON_AddStringToObject(o, key, s ? s : ""))
-        *ok = 0;
+    return s ? s : "";
 }
 
-static void put_number(cJSON *o, const char *key, double x, int *ok)
-{
-    if (*ok && !cJSON_AddNumberToObject(o, key, x))
-        *ok = 0;
-}
-
-/* A rank, or null for 0 (not in that list). */
+/* Result objects are built with kb/json.c's sticky adders: a call that
+ * cannot allocate clears *ok, and the calls after it do nothing; finish()
+ * checks once at the end. A rank, or null for 0 (not in that list): */
 static void put_rank(cJSON *o, const char *key, int rank, int *ok)
 {
-    if (*ok && !(rank ? cJSON_AddNumberToObject(o, key, rank)
-                      : cJSON_AddNullToObject(o, key)))
-        *ok = 0;
-}
-
-static void put_string_or_null(cJSON *o, const char *key, const char *s, int *ok)
-{
-    if (*ok && !(s ? cJSON_AddStringToObject(o, key, s) : cJSON_AddNullToObject(o, key)))
-        *ok = 0;
+    if (rank)
+        kb_json_put_num(o, key, rank, ok);
+    else
+        kb_json_put_null(o, key, ok);
 }
 
 /* Unix time t as ISO 8601 in UTC ("2026-12-01T12:06:31Z") in buf, or NULL
@@ -319,43 +308,6 @@ static const char *iso_time(long long t, char *buf, size_t n)
     if (t <= 0 || !gmtime_r(&tt, &tm) || !strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm))
         return NULL;
     return buf;
-}
-
-static void put_item(cJSON *o, const char *key, cJSON *item, int *ok)
-{
-    if (!*ok || !cJSON_AddItemToObject(o, key, item)) {
-        cJSON_Delete(item);
-        *ok = 0;
-    }
-}
-
-static cJSON *put_array(cJSON *o, const char *key, int *ok)
-{
-    cJSON *a = *ok ? cJSON_AddArrayToObject(o, key) : NULL;
-    if (!a)
-        *ok = 0;
-    return a;
-}
-
-/* A new object appended to array a. */
-static cJSON *push_object(cJSON *a, int *ok)
-{
-    cJSON *x = *ok ? cJSON_CreateObject() : NULL;
-    if (!*ok || !cJSON_AddItemToArray(a, x)) {
-        cJSON_Delete(x);
-        *ok = 0;
-        return NULL;
-    }
-    return x;
-}
-
-static void push_string(cJSON *a, const char *s, int *ok)
-{
-    cJSON *x = *ok ? cJSON_CreateString(s ? s : "") : NULL;
-    if (!*ok || !cJSON_AddItemToArray(a, x)) {
-        cJSON_Delete(x);
-        *ok = 0;
-    }
 }
 
 static kb_rc finish(cJSON *root, int ok, cJSON **out, kb_err *err)
@@ -408,8 +360,9 @@ static void pack_items(cJSON *root, const char *key, cJSON *arr, int budget, int
     }
     if (*ok && !cJSON_AddBoolToObject(root, "truncated", omitted > 0))
         *ok = 0;
-    put_number(root, "omitted", (double)omitted, ok);
-    put_item(root, key, kept, ok);
+    kb_json_put_num(root, "omitted", (double)omitted, ok);
+    *ok = *ok && kept;   /* NULL: out of memory */
+    kb_json_put_item(root, key, kept, ok);
 }
 
 /* What names and cites a result: its chunk id, source, title, heading
@@ -417,39 +370,39 @@ static void pack_items(cJSON *root, const char *key, cJSON *arr, int budget, int
  * these alone). */
 static void put_citation(cJSON *o, const kb_result *x, int *ok)
 {
-    put_number(o, "chunk_id", (double)x->chunk_id, ok);
-    put_string(o, "source", x->source, ok);
-    put_string(o, "title", x->title, ok);
-    cJSON *hp = put_array(o, "heading_path", ok);
+    kb_json_put_num(o, "chunk_id", (double)x->chunk_id, ok);
+    kb_json_put_str(o, "source", or_empty(x->source), ok);
+    kb_json_put_str(o, "title", or_empty(x->title), ok);
+    cJSON *hp = kb_json_put_arr(o, "heading_path", ok);
     for (size_t d = 0; d < x->depth; d++)
-        push_string(hp, x->heading_path[d], ok);
-    put_string(o, "url", x->url, ok);
-    put_string(o, "path", x->path, ok);
+        kb_json_push_str(hp, or_empty(x->heading_path[d]), ok);
+    kb_json_put_str(o, "url", or_empty(x->url), ok);
+    kb_json_put_str(o, "path", or_empty(x->path), ok);
 }
 
 /* One result's object, in the shape of `kb query --json`. */
 static void put_result(cJSON *o, const kb_result *x, int explain, int *okp)
 {
     int ok = *okp && o;
-    put_number(o, "rank", x->rank, &ok);
-    put_number(o, "score", x->score, &ok);
+    kb_json_put_num(o, "rank", x->rank, &ok);
+    kb_json_put_num(o, "score", x->score, &ok);
     put_citation(o, x, &ok);
-    put_string(o, "kind", kb_kind_name(x->kind), &ok);
-    put_string(o, "text", x->text, &ok);
-    put_string(o, "version", x->version, &ok);
+    kb_json_put_str(o, "kind", or_empty(kb_kind_name(x->kind)), &ok);
+    kb_json_put_str(o, "text", or_empty(x->text), &ok);
+    kb_json_put_str(o, "version", or_empty(x->version), &ok);
     put_rank(o, "lexical_rank", x->lexical_rank, &ok);
     put_rank(o, "vector_rank", x->vector_rank, &ok);
     if (explain && x->lexical_rank)
-        put_number(o, "lexical_score", x->lexical_score, &ok);
+        kb_json_put_num(o, "lexical_score", x->lexical_score, &ok);
     else if (explain)
         put_rank(o, "lexical_score", 0, &ok);
     if (explain && x->vector_rank)
-        put_number(o, "vector_score", x->vector_score, &ok);
+        kb_json_put_num(o, "vector_score", x->vector_score, &ok);
     else if (explain)
         put_rank(o, "vector_score", 0, &ok);
-    cJSON *sim = x->nsimilar ? put_array(o, "similar", &ok) : NULL;
+    cJSON *sim = x->nsimilar ? kb_json_put_arr(o, "similar", &ok) : NULL;
     for (size_t j = 0; sim && j < x->nsimilar; j++)
-        put_citation(push_object(sim, &ok), &x->similar[j], &ok);
+        put_citation(kb_json_push_obj(sim, &ok), &x->similar[j], &ok);
     *okp = ok;
 }
 
@@ -461,23 +414,22 @@ static kb_rc results_json(const char *query, const kb_results *r, int budget,
     cJSON *root = cJSON_CreateObject();
     cJSON *arr = cJSON_CreateArray();
     int ok = root && arr;
-    put_string(root, "query", query, &ok);
-    put_string(root, "mode", kb_mode_name(r->mode), &ok);
-    put_number(root, "took_ms", (double)(int)(r->took_ms * 1000) / 1000.0, &ok);
+    kb_json_put_str(root, "query", or_empty(query), &ok);
+    kb_json_put_str(root, "mode", or_empty(kb_mode_name(r->mode)), &ok);
+    kb_json_put_num(root, "took_ms", (double)(int)(r->took_ms * 1000) / 1000.0, &ok);
     for (size_t i = 0; ok && i < r->n; i++)
-        put_result(push_object(arr, &ok), &r->items[i], explain, &ok);
+        put_result(kb_json_push_obj(arr, &ok), &r->items[i], explain, &ok);
     if (r->nskills) {   /* before the results are packed: their budget is what is left */
-        cJSON *sk = put_array(root, "skills", &ok);
+        cJSON *sk = kb_json_put_arr(root, "skills", &ok);
         for (size_t i = 0; ok && i < r->nskills; i++)
-            put_result(push_object(sk, &ok), &r->skills[i], explain, &ok);
+            put_result(kb_json_push_obj(sk, &ok), &r->skills[i], explain, &ok);
     }
     if (explain) {
-        cJSON *t = cJSON_CreateObject();
-        put_item(root, "timings", t, &ok);
-        put_number(t, "lexical_ms", r->lexical_ms, &ok);
-        put_number(t, "embed_ms", r->embed_ms, &ok);
-        put_number(t, "vector_ms", r->vector_ms, &ok);
-        put_number(t, "results_ms", r->results_ms, &ok);
+        cJSON *t = kb_json_put_obj(root, "timings", &ok);
+        kb_json_put_num(t, "lexical_ms", r->lexical_ms, &ok);
+        kb_json_put_num(t, "embed_ms", r->embed_ms, &ok);
+        kb_json_put_num(t, "vector_ms", r->vector_ms, &ok);
+        kb_json_put_num(t, "results_ms", r->results_ms, &ok);
     }
     pack_items(root, "results", arr, budget, &ok);
     cJSON_Delete(arr);
@@ -568,34 +520,32 @@ static kb_rc get_json(int64_t id, const kb_results *r, int budget, cJSON **out,
     cJSON *root = cJSON_CreateObject();
     cJSON *arr = cJSON_CreateArray();
     int ok = root && arr;
-    put_number(root, "chunk_id", (double)id, &ok);
-    cJSON *doc = cJSON_CreateObject();
-    put_item(root, "document", doc, &ok);
-    put_string(doc, "source", x->source, &ok);
-    put_string(doc, "title", x->title, &ok);
+    kb_json_put_num(root, "chunk_id", (double)id, &ok);
+    cJSON *doc = kb_json_put_obj(root, "document", &ok);
+    kb_json_put_str(doc, "source", or_empty(x->source), &ok);
+    kb_json_put_str(doc, "title", or_empty(x->title), &ok);
     size_t ulen = strcspn(x->url, "#");
     char *url = kb_strndup(x->url, ulen);
     if (!url)
         ok = 0;
-    put_string(doc, "url", url ? url : "", &ok);
+    kb_json_put_str(doc, "url", url ? url : "", &ok);
     free(url);
-    put_string(doc, "path", x->path, &ok);
-    put_string(doc, "version", x->version, &ok);
-    cJSON *sec = cJSON_CreateObject();
-    put_item(root, "section", sec, &ok);
-    cJSON *hp = put_array(sec, "heading_path", &ok);
+    kb_json_put_str(doc, "path", or_empty(x->path), &ok);
+    kb_json_put_str(doc, "version", or_empty(x->version), &ok);
+    cJSON *sec = kb_json_put_obj(root, "section", &ok);
+    cJSON *hp = kb_json_put_arr(sec, "heading_path", &ok);
     for (size_t d = 0; d < x->depth; d++)
-        push_string(hp, x->heading_path[d], &ok);
-    put_string(sec, "url", x->url, &ok);
+        kb_json_push_str(hp, or_empty(x->heading_path[d]), &ok);
+    kb_json_put_str(sec, "url", or_empty(x->url), &ok);
     for (size_t i = 0; ok && i < r->n; i++) {
         const kb_result *c = &r->items[i];
-        cJSON *o = push_object(arr, &ok);
-        put_number(o, "chunk_id", (double)c->chunk_id, &ok);
-        put_string(o, "kind", kb_kind_name(c->kind), &ok);
-        cJSON *h = put_array(o, "heading_path", &ok);
+        cJSON *o = kb_json_push_obj(arr, &ok);
+        kb_json_put_num(o, "chunk_id", (double)c->chunk_id, &ok);
+        kb_json_put_str(o, "kind", or_empty(kb_kind_name(c->kind)), &ok);
+        cJSON *h = kb_json_put_arr(o, "heading_path", &ok);
         for (size_t d = 0; d < c->depth; d++)
-            push_string(h, c->heading_path[d], &ok);
-        put_string(o, "text", c->text, &ok);
+            kb_json_push_str(h, or_empty(c->heading_path[d]), &ok);
+        kb_json_put_str(o, "text", or_empty(c->text), &ok);
     }
     pack_items(root, "chunks", arr, budget, &ok);
     cJSON_Delete(arr);
@@ -629,17 +579,18 @@ static kb_rc tool_papers(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
     int ok = root && arr;
     for (size_t i = 0; ok && i < list.n; i++) {
         const kb_paper_row *p = &list.items[i];
-        cJSON *o = push_object(arr, &ok);
-        put_number(o, "chunk_id", (double)p->chunk_id, &ok);
-        put_string(o, "date", p->date, &ok);
-        put_string(o, "title", p->title, &ok);
-        put_string(o, "section", p->section, &ok);
+        cJSON *o = kb_json_push_obj(arr, &ok);
+        kb_json_put_num(o, "chunk_id", (double)p->chunk_id, &ok);
+        kb_json_put_str(o, "date", or_empty(p->date), &ok);
+        kb_json_put_str(o, "title", or_empty(p->title), &ok);
+        kb_json_put_str(o, "section", or_empty(p->section), &ok);
         cJSON *links = cJSON_Parse(p->links_json);
         if (!cJSON_IsObject(links)) {   /* written by ingest: never, but safe */
             cJSON_Delete(links);
             links = cJSON_CreateObject();
         }
-        put_item(o, "links", links, &ok);
+        ok = ok && links;   /* NULL: out of memory */
+        kb_json_put_item(o, "links", links, &ok);
     }
     kb_paper_list_release(&list);
     pack_items(root, "papers", arr, arg_budget(ctx, args), &ok);
@@ -656,31 +607,30 @@ static kb_rc tool_status(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
         return rc;
     cJSON *root = cJSON_CreateObject();
     int ok = root != NULL;
-    put_string(root, "kb", kb_store_dir(ctx->store), &ok);
-    put_number(root, "schema_version", st.schema_version, &ok);
-    put_number(root, "documents", (double)st.documents, &ok);
-    put_number(root, "chunks", (double)st.chunks, &ok);
-    put_number(root, "papers", (double)st.papers, &ok);
-    put_number(root, "embeddings", (double)st.embeddings, &ok);
-    put_string(root, "embedder", st.embedder, &ok);
-    put_string(root, "index", st.vec_index, &ok);
-    put_number(root, "disk_bytes", (double)st.disk_bytes, &ok);
-    cJSON *arr = put_array(root, "sources", &ok);
+    kb_json_put_str(root, "kb", or_empty(kb_store_dir(ctx->store)), &ok);
+    kb_json_put_num(root, "schema_version", st.schema_version, &ok);
+    kb_json_put_num(root, "documents", (double)st.documents, &ok);
+    kb_json_put_num(root, "chunks", (double)st.chunks, &ok);
+    kb_json_put_num(root, "papers", (double)st.papers, &ok);
+    kb_json_put_num(root, "embeddings", (double)st.embeddings, &ok);
+    kb_json_put_str(root, "embedder", or_empty(st.embedder), &ok);
+    kb_json_put_str(root, "index", or_empty(st.vec_index), &ok);
+    kb_json_put_num(root, "disk_bytes", (double)st.disk_bytes, &ok);
+    cJSON *arr = kb_json_put_arr(root, "sources", &ok);
     for (size_t i = 0; ok && i < st.n; i++) {
         const kb_source_status *s = &st.sources[i];
-        cJSON *x = push_object(arr, &ok);
-        put_string(x, "id", s->id, &ok);
-        put_string(x, "title", s->title, &ok);
-        put_string(x, "url", s->url, &ok);
-        put_string(x, "version", s->version, &ok);
-        put_number(x, "documents", (double)s->documents, &ok);
-        put_number(x, "chunks", (double)s->chunks, &ok);
-        put_number(x, "papers", (double)s->papers, &ok);
-        put_number(x, "last_ingest", (double)s->last_ingest, &ok);
+        cJSON *x = kb_json_push_obj(arr, &ok);
+        kb_json_put_str(x, "id", or_empty(s->id), &ok);
+        kb_json_put_str(x, "title", or_empty(s->title), &ok);
+        kb_json_put_str(x, "url", or_empty(s->url), &ok);
+        kb_json_put_str(x, "version", or_empty(s->version), &ok);
+        kb_json_put_num(x, "documents", (double)s->documents, &ok);
+        kb_json_put_num(x, "chunks", (double)s->chunks, &ok);
+        kb_json_put_num(x, "papers", (double)s->papers, &ok);
+        kb_json_put_num(x, "last_ingest", (double)s->last_ingest, &ok);
         char when[32];
-        put_string_or_null(x, "ingested", iso_time(s->last_ingest, when, sizeof when),
-                           &ok);
-        put_string_or_null(x, "last_error", s->last_error, &ok);
+        kb_json_put_str(x, "ingested", iso_time(s->last_ingest, when, sizeof when), &ok);
+        kb_json_put_str(x, "last_error", s->last_error, &ok);
     }
     kb_status_release(&st);
     return finish(root, ok, out, err);
@@ -708,7 +658,7 @@ static const kb_tool tools[] = {
       "each is searched and fused with the query. Results are packed best "
       "first within budget_tokens (whole ones; truncated and omitted say "
       "what was left out), and each carries the source's version.",
-      search_input, RESULTS_SCHEMA, 1, tool_search, 1 },
+      search_input, RESULTS_SCHEMA, 1, tool_search, 1, KB_TOOL_MCP | KB_TOOL_REST },
     { "get",
       "Fetch one chunk of the knowledge base by the chunk_id that a search "
       "result gave, or with section every chunk of that chunk's section in "
@@ -718,7 +668,7 @@ static const kb_tool tools[] = {
       "link) once, and chunks: the chunk, or the section's chunks in "
       "document order; a section longer than budget_tokens keeps its first "
       "chunks (truncated, omitted). An unknown chunk_id is an error.",
-      get_input, GET_SCHEMA, 1, tool_get, 0 },
+      get_input, GET_SCHEMA, 1, tool_get, 0, KB_TOOL_MCP | KB_TOOL_REST },
     { "papers",
       "List the paper records of the kernel-generation literature list "
       "(date, title, section path and links by label such as paper, code, "
@@ -729,7 +679,7 @@ static const kb_tool tools[] = {
       "[\"paper\"] instead. "
       "Without a filter it returns every record, hundreds of them, cut to "
       "budget_tokens (truncated, omitted).",
-      papers_input, papers_output, 1, tool_papers, 0 },
+      papers_input, papers_output, 1, tool_papers, 0, KB_TOOL_MCP | KB_TOOL_REST },
     { "status",
       "Describe the knowledge base: each source (id, title, url, the "
       "version of its documents, how many documents, chunks and papers, "
@@ -738,565 +688,11 @@ static const kb_tool tools[] = {
       "answers lexical) and its size on disk. Use "
       "it to learn the source ids that search's sources filter takes, or "
       "whether the KB is empty or stale. Takes no arguments.",
-      status_input, status_output, 1, tool_status, 0 },
+      status_input, status_output, 1, tool_status, 0, KB_TOOL_MCP | KB_TOOL_REST },
 };
 
-const kb_tool *kb_tools(size_t *n)
+const kb_tool *kb_api_query_tools(size_t *n)
 {
     *n = sizeof tools / sizeof tools[0];
     return tools;
-}
-
-const kb_tool *kb_tool_lookup(const kb_tool *table, size_t n, const char *name)
-{
-    for (size_t i = 0; name && i < n; i++)
-        if (strcmp(table[i].name, name) == 0)
-            return &table[i];
-    return NULL;
-}
-
-const kb_tool *kb_tool_find(const char *name)
-{
-    size_t n;
-    const kb_tool *t = kb_tools(&n);
-    return kb_tool_lookup(t, n, name);
-}
-
-/* ---------------------------------------------------------------- checker */
-
-/* The subset of JSON Schema the checker knows; a schema with any other
- * keyword is refused, so a table never relies on a check that is not
- * made. */
-static const char *const known_keywords[] = {
-    "type", "properties", "required", "additionalProperties", "items", "enum",
-    "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems",
-    "description", "default", "title", NULL
-};
-
-typedef struct {
-    const char *tool;
-    kb_err *err;
-} checker;
-
-static int is_integer(const cJSON *v)
-{
-    double d = v->valuedouble;
-    return cJSON_IsNumber(v) && isfinite(d) && floor(d) == d &&
-           fabs(d) <= JSON_INT_MAX;
-}
-
-static int has_type(const cJSON *v, const char *type)
-{
-    if (strcmp(type, "string") == 0) return cJSON_IsString(v);
-    if (strcmp(type, "integer") == 0) return is_integer(v);
-    if (strcmp(type, "number") == 0) return cJSON_IsNumber(v) && isfinite(v->valuedouble);
-    if (strcmp(type, "boolean") == 0) return cJSON_IsBool(v);
-    if (strcmp(type, "array") == 0) return cJSON_IsArray(v);
-    if (strcmp(type, "object") == 0) return cJSON_IsObject(v);
-    if (strcmp(type, "null") == 0) return cJSON_IsNull(v);
-    return 0;
-}
-
-/* A type's name in a message: "an integer". */
-static const char *type_phrase(const char *type)
-{
-    if (strcmp(type, "integer") == 0) return "an integer";
-    if (strcmp(type, "array") == 0) return "an array";
-    if (strcmp(type, "object") == 0) return "an object";
-    if (strcmp(type, "boolean") == 0) return "true or false";
-    if (strcmp(type, "null") == 0) return "null";
-    if (strcmp(type, "number") == 0) return "a number";
-    return "a string";
-}
-
-/* What v is, for "..., not X". */
-static const char *kind_of(const cJSON *v)
-{
-    if (cJSON_IsString(v)) return "a string";
-    if (cJSON_IsBool(v)) return "a boolean";
-    if (cJSON_IsNumber(v)) return "a number";
-    if (cJSON_IsArray(v)) return "an array";
-    if (cJSON_IsObject(v)) return "an object";
-    if (cJSON_IsNull(v)) return "null";
-    return "invalid JSON";
-}
-
-/* Characters (code points) of a UTF-8 string, as JSON Schema counts. */
-static size_t utf8_chars(const char *s)
-{
-    size_t n = 0;
-    for (; *s; s++)
-        n += ((unsigned char)*s & 0xC0) != 0x80;
-    return n;
-}
-
-static int num_kw(const cJSON *schema, const char *kw, double *out)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(schema, kw);
-    if (!cJSON_IsNumber(v))
-        return 0;
-    *out = v->valuedouble;
-    return 1;
-}
-
-/* Appends the names in array a (strings), joined by ", ". */
-static kb_rc join_names(kb_buf *b, const cJSON *a)
-{
-    kb_rc rc = KB_OK;
-    int first = 1;
-    const cJSON *x;
-    cJSON_ArrayForEach(x, a) {
-        const char *name = cJSON_IsString(x) ? x->valuestring : x->string;
-        if (rc == KB_OK && !first)
-            rc = kb_buf_puts(b, ", ");
-        if (rc == KB_OK && name)
-            rc = kb_buf_puts(b, name);
-        first = 0;
-    }
-    return rc;
-}
-
-/* What a value of schema must be: "an integer from 1 to 50", "one of
- * hybrid, lexical, vector", "a non-empty string of at most 65536
- * characters". */
-static kb_rc describe(const cJSON *schema, kb_buf *b)
-{
-    const cJSON *en = cJSON_GetObjectItemCaseSensitive(schema, "enum");
-    if (cJSON_IsArray(en)) {
-        kb_rc rc = kb_buf_puts(b, "one of ");
-        if (rc == KB_OK)
-            rc = join_names(b, en);
-        return rc;
-    }
-    const cJSON *type = cJSON_GetObjectItemCaseSensitive(schema, "type");
-    const char *t = cJSON_IsString(type) ? type->valuestring : NULL;
-    double lo = 0, hi = 0, min_len = 0, max_len = 0;
-    int has_lo = num_kw(schema, "minimum", &lo), has_hi = num_kw(schema, "maximum", &hi);
-    kb_rc rc = KB_OK;
-    if (cJSON_IsArray(type)) {   /* ["integer", "null"] */
-        const cJSON *x;
-        cJSON_ArrayForEach(x, type)
-            if (rc == KB_OK && cJSON_IsString(x))
-                rc = kb_buf_printf(b, "%s%s", x == type->child ? "" : " or ",
-                                   type_phrase(x->valuestring));
-        return rc;
-    }
-    if (!t)
-        return kb_buf_puts(b, "a value");
-    num_kw(schema, "minLength", &min_len);
-    if (strcmp(t, "string") == 0 && min_len >= 1)
-        rc = kb_buf_puts(b, min_len == 1 ? "a non-empty string"
-                                         : "a string");
-    else
-        rc = kb_buf_puts(b, type_phrase(t));
-    if (rc == KB_OK && has_lo && has_hi)
-        rc = kb_buf_printf(b, " from %.17g to %.17g", lo, hi);
-    else if (rc == KB_OK && has_lo)
-        rc = kb_buf_printf(b, " of at least %.17g", lo);
-    else if (rc == KB_OK && has_hi)
-        rc = kb_buf_printf(b, " of at most %.17g", hi);
-    if (rc == KB_OK && min_len > 1)
-        rc = kb_buf_printf(b, " of at least %.17g characters", min_len);
-    if (rc == KB_OK && num_kw(schema, "maxLength", &max_len))
-        rc = kb_buf_printf(b, " of at most %.17g characters", max_len);
-    if (rc == KB_OK && num_kw(schema, "minItems", &lo))
-        rc = kb_buf_printf(b, " of at least %.17g items", lo);
-    if (rc == KB_OK && num_kw(schema, "maxItems", &hi))
-        rc = kb_buf_printf(b, " of at most %.17g items", hi);
-    return rc;
-}
-
-/* Fails with "TOOL: LABEL must be <describe(schema)>, not ACTUAL". */
-static kb_rc must_be(const checker *c, const cJSON *schema, const char *label,
-                     const char *actual)
-{
-    kb_buf want;
-    kb_buf_init(&want, 512);
-    kb_rc rc = describe(schema, &want);
-    if (rc == KB_OK)
-        rc = kb_err_set(c->err, KB_ERR_USAGE, "%s: %s must be %s, not %s", c->tool,
-                        label, want.data, actual);
-    else
-        rc = kb_err_set(c->err, KB_ERR_NOMEM, "out of memory");
-    kb_buf_release(&want);
-    return rc;
-}
-
-static kb_rc schema_error(const checker *c, const char *what)
-{
-    return kb_err_set(c->err, KB_ERR_INTERNAL, "tool '%s': its input schema %s",
-                      c->tool, what);
-}
-
-static kb_rc check_value(const checker *c, const cJSON *schema, const cJSON *v,
-                         const char *path);
-
-/* The members of object v against schema's properties, required and
- * additionalProperties (false only). */
-static kb_rc check_members(const checker *c, const cJSON *schema, const cJSON *v,
-                           const char *path)
-{
-    const cJSON *props = cJSON_GetObjectItemCaseSensitive(schema, "properties");
-    const cJSON *extra = cJSON_GetObjectItemCaseSensitive(schema, "additionalProperties");
-    if (extra && !cJSON_IsFalse(extra))
-        return schema_error(c, "has an additionalProperties other than false");
-    const cJSON *m;
-    cJSON_ArrayForEach(m, v) {
-        const cJSON *ps = cJSON_GetObjectItemCaseSensitive(props, m->string);
-        char sub[256];
-        snprintf(sub, sizeof sub, "%s%s%s", path, *path ? "." : "", m->string);
-        if (ps) {
-            kb_rc rc = check_value(c, ps, m, sub);
-            if (rc != KB_OK)
-                return rc;
-            continue;
-        }
-        if (!extra)
-            continue;
-        kb_buf names;
-        kb_buf_init(&names, 4096);
-        kb_rc rc = join_names(&names, props);
-        if (rc != KB_OK)
-            rc = kb_err_set(c->err, KB_ERR_NOMEM, "out of memory");
-        else if (*path)
-            rc = kb_err_set(c->err, KB_ERR_USAGE, "%s: unknown key '%.*s' in "
-                            "'%s' (keys: %s)", c->tool, kb_utf8_cut(m->string, 64),
-                            m->string, path,
-                            names.len ? names.data : "none");
-        else if (names.len)
-            rc = kb_err_set(c->err, KB_ERR_USAGE, "%s: unknown argument '%.*s' "
-                            "(arguments: %s)", c->tool, kb_utf8_cut(m->string, 64),
-                            m->string, names.data);
-        else
-            rc = kb_err_set(c->err, KB_ERR_USAGE, "%s: unknown argument '%.*s' "
-                            "(it takes none)", c->tool, kb_utf8_cut(m->string, 64),
-                            m->string);
-        kb_buf_release(&names);
-        return rc;
-    }
-    const cJSON *req;
-    cJSON_ArrayForEach(req, cJSON_GetObjectItemCaseSensitive(schema, "required")) {
-        if (!cJSON_IsString(req))
-            return schema_error(c, "has a required entry that is not a name");
-        if (!cJSON_GetObjectItemCaseSensitive(v, req->valuestring))
-            return *path
-                ? kb_err_set(c->err, KB_ERR_USAGE, "%s: '%s' lacks its key '%s'",
-                             c->tool, path, req->valuestring)
-                : kb_err_set(c->err, KB_ERR_USAGE, "%s: missing argument '%s'",
-                             c->tool, req->valuestring);
-    }
-    return KB_OK;
-}
-
-/* Checks v against schema; path names v in messages ("" for the
- * arguments themselves, "k", "sources[2]"). */
-static kb_rc check_value(const checker *c, const cJSON *schema, const cJSON *v,
-                         const char *path)
-{
-    if (!cJSON_IsObject(schema))
-        return schema_error(c, "is not a JSON object");
-    const cJSON *kw;
-    cJSON_ArrayForEach(kw, schema) {
-        size_t i = 0;
-        while (known_keywords[i] && strcmp(known_keywords[i], kw->string) != 0)
-            i++;
-        if (!known_keywords[i]) {
-            char what[128];
-            snprintf(what, sizeof what, "uses '%.*s', which the checker "
-                     "does not know", kb_utf8_cut(kw->string, 40), kw->string);
-            return schema_error(c, what);
-        }
-    }
-    char label[288], actual[160];
-    if (*path)
-        snprintf(label, sizeof label, "'%s'", path);
-    else
-        snprintf(label, sizeof label, "the arguments");
-
-    /* type */
-    const cJSON *type = cJSON_GetObjectItemCaseSensitive(schema, "type");
-    int typed = !type;
-    if (cJSON_IsString(type)) {
-        typed = has_type(v, type->valuestring);
-    } else if (cJSON_IsArray(type)) {
-        const cJSON *t;
-        cJSON_ArrayForEach(t, type)
-            typed |= cJSON_IsString(t) && has_type(v, t->valuestring);
-    }
-    if (!typed) {
-        if (cJSON_IsNumber(v))
-            snprintf(actual, sizeof actual, "%.17g", v->valuedouble);
-        else
-            snprintf(actual, sizeof actual, "%s", kind_of(v));
-        return must_be(c, schema, label, actual);
-    }
-
-    /* enum (of strings) */
-    const cJSON *en = cJSON_GetObjectItemCaseSensitive(schema, "enum");
-    if (en) {
-        int found = 0;
-        const cJSON *e;
-        cJSON_ArrayForEach(e, en)
-            found |= cJSON_IsString(e) && cJSON_IsString(v) &&
-                     strcmp(e->valuestring, v->valuestring) == 0;
-        if (!found) {
-            if (cJSON_IsString(v))
-                snprintf(actual, sizeof actual, "'%.*s'", kb_utf8_cut(v->valuestring, 64),
-                         v->valuestring);
-            else
-                snprintf(actual, sizeof actual, "%s", kind_of(v));
-            return must_be(c, schema, label, actual);
-        }
-    }
-
-    double lo = 0, hi = 0;
-    if (cJSON_IsNumber(v) &&
-        ((num_kw(schema, "minimum", &lo) && v->valuedouble < lo) ||
-         (num_kw(schema, "maximum", &hi) && v->valuedouble > hi))) {
-        snprintf(actual, sizeof actual, "%.17g", v->valuedouble);
-        return must_be(c, schema, label, actual);
-    }
-    if (cJSON_IsString(v)) {
-        double len = (double)utf8_chars(v->valuestring);
-        if ((num_kw(schema, "minLength", &lo) && len < lo) ||
-            (num_kw(schema, "maxLength", &hi) && len > hi)) {
-            if (len == 0)
-                snprintf(actual, sizeof actual, "an empty string");
-            else
-                snprintf(actual, sizeof actual, "one of %.17g characters", len);
-            return must_be(c, schema, label, actual);
-        }
-    }
-    if (cJSON_IsArray(v)) {
-        double n = (double)cJSON_GetArraySize(v);
-        if ((num_kw(schema, "minItems", &lo) && n < lo) ||
-            (num_kw(schema, "maxItems", &hi) && n > hi)) {
-            snprintf(actual, sizeof actual, "an array of %.17g items", n);
-            return must_be(c, schema, label, actual);
-        }
-        const cJSON *items = cJSON_GetObjectItemCaseSensitive(schema, "items");
-        size_t i = 0;
-        const cJSON *x;
-        cJSON_ArrayForEach(x, v) {
-            char sub[288];
-            snprintf(sub, sizeof sub, "%s[%zu]", path, i++);
-            kb_rc rc = items ? check_value(c, items, x, sub) : KB_OK;
-            if (rc != KB_OK)
-                return rc;
-        }
-    }
-    if (cJSON_IsObject(v))
-        return check_members(c, schema, v, path);
-    return KB_OK;
-}
-
-kb_rc kb_tool_check_args(const kb_tool *tool, const cJSON *args, kb_err *err)
-{
-    checker c = { tool->name, err };
-    /* parsed per call: a few microseconds, and nothing shared between
-     * threads */
-    cJSON *schema = cJSON_Parse(tool->input_schema);
-    kb_rc rc;
-    if (!schema)
-        rc = schema_error(&c, "is not JSON");
-    else if (!args)
-        rc = check_members(&c, schema, NULL, "");
-    else
-        rc = check_value(&c, schema, args, "");
-    cJSON_Delete(schema);
-    return rc;
-}
-
-/* ---------------------------------------------------------------- results */
-
-struct kb_result_cache {
-    kb_lru *lru;
-    atomic_ullong generation;   /* moves when a store sees a commit */
-};
-
-kb_rc kb_result_cache_new(size_t max_bytes, kb_result_cache **out, kb_err *err)
-{
-    *out = calloc(1, sizeof **out);
-    if (!*out || !((*out)->lru = kb_lru_new(max_bytes))) {
-        free(*out);
-        *out = NULL;
-        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    }
-    return KB_OK;
-}
-
-void kb_result_cache_free(kb_result_cache *c)
-{
-    if (!c)
-        return;
-    kb_lru_free(c->lru);
-    free(c);
-}
-
-void kb_result_cache_stats(kb_result_cache *c, kb_lru_stats *out)
-{
-    kb_lru_stats_get(c->lru, out);
-}
-
-/* What a store last saw of the KB: SQLite's data_version, which moves
- * when another connection (an ingest) commits. */
-#define SEEN_SLOT "query/data_version"
-
-/* The cache's generation for a call on store: moved on when the store
- * sees a commit it had not seen, and on a store's first call (what it
- * sees then may be newer than what the cache's entries were made of). */
-static kb_rc generation_of(kb_result_cache *c, kb_store *store,
-                           unsigned long long *gen, kb_err *err)
-{
-    long long v = 0;
-    kb_rc rc = kb_store_version(store, &v, NULL, err);
-    if (rc != KB_OK)
-        return rc;
-    long long *seen = kb_store_slot_get(store, SEEN_SLOT);
-    if (!seen) {
-        if (!(seen = malloc(sizeof *seen)))
-            return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-        *seen = v;
-        if ((rc = kb_store_slot_set(store, SEEN_SLOT, seen, free, err)) != KB_OK)
-            return rc;
-        atomic_fetch_add(&c->generation, 1);
-    } else if (*seen != v) {
-        *seen = v;
-        atomic_fetch_add(&c->generation, 1);
-    }
-    *gen = atomic_load(&c->generation);
-    return KB_OK;
-}
-
-/* A copy of x with every object's keys in order: the same arguments, the
- * same key, whatever order they came in. NULL out of memory. */
-static cJSON *canonical(const cJSON *x)
-{
-    cJSON *c = cJSON_Duplicate(x, 1);
-    if (!c)
-        return NULL;
-    cJSON *stack[64];
-    size_t n = 0;
-    stack[n++] = c;
-    while (n) {
-        cJSON *o = stack[--n];
-        if (cJSON_IsObject(o)) {   /* insertion sort of the children */
-            cJSON *sorted = NULL;
-            for (cJSON *k = o->child, *next; k; k = next) {
-                next = k->next;
-                cJSON **at = &sorted;
-                while (*at && strcmp((*at)->string, k->string) <= 0)
-                    at = &(*at)->next;
-                k->next = *at;
-                *at = k;
-            }
-            o->child = sorted;   /* fix prev links: cJSON's child->prev is the last */
-            cJSON *last = NULL;
-            for (cJSON *k = sorted; k; k = k->next) {
-                k->prev = last ? last : NULL;
-                last = k;
-            }
-            if (sorted)
-                sorted->prev = last;
-        }
-        for (cJSON *k = o->child; k && n < sizeof stack / sizeof stack[0]; k = k->next)
-            if (cJSON_IsObject(k) || cJSON_IsArray(k))
-                stack[n++] = k;
-    }
-    return c;
-}
-
-/* The cache's key of a call: generation, tool, budget, arguments. */
-static kb_rc call_key(const kb_tool *tool, const kb_tool_ctx *ctx, const cJSON *args,
-                      unsigned long long gen, kb_buf *key)
-{
-    cJSON *c = args ? canonical(args) : NULL;
-    char *text = c ? cJSON_PrintUnformatted(c) : NULL;
-    cJSON_Delete(c);
-    kb_rc rc = args && !text ? KB_ERR_NOMEM
-                             : kb_buf_printf(key, "%llu\n%s\n%d\n%s", gen, tool->name,
-                                             ctx->budget_tokens, text ? text : "{}");
-    free(text);
-    return rc;
-}
-
-/* The answer kept for key, took_ms made the hit's own; NULL if none. */
-static cJSON *cached_answer(kb_result_cache *c, const kb_buf *key, double t0)
-{
-    void *v = NULL;
-    size_t len = 0;
-    if (kb_lru_get(c->lru, key->data, key->len, &v, &len) != KB_OK)
-        return NULL;
-    cJSON *out = cJSON_ParseWithLength(v, len);
-    free(v);
-    cJSON *took = cJSON_GetObjectItemCaseSensitive(out, "took_ms");
-    if (cJSON_IsNumber(took))
-        cJSON_SetNumberValue(took, kb_now_ms() - t0);
-    return out;
-}
-
-kb_rc kb_tool_run(const kb_tool *tool, kb_tool_ctx *ctx, const cJSON *args,
-                  cJSON **out, kb_err *err)
-{
-    *out = NULL;
-    ctx->cache_hit = 0;
-    kb_rc rc = kb_tool_check_args(tool, args, err);
-    if (rc != KB_OK)
-        return rc;
-    kb_result_cache *cache = tool->cached ? ctx->results : NULL;
-    double t0 = kb_now_ms();
-    unsigned long long gen = 0;
-    kb_buf key;
-    kb_buf_init(&key, 0);
-    if (cache && (rc = generation_of(cache, ctx->store, &gen, err)) != KB_OK)
-        return rc;
-    if (cache && call_key(tool, ctx, args, gen, &key) != KB_OK) {
-        kb_buf_release(&key);
-        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    }
-    if (cache && (*out = cached_answer(cache, &key, t0)) != NULL) {
-        ctx->cache_hit = 1;
-        kb_buf_release(&key);
-        return KB_OK;
-    }
-    rc = tool->fn(ctx, args, out, err);
-    if (rc == KB_OK && cache && cJSON_IsObject(*out)) {
-        char *text = cJSON_PrintUnformatted(*out);
-        /* not kept for want of memory: only the caching is lost */
-        if (text && kb_lru_put(cache->lru, key.data, key.len, text, strlen(text)) != KB_OK)
-            kb_log_debug("result cache: out of memory");
-        free(text);
-    }
-    kb_buf_release(&key);
-    if (rc == KB_OK && !cJSON_IsObject(*out))
-        rc = kb_err_set(err, KB_ERR_INTERNAL, "tool '%s' made no result object",
-                        tool->name);
-    if (rc != KB_OK) {
-        cJSON_Delete(*out);
-        *out = NULL;
-    }
-    return rc;
-}
-
-kb_rc kb_tool_call(kb_tool_ctx *ctx, const char *name, const cJSON *args,
-                   cJSON **out, kb_err *err)
-{
-    *out = NULL;
-    const kb_tool *tool = kb_tool_find(name);
-    if (tool)
-        return kb_tool_run(tool, ctx, args, out, err);
-    size_t n;
-    const kb_tool *t = kb_tools(&n);
-    kb_buf names;
-    kb_buf_init(&names, 4096);
-    kb_rc rc = KB_OK;
-    for (size_t i = 0; rc == KB_OK && i < n; i++)
-        rc = kb_buf_printf(&names, "%s%s", i ? ", " : "", t[i].name);
-    if (rc == KB_OK)
-        rc = kb_err_set(err, KB_ERR_USAGE, "unknown tool '%.*s' (tools: %s)",
-                        kb_utf8_cut(name ? name : "", 64), name ? name : "", names.data);
-    else
-        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    kb_buf_release(&names);
-    return rc;
 }

@@ -8,6 +8,7 @@
 
 #include "kb/kb.h"
 #include "kb/config.h"
+#include "skills/skill.h"
 
 #include <cjson/cJSON.h>
 #include <getopt.h>
@@ -167,5 +168,48 @@ int cmd_tool_json(const kb_cli *cli, const char *tool, cJSON *args);
  * extra_key. Frees args and extra; the store stays the caller's. */
 int cmd_tool_json_on(const kb_cli *cli, kb_store *store, const char *tool,
                      cJSON *args, const char *extra_key, cJSON *extra);
+
+/* cli/cmd_skill_lib.c: what the kb skill files share (cmd_skill.c, the
+ * entries; cmd_skill_new.c, kb skill new; cmd_skill_verify.c, kb skill
+ * verify). */
+/* Where a subcommand's option goes, by its long name (the option itself
+ * is in the subcommand's table): --name VALUE into *str, --name into *flag. */
+typedef struct {
+    const char *name;
+    const char **str;
+    int *flag;
+} cmd_skill_opt;
+/* What every kb skill subcommand starts with: its operands, an empty
+ * library, its findings and an error. */
+typedef struct {
+    const char **pos;          /* the operands: argv's tail */
+    int npos;
+    kb_skill_lib lib;
+    kb_skill_diags d;
+    kb_err err;
+} cmd_skill_run;
+/* Readies r (released with cmd_skill_end, whatever this returns) and
+ * parses argv (argv[0] is the subcommand) with self's option table into
+ * opts' places. Returns -1 to go on, or the exit status to stop with (a
+ * usage error reported, --help printed). */
+int cmd_skill_begin(const kb_command *self, int argc, char **argv, const cmd_skill_opt *opts,
+                    cmd_skill_run *r);
+void cmd_skill_end(cmd_skill_run *r);
+/* The entry NAME names: a skill of lib by name, else a path (added). */
+kb_skill_entry *cmd_skill_find(kb_skill_lib *lib, const char *name, kb_skill_diags *d,
+                               kb_err *err);
+/* A skill's name (its folder's when it does not parse); a metadata value
+ * of it, else dflt. */
+const char *cmd_skill_name(const kb_skill_entry *e);
+const char *cmd_skill_meta(const kb_skill_entry *e, const char *key, const char *dflt);
+/* Prints root (frees it; NULL: out of memory); the exit status. */
+int cmd_skill_print_json(cJSON *root);
+/* Puts kb-speedup (NULL or "" for none) under "speedup": a number, or
+ * null. */
+void cmd_skill_put_speedup(cJSON *o, const char *speedup, int *ok);
+/* kb skill new (cmd_skill_new.c) and kb skill verify (cmd_skill_verify.c):
+ * their entries are cmd_skill.c's. */
+int cmd_skill_new(int argc, char **argv, const kb_cli *cli, const kb_command *self);
+int cmd_skill_verify(int argc, char **argv, const kb_cli *cli, const kb_command *self);
 
 #endif

@@ -177,7 +177,7 @@ static int cmd_mcp(int argc, char **argv, const kb_cli *cli, const kb_command *s
                                   "need --allow-verify");
     if (no_skills && opts.skills_dir)
         return kb_cli_usage_error(self, "--skills and --no-skills: pick one");
-    opts.skills_dir = kb_mcp_skills_dir(opts.skills_dir, no_skills);
+    opts.skills_dir = kb_skill_pub_dir(opts.skills_dir, no_skills);
 
     /* a reader that went away is a write error, not a signal */
     signal(SIGPIPE, SIG_IGN);

@@ -261,7 +261,7 @@ static int cmd_serve(int argc, char **argv, const kb_cli *cli, const kb_command 
         /* the tables served: REST's, then the MCP transport's /mcp */
         kb_mcp_opts mo;
         kb_mcp_opts_init(&mo);
-        mo.skills_dir = kb_mcp_skills_dir(so.skills_dir, so.no_skills);
+        mo.skills_dir = kb_skill_pub_dir(so.skills_dir, so.no_skills);
         const kb_serve_route *rest = kb_rest_routes(&n);
         if (kb_serve_opts_add(&o, rest, n) != KB_OK)
             rc = kb_err_set(&err, KB_ERR_INTERNAL, "too many route tables");

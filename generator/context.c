@@ -255,16 +255,16 @@ static kb_rc retrieve_skills(kb_store *store, const kb_config *cfg, const char *
                              const want *w, const char *task_name, kb_gen_passages *ps,
                              kb_err *err)
 {
-    kb_gen_skill_query q = { .run = kb_query_run, .text = text, .mode = KB_MODE_HYBRID, .k = 50,
+    kb_skill_query q = { .run = kb_query_run, .text = text, .mode = KB_MODE_HYBRID, .k = 50,
                              .config = cfg };
-    kb_gen_skill_hits hits;
-    kb_rc rc = kb_gen_skill_search(store, &q, &hits, err);
+    kb_skill_hits hits;
+    kb_rc rc = kb_skill_search(store, &q, &hits, err);
     if (rc != KB_OK)
         return rc;
     size_t taken = 0;
     for (int tier = 0; tier < 3 && rc == KB_OK; tier++)
         for (size_t i = 0; i < hits.n && taken < SKILLS_MAX && rc == KB_OK; i++) {
-            const kb_gen_skill_hit *h = &hits.items[i];
+            const kb_skill_hit *h = &hits.items[i];
             if (status_tier(h->status) != tier || !arch_fits(h->arch, w->cc) ||
                 !lists_meet(h->dtype, w->dtypes) || !lists_meet(h->ops, w->ops))
                 continue;
@@ -296,7 +296,7 @@ static kb_rc retrieve_skills(kb_store *store, const kb_config *cfg, const char *
                 free(body);
             }
         }
-    kb_gen_skill_hits_release(&hits);
+    kb_skill_hits_release(&hits);
     return rc;
 }
 

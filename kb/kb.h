@@ -662,21 +662,17 @@ void kb_paper_list_release(kb_paper_list *l);
 
 /* ------------------------------------------------------------------ tools */
 
-/* The tool table (api/tools.c): each operation a client can call,
- * declared once - its name, a description written for an agent, JSON
- * Schemas (draft 2020-12) of its arguments and of its result, and a
- * handler that makes the result as cJSON. The CLI's --json output,
- * `kb serve` and `kb mcp` all call it, so the three cannot drift apart.
- *
- * The table is extensible from above: a module above query/ (skills, the
- * generator) declares its own array of kb_tool, with handlers of the same
- * signature, and exports it as kb_<module>_tools(size_t *n); a server
- * keeps the list of tables it serves (kb_tools first), finds a name in
- * each in turn with kb_tool_lookup and calls what it found with
- * kb_tool_run. query/ never knows the tables above it; names are unique
- * across all tables. State the tools above need besides the store (a
- * verifier process, an LLM client) lives in the store's named slots, so
- * one kb_tool_ctx serves every table.
+/* The tool table (api/, assembled once in api/api.c: kb_api_tools):
+ * each operation a client can call, declared once - its name, a
+ * description written for an agent, JSON Schemas (draft 2020-12) of its
+ * arguments and of its result, a handler that makes the result as cJSON,
+ * and flags that say where it is offered (MCP, REST), whether a server
+ * must opt in to it (it runs kernels) and what a server must attach to
+ * its store first (a skill library, verify's settings). The CLI's --json
+ * output, `kb serve` and `kb mcp` all call that one table, so they cannot
+ * drift apart. State the tools need besides the store (a verifier
+ * process, an LLM client, the library) lives in the store's named slots,
+ * so one kb_tool_ctx serves every tool.
  *
  * Thread safety: tools keep no state of their own; one kb_tool_ctx (a
  * store and an embedder) per thread, as a server keeps one per worker. */
@@ -697,7 +693,7 @@ typedef struct {
                               came from results */
 } kb_tool_ctx;
 
-/* A server's cache of tool answers (api/tools.c): keyed by the tool,
+/* A server's cache of tool answers (api/api.c): keyed by the tool,
  * its arguments in canonical form (keys sorted), the context's budget and
  * the KB's generation - which moves when anything commits to the KB (an
  * ingest; SQLite's data_version, checked on each call), so an answer is
@@ -725,7 +721,7 @@ typedef kb_rc (*kb_tool_fn)(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
                             kb_err *err);
 
 typedef struct {
-    const char *name;           /* [a-z0-9_]+, unique across tables */
+    const char *name;           /* [a-z0-9_]+, unique */
     const char *description;    /* one paragraph for an agent: when to use
                                    it, what comes back */
     const char *input_schema;   /* JSON Schema text: "type":"object",
@@ -736,13 +732,20 @@ typedef struct {
     kb_tool_fn fn;
     int cached;                 /* 1: its answers are worth keeping in a
                                    kb_result_cache (a search's) */
+    unsigned flags;             /* KB_TOOL_*: where it is offered, what it
+                                   needs */
 } kb_tool;
 
-/* query/'s table: search, get, papers, status. Static; *n its length. */
-const kb_tool *kb_tools(size_t *n);
+#define KB_TOOL_MCP 1u            /* offered over MCP (kb mcp, /mcp) */
+#define KB_TOOL_REST 2u           /* offered over REST (kb serve's /v1) */
+#define KB_TOOL_OPT_IN 4u         /* offered only when the server opts in:
+                                     it runs kernels on the GPU */
+#define KB_TOOL_NEEDS_SKILLS 8u   /* the skill library attached first */
+#define KB_TOOL_NEEDS_VERIFY 16u  /* verify's settings attached first */
+
 /* The tool of table[0..n) named name, or NULL. */
 const kb_tool *kb_tool_lookup(const kb_tool *table, size_t n, const char *name);
-/* kb_tool_lookup in kb_tools(). */
+/* kb_tool_lookup in the one table (api/api.h, kb_api_tools). */
 const kb_tool *kb_tool_find(const char *name);
 /* Checks args (NULL: no arguments) against tool's input_schema: types,
  * ranges, enums, lengths, required and unknown keys. A failure is

@@ -70,6 +70,9 @@ kb_rc kb_store_db_error(kb_store *store, kb_err *err, const char *what);
 char *kb_store_meta_get(kb_store *store, const char *key);
 kb_rc kb_store_meta_set(kb_store *store, const char *key, const char *value,
                         kb_err *err);
+/* The text of the first chunk (by ord) of the document that holds chunk
+ * chunk_id, "" when there is none; *out freed by the caller. */
+kb_rc kb_store_first_text(kb_store *store, int64_t chunk_id, char **out, kb_err *err);
 /* Total size in bytes of the files in the KB directory. */
 long long kb_store_disk_size(const kb_store *store);
 /* The schema version, or -1 when the file is not a database; 0 when new. */

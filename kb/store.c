@@ -558,3 +558,19 @@ kb_rc kb_store_doc_chunks(kb_store *store, long long chunk_id, kb_store_chunk_fn
     sqlite3_finalize(st);
     return rc;
 }
+
+static int first_text_of(void *ctx, long long id, const char *heading_path, const char *text)
+{
+    char **out = ctx;
+    *out = kb_strdup(text ? text : "");
+    return 1;   /* the first chunk is all it wants */
+}
+
+kb_rc kb_store_first_text(kb_store *store, int64_t chunk_id, char **out, kb_err *err)
+{
+    *out = NULL;
+    kb_rc rc = kb_store_doc_chunks(store, (long long)chunk_id, first_text_of, out, err);
+    if (rc == KB_OK && !*out && !(*out = kb_strdup("")))
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    return rc;
+}

@@ -1,5 +1,5 @@
 /* mcp.c - the MCP server's core (mcp.h): a message checked, routed to its
- * era, the method run against the tool tables, the reply made. */
+ * era, the method run against the one tool table, the reply made. */
 #include "serve/mcp.h"
 #include "api/api.h"
 
@@ -27,7 +27,6 @@
 #define META_CLIENT "io.modelcontextprotocol/clientInfo"
 #define META_SERVER "io.modelcontextprotocol/serverInfo"
 #define SKILLS_EXTENSION "io.modelcontextprotocol/skills"
-#define META_DIGEST "io.modelcontextprotocol.skills/digest"
 
 /* How long a client may keep the tool list and the discovery result: the
  * tools do not change while a server runs. */
@@ -44,8 +43,6 @@ static const char *const handshake_versions[] = {
 
 typedef enum { ERA_NONE = 0, ERA_HANDSHAKE, ERA_MODERN } mcp_era;
 
-#define MCP_MAX_TABLES 4
-
 struct kb_mcp_session {
     pthread_mutex_t lock;
     mcp_era era;
@@ -53,17 +50,13 @@ struct kb_mcp_session {
 };
 
 struct kb_mcp {
-    /* query/'s, serve/'s skill tools, generator/'s, verify */
-    const kb_tool *tables[MCP_MAX_TABLES];
-    size_t ntables[MCP_MAX_TABLES];
-    size_t ntab;
-    size_t verify_table;     /* verify's table's index, or ntab */
-    kb_mcp_skills *skills;   /* the library served as resources, or NULL */
+    int allow_verify;        /* the opt-in tools offered too */
+    kb_skill_pub *skills;    /* the library served as resources, or NULL */
     cJSON *tools;            /* tools/list's array, made once */
     char *instructions;
     char *names;             /* "search, get, papers, status" */
     char *tasks_dir;         /* verify's, or NULL */
-    double verify_timeout_s;
+    kb_api_env env;          /* what the tools need attached */
 };
 
 /* ------------------------------------------------------------------ server */
@@ -106,15 +99,6 @@ static const char verify_instructions[] =
     "you claim a kernel correct or faster: kb-verify compiles it, checks it "
     "against the task's reference and times it on the GPU.";
 
-/* Adds item under key to o; on failure frees item and clears *ok. */
-static void put(cJSON *o, const char *key, cJSON *item, int *ok)
-{
-    if (!*ok || !item || !o || !cJSON_AddItemToObject(o, key, item)) {
-        cJSON_Delete(item);
-        *ok = 0;
-    }
-}
-
 /* Appends the tools/list entry of tool to arr. */
 static kb_rc tool_entry(cJSON *arr, const kb_tool *tool, kb_err *err)
 {
@@ -126,16 +110,16 @@ static kb_rc tool_entry(cJSON *arr, const kb_tool *tool, kb_err *err)
                           "JSON object", tool->name, cJSON_IsObject(in) ? "output" : "input");
     }
     cJSON *o = cJSON_CreateObject(), *ann = cJSON_CreateObject();
-    int ok = o != NULL;
-    put(o, "name", cJSON_CreateString(tool->name), &ok);
-    put(o, "description", cJSON_CreateString(tool->description), &ok);
-    put(o, "inputSchema", in, &ok);
-    put(o, "outputSchema", outs, &ok);
-    put(ann, "readOnlyHint", cJSON_CreateBool(tool->read_only), &ok);
+    int ok = o && ann;
+    kb_json_put_str(o, "name", tool->name, &ok);
+    kb_json_put_str(o, "description", tool->description, &ok);
+    kb_json_put_item(o, "inputSchema", in, &ok);
+    kb_json_put_item(o, "outputSchema", outs, &ok);
+    kb_json_put_bool(ann, "readOnlyHint", tool->read_only, &ok);
     if (!tool->read_only)   /* it runs things, and changes nothing kept */
-        put(ann, "destructiveHint", cJSON_CreateFalse(), &ok);
-    put(ann, "openWorldHint", cJSON_CreateFalse(), &ok);
-    put(o, "annotations", ann, &ok);
+        kb_json_put_bool(ann, "destructiveHint", 0, &ok);
+    kb_json_put_bool(ann, "openWorldHint", 0, &ok);
+    kb_json_put_item(o, "annotations", ann, &ok);
     if (ok && cJSON_AddItemToArray(arr, o))
         return KB_OK;
     cJSON_Delete(o);
@@ -148,21 +132,10 @@ kb_rc kb_mcp_open(const kb_mcp_opts *opts, kb_mcp **out, kb_err *err)
     kb_mcp *m = calloc(1, sizeof *m);
     if (!m)
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    m->tables[m->ntab] = kb_tools(&m->ntables[m->ntab]);
-    m->ntab++;
-    m->tables[m->ntab] = kb_serve_skill_tools(&m->ntables[m->ntab]);
-    m->ntab++;
-    m->tables[m->ntab] = kb_gen_tools(&m->ntables[m->ntab]);   /* task, prompt */
-    m->ntab++;
-    m->verify_table = (size_t)-1;
-    if (opts->allow_verify) {
-        m->verify_table = m->ntab;
-        m->tables[m->ntab] = kb_serve_tools(&m->ntables[m->ntab]);
-        m->ntab++;
-    }
-    m->verify_timeout_s = opts->verify_timeout_s;
+    m->allow_verify = opts->allow_verify;
+    m->env.verify_timeout_s = opts->verify_timeout_s;
     if (opts->skills_dir) {
-        kb_rc lrc = kb_mcp_skills_load(opts->skills_dir, &m->skills, err);
+        kb_rc lrc = kb_skill_pub_load(opts->skills_dir, &m->skills, err);
         if (lrc != KB_OK) {
             free(m);
             return lrc;
@@ -181,17 +154,22 @@ kb_rc kb_mcp_open(const kb_mcp_opts *opts, kb_mcp **out, kb_err *err)
         rc = KB_ERR_NOMEM;
     if (rc != KB_OK)
         kb_err_set(err, rc, "out of memory");
-    for (size_t t = 0; rc == KB_OK && t < m->ntab; t++)
-        for (size_t i = 0; rc == KB_OK && i < m->ntables[t]; i++) {
-            rc = tool_entry(m->tools, &m->tables[t][i], err);
-            if (rc == KB_OK && (rc = kb_buf_printf(&names, "%s%s", names.len ? ", " : "",
-                                                   m->tables[t][i].name)) != KB_OK)
-                kb_err_set(err, rc, "out of memory");
-        }
+    size_t n = 0;
+    const kb_tool *all = kb_api_tools(&n);
+    for (size_t i = 0; rc == KB_OK && i < n; i++) {
+        if (!kb_api_offered(&all[i], KB_TOOL_MCP, m->allow_verify))
+            continue;
+        rc = tool_entry(m->tools, &all[i], err);
+        if (rc == KB_OK && (rc = kb_buf_printf(&names, "%s%s", names.len ? ", " : "",
+                                               all[i].name)) != KB_OK)
+            kb_err_set(err, rc, "out of memory");
+    }
     m->instructions = kb_buf_finish(&text, rc);
     m->names = kb_buf_finish(&names, rc);
     if (rc == KB_OK && opts->tasks_dir && !(m->tasks_dir = kb_strdup(opts->tasks_dir)))
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    m->env.skills = m->skills;
+    m->env.tasks_dir = m->tasks_dir;
     if (rc != KB_OK) {
         kb_mcp_free(m);
         return rc;
@@ -205,7 +183,7 @@ void kb_mcp_free(kb_mcp *m)
     if (!m)
         return;
     cJSON_Delete(m->tools);
-    kb_mcp_skills_free(m->skills);
+    kb_skill_pub_free(m->skills);
     free(m->instructions);
     free(m->names);
     free(m->tasks_dir);
@@ -224,21 +202,14 @@ size_t kb_mcp_skill_count(const kb_mcp *m)
 
 kb_rc kb_mcp_attach(const kb_mcp *m, kb_store *store, kb_err *err)
 {
-    return kb_serve_skills_attach(store, m->skills, err);
+    return kb_api_skills_attach(store, m->skills, err);
 }
 
-/* The tool called name in the server's tables, or NULL; *table its
- * table's index. */
-static const kb_tool *find_tool(const kb_mcp *m, const char *name, size_t *table)
+/* The tool called name that the server offers over MCP, or NULL. */
+static const kb_tool *find_tool(const kb_mcp *m, const char *name)
 {
-    for (size_t t = 0; t < m->ntab; t++) {
-        const kb_tool *tool = kb_tool_lookup(m->tables[t], m->ntables[t], name);
-        if (tool) {
-            *table = t;
-            return tool;
-        }
-    }
-    return NULL;
+    const kb_tool *tool = kb_tool_find(name);
+    return tool && kb_api_offered(tool, KB_TOOL_MCP, m->allow_verify) ? tool : NULL;
 }
 
 /* ------------------------------------------------------------------ sessions */
@@ -324,8 +295,8 @@ static cJSON *new_result(exchange *x)
 /* Adds item under key to o, or fails the exchange (item freed). */
 static void add(exchange *x, cJSON *o, const char *key, cJSON *item)
 {
-    int ok = !x->code;
-    put(o, key, item, &ok);
+    int ok = !x->code && item;   /* a NULL item is out of memory */
+    kb_json_put_item(o, key, item, &ok);
     if (!ok && !x->code)
         out_of_memory(x);
 }
@@ -434,9 +405,11 @@ static void unsupported_version(exchange *x, const char *requested,
 {
     cJSON *data = cJSON_CreateObject();
     int ok = data != NULL;
-    put(data, "supported", modern_versions(), &ok);
+    cJSON *supported = modern_versions();
+    ok = ok && supported;
+    kb_json_put_item(data, "supported", supported, &ok);
     if (requested)
-        put(data, "requested", cJSON_CreateString(requested), &ok);
+        kb_json_put_str(data, "requested", requested, &ok);
     fail(x, UNSUPPORTED_VERSION, "%s", message);
     if (ok && !x->data)
         x->data = data;
@@ -490,8 +463,7 @@ static void do_tools_call(exchange *x)
     if (!cJSON_IsString(name))
         return fail(x, INVALID_PARAMS, "tools/call needs params.name, one of: %s",
                     x->server->names);
-    size_t table = 0;
-    const kb_tool *tool = find_tool(x->server, name->valuestring, &table);
+    const kb_tool *tool = find_tool(x->server, name->valuestring);
     if (!tool)
         return fail(x, INVALID_PARAMS, "unknown tool '%.*s' (tools: %s)",
                     kb_utf8_cut(name->valuestring, 64), name->valuestring,
@@ -507,13 +479,8 @@ static void do_tools_call(exchange *x)
     kb_tool_ctx ctx = *x->ctx;
     if (!ctx.budget_tokens)
         ctx.budget_tokens = KB_TOOL_BUDGET_DEFAULT;
-    kb_rc rc = KB_OK;
-    if (table == x->server->verify_table)   /* verify's settings, with this
-                                                thread's store */
-        rc = kb_serve_verify_attach(ctx.store, x->server->tasks_dir,
-                                    x->server->verify_timeout_s, &err);
-    else if (table > 0)   /* the skill library, for skill_get */
-        rc = kb_mcp_attach(x->server, ctx.store, &err);
+    /* the library, verify's settings: with this thread's store */
+    kb_rc rc = kb_api_attach(ctx.store, tool, &x->server->env, &err);
     cJSON *out = NULL;
     double t0 = kb_now_ms();
     if (rc == KB_OK)
@@ -538,49 +505,16 @@ static int refuse_cursor(exchange *x, const char *method)
     return 1;
 }
 
-/* {"io.modelcontextprotocol.skills/digest": "sha256:HEX"} */
-static cJSON *digest_meta(const kb_mcp_skill_file *f)
-{
-    char d[72];
-    snprintf(d, sizeof d, "sha256:%s", f->sha256);
-    cJSON *m = cJSON_CreateObject();
-    if (m && cJSON_AddStringToObject(m, META_DIGEST, d))
-        return m;
-    cJSON_Delete(m);
-    return NULL;
-}
-
-/* A Resource of resources/list: SKILL.md named and described by its
- * front matter (the extension's rule), the other files by their place. */
-static cJSON *resource_entry(const kb_mcp_skill *s, const kb_mcp_skill_file *f)
-{
-    cJSON *o = cJSON_CreateObject();
-    int md = strcmp(f->name, "SKILL.md") == 0;
-    char name[200], desc[200];
-    snprintf(name, sizeof name, "%s/%s", s->name, f->name);
-    snprintf(desc, sizeof desc, "%s of the skill %s", f->name, s->name);
-    int ok = o && cJSON_AddStringToObject(o, "uri", f->uri) &&
-             cJSON_AddStringToObject(o, "name", md ? s->name : name) &&
-             cJSON_AddStringToObject(o, "description", md ? s->description : desc) &&
-             cJSON_AddStringToObject(o, "mimeType", f->mime) &&
-             cJSON_AddNumberToObject(o, "size", (double)f->size) &&
-             cJSON_AddItemToObject(o, "_meta", digest_meta(f));
-    if (ok)
-        return o;
-    cJSON_Delete(o);
-    return NULL;
-}
-
 static void do_resources_list(exchange *x)
 {
     if (refuse_cursor(x, "resources/list"))
         return;
     cJSON *r = new_result(x), *arr = cJSON_CreateArray();
     add(x, r, "resources", arr);
-    const kb_mcp_skills *lib = x->server->skills;
+    const kb_skill_pub *lib = x->server->skills;
     for (size_t i = 0; !x->code && i < lib->n; i++)
         for (size_t j = 0; !x->code && j < lib->items[i].nfiles; j++) {
-            cJSON *e = resource_entry(&lib->items[i], &lib->items[i].files[j]);
+            cJSON *e = kb_skill_pub_resource_json(&lib->items[i], &lib->items[i].files[j]);
             if (!e || !cJSON_AddItemToArray(arr, e)) {
                 cJSON_Delete(e);
                 out_of_memory(x);
@@ -618,7 +552,7 @@ static void do_resources_read(exchange *x)
     if (!uri)
         return fail(x, INVALID_PARAMS, "resources/read needs params.uri, such as "
                     "skill://NAME/SKILL.md");
-    const kb_mcp_skill_file *f = kb_mcp_skills_file(x->server->skills, uri, NULL);
+    const kb_skill_pub_file *f = kb_skill_pub_lookup(x->server->skills, uri, NULL);
     if (!f)
         return no_resource(x, uri, "resource");
     cJSON *r = new_result(x), *contents = cJSON_CreateArray(), *c = cJSON_CreateObject();
@@ -630,41 +564,12 @@ static void do_resources_read(exchange *x)
     if (f->text) {
         add(x, c, "text", cJSON_CreateString(f->data));
     } else {
-        /* 4 characters for each 3 bytes, and the NUL */
-        size_t n = (f->size + 2) / 3 * 4 + 1;
-        char *b64 = malloc(n);
-        if (b64)
-            EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)f->data, (int)f->size);
+        char *b64 = kb_skill_pub_base64(f);
         add(x, c, "blob", b64 ? cJSON_CreateString(b64) : NULL);
         free(b64);
     }
-    add(x, c, "_meta", digest_meta(f));
+    add(x, c, "_meta", kb_skill_pub_digest_meta(f));
     modern_fields(x, 1);
-}
-
-/* The extension's Skill entry: uri, front matter, every file with its
- * digest and size. */
-static cJSON *skill_entry(const kb_mcp_skill *s)
-{
-    cJSON *o = cJSON_CreateObject(), *files = NULL;
-    char uri[128];
-    snprintf(uri, sizeof uri, "skill://%s/SKILL.md", s->name);
-    int ok = o && cJSON_AddStringToObject(o, "uri", uri) &&
-             cJSON_AddItemToObject(o, "frontmatter", cJSON_Duplicate(s->frontmatter, 1)) &&
-             (files = cJSON_AddArrayToObject(o, "resources"));
-    for (size_t i = 0; ok && i < s->nfiles; i++) {
-        char d[72];
-        snprintf(d, sizeof d, "sha256:%s", s->files[i].sha256);
-        cJSON *f = cJSON_CreateObject();
-        ok = f && cJSON_AddItemToArray(files, f) &&
-             cJSON_AddStringToObject(f, "uri", s->files[i].uri) &&
-             cJSON_AddStringToObject(f, "digest", d) &&
-             cJSON_AddNumberToObject(f, "size", (double)s->files[i].size);
-    }
-    if (ok)
-        return o;
-    cJSON_Delete(o);
-    return NULL;
 }
 
 static void do_skills_list(exchange *x)
@@ -674,7 +579,7 @@ static void do_skills_list(exchange *x)
     cJSON *r = new_result(x), *arr = cJSON_CreateArray();
     add(x, r, "skills", arr);
     for (size_t i = 0; !x->code && i < x->server->skills->n; i++) {
-        cJSON *e = skill_entry(&x->server->skills->items[i]);
+        cJSON *e = kb_skill_pub_skill_json(&x->server->skills->items[i]);
         if (!e || !cJSON_AddItemToArray(arr, e)) {
             cJSON_Delete(e);
             out_of_memory(x);
@@ -689,8 +594,8 @@ static void do_skills_get(exchange *x)
     if (!uri)
         return fail(x, INVALID_PARAMS, "skills/get needs params.uri, a skill's "
                     "SKILL.md: skill://NAME/SKILL.md");
-    const kb_mcp_skill *s = NULL;
-    const kb_mcp_skill_file *f = kb_mcp_skills_file(x->server->skills, uri, &s);
+    const kb_skill_pub_skill *s = NULL;
+    const kb_skill_pub_file *f = kb_skill_pub_lookup(x->server->skills, uri, &s);
     if (!f || strcmp(f->name, "SKILL.md") != 0) {
         /* the extension's code for this, in either era */
         fail(x, INVALID_PARAMS, "skills/get: '%.*s' is not a skill's SKILL.md "
@@ -698,7 +603,7 @@ static void do_skills_get(exchange *x)
         return;
     }
     cJSON *r = new_result(x);
-    add(x, r, "skill", skill_entry(s));
+    add(x, r, "skill", kb_skill_pub_skill_json(s));
     modern_fields(x, 1);
 }
 
@@ -935,19 +840,24 @@ static char *reply_text(exchange *x)
 {
     cJSON *r = cJSON_CreateObject();
     int ok = r && cJSON_AddStringToObject(r, "jsonrpc", "2.0");
-    if (x->id)
-        put(r, "id", cJSON_Duplicate(x->id, 1), &ok);
+    if (x->id) {
+        cJSON *id = cJSON_Duplicate(x->id, 1);
+        ok = ok && id;
+        kb_json_put_item(r, "id", id, &ok);
+    }
     if (x->code) {
         cJSON *e = cJSON_CreateObject();
-        put(e, "code", cJSON_CreateNumber(x->code), &ok);
-        put(e, "message", cJSON_CreateString(x->message), &ok);
+        ok = ok && e;
+        kb_json_put_num(e, "code", x->code, &ok);
+        kb_json_put_str(e, "message", x->message, &ok);
         if (x->data) {
-            put(e, "data", x->data, &ok);
+            kb_json_put_item(e, "data", x->data, &ok);
             x->data = NULL;
         }
-        put(r, "error", e, &ok);
+        kb_json_put_item(r, "error", e, &ok);
     } else {
-        put(r, "result", x->result, &ok);
+        ok = ok && x->result;
+        kb_json_put_item(r, "result", x->result, &ok);
         x->result = NULL;
     }
     char *text = ok ? cJSON_PrintUnformatted(r) : NULL;

@@ -32,10 +32,12 @@
  * refuses, no such chunk, no model - is a result with isError true and
  * the message that says what to do.
  *
- * Tools come from the tool tables (kb.h, "tools"): query/'s, serve/'s
- * skill tools (skill_search, skill_get), generator/'s task and prompt
- * (gen.h), and serve/'s verify when
- * kb_mcp_opts.allow_verify is set.
+ * Tools come from the one tool table (api/api.h, kb_api_tools): those
+ * offered over MCP, in its order (search, get, papers, status,
+ * skill_search, skill_get, task, prompt), and verify, which runs kernels,
+ * only when kb_mcp_opts.allow_verify is set. What a tool needs attached
+ * (the library, verify's settings) is attached to the calling thread's
+ * store before it runs (kb_api_attach).
  *
  * Skills (kb_mcp_opts.skills_dir): every file of every skill folder is a
  * resource, skill://<name>/<file> (SKILL.md, kernel.cu, evidence.json,
@@ -86,7 +88,7 @@ const char *kb_mcp_tool_names(const kb_mcp *server);
 /* How many skills are served as resources (0: none, no library). */
 size_t kb_mcp_skill_count(const kb_mcp *server);
 /* Readies a store for the server's tool calls: parks the server's skill
- * library with it (kb_serve_skills_attach). Every store that answers tool
+ * library with it (kb_api_skills_attach). Every store that answers tool
  * calls goes through here: kb_mcp_handle's, and each of kb serve's
  * workers' (REST's included, through kb_serve_opts.worker_init). */
 kb_rc kb_mcp_attach(const kb_mcp *server, kb_store *store, kb_err *err);

@@ -55,20 +55,12 @@ static const rest_op ops[] = {
       "no such skill or file, or no skill library", NULL },
 };
 
-/* The tool an endpoint runs: query/'s, serve/'s skill tools, or
- * generator/'s task and prompt. */
+/* The tool an endpoint runs, from the one table (api.h): one offered
+ * over REST, else NULL. */
 static const kb_tool *find_tool(const char *name)
 {
-    size_t n = 0;
     const kb_tool *t = kb_tool_find(name);
-    const kb_tool *skills = kb_serve_skill_tools(&n);
-    if (!t)
-        t = kb_tool_lookup(skills, n, name);
-    const kb_tool *rest = kb_serve_skill_rest_tools(&n);
-    if (!t)
-        t = kb_tool_lookup(rest, n, name);
-    const kb_tool *gen = kb_gen_tools(&n);
-    return t ? t : kb_tool_lookup(gen, n, name);
+    return t && kb_api_offered(t, KB_TOOL_REST, 0) ? t : NULL;
 }
 
 /* 1 if path fits op's template, each {param}'s segment (not empty, no

@@ -1,8 +1,8 @@
-/* mcp_skills.c - the skill library as MCP resources (mcp.h, "skills"):
- * each file of each skill folder read once, its SHA-256 and size taken,
- * and served from memory, so that what resources/read returns is always
- * the bytes the digest was made of. */
-#include "skills/skill.h"
+/* publish.c - the skill library as served (skill.h, "publish.c"): each
+ * file of each skill folder read once, its SHA-256 and size taken, and
+ * served from memory, so that what resources/read returns is always the
+ * bytes the digest was made of; and the JSON forms MCP's Skills extension
+ * gives of it. */
 #include "skills/skill.h"
 
 #include <dirent.h>
@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <openssl/evp.h>
 #include <utf8proc.h>
 
 /* The Skills extension's limits per skill: every conforming host takes
@@ -17,7 +18,7 @@
 #define FILES_MAX 512
 #define BYTES_MAX (16u << 20)
 
-static void file_release(kb_mcp_skill_file *f)
+static void file_release(kb_skill_pub_file *f)
 {
     free(f->uri);
     free(f->name);
@@ -25,7 +26,7 @@ static void file_release(kb_mcp_skill_file *f)
     memset(f, 0, sizeof *f);
 }
 
-static void skill_release(kb_mcp_skill *s)
+static void skill_release(kb_skill_pub_skill *s)
 {
     for (size_t i = 0; i < s->nfiles; i++)
         file_release(&s->files[i]);
@@ -36,7 +37,7 @@ static void skill_release(kb_mcp_skill *s)
     memset(s, 0, sizeof *s);
 }
 
-void kb_mcp_skills_free(kb_mcp_skills *lib)
+void kb_skill_pub_free(kb_skill_pub *lib)
 {
     if (!lib)
         return;
@@ -76,7 +77,7 @@ static const char *mime_of(const char *name, int text)
 /* SKILL.md first, then by name. */
 static int cmp_files(const void *a, const void *b)
 {
-    const kb_mcp_skill_file *x = a, *y = b;
+    const kb_skill_pub_file *x = a, *y = b;
     int xs = strcmp(x->name, "SKILL.md") == 0, ys = strcmp(y->name, "SKILL.md") == 0;
     if (xs != ys)
         return ys - xs;
@@ -86,7 +87,7 @@ static int cmp_files(const void *a, const void *b)
 /* Reads the regular files of the skill's folder (links followed: a seed
  * skill's kernel.cu is a link to the candidate it was verified as; hidden
  * files and folders left out) into s. */
-static kb_rc read_files(const char *dir, kb_mcp_skill *s, kb_err *err)
+static kb_rc read_files(const char *dir, kb_skill_pub_skill *s, kb_err *err)
 {
     DIR *d = opendir(dir);
     if (!d)
@@ -117,7 +118,7 @@ static kb_rc read_files(const char *dir, kb_mcp_skill *s, kb_err *err)
         if (rc == KB_OK)
             rc = kb_read_file(path, BYTES_MAX - total, &b, err);
         if (rc == KB_OK) {
-            kb_mcp_skill_file *f = &s->files[s->nfiles];
+            kb_skill_pub_file *f = &s->files[s->nfiles];
             memset(f, 0, sizeof *f);
             f->size = b.len;
             f->text = is_text((const unsigned char *)b.data, b.len);
@@ -169,10 +170,10 @@ static cJSON *frontmatter(const kb_skill *k)
     return o;
 }
 
-kb_rc kb_mcp_skills_load(const char *dir, kb_mcp_skills **out, kb_err *err)
+kb_rc kb_skill_pub_load(const char *dir, kb_skill_pub **out, kb_err *err)
 {
     *out = NULL;
-    kb_mcp_skills *lib = calloc(1, sizeof *lib);
+    kb_skill_pub *lib = calloc(1, sizeof *lib);
     if (!lib || !(lib->dir = kb_strdup(dir))) {
         free(lib);
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
@@ -196,7 +197,7 @@ kb_rc kb_mcp_skills_load(const char *dir, kb_mcp_skills **out, kb_err *err)
             rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
             break;
         }
-        kb_mcp_skill *s = &lib->items[lib->n++];
+        kb_skill_pub_skill *s = &lib->items[lib->n++];
         memset(s, 0, sizeof *s);
         s->name = kb_strdup(name);
         s->description = kb_strdup(e->skill.fields[KB_SKILL_DESCRIPTION]);
@@ -209,25 +210,25 @@ kb_rc kb_mcp_skills_load(const char *dir, kb_mcp_skills **out, kb_err *err)
     kb_skill_diags_release(&d);
     kb_skill_lib_release(&sl);
     if (rc != KB_OK) {
-        kb_mcp_skills_free(lib);
+        kb_skill_pub_free(lib);
         return rc;
     }
     *out = lib;
     return KB_OK;
 }
 
-const char *kb_mcp_skills_dir(const char *given, int none)
+const char *kb_skill_pub_dir(const char *given, int none)
 {
     struct stat st;
     if (none)
         return NULL;
     if (given)
         return given;
-    return stat(KB_MCP_SKILLS_DEFAULT, &st) == 0 && S_ISDIR(st.st_mode)
-               ? KB_MCP_SKILLS_DEFAULT : NULL;
+    return stat(KB_SKILL_PUB_DEFAULT, &st) == 0 && S_ISDIR(st.st_mode)
+               ? KB_SKILL_PUB_DEFAULT : NULL;
 }
 
-const kb_mcp_skill *kb_mcp_skills_find(const kb_mcp_skills *lib, const char *name)
+const kb_skill_pub_skill *kb_skill_pub_find(const kb_skill_pub *lib, const char *name)
 {
     for (size_t i = 0; lib && i < lib->n; i++)
         if (strcmp(lib->items[i].name, name) == 0)
@@ -235,8 +236,8 @@ const kb_mcp_skill *kb_mcp_skills_find(const kb_mcp_skills *lib, const char *nam
     return NULL;
 }
 
-const kb_mcp_skill_file *kb_mcp_skills_file(const kb_mcp_skills *lib, const char *uri,
-                                            const kb_mcp_skill **skill)
+const kb_skill_pub_file *kb_skill_pub_lookup(const kb_skill_pub *lib, const char *uri,
+                                             const kb_skill_pub_skill **skill)
 {
     if (!lib || strncmp(uri, "skill://", 8) != 0)
         return NULL;
@@ -244,7 +245,7 @@ const kb_mcp_skill_file *kb_mcp_skills_file(const kb_mcp_skills *lib, const char
     if (!slash)
         return NULL;
     for (size_t i = 0; i < lib->n; i++) {
-        const kb_mcp_skill *s = &lib->items[i];
+        const kb_skill_pub_skill *s = &lib->items[i];
         if (strlen(s->name) != (size_t)(slash - rest) || strncmp(s->name, rest, (size_t)(slash - rest)))
             continue;
         for (size_t j = 0; j < s->nfiles; j++)
@@ -256,3 +257,75 @@ const kb_mcp_skill_file *kb_mcp_skills_file(const kb_mcp_skills *lib, const char
     }
     return NULL;
 }
+
+/* ------------------------------------------------------------ as served */
+
+#define META_DIGEST "io.modelcontextprotocol.skills/digest"
+
+char *kb_skill_pub_base64(const kb_skill_pub_file *f)
+{
+    /* 4 characters for each 3 bytes, and the NUL */
+    char *b64 = malloc((f->size + 2) / 3 * 4 + 1);
+    if (b64)
+        EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)f->data, (int)f->size);
+    return b64;
+}
+
+/* {"io.modelcontextprotocol.skills/digest": "sha256:HEX"} */
+cJSON *kb_skill_pub_digest_meta(const kb_skill_pub_file *f)
+{
+    char d[72];
+    snprintf(d, sizeof d, "sha256:%s", f->sha256);
+    cJSON *m = cJSON_CreateObject();
+    if (m && cJSON_AddStringToObject(m, META_DIGEST, d))
+        return m;
+    cJSON_Delete(m);
+    return NULL;
+}
+
+/* A Resource of resources/list: SKILL.md named and described by its
+ * front matter (the extension's rule), the other files by their place. */
+cJSON *kb_skill_pub_resource_json(const kb_skill_pub_skill *s, const kb_skill_pub_file *f)
+{
+    cJSON *o = cJSON_CreateObject();
+    int md = strcmp(f->name, "SKILL.md") == 0;
+    char name[200], desc[200];
+    snprintf(name, sizeof name, "%s/%s", s->name, f->name);
+    snprintf(desc, sizeof desc, "%s of the skill %s", f->name, s->name);
+    int ok = o && cJSON_AddStringToObject(o, "uri", f->uri) &&
+             cJSON_AddStringToObject(o, "name", md ? s->name : name) &&
+             cJSON_AddStringToObject(o, "description", md ? s->description : desc) &&
+             cJSON_AddStringToObject(o, "mimeType", f->mime) &&
+             cJSON_AddNumberToObject(o, "size", (double)f->size) &&
+             cJSON_AddItemToObject(o, "_meta", kb_skill_pub_digest_meta(f));
+    if (ok)
+        return o;
+    cJSON_Delete(o);
+    return NULL;
+}
+
+/* The extension's Skill entry: uri, front matter, every file with its
+ * digest and size. */
+cJSON *kb_skill_pub_skill_json(const kb_skill_pub_skill *s)
+{
+    cJSON *o = cJSON_CreateObject(), *files = NULL;
+    char uri[128];
+    snprintf(uri, sizeof uri, "skill://%s/SKILL.md", s->name);
+    int ok = o && cJSON_AddStringToObject(o, "uri", uri) &&
+             cJSON_AddItemToObject(o, "frontmatter", cJSON_Duplicate(s->frontmatter, 1)) &&
+             (files = cJSON_AddArrayToObject(o, "resources"));
+    for (size_t i = 0; ok && i < s->nfiles; i++) {
+        char d[72];
+        snprintf(d, sizeof d, "sha256:%s", s->files[i].sha256);
+        cJSON *f = cJSON_CreateObject();
+        ok = f && cJSON_AddItemToArray(files, f) &&
+             cJSON_AddStringToObject(f, "uri", s->files[i].uri) &&
+             cJSON_AddStringToObject(f, "digest", d) &&
+             cJSON_AddNumberToObject(f, "size", (double)s->files[i].size);
+    }
+    if (ok)
+        return o;
+    cJSON_Delete(o);
+    return NULL;
+}
+

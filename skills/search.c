@@ -4,13 +4,14 @@
 #include "skills/skill.h"
 #include "kb/kb_int.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* the most a search asks for: every section of a library of skills */
 #define SEARCH_DEPTH 50
 
-static void hit_release(kb_gen_skill_hit *x)
+static void hit_release(kb_skill_hit *x)
 {
     free(x->name);
     free(x->status);
@@ -22,7 +23,7 @@ static void hit_release(kb_gen_skill_hit *x)
     memset(x, 0, sizeof *x);
 }
 
-void kb_gen_skill_hits_release(kb_gen_skill_hits *h)
+void kb_skill_hits_release(kb_skill_hits *h)
 {
     for (size_t i = 0; i < h->n; i++)
         hit_release(&h->items[i]);
@@ -46,23 +47,14 @@ static char *field(const char *line, const char *key)
     return kb_strdup("");
 }
 
-/* The first chunk's text of the document holding chunk id (caller frees). */
-static kb_rc first_text(kb_store *store, sqlite3_stmt **st, int64_t id, char **out,
-                        kb_err *err)
+int kb_skill_speedup_parse(const char *s, double *out)
 {
-    if (!*st && kb_store_prepare(store, "SELECT text FROM chunks WHERE document_id = "
-                                 "(SELECT document_id FROM chunks WHERE id = ?) ORDER BY "
-                                 "ord LIMIT 1", st, err) != KB_OK)
-        return err->rc;
-    sqlite3_reset(*st);
-    sqlite3_bind_int64(*st, 1, id);
-    int rc = sqlite3_step(*st);
-    const char *t = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(*st, 0) : NULL;
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        return kb_store_db_error(store, err, "cannot read a skill");
-    if (!(*out = kb_strdup(t ? t : "")))
-        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    return KB_OK;
+    char *end = NULL;
+    double x = s && *s ? strtod(s, &end) : 0;
+    if (!s || !*s || *end || !isfinite(x))
+        return 0;
+    *out = x;
+    return 1;
 }
 
 /* 1 if want (NULL: anything) is one of the comma- or space-separated
@@ -85,8 +77,8 @@ static int has_item(const char *have, const char *want, int arch)
     return 0;
 }
 
-int kb_gen_skill_passes(const kb_gen_skill_query *q, const char *status,
-                        const char *arch, const char *dtype, const char *ops)
+int kb_skill_search_passes(const kb_skill_query *q, const char *status,
+                           const char *arch, const char *dtype, const char *ops)
 {
     return has_item(arch, q->arch, 1) && has_item(dtype, q->dtype, 0) &&
            has_item(ops, q->ops, 0) &&
@@ -96,11 +88,10 @@ int kb_gen_skill_passes(const kb_gen_skill_query *q, const char *status,
 
 /* The hit of result r: its skill's name (the heading's, before " (") and
  * the metadata of its first chunk. */
-static kb_rc make_hit(kb_store *store, sqlite3_stmt **st, const kb_result *r,
-                      kb_gen_skill_hit *h, kb_err *err)
+static kb_rc make_hit(kb_store *store, const kb_result *r, kb_skill_hit *h, kb_err *err)
 {
     char *line = NULL;
-    kb_rc rc = first_text(store, st, r->chunk_id, &line, err);
+    kb_rc rc = kb_store_first_text(store, r->chunk_id, &line, err);
     if (rc != KB_OK)
         return rc;
     const char *top = r->depth ? r->heading_path[0] : "";
@@ -119,8 +110,8 @@ static kb_rc make_hit(kb_store *store, sqlite3_stmt **st, const kb_result *r,
     return KB_OK;
 }
 
-kb_rc kb_gen_skill_search(kb_store *store, const kb_gen_skill_query *q,
-                          kb_gen_skill_hits *out, kb_err *err)
+kb_rc kb_skill_search(kb_store *store, const kb_skill_query *q,
+                      kb_skill_hits *out, kb_err *err)
 {
     memset(out, 0, sizeof *out);
     kb_query_opts o;
@@ -133,7 +124,6 @@ kb_rc kb_gen_skill_search(kb_store *store, const kb_gen_skill_query *q,
     o.config = q->config;
     kb_rc rc = q->run ? q->run(store, NULL, &o, &out->all, err)
                       : kb_err_set(err, KB_ERR_INTERNAL, "skill search: no search function");
-    sqlite3_stmt *st = NULL;
     for (size_t i = 0; rc == KB_OK && i < out->all.n && out->n < (size_t)q->k; i++) {
         const kb_result *r = &out->all.items[i];
         int seen = 0;
@@ -146,17 +136,16 @@ kb_rc kb_gen_skill_search(kb_store *store, const kb_gen_skill_query *q,
             rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
             break;
         }
-        kb_gen_skill_hit *h = &out->items[out->n];
+        kb_skill_hit *h = &out->items[out->n];
         memset(h, 0, sizeof *h);
         out->n++;          /* released with the hits, passing or not */
-        rc = make_hit(store, &st, r, h, err);
-        if (rc == KB_OK && !kb_gen_skill_passes(q, h->status, h->arch, h->dtype, h->ops)) {
+        rc = make_hit(store, r, h, err);
+        if (rc == KB_OK && !kb_skill_search_passes(q, h->status, h->arch, h->dtype, h->ops)) {
             hit_release(h);
             out->n--;
         }
     }
-    sqlite3_finalize(st);
     if (rc != KB_OK)
-        kb_gen_skill_hits_release(out);
+        kb_skill_hits_release(out);
     return rc;
 }

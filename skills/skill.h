@@ -395,7 +395,7 @@ typedef struct {
     const cJSON *device;         /* the device profile (kb-verify
                                     --device-info --json) for the record;
                                     NULL: the result's own device */
-} kb_gen_skill_opts;
+} kb_skill_verify_opts;
 
 /* Verifies a library entry: kb-verify runs its kernel.cu against its
  * kb-task (or the matching result of o->from_result is taken, its kernel's
@@ -405,27 +405,27 @@ typedef struct {
  * what gets one line on what changed, verdict the verdict (may be NULL).
  * A refusal - a retired skill, no kernel or task, a result for another
  * kernel, a suspicious result, no verdict (no GPU) - writes nothing. */
-kb_rc kb_gen_skill_verify(kb_skill_entry *e, const kb_gen_skill_opts *o,
+kb_rc kb_skill_verify(kb_skill_entry *e, const kb_skill_verify_opts *o,
                           kb_buf *what, kb_buf *verdict, kb_err *err);
 
 /* lint's task check: kb-task loads as a task of tasks_dir. */
-kb_rc kb_gen_skill_check_task(const kb_skill_entry *e, const char *tasks_dir,
+kb_rc kb_skill_check_task(const kb_skill_entry *e, const char *tasks_dir,
                               kb_skill_diags *d) KB_MUST_CHECK;
 
 /* lint's compile check: kernel.cu (and baseline.cu, if there) compile for
  * kb-task with `kb-verify --compile-only` (v opened with compile_only).
  * Findings into d. KB_ERR_NOTFOUND when v's kb-verify is not there (no
  * CUDA toolkit: nothing checked). */
-kb_rc kb_gen_skill_check_compile(const kb_skill_entry *e, const char *tasks_dir,
+kb_rc kb_skill_check_compile(const kb_skill_entry *e, const char *tasks_dir,
                                  kb_verifier *v, kb_skill_diags *d, kb_err *err);
 
 /* lint's link check: every http(s) link of the body with an #anchor, and
  * every link to a document the KB holds, names a chunk of store (the
  * document's URL, and a section with that anchor). Findings into d. */
-kb_rc kb_gen_skill_check_links(const kb_skill_entry *e, kb_store *store,
+kb_rc kb_skill_check_links(const kb_skill_entry *e, kb_store *store,
                                kb_skill_diags *d, kb_err *err);
 
-/* ------------------------------------------------------------ skill_search.c */
+/* ------------------------------------------------------------ search.c */
 
 /* What a skill search keeps: filters on the skill's metadata (NULL: any).
  * arch matches kb-arch's items ("sm_90", or "sm_80+" for 8.0 and up),
@@ -442,32 +442,35 @@ typedef struct {
        caller hands it down) */
     kb_rc (*run)(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
                  kb_results *out, kb_err *err);
-} kb_gen_skill_query;
+} kb_skill_query;
 
 /* One skill found: its best section (a result of all) and the metadata of
  * its status line (owned strings, "" when the skill has none). */
 typedef struct {
     const kb_result *r;
     char *name, *status, *speedup, *task, *arch, *dtype, *ops;
-} kb_gen_skill_hit;
+} kb_skill_hit;
 
 typedef struct {
     kb_results all;             /* what the search found, every section */
-    kb_gen_skill_hit *items;
+    kb_skill_hit *items;
     size_t n, cap;
-} kb_gen_skill_hits;
+} kb_skill_hits;
 
 /* Searches the KB's chunks of kind skill (q->run), one hit per
  * skill, kept when its metadata passes q's filters, at most q->k. The
- * caller releases out with kb_gen_skill_hits_release. */
-kb_rc kb_gen_skill_search(kb_store *store, const kb_gen_skill_query *q,
-                          kb_gen_skill_hits *out, kb_err *err);
-void kb_gen_skill_hits_release(kb_gen_skill_hits *h);
+ * caller releases out with kb_skill_hits_release. */
+kb_rc kb_skill_search(kb_store *store, const kb_skill_query *q,
+                      kb_skill_hits *out, kb_err *err);
+void kb_skill_hits_release(kb_skill_hits *h);
 /* 1 if a skill with this metadata (kb-status, kb-arch, kb-dtype, kb-ops;
- * "" for a key it lacks) passes q's filters: the test kb_gen_skill_search
+ * "" for a key it lacks) passes q's filters: the test kb_skill_search
  * applies to each hit, for a caller that lists skills without a search. */
-int kb_gen_skill_passes(const kb_gen_skill_query *q, const char *status,
-                        const char *arch, const char *dtype, const char *ops);
+int kb_skill_search_passes(const kb_skill_query *q, const char *status,
+                           const char *arch, const char *dtype, const char *ops);
+/* 1 if s (a kb-speedup, "1.61") is a number, *out set to it; 0 for "" or
+ * anything else: its JSON is then null. */
+int kb_skill_speedup_parse(const char *s, double *out);
 
 
 /* ------------------------------------------------------------ publish.c */
@@ -481,38 +484,49 @@ typedef struct {
     size_t size;
     int text;                /* UTF-8 without NUL: served as text, else base64 */
     char *data;              /* size bytes (and a NUL) */
-} kb_mcp_skill_file;
+} kb_skill_pub_file;
 
 typedef struct {
     char *name, *description;
     cJSON *frontmatter;      /* SKILL.md's front matter, every key as written */
-    kb_mcp_skill_file *files;   /* SKILL.md first, then by name */
+    kb_skill_pub_file *files;   /* SKILL.md first, then by name */
     size_t nfiles;
-} kb_mcp_skill;
+} kb_skill_pub_skill;
 
 typedef struct {
     char *dir;
-    kb_mcp_skill *items;     /* in the library's order (by name) */
+    kb_skill_pub_skill *items;     /* in the library's order (by name) */
     size_t n;
-} kb_mcp_skills;
+} kb_skill_pub;
 
 /* Reads the skill library dir (kb_skill_lib_load): every skill whose
  * SKILL.md parses, with the regular files of its folder (links followed,
  * hidden files left out), each at most the Skills extension's limits (512
  * files, 16 MiB a skill). A missing dir is KB_ERR_NOTFOUND. *out is freed
- * with kb_mcp_skills_free. */
-kb_rc kb_mcp_skills_load(const char *dir, kb_mcp_skills **out, kb_err *err);
-void kb_mcp_skills_free(kb_mcp_skills *lib);
+ * with kb_skill_pub_free. */
+kb_rc kb_skill_pub_load(const char *dir, kb_skill_pub **out, kb_err *err);
+void kb_skill_pub_free(kb_skill_pub *lib);
 /* The library folder a server serves: given (--skills DIR) if not NULL,
- * else KB_MCP_SKILLS_DEFAULT when it is a folder here, else NULL; none
+ * else KB_SKILL_PUB_DEFAULT when it is a folder here, else NULL; none
  * set (--no-skills): NULL. */
-#define KB_MCP_SKILLS_DEFAULT "corpus/skills"
-const char *kb_mcp_skills_dir(const char *given, int none);
+#define KB_SKILL_PUB_DEFAULT "corpus/skills"
+const char *kb_skill_pub_dir(const char *given, int none);
 /* The skill called name, or NULL. */
-const kb_mcp_skill *kb_mcp_skills_find(const kb_mcp_skills *lib, const char *name);
+const kb_skill_pub_skill *kb_skill_pub_find(const kb_skill_pub *lib, const char *name);
 /* The file whose URI is uri (and its skill in *skill, may be NULL), or
  * NULL: only the files read at load are ever served. */
-const kb_mcp_skill_file *kb_mcp_skills_file(const kb_mcp_skills *lib, const char *uri,
-                                            const kb_mcp_skill **skill);
+const kb_skill_pub_file *kb_skill_pub_lookup(const kb_skill_pub *lib, const char *uri,
+                                             const kb_skill_pub_skill **skill);
+/* f's bytes in base64 (caller frees; NULL out of memory). */
+char *kb_skill_pub_base64(const kb_skill_pub_file *f);
+/* The JSON the MCP Skills extension gives of the library (caller frees
+ * with cJSON_Delete; NULL out of memory): {"io.modelcontextprotocol.skills/digest":
+ * "sha256:HEX"} of f; the Resource of f in resources/list (SKILL.md named
+ * and described by its front matter, the other files by their place);
+ * a Skill entry of skills/list (uri, front matter, every file with its
+ * digest and size). */
+cJSON *kb_skill_pub_digest_meta(const kb_skill_pub_file *f);
+cJSON *kb_skill_pub_resource_json(const kb_skill_pub_skill *s, const kb_skill_pub_file *f);
+cJSON *kb_skill_pub_skill_json(const kb_skill_pub_skill *s);
 
 #endif

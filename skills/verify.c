@@ -118,7 +118,7 @@ static kb_rc import_result(const char *file, const char *task, const char *kerne
 
 /* kb-verify's result for e: run, or imported. *result is its JSON (caller
  * frees). */
-static kb_rc get_result(const kb_skill_entry *e, const kb_gen_skill_opts *o,
+static kb_rc get_result(const kb_skill_entry *e, const kb_skill_verify_opts *o,
                         const char *task_dir, const char *kernel, const char *sha,
                         cJSON **result, time_t *when, kb_err *err)
 {
@@ -172,7 +172,7 @@ static kb_rc before_run(const kb_skill_entry *e, const char *tasks_dir, char **t
     return rc;
 }
 
-kb_rc kb_gen_skill_verify(kb_skill_entry *e, const kb_gen_skill_opts *o, kb_buf *what,
+kb_rc kb_skill_verify(kb_skill_entry *e, const kb_skill_verify_opts *o, kb_buf *what,
                           kb_buf *verdict, kb_err *err)
 {
     char *task_dir = NULL, *kernel = NULL;
@@ -235,7 +235,7 @@ out:
 
 /* ------------------------------------------------------------------ lint */
 
-kb_rc kb_gen_skill_check_task(const kb_skill_entry *e, const char *tasks_dir,
+kb_rc kb_skill_check_task(const kb_skill_entry *e, const char *tasks_dir,
                               kb_skill_diags *d)
 {
     const char *task = kb_skill_get(&e->skill, "kb-task");
@@ -275,7 +275,7 @@ static kb_rc log_head(kb_buf *b, const char *log)
     return rc;
 }
 
-kb_rc kb_gen_skill_check_compile(const kb_skill_entry *e, const char *tasks_dir,
+kb_rc kb_skill_check_compile(const kb_skill_entry *e, const char *tasks_dir,
                                  kb_verifier *v, kb_skill_diags *d, kb_err *err)
 {
     const char *task = kb_skill_get(&e->skill, "kb-task");
@@ -388,7 +388,7 @@ static kb_rc find_links(const kb_skill *s, link_list *l)
     return rc;
 }
 
-kb_rc kb_gen_skill_check_links(const kb_skill_entry *e, kb_store *store,
+kb_rc kb_skill_check_links(const kb_skill_entry *e, kb_store *store,
                                kb_skill_diags *d, kb_err *err)
 {
     if (!e->ok)

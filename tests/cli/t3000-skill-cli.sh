@@ -48,6 +48,14 @@ contains "$out" "2 skills"
 expect_json 0 kb skill list --dir "$L" --json
 [ "$(json_get "$out" "len(j['skills']), j['skills'][0]['name'], j['skills'][0]['dtype']")" = "2 gelu-vec4 f32" ] ||
     fail "list --json: $out"
+# nothing measured yet: no speedup, no device; arch is kb-arch (none here)
+[ "$(json_get "$out" "[(s['speedup'], s['verified_on'], s['arch']) for s in j['skills']]")" = "[(None, None, None), (None, None, None)]" ] ||
+    fail "list --json of drafts: $out"
+# the library's verified skills: arch their kb-arch, verified_on the
+# evidence's device, speedup a number (one meaning everywhere)
+expect_json 0 kb skill list --json
+[ "$(json_get "$out" "all(isinstance(s['speedup'], float) and s['verified_on'] and s['arch'] != s['verified_on'] or s['status'] == 'draft' for s in j['skills'] if s['arch'] and s['arch'].endswith('+'))")" = True ] ||
+    fail "list --json: arch, verified_on, speedup: $out"
 expect_rc 0 kb skill list --dir "$L" --task scan
 lacks "$out" "gelu-vec4"
 expect_rc 2 kb skill list --dir "$L" --status shipped
@@ -58,6 +66,7 @@ contains "$out" "evidence (0 records)"
 expect_json 0 kb skill show --dir "$L" gelu-vec4 --json
 [ "$(json_get "$out" "j['metadata']['kb-author'], len(j['sections']), len(j['kernel_sha256'])")" = "alice 4 64" ] ||
     fail "show --json: $out"
+[ "$(json_get "$out" "j['arch'], j['verified_on'], j['speedup']")" = "None None None" ] || fail "show --json: $out"
 expect_rc 0 kb skill show "$L/scan-draft"          # a path does too
 expect_rc 1 kb skill show --dir "$L" nope
 contains "$out" "no skill 'nope' in '$L'"

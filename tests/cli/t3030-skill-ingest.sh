@@ -42,6 +42,12 @@ expect_json 0 kb skill search --json --k 20 gemm tensor cores
 names=$(json_get "$out" "' '.join(sorted(r['name'] for r in j['results']))")
 contains "$names" "mma-sync-3xtf32-gemm"
 contains "$names" "wgmma-warp-specialization"
+# the skill_search tool's shape (api/): uri and path, speedup a number
+# (or null), arch the skill's kb-arch
+[ "$(json_get "$out" "sorted(j['results'][0])")" = "['arch', 'chunk_id', 'dtype', 'heading_path', 'name', 'ops', 'path', 'rank', 'score', 'speedup', 'status', 'task', 'text', 'uri', 'url']" ] ||
+    fail "search --json keys: $out"
+[ "$(json_get "$out" "all(r['speedup'] is None or isinstance(r['speedup'], (int, float)) for r in j['results'])")" = True ] ||
+    fail "search --json speedup: $out"
 expect_json 0 kb skill search --json --k 20 --dtype bf16 gemm tensor cores
 [ "$(json_get "$out" "sorted(set(r['task'] for r in j['results']))")" = "['gemm_bf16']" ] || fail "--dtype bf16: $out"
 expect_json 0 kb skill search --json --k 20 --arch sm_80 gemm tensor cores

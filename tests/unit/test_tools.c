@@ -3,6 +3,7 @@
  * real KB (fixture files, lexical only), and bad arguments refused with
  * messages that say what to do. */
 #include "kb/kb.h"
+#include "api/api.h"
 #include "kb/config.h"
 
 #include <setjmp.h>
@@ -67,7 +68,9 @@ static int teardown(void **state)
 static const char *const keywords[] = {
     "type", "properties", "required", "additionalProperties", "items", "enum",
     "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems",
-    "description", "default", "title", NULL
+    "description", "default", "title",
+    "oneOf", "contentEncoding",   /* output schemas only (skill_file's) */
+    NULL
 };
 
 static int type_is(const cJSON *v, const char *t)
@@ -247,11 +250,16 @@ static void test_table(void **state)
 {
     (void)state;
     size_t n;
-    const kb_tool *t = kb_tools(&n);
-    assert_true(n >= 4);
-    const char *const wanted[] = { "search", "get", "papers", "status" };
-    for (size_t w = 0; w < 4; w++)
-        assert_non_null(kb_tool_find(wanted[w]));
+    const kb_tool *t = kb_api_tools(&n);
+    /* every tool of api/ once, in the order servers list them */
+    const char *const wanted[] = { "search", "get", "papers", "status", "skill_search",
+                                   "skill_get", "skill_list", "skill_file", "task",
+                                   "prompt", "verify" };
+    assert_int_equal(n, sizeof wanted / sizeof wanted[0]);
+    for (size_t w = 0; w < n; w++) {
+        assert_string_equal(t[w].name, wanted[w]);
+        assert_ptr_equal(kb_tool_find(wanted[w]), &t[w]);
+    }
     assert_null(kb_tool_find("nope"));
     assert_null(kb_tool_find(NULL));
     for (size_t i = 0; i < n; i++) {
@@ -263,7 +271,9 @@ static void test_table(void **state)
         assert_ptr_equal(kb_tool_lookup(t, n, t[i].name), &t[i]);
         assert_true(strlen(t[i].description) > 80);
         assert_null(strchr(t[i].description, '\n'));
-        assert_true(t[i].read_only);
+        /* read-only but the opt-in one, which runs kernels */
+        assert_int_equal(t[i].read_only, !(t[i].flags & KB_TOOL_OPT_IN));
+        assert_true(t[i].flags & (KB_TOOL_MCP | KB_TOOL_REST));
         assert_non_null(t[i].fn);
 
         cJSON *in = cJSON_Parse(t[i].input_schema);
@@ -272,7 +282,8 @@ static void test_table(void **state)
         lint_schema(in, t[i].name);
         assert_string_equal(get(in, "type")->valuestring, "object");
         assert_true(cJSON_IsFalse(get(in, "additionalProperties")));
-        assert_true(cJSON_IsArray(get(in, "required")));
+        const cJSON *req = cJSON_GetObjectItemCaseSensitive(in, "required");
+        assert_true(!req || cJSON_IsArray(req));
         assert_true(cJSON_IsObject(get(in, "properties")));
         cJSON_Delete(in);
 
@@ -494,7 +505,8 @@ static void test_bad_args(void **state)
     call_fails("status", "{\"verbose\":true}", KB_ERR_USAGE,
                "status: unknown argument 'verbose' (it takes none)");
     call_fails("nope", "{}", KB_ERR_USAGE,
-               "unknown tool 'nope' (tools: search, get, papers, status)");
+               "unknown tool 'nope' (tools: search, get, papers, status, skill_search, skill_get, "
+               "skill_list, skill_file, task, prompt, verify)");
 
     /* 33 sources: more than a filter holds */
     kb_buf many;
@@ -719,10 +731,10 @@ static void test_other_table(void **state)
     const kb_tool mine[] = {
         { "echo", "Echoes.", "{\"type\":\"object\",\"properties\":{\"n\":"
           "{\"type\":\"integer\",\"minimum\":0}},\"required\":[],"
-          "\"additionalProperties\":false}", "{\"type\":\"object\"}", 1, echo_fn, 0 },
+          "\"additionalProperties\":false}", "{\"type\":\"object\"}", 1, echo_fn, 0, 0 },
         { "bad", "Bad.", "{\"type\":\"object\",\"properties\":{\"s\":"
           "{\"type\":\"string\",\"pattern\":\"^a\"}},\"additionalProperties\":false}",
-          "{\"type\":\"object\"}", 1, echo_fn, 0 },
+          "{\"type\":\"object\"}", 1, echo_fn, 0, 0 },
     };
     kb_tool_ctx ctx = { .store = store, .emb = NULL, .config = &config };
     kb_err err;
