@@ -16,7 +16,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ingest/parse_int.h"
 
 /* Documents larger than this are refused with a clear error. */
 #define KB_MAX_DOC_BYTES (32u << 20)

@@ -1,6 +1,7 @@
 /*
  * ingest_int.h - ingest's internals, one section per file: the parsed
- * document every parser fills, the parsers, the chunker. The CLI and the
+ * document every parser fills, the parsers and what they share, the
+ * chunker, fetching, the ingest's own steps. The CLI and the
  * servers reach ingest through kb_ingest_run (kb.h).
  */
 #ifndef KB_INGEST_INT_H
@@ -67,7 +68,66 @@ kb_rc kb_doc_add(kb_doc *doc, kb_kind kind, const char *text, size_t len);
 kb_rc kb_doc_add_paper(kb_doc *doc, const kb_paper *paper);
 void kb_paper_release(kb_paper *p);
 
-/* ------------------------------------------------------------ parsers.c */
+/* ------------------------------------------------------------ parse_util.c */
+
+/* What the parsers share; parse_util.c calls no parser. */
+
+/* 1 if data does not look like text: a NUL byte in the first 8 KiB (unless
+ * it starts with a UTF-16 byte-order mark), or more than 10% of those bytes
+ * control characters other than tab, newline, carriage return, form feed
+ * and escape. Empty data is text. */
+int kb_ingest_looks_binary(const char *data, size_t len);
+
+/* The check every parser makes first: KB_ERR_PARSE with "'path' does not
+ * look like WHAT (binary data)" when data looks binary, or holds a NUL byte
+ * anywhere (no parser decodes UTF-16, and a NUL would cut the stored text);
+ * KB_OK otherwise, empty data included. path may be NULL. */
+kb_rc kb_ingest_check_text(const char *data, size_t len, const char *path,
+                           const char *what, kb_err *err);
+
+/* The last component of a path or URL ("a/b/c.cu" -> "c.cu"); a pointer
+ * into path, never NULL. */
+const char *kb_ingest_basename(const char *path);
+
+/* 1 if s[0, len) holds only white space (or nothing). */
+int kb_ingest_blank(const char *s, size_t len);
+
+/* A parser's sticky error: keeps the first failure in *rc, so later steps
+ * can check one code. */
+void kb_parse_fail(kb_rc *rc, kb_rc why);
+/* Appends s[0, n) to b; KB_ERR_NOMEM into *rc (kb_parse_fail) when it
+ * cannot. */
+void kb_parse_put(kb_rc *rc, kb_buf *b, const char *s, size_t n);
+
+/* The GitHub-style slug of a heading ("Loop Counters: Signed" ->
+ * "loop-counters-signed"). Caller frees; NULL out of memory. */
+char *kb_slugify(const char *heading);
+
+/* The id docutils (and so Sphinx) gives a section with this title:
+ * lower-case, compatibility-decomposed to ASCII, runs of other characters
+ * to one '-', leading digits and dashes and trailing dashes dropped
+ * ("12.1.5. Loop Counters Signed vs. Unsigned" ->
+ * "loop-counters-signed-vs-unsigned"). Caller frees; "" if nothing is
+ * left; NULL only on no memory. */
+char *kb_ingest_docutils_id(const char *title);
+
+/* A set of strings, for de-duplicating anchors. */
+typedef struct {
+    char **slots;
+    size_t cap, n;
+} kb_strset;
+
+void kb_strset_init(kb_strset *s);
+void kb_strset_release(kb_strset *s);
+int kb_strset_has(const kb_strset *s, const char *key);
+/* Adds a copy of key; returns 0, or -1 on no memory. */
+int kb_strset_add(kb_strset *s, const char *key);
+
+/* The GitHub slug of heading, made unique against seen ("x", "x-1",
+ * "x-2", ...) and added to it. Caller frees; NULL out of memory. */
+char *kb_ingest_unique_slug(kb_strset *seen, const char *heading);
+
+/* --------------------------------- parse_html.c, parse_markdown.c, ... */
 
 /* Every parser takes the raw bytes of one document and fills doc. path is
  * the document's path or URL, for messages and for formats that depend on
@@ -77,18 +137,21 @@ void kb_paper_release(kb_paper *p);
 typedef kb_rc (*kb_parse_fn)(const char *data, size_t len, const char *path,
                              kb_doc *doc, kb_err *err);
 
+/* parse_html.c */
 kb_rc kb_parse_html(const char *data, size_t len, const char *path,
                     kb_doc *doc, kb_err *err);
-/* CommonMark + tables. List items of the form "[MM/YYYY] Title [[label]](url)
- * | ..." become paper records. */
+/* parse_markdown.c: CommonMark + tables. List items of the form
+ * "[MM/YYYY] Title [[label]](url) | ..." become paper records. */
 kb_rc kb_parse_markdown(const char *data, size_t len, const char *path,
                         kb_doc *doc, kb_err *err);
+/* parse_rst.c */
 kb_rc kb_parse_rst(const char *data, size_t len, const char *path,
                    kb_doc *doc, kb_err *err);
-/* .cu/.cuh/.h/.cpp: the leading comment, then one code block per function
- * with its preceding comment. */
+/* parse_cuda.c: .cu/.cuh/.h/.cpp: the leading comment, then one code block
+ * per function with its preceding comment. */
 kb_rc kb_parse_cuda(const char *data, size_t len, const char *path,
                     kb_doc *doc, kb_err *err);
+/* parse_text.c */
 kb_rc kb_parse_text(const char *data, size_t len, const char *path,
                     kb_doc *doc, kb_err *err);
 /* parse_skill.c: a SKILL.md (skills/skill.h) as blocks of kind skill: the
@@ -97,14 +160,14 @@ kb_rc kb_parse_text(const char *data, size_t len, const char *path,
  * SKILL.md that does not parse is KB_ERR_PARSE with its file:line. */
 kb_rc kb_parse_skill(const char *data, size_t len, const char *path,
                      kb_doc *doc, kb_err *err);
+
+/* ------------------------------------------------------------ parsers.c */
+
 /* Picks a parser from the file name (SKILL.md, else the extension), else
  * from format hint ("html", "markdown", "rst", "cuda-source", "text"),
  * else by sniffing.
  * Returns NULL for a file kb does not ingest (images, binaries). */
 kb_parse_fn kb_parser_for(const char *path, const char *format_hint);
-/* The GitHub-style slug of a heading ("Loop Counters: Signed" ->
- * "loop-counters-signed"). Caller frees; NULL out of memory. */
-char *kb_slugify(const char *heading);
 
 /* ------------------------------------------------------------ chunk.c */
 

@@ -1,8 +1,7 @@
 /* parse_markdown.c - CommonMark + tables (md4c) into a kb_doc, with the
  * survey's literature list read as paper records. */
 #include "kb/kb.h"
-#include "ingest/parse_int.h"
-#include "ingest/parsers_int.h"
+#include "ingest/ingest_int.h"
 
 #include <ctype.h>
 #include <libxml/HTMLparser.h>
@@ -49,18 +48,6 @@ typedef struct {
     const char *input, *input_end;   /* what md_parse was given */
 } md_state;
 
-static void st_fail(md_state *st, kb_rc rc)
-{
-    if (st->rc == KB_OK)
-        st->rc = rc;
-}
-
-static void put(md_state *st, kb_buf *b, const char *s, size_t n)
-{
-    if (kb_buf_append(b, s, n) != KB_OK)
-        st_fail(st, KB_ERR_NOMEM);
-}
-
 static void reset_links(md_state *st)
 {
     for (size_t i = 0; i < st->nlinks; i++)
@@ -86,7 +73,7 @@ static void add_block(md_state *st, kb_kind kind, const char *s, size_t n)
     if (st->rc == KB_OK) {
         kb_rc rc = kb_doc_add(st->doc, kind, s, n);
         if (rc != KB_OK)
-            st_fail(st, rc);
+            kb_parse_fail(&st->rc, rc);
     }
 }
 
@@ -245,7 +232,7 @@ static int add_paper(md_state *st, const char *date, size_t from, size_t to)
     for (size_t i = from; i < title_end; i++) {
         char c = st->cap.data[i];
         if (kb_buf_putc(&title, c == '\n' ? ' ' : c) != KB_OK) {
-            st_fail(st, KB_ERR_NOMEM);
+            kb_parse_fail(&st->rc, KB_ERR_NOMEM);
             goto out;
         }
     }
@@ -254,7 +241,7 @@ static int add_paper(md_state *st, const char *date, size_t from, size_t to)
     p.title = title.data ? title.data : (char *)"";
     links = calloc(st->nlinks ? st->nlinks : 1, sizeof *links);
     if (!links) {
-        st_fail(st, KB_ERR_NOMEM);
+        kb_parse_fail(&st->rc, KB_ERR_NOMEM);
         goto out;
     }
     p.links = links;
@@ -266,7 +253,7 @@ static int add_paper(md_state *st, const char *date, size_t from, size_t to)
                                            l->end - l->start);
         links[p.nlinks].url = l->href;
         if (!links[p.nlinks].label) {
-            st_fail(st, KB_ERR_NOMEM);
+            kb_parse_fail(&st->rc, KB_ERR_NOMEM);
             goto out;
         }
         p.nlinks++;
@@ -274,7 +261,7 @@ static int add_paper(md_state *st, const char *date, size_t from, size_t to)
     if (title.len && st->rc == KB_OK) {
         kb_rc rc = kb_doc_add_paper(st->doc, &p);
         if (rc != KB_OK)
-            st_fail(st, rc);
+            kb_parse_fail(&st->rc, rc);
         added = 1;
     }
 out:
@@ -330,11 +317,11 @@ static void end_leaf(md_state *st)
     if (n && !try_papers(st)) {
         if (st->li_fresh) {
             for (int i = 1; i < st->list_depth; i++)
-                put(st, &st->run, "  ", 2);
-            put(st, &st->run, "- ", 2);
+                kb_parse_put(&st->rc, &st->run, "  ", 2);
+            kb_parse_put(&st->rc, &st->run, "- ", 2);
         }
-        put(st, &st->run, s, n);
-        put(st, &st->run, "\n", 1);
+        kb_parse_put(&st->rc, &st->run, s, n);
+        kb_parse_put(&st->rc, &st->run, "\n", 1);
         if (st->containers == 0)
             flush_run(st);
     }
@@ -422,12 +409,12 @@ static void end_heading(md_state *st)
     const char *s = trim(st->cap.data ? st->cap.data : "", &n);
     char *title = kb_strndup(s, n);
     if (!title) {
-        st_fail(st, KB_ERR_NOMEM);
+        kb_parse_fail(&st->rc, KB_ERR_NOMEM);
         goto out;
     }
     if (anchor) {
         if (kb_strset_add(&st->seen, anchor) != 0)
-            st_fail(st, KB_ERR_NOMEM);
+            kb_parse_fail(&st->rc, KB_ERR_NOMEM);
     } else if (st->sphinx) {
         /* The converter's page-title heading has no section of its own. */
         anchor = st->nheadings == 0 ? kb_strdup("")
@@ -438,19 +425,19 @@ static void end_heading(md_state *st)
             if (kb_strset_has(&st->seen, anchor))
                 anchor[0] = '\0';
             else if (kb_strset_add(&st->seen, anchor) != 0)
-                st_fail(st, KB_ERR_NOMEM);
+                kb_parse_fail(&st->rc, KB_ERR_NOMEM);
         }
     } else {
         anchor = kb_ingest_unique_slug(&st->seen, title);
     }
     if (!anchor) {
-        st_fail(st, KB_ERR_NOMEM);
+        kb_parse_fail(&st->rc, KB_ERR_NOMEM);
         goto out;
     }
     if (st->rc == KB_OK && *title) {
         kb_rc rc = kb_doc_heading(st->doc, st->hlevel, title, anchor);
         if (rc != KB_OK)
-            st_fail(st, rc);
+            kb_parse_fail(&st->rc, rc);
     }
     st->nheadings++;
 out:
@@ -483,9 +470,9 @@ static void html_flat_text(md_state *st, xmlNode *node, kb_buf *out)
             for (const char *c = (const char *)n->content; c && *c; c++) {
                 if (isspace((unsigned char)*c)) {
                     if (out->len && out->data[out->len - 1] != ' ')
-                        put(st, out, " ", 1);
+                        kb_parse_put(&st->rc, out, " ", 1);
                 } else {
-                    put(st, out, c, 1);
+                    kb_parse_put(&st->rc, out, c, 1);
                 }
             }
         } else if (n->type == XML_ELEMENT_NODE &&
@@ -494,7 +481,7 @@ static void html_flat_text(md_state *st, xmlNode *node, kb_buf *out)
             if (strcmp((const char *)n->name, "br") == 0 ||
                 strcmp((const char *)n->name, "p") == 0)
                 if (out->len && out->data[out->len - 1] != ' ')
-                    put(st, out, " ", 1);
+                    kb_parse_put(&st->rc, out, " ", 1);
             html_flat_text(st, n->children, out);
         }
     }
@@ -525,8 +512,8 @@ static void html_rows(md_state *st, xmlNode *node, kb_buf *table)
                     size_t cn = cell.len;
                     const char *cs = trim(cell.data ? cell.data : "", &cn);
                     if (cells++)
-                        put(st, &row, " | ", 3);
-                    put(st, &row, cs, cn);
+                        kb_parse_put(&st->rc, &row, " | ", 3);
+                    kb_parse_put(&st->rc, &row, cs, cn);
                     kb_buf_release(&cell);
                 }
             }
@@ -538,8 +525,8 @@ static void html_rows(md_state *st, xmlNode *node, kb_buf *table)
                     empty = 0;
             if (!empty) {
                 if (table->len)
-                    put(st, table, "\n", 1);
-                put(st, table, rs, rn);
+                    kb_parse_put(&st->rc, table, "\n", 1);
+                kb_parse_put(&st->rc, table, rs, rn);
             }
             kb_buf_release(&row);
         } else if (strcmp(name, "table") != 0) {
@@ -553,8 +540,8 @@ static void emit_html_text(md_state *st, kb_buf *text)
     size_t n = text->len;
     const char *s = trim(text->data ? text->data : "", &n);
     if (n) {
-        put(st, &st->run, s, n);
-        put(st, &st->run, "\n", 1);
+        kb_parse_put(&st->rc, &st->run, s, n);
+        kb_parse_put(&st->rc, &st->run, "\n", 1);
         if (st->containers == 0)
             flush_run(st);
     }
@@ -568,7 +555,7 @@ static void html_text(md_state *st, xmlNode *node, kb_buf *out, int *h1)
     for (xmlNode *n = node; n; n = n->next) {
         if (n->type == XML_TEXT_NODE || n->type == XML_CDATA_SECTION_NODE) {
             if (n->content)
-                put(st, out, (const char *)n->content,
+                kb_parse_put(&st->rc, out, (const char *)n->content,
                     strlen((const char *)n->content));
         } else if (n->type == XML_ELEMENT_NODE) {
             const char *name = (const char *)n->name;
@@ -589,10 +576,10 @@ static void html_text(md_state *st, xmlNode *node, kb_buf *out, int *h1)
                 *h1 = 1;
             int block = is_block_tag(name);
             if (block)
-                put(st, out, "\n", 1);
+                kb_parse_put(&st->rc, out, "\n", 1);
             html_text(st, n->children, out, h1);
             if (block)
-                put(st, out, "\n", 1);
+                kb_parse_put(&st->rc, out, "\n", 1);
         }
     }
 }
@@ -616,7 +603,7 @@ static void end_html(md_state *st)
     const char *s = trim(text.data ? text.data : "", &n);
     if (n && h1 && !memchr(s, '\n', n)) {
         kb_buf_reset(&st->cap);
-        put(st, &st->cap, s, n);
+        kb_parse_put(&st->rc, &st->cap, s, n);
         st->hlevel = 1;
         end_heading(st);
     } else {
@@ -755,8 +742,8 @@ static int on_leave_block(MD_BLOCKTYPE type, void *detail, void *ud)
             if (s[i] != '|' && s[i] != ' ')
                 empty = 0;
         if (!empty) {
-            put(st, &st->table, st->row.data, st->row.len);
-            put(st, &st->table, "\n", 1);
+            kb_parse_put(&st->rc, &st->table, st->row.data, st->row.len);
+            kb_parse_put(&st->rc, &st->table, "\n", 1);
         }
         break;
     }
@@ -770,8 +757,8 @@ static int on_leave_block(MD_BLOCKTYPE type, void *detail, void *ud)
         size_t n = st->cap.len;
         const char *s = trim(st->cap.data ? st->cap.data : "", &n);
         if (st->ncells++)
-            put(st, &st->row, " | ", 3);
-        put(st, &st->row, s, n);
+            kb_parse_put(&st->rc, &st->row, " | ", 3);
+        kb_parse_put(&st->rc, &st->row, s, n);
         kb_buf_reset(&st->cap);
         reset_links(st);
         break;
@@ -804,7 +791,7 @@ static int on_enter_span(MD_SPANTYPE type, void *detail, void *ud)
         st->img_depth++;
     } else if (type == MD_SPAN_A && !st->img_depth && !st->link_open) {
         if (KB_GROW(st->links, st->nlinks + 1, st->caplinks) != KB_OK) {
-            st_fail(st, KB_ERR_NOMEM);
+            kb_parse_fail(&st->rc, KB_ERR_NOMEM);
             return 1;
         }
         md_link *l = &st->links[st->nlinks++];
@@ -818,7 +805,7 @@ static int on_enter_span(MD_SPANTYPE type, void *detail, void *ud)
     if ((type == MD_SPAN_CODE || type == MD_SPAN_EM || type == MD_SPAN_STRONG ||
          (type == MD_SPAN_A && st->link_open)) && !st->in_code && !st->img_depth &&
         st->cap.len && isalnum((unsigned char)st->cap.data[st->cap.len - 1]))
-        put(st, &st->cap, " ", 1);
+        kb_parse_put(&st->rc, &st->cap, " ", 1);
     if (type == MD_SPAN_A && st->link_open && st->nlinks)
         st->links[st->nlinks - 1].start = st->cap.len;
     return st->rc != KB_OK;
@@ -874,7 +861,7 @@ static void put_entity(md_state *st, kb_buf *out, const char *s, size_t n)
             cp = e->value;
     }
     if (cp == 0 || cp > 0x10FFFF) {
-        put(st, out, s, n);
+        kb_parse_put(&st->rc, out, s, n);
         return;
     }
     char u[4];
@@ -883,7 +870,7 @@ static void put_entity(md_state *st, kb_buf *out, const char *s, size_t n)
     else if (cp < 0x800) { u[0] = (char)(0xC0 | (cp >> 6)); u[1] = (char)(0x80 | (cp & 0x3F)); k = 2; }
     else if (cp < 0x10000) { u[0] = (char)(0xE0 | (cp >> 12)); u[1] = (char)(0x80 | ((cp >> 6) & 0x3F)); u[2] = (char)(0x80 | (cp & 0x3F)); k = 3; }
     else { u[0] = (char)(0xF0 | (cp >> 18)); u[1] = (char)(0x80 | ((cp >> 12) & 0x3F)); u[2] = (char)(0x80 | ((cp >> 6) & 0x3F)); u[3] = (char)(0x80 | (cp & 0x3F)); k = 4; }
-    put(st, out, u, k);
+    kb_parse_put(&st->rc, out, u, k);
 }
 
 /* Prose text. A "**" left over from emphasis that did not parse
@@ -894,18 +881,18 @@ static void put_prose(md_state *st, kb_buf *out, const char *s, size_t n)
     size_t i = 0, from = 0;
     while (i + 1 < n) {
         if (s[i] == '*' && s[i + 1] == '*') {
-            put(st, out, s + from, i - from);
+            kb_parse_put(&st->rc, out, s + from, i - from);
             char prev = out->len ? out->data[out->len - 1] : ' ';
             char next = i + 2 < n ? s[i + 2] : ' ';
             if (ispunct((unsigned char)prev) && isalnum((unsigned char)next))
-                put(st, out, " ", 1);
+                kb_parse_put(&st->rc, out, " ", 1);
             i += 2;
             from = i;
             continue;
         }
         i++;
     }
-    put(st, out, s + from, n - from);
+    kb_parse_put(&st->rc, out, s + from, n - from);
 }
 
 /* <a id="x"> / <a name="x"> in a heading: the heading's explicit anchor. */
@@ -939,11 +926,11 @@ static int on_text(MD_TEXTTYPE type, const MD_CHAR *text, MD_SIZE size, void *ud
     md_state *st = ud;
     size = clamp(st, text, size);
     if (st->in_code) {
-        put(st, &st->code, text, size);
+        kb_parse_put(&st->rc, &st->code, text, size);
         return st->rc != KB_OK;
     }
     if (st->in_html) {
-        put(st, &st->html, text, size);
+        kb_parse_put(&st->rc, &st->html, text, size);
         return st->rc != KB_OK;
     }
     if (st->img_depth)
@@ -954,7 +941,7 @@ static int on_text(MD_TEXTTYPE type, const MD_CHAR *text, MD_SIZE size, void *ud
         break;
     case MD_TEXT_BR:
     case MD_TEXT_SOFTBR:
-        put(st, out, "\n", 1);
+        kb_parse_put(&st->rc, out, "\n", 1);
         break;
     case MD_TEXT_ENTITY:
         put_entity(st, out, text, size);
@@ -963,14 +950,14 @@ static int on_text(MD_TEXTTYPE type, const MD_CHAR *text, MD_SIZE size, void *ud
         if (st->in_heading)
             inline_html_anchor(st, text, size);
         else if (size >= 3 && strncasecmp(text, "<br", 3) == 0)
-            put(st, out, "\n", 1);
+            kb_parse_put(&st->rc, out, "\n", 1);
         break;
     case MD_TEXT_CODE:
-        put(st, out, text, size);
+        kb_parse_put(&st->rc, out, text, size);
         break;
     default:
         if (st->code_span_end && size && isalnum((unsigned char)text[0]))
-            put(st, out, " ", 1);
+            kb_parse_put(&st->rc, out, " ", 1);
         put_prose(st, out, text, size);
         break;
     }
