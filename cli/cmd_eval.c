@@ -1,8 +1,8 @@
 /* cmd_eval.c - kb eval: runs a qrels file's queries through kb_query_run in
  * each retrieval mode and reports nDCG, Recall, Success and MRR at k
- * (index/eval.h has the match rule and the metrics). */
+ * (index/index.h has the match rule and the metrics). */
 #include "cli/cli.h"
-#include "index/eval.h"
+#include "index/index.h"
 #include "query/query_int.h"
 
 #include <cjson/cJSON.h>

@@ -1,7 +1,7 @@
 /* vector.c - the vector index: embeddings stored in SQLite (the source of
  * truth) and a FAISS index built from them, stamped with the generation
  * SQLite holds so a stale or damaged file is rebuilt, never used. */
-#include "index/index_int.h"
+#include "index/index.h"
 
 #include <cjson/cJSON.h>
 #include <faiss/c_api/AutoTune_c.h>
