@@ -21,6 +21,15 @@
  * KB_RESULT_COLUMNS; KB_ERR_NOMEM when out of memory. */
 kb_rc kb_result_from_row(sqlite3_stmt *st, kb_result *r);
 
+/* ------------------------------------------------------------ browse.c */
+
+/* Chunk chunk_id as a result (rank and scores unset) into *r, and its
+ * document's id into *doc_id (kb eval --features). *r is the caller's to
+ * release with kb_result_release, also on failure. KB_ERR_NOTFOUND when
+ * the KB has no such chunk. */
+kb_rc kb_get_chunk_doc(kb_store *store, int64_t chunk_id, kb_result *r,
+                       int64_t *doc_id, kb_err *err);
+
 /* ------------------------------------------------------------ similar.c */
 
 /* A text's neighbouring word pairs (lower case; letters, digits, '_' and
