@@ -1,13 +1,16 @@
 /*
  * ingest_int.h - ingest's internals, one section per file: the parsed
  * document every parser fills, the parsers and what they share, the
- * chunker, fetching, the ingest's own steps. The CLI and the
+ * chunker, fetching, the documents an ingest reads and what it writes.
+ * The CLI and the
  * servers reach ingest through kb_ingest_run (kb.h).
  */
 #ifndef KB_INGEST_INT_H
 #define KB_INGEST_INT_H
 
 #include "index/index.h"
+
+#include <sys/stat.h>
 
 /* ------------------------------------------------------------ doc.c */
 
@@ -252,6 +255,82 @@ void kb_fetch_result_release(kb_fetch_result *r);
 kb_rc kb_fetch_url(const char *url, const char *cache_dir,
                    const kb_fetch_opts *opts, kb_fetch_result *out,
                    kb_err *err);
+
+/* ------------------------------------------------------------ docs.c */
+
+/* One document to look at: where its bytes are and how results cite it. */
+typedef struct {
+    char *key;        /* unique within the source */
+    char *file;       /* local file to read, or NULL to fetch url */
+    char *path;       /* reported 'path' ("" for fetched documents) */
+    char *url;        /* citation URL (no anchor) */
+    char *fetch;      /* where to fetch it, when not url (NULL: url) */
+} kb_docref;
+
+typedef struct {
+    kb_docref *items;
+    size_t n, cap;
+    size_t failed;    /* folders that could not be listed: their
+                         documents are neither read nor removed */
+    kb_err first;     /* why the first of them could not */
+} kb_doclist;
+
+void kb_doclist_release(kb_doclist *l);
+/* Appends a document (file NULL: fetched from url); the strings are
+ * copied. On failure the half-made entry is released with the list. */
+kb_rc kb_doclist_add(kb_doclist *l, const char *key, const char *file,
+                     const char *path, const char *url, kb_err *err);
+/* The documents of a manifest source: its local files (beside the
+ * manifest at manifest_path), its mirror files when mirror is given,
+ * else its URL. */
+kb_rc kb_doclist_source(const kb_source *src, const char *manifest_path,
+                        const char *mirror, kb_doclist *out, kb_err *err);
+/* Every supported file of the tree at dir (a folder: st, from stat), its
+ * own folders first, then those reached through links, each once; rel is
+ * what its files' keys and paths start with, folder_url the URL they hang
+ * under (format: the source's hint). A subfolder that cannot be read is
+ * counted in out->failed (out->first says why) and the rest is listed. */
+kb_rc kb_doclist_tree(const char *dir, const struct stat *st, const char *rel,
+                      const char *format, const char *folder_url,
+                      kb_doclist *out, kb_err *err);
+/* qsort and bsearch order of an array of strings. */
+int kb_ingest_cmp_str(const void *a, const void *b);
+/* "file:///abs/path" for a local path, encoded (caller frees; NULL out
+ * of memory). */
+char *kb_ingest_file_url(const char *path);
+/* 1 if s is an http:// or https:// URL. */
+int kb_ingest_is_url(const char *s);
+/* A target as ingest reads it, into *out (caller frees): a file:// URL is
+ * the local path it names (percent-decoded), http(s) URLs, ids and paths
+ * stay as they are; any other URL (ftp://...) is KB_ERR_USAGE. */
+kb_rc kb_ingest_target(const char *t, char **out, kb_err *err);
+
+/* ------------------------------------------------------------ write.c */
+
+/* One ingest (or kb rm) at a time per KB: waits for another to finish,
+ * saying so. Sets *fd to the locked file (the caller closes it to
+ * unlock). */
+kb_rc kb_ingest_lock(kb_store *store, int *fd, kb_err *err);
+/* Records a source (inserted or updated). */
+kb_rc kb_ingest_source_record(kb_store *store, const char *id, const char *title,
+                              const char *url, const char *format,
+                              const char *version, kb_err *err);
+/* Records a source's pass: when it ran, and its first error (NULL: none). */
+kb_rc kb_ingest_source_finish(kb_store *store, const char *id, const char *error,
+                              kb_err *err);
+/* Reads (or fetches) one document of source, and unless its hash is
+ * unchanged (or opts->force) parses, chunks (sized by tok, NULL:
+ * estimated) and stores it in one transaction; title, when set, is its
+ * title. *changed says which happened, *nchunks how many chunks it has. */
+kb_rc kb_ingest_document(kb_store *store, const kb_ingest_opts *opts,
+                         const char *source, const char *format, const char *title,
+                         const kb_docref *ref, const kb_tokenizer *tok,
+                         int *changed, size_t *nchunks, kb_err *err);
+/* Removes the source's documents whose keys are not in seen (sorted by
+ * kb_ingest_cmp_str); with under, only those under that folder. Adds
+ * their number to *removed. */
+kb_rc kb_ingest_remove_gone(kb_store *store, const char *source, const char *under,
+                            char **seen, size_t nseen, size_t *removed, kb_err *err);
 
 /* ------------------------------------------------------------ skill_dups.c */
 
