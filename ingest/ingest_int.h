@@ -95,6 +95,9 @@ const char *kb_ingest_basename(const char *path);
 /* 1 if s[0, len) holds only white space (or nothing). */
 int kb_ingest_blank(const char *s, size_t len);
 
+/* Trims white space at both ends of s[0, *n) and returns the new start. */
+const char *kb_ingest_trim(const char *s, size_t *n);
+
 /* A parser's sticky error: keeps the first failure in *rc, so later steps
  * can check one code. */
 void kb_parse_fail(kb_rc *rc, kb_rc why);
@@ -163,6 +166,34 @@ kb_rc kb_parse_text(const char *data, size_t len, const char *path,
  * SKILL.md that does not parse is KB_ERR_PARSE with its file:line. */
 kb_rc kb_parse_skill(const char *data, size_t len, const char *path,
                      kb_doc *doc, kb_err *err);
+
+/* ------------------------------------------------------------ parse_papers.c */
+
+/* A link in a leaf of text: its text is the leaf's text[start, end). */
+typedef struct {
+    size_t start, end;
+    char *href;
+} kb_text_link;
+
+/* A leaf of inline text (a paragraph, a list item's own text) and its
+ * links, borrowed. */
+typedef struct {
+    const char *text;
+    size_t len;
+    const kb_text_link *links;
+    size_t nlinks;
+} kb_leaf;
+
+/* 1 if the leaf's first line starts a literature entry: "[date] ..."
+ * ("[MM/YYYY]", "[YYYY-MM]", "[YYYY]"), or "[note] ..." with a "[label]"
+ * link on the line. */
+int kb_parse_papers_start(const kb_leaf *leaf);
+/* Adds the leaf's entries to doc as paper records, one per line that
+ * starts an entry (the lines after it continue it): the title is the
+ * text before the first link, each link a labelled URL. Returns how many
+ * it added (0: the leaf is ordinary text; an entry with no title is
+ * none). A failure goes to *rc (sticky, kb_parse_fail). */
+size_t kb_parse_papers_add(kb_doc *doc, const kb_leaf *leaf, kb_rc *rc);
 
 /* ------------------------------------------------------------ parsers.c */
 

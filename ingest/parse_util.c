@@ -62,6 +62,17 @@ int kb_ingest_blank(const char *s, size_t len)
     return 1;
 }
 
+const char *kb_ingest_trim(const char *s, size_t *n)
+{
+    while (*n && isspace((unsigned char)*s)) {
+        s++;
+        (*n)--;
+    }
+    while (*n && isspace((unsigned char)s[*n - 1]))
+        (*n)--;
+    return s;
+}
+
 void kb_parse_fail(kb_rc *rc, kb_rc why)
 {
     if (*rc == KB_OK)
