@@ -117,22 +117,30 @@ static const char *attr(const xmlNode *n, const char *name)
     return NULL;
 }
 
+/* The next token of the white-space separated list *s, its length in
+ * *n; NULL when none is left. *s moves past it. */
+static const char *next_token(const char **s, size_t *n)
+{
+    const char *p = *s;
+    while (*p && isspace((unsigned char)*p))
+        p++;
+    const char *e = p;
+    while (*e && !isspace((unsigned char)*e))
+        e++;
+    *s = e;
+    *n = (size_t)(e - p);
+    return *n ? p : NULL;
+}
+
 /* 1 if the white-space separated list s holds the token tok. */
 static int has_token(const char *s, const char *tok)
 {
     if (!s)
         return 0;
-    size_t n = strlen(tok);
-    while (*s) {
-        while (*s && isspace((unsigned char)*s))
-            s++;
-        const char *e = s;
-        while (*e && !isspace((unsigned char)*e))
-            e++;
-        if ((size_t)(e - s) == n && strncasecmp(s, tok, n) == 0)
+    size_t n = strlen(tok), tn;
+    for (const char *t; (t = next_token(&s, &tn)) != NULL;)
+        if (tn == n && strncasecmp(t, tok, n) == 0)
             return 1;
-        s = e;
-    }
     return 0;
 }
 
@@ -174,21 +182,14 @@ static const char *const drop_ids[] = {
 /* 1 if a token of the class list is navigation chrome. */
 static int class_dropped(const char *cls)
 {
-    const char *s = cls;
-    while (*s) {
-        while (*s && isspace((unsigned char)*s))
-            s++;
-        const char *e = s;
-        while (*e && !isspace((unsigned char)*e))
-            e++;
-        size_t n = (size_t)(e - s);
-        for (size_t i = 0; n && drop_classes[i]; i++)
+    size_t n;
+    for (const char *s; (s = next_token(&cls, &n)) != NULL;) {
+        for (size_t i = 0; drop_classes[i]; i++)
             if (strlen(drop_classes[i]) == n && strncasecmp(s, drop_classes[i], n) == 0)
                 return 1;
         for (size_t i = 0; i + 10 <= n; i++)
             if (strncasecmp(s + i, "breadcrumb", 10) == 0)
                 return 1;
-        s = e;
     }
     return 0;
 }
