@@ -2,8 +2,7 @@
  * ingest_int.h - ingest's internals, one section per file: the parsed
  * document every parser fills, the parsers and what they share, the
  * chunker, fetching, the documents an ingest reads and what it writes.
- * The CLI and the
- * servers reach ingest through kb_ingest_run (kb.h).
+ * The CLI and the servers reach ingest through kb_ingest_run (kb.h).
  */
 #ifndef KB_INGEST_INT_H
 #define KB_INGEST_INT_H
