@@ -418,6 +418,22 @@ int kb_cli_no_operands(kb_getopt *g)
     return 0;
 }
 
+int kb_cli_no_options(const kb_command *self, int argc, char **argv, int *ind)
+{
+    kb_getopt g;
+    kb_getopt_init(&g, self, argc, argv);
+    int c;
+    while ((c = kb_getopt_next(&g)) > 0)
+        ;   /* none in the table: kb_getopt_next refuses any given */
+    if (c < 0)
+        return g.status;
+    if (ind) {
+        *ind = g.ind;
+        return -1;
+    }
+    return kb_cli_no_operands(&g) ? 2 : -1;
+}
+
 /* ------------------------------------------------------------------ main */
 
 /* Takes the global options out of argv wherever they stand (before "--").

@@ -112,6 +112,12 @@ int kb_getopt_next(kb_getopt *g);
 /* After the options: a usage error if operands are left (returns 2), else 0. */
 int kb_cli_no_operands(kb_getopt *g);
 
+/* The command line of a command with no options of its own (--help and
+ * --version only). With ind, the operands start at argv[*ind]; without,
+ * an operand is a usage error. Returns -1 to go on, or the exit status to
+ * stop with: --help or --version printed (0), a usage error reported (2). */
+int kb_cli_no_options(const kb_command *self, int argc, char **argv, int *ind);
+
 /* The name among names[0, n) that word most likely misspells (a few
  * edits away), or NULL: for "did you mean". */
 const char *kb_cli_similar(const char *word, const char *const *names, size_t n);

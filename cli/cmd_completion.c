@@ -360,22 +360,19 @@ static const kb_option no_options[] = { { NULL, 0, NULL, NULL } };
 
 static int cmd_completion(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
-    kb_getopt g;
-    kb_getopt_init(&g, self, argc, argv);
-    int c;
-    while ((c = kb_getopt_next(&g)) > 0)
-        ;
-    if (c < 0)
-        return g.status;
-    if (g.ind + 1 != argc)
+    int ind;
+    int stop = kb_cli_no_options(self, argc, argv, &ind);
+    if (stop >= 0)
+        return stop;
+    if (ind + 1 != argc)
         return kb_cli_usage_error(self, "name one shell: bash or zsh");
-    if (strcmp(argv[g.ind], "bash") == 0)
+    if (strcmp(argv[ind], "bash") == 0)
         print_bash(stdout, cli->commands);
-    else if (strcmp(argv[g.ind], "zsh") == 0)
+    else if (strcmp(argv[ind], "zsh") == 0)
         print_zsh(stdout, cli->commands);
     else
         return kb_cli_usage_error(self, "no completion for '%s' (bash or zsh)",
-                                  argv[g.ind]);
+                                  argv[ind]);
     return 0;
 }
 
@@ -391,15 +388,9 @@ const kb_command kb_cmd_completion = {
 
 static int cmd_manpage(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
-    kb_getopt g;
-    kb_getopt_init(&g, self, argc, argv);
-    int c;
-    while ((c = kb_getopt_next(&g)) > 0)
-        ;
-    if (c < 0)
-        return g.status;
-    if (kb_cli_no_operands(&g))
-        return 2;
+    int stop = kb_cli_no_options(self, argc, argv, NULL);
+    if (stop >= 0)
+        return stop;
     print_man(stdout, cli->commands);
     return 0;
 }

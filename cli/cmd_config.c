@@ -8,15 +8,9 @@ static const kb_option config_options[] = { { NULL, 0, NULL, NULL } };
 
 static int cmd_config(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
-    kb_getopt g;
-    kb_getopt_init(&g, self, argc, argv);
-    int c;
-    while ((c = kb_getopt_next(&g)) > 0)
-        ;
-    if (c < 0)
-        return g.status;
-    if (kb_cli_no_operands(&g))
-        return 2;
+    int stop = kb_cli_no_options(self, argc, argv, NULL);
+    if (stop >= 0)
+        return stop;
     kb_buf out;
     kb_buf_init(&out, 0);
     kb_rc rc = kb_config_show(cli->config, &out);

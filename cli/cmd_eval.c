@@ -1,8 +1,8 @@
 /* cmd_eval.c - kb eval: runs a qrels file's queries through kb_query_run in
  * each retrieval mode and reports nDCG, Recall, Success and MRR at k
- * (index/eval.h has the match rule and the metrics). */
+ * (index/index.h has the match rule and the metrics). */
 #include "cli/cli.h"
-#include "index/eval.h"
+#include "index/index.h"
 #include "query/query_int.h"
 
 #include <cjson/cJSON.h>
@@ -57,7 +57,6 @@ typedef struct {
 typedef struct {
     FILE *out;
     kb_store *store;
-    sqlite3_stmt *row;
     const kb_eval_query *q;
     cJSON *pool;
     kb_rc rc;
@@ -70,21 +69,20 @@ static void dump_candidate(void *ctx, int64_t chunk_id, const double *f,
     if (d->rc != KB_OK)
         return;
     kb_result r;
-    memset(&r, 0, sizeof r);
-    sqlite3_reset(d->row);
-    sqlite3_bind_int64(d->row, 1, chunk_id);
-    if (sqlite3_step(d->row) != SQLITE_ROW ||
-        kb_result_from_row(d->row, &r) != KB_OK) {
+    int64_t doc_id;
+    kb_err e;
+    kb_err_clear(&e);
+    kb_rc rc = kb_get_chunk_doc(d->store, chunk_id, &r, &doc_id, &e);
+    if (rc != KB_OK) {
         kb_result_release(&r);
-        d->rc = KB_ERR_DB;
+        d->rc = rc;
         return;
     }
     cJSON *c = cJSON_CreateObject();
     cJSON *m = c ? cJSON_AddArrayToObject(c, "match") : NULL;
     cJSON *fa = m ? cJSON_AddArrayToObject(c, "f") : NULL;
     if (!fa || !cJSON_AddItemToArray(d->pool, c) ||
-        !cJSON_AddNumberToObject(c, "doc", (double)sqlite3_column_int64(
-                                     d->row, KB_RESULT_NCOLUMNS)) ||
+        !cJSON_AddNumberToObject(c, "doc", (double)doc_id) ||
         !cJSON_AddNumberToObject(c, "id", (double)chunk_id))
         d->rc = KB_ERR_NOMEM;
     for (size_t j = 0; d->rc == KB_OK && j < d->q->nrel; j++)
@@ -144,6 +142,87 @@ static kb_rc keep_top(const kb_eval_query *q, const kb_results *res,
     return KB_OK;
 }
 
+/* --expand: expands q's text through the LLM (or the KB's cache) into x,
+ * points qo at the searches it makes, and counts it in m. */
+static kb_rc expand_query(kb_store *store, const kb_cli *cli,
+                          const eval_opts *o, const char *text, mode_run *m,
+                          query_run *run, kb_expansion *x, kb_search *searches,
+                          kb_query_opts *qo, kb_err *err)
+{
+    kb_rc rc = kb_query_expand(store, cli->config, text, x, err);
+    if (rc != KB_OK)
+        return rc;
+    qo->searches = searches;
+    kb_expansion_apply(x, searches, &qo->nsearches);
+    m->expanded += x->n > 0;
+    m->cached += x->cached;
+    m->unexpanded += x->n == 0;
+    m->llm_calls += !x->cached;
+    m->llm_ms_sum += x->llm_ms;
+    if (o->verbose && !(run->expansion = kb_expansion_json(x)))
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    return rc;
+}
+
+/* --features: writes q's line (its reranked pool, gathered by
+ * dump_candidate) and empties the pool. */
+static kb_rc dump_pool(feature_dump *dump, const eval_opts *o,
+                       const kb_eval_query *q, kb_err *err)
+{
+    cJSON *line = cJSON_CreateObject();
+    char *text = NULL;
+    int ok = line && cJSON_AddStringToObject(line, "id", q->id) &&
+             cJSON_AddStringToObject(line, "set", o->qrels_path) &&
+             cJSON_AddNumberToObject(line, "judgments", (double)q->nrel);
+    /* the pool belongs to line once added, else it is freed here */
+    if (ok && dump->pool && cJSON_AddItemToObject(line, "pool", dump->pool))
+        dump->pool = NULL;
+    else
+        ok = 0;
+    cJSON_Delete(dump->pool);
+    if (!ok || !(text = cJSON_PrintUnformatted(line)))
+        dump->rc = dump->rc != KB_OK ? dump->rc : KB_ERR_NOMEM;
+    if (text)
+        fprintf(dump->out, "%s\n", text);
+    free(text);
+    cJSON_Delete(line);
+    dump->pool = NULL;
+    if (dump->rc != KB_OK)
+        return kb_err_set(err, dump->rc, "cannot dump the features of "
+                          "query '%s'", q->id);
+    return KB_OK;
+}
+
+/* The options of q's search in m's mode; with dump, hybrid's reranked
+ * pool goes to it. */
+static void query_opts(kb_query_opts *qo, const kb_eval_query *q,
+                       const mode_run *m, const eval_opts *o,
+                       const kb_cli *cli, feature_dump *dump)
+{
+    kb_query_opts_init(qo);
+    qo->text = q->text;
+    qo->mode = m->mode;
+    qo->k = o->k;
+    qo->snippet = 1;
+    qo->config = cli->config;   /* a configured reranker takes part */
+    if (dump && m->mode == KB_MODE_HYBRID) {
+        dump->q = q;
+        dump->pool = cJSON_CreateArray();
+        qo->trace = dump_candidate;
+        qo->trace_ctx = dump;
+    }
+}
+
+/* The queries of m that failed alone, on stderr (unless --quiet). */
+static void report_errors(const kb_eval_qrels *qrels, const mode_run *m,
+                          const kb_cli *cli)
+{
+    for (size_t i = 0; i < qrels->n && !cli->quiet; i++)
+        if (m->runs[i].error)
+            fprintf(stderr, "kb eval: %s: query '%s': %s\n", m->name,
+                    qrels->queries[i].id, m->runs[i].error);
+}
+
 /* Runs every query of qrels in m's mode. Fails only on no memory; a mode
  * the KB cannot serve comes back with m->available 0 and m->err set. */
 static kb_rc run_mode(kb_store *store, kb_embedder *emb,
@@ -168,18 +247,7 @@ static kb_rc run_mode(kb_store *store, kb_embedder *emb,
         if (cli->progress)
             fprintf(stderr, "\r%s: query %zu/%zu", m->name, i + 1, qrels->n);
         kb_query_opts qo;
-        kb_query_opts_init(&qo);
-        qo.text = q->text;
-        qo.mode = m->mode;
-        qo.k = o->k;
-        qo.snippet = 1;
-        qo.config = cli->config;   /* a configured reranker takes part */
-        if (dump && m->mode == KB_MODE_HYBRID) {
-            dump->q = q;
-            dump->pool = cJSON_CreateArray();
-            qo.trace = dump_candidate;
-            qo.trace_ctx = dump;
-        }
+        query_opts(&qo, q, m, o, cli, dump);
         kb_results res;
         memset(&res, 0, sizeof res);
         kb_err qerr;
@@ -187,50 +255,20 @@ static kb_rc run_mode(kb_store *store, kb_embedder *emb,
         kb_search searches[KB_QUERY_MAX_SEARCHES];
         kb_expansion x;
         kb_expansion_init(&x);
-        if (o->expand) {   /* the LLM's time is counted apart from the search's */
-            if ((rc = kb_query_expand(store, cli->config, q->text, &x, err)) != KB_OK)
-                goto out;
-            qo.searches = searches;
-            kb_expansion_apply(&x, searches, &qo.nsearches);
-            m->expanded += x.n > 0;
-            m->cached += x.cached;
-            m->unexpanded += x.n == 0;
-            m->llm_calls += !x.cached;
-            m->llm_ms_sum += x.llm_ms;
-            if (o->verbose && !(run->expansion = kb_expansion_json(&x)))
-                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        if (o->expand)   /* the LLM's time is counted apart from the search's */
+            rc = expand_query(store, cli, o, q->text, m, run, &x, searches, &qo,
+                              err);
+        if (rc != KB_OK) {
+            kb_expansion_release(&x);
+            goto out;
         }
         double t0 = kb_now_ms();
-        kb_rc qrc = rc == KB_OK ? kb_query_run(store, emb, &qo, &res, &qerr) : KB_OK;
+        kb_rc qrc = kb_query_run(store, emb, &qo, &res, &qerr);
         double took = kb_now_ms() - t0;
         kb_expansion_release(&x);
-        if (rc != KB_OK)
+        if (qo.trace && (rc = dump_pool(dump, o, q, err)) != KB_OK) {
+            kb_results_release(&res);
             goto out;
-        if (qo.trace) {
-            cJSON *line = cJSON_CreateObject();
-            char *text = NULL;
-            int ok = line && cJSON_AddStringToObject(line, "id", q->id) &&
-                     cJSON_AddStringToObject(line, "set", o->qrels_path) &&
-                     cJSON_AddNumberToObject(line, "judgments", (double)q->nrel);
-            /* the pool belongs to line once added, else it is freed here */
-            if (ok && dump->pool && cJSON_AddItemToObject(line, "pool", dump->pool))
-                dump->pool = NULL;
-            else
-                ok = 0;
-            cJSON_Delete(dump->pool);
-            if (!ok || !(text = cJSON_PrintUnformatted(line)))
-                dump->rc = dump->rc != KB_OK ? dump->rc : KB_ERR_NOMEM;
-            if (text)
-                fprintf(dump->out, "%s\n", text);
-            free(text);
-            cJSON_Delete(line);
-            dump->pool = NULL;
-            if (dump->rc != KB_OK) {
-                kb_results_release(&res);
-                rc = kb_err_set(err, dump->rc, "cannot dump the features of "
-                                "query '%s'", q->id);
-                goto out;
-            }
         }
         if (qrc != KB_OK) {
             kb_results_release(&res);
@@ -277,10 +315,7 @@ static kb_rc run_mode(kb_store *store, kb_embedder *emb,
     }
     if (cli->progress)
         fprintf(stderr, "\r\033[K");
-    for (size_t i = 0; i < qrels->n && !cli->quiet; i++)
-        if (m->runs[i].error)
-            fprintf(stderr, "kb eval: %s: query '%s': %s\n", m->name,
-                    qrels->queries[i].id, m->runs[i].error);
+    report_errors(qrels, m, cli);
     m->took_ms_mean = took_sum / (double)ran;
     rc = kb_eval_summarize(qrels, scores, &m->sum, err);
     if (rc == KB_OK)
@@ -643,15 +678,10 @@ static int cmd_eval(int argc, char **argv, const kb_cli *cli, const kb_command *
         if (!(dump.out = fopen(o.features_path, "a")))
             rc = kb_err_set(&err, KB_ERR_IO, "cannot open '%s': %s",
                             o.features_path, strerror(errno));
-        if (rc == KB_OK)
-            rc = kb_store_prepare(store, "SELECT " KB_RESULT_COLUMNS ","
-                                  " c.document_id FROM " KB_RESULT_TABLES
-                                  " WHERE c.id = ?", &dump.row, &err);
     }
     if (rc == KB_OK)
         rc = run_modes(store, &qrels, &o, cli, modes, nmodes, &emb,
                        o.features_path ? &dump : NULL, &err);
-    sqlite3_finalize(dump.row);
     if (dump.out && fclose(dump.out) != 0 && rc == KB_OK)
         rc = kb_err_set(&err, KB_ERR_IO, "cannot write '%s': %s",
                         o.features_path, strerror(errno));

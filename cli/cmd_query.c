@@ -280,170 +280,213 @@ const kb_command kb_cmd_query = {
     .operands = "text",
 };
 
-static int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command *self)
-{
+/* What the command line asks for: the search's options and what the
+ * command does with them. */
+typedef struct {
     kb_query_opts opts;
-    kb_query_opts_init(&opts);
-    opts.snippet = 1;
     kb_search searches[KB_QUERY_MAX_SEARCHES];
-    opts.searches = searches;
-    int json = 0, explain = 0, expand = 0, c;
-    const char *mode = NULL, *file = NULL;
-    long k = 10, budget = 0;
+    int json, explain, expand;
+    const char *mode;      /* as given; NULL: not given */
+    const char *file;      /* --file, or "-" for standard input */
+    long budget;           /* 0: none */
+} query_args;
+
+/* --source a,b is --source a --source b. Returns -1 to go on, or the exit
+ * status of the usage error it reported. */
+static int add_sources(const kb_command *self, kb_filter *filter, char *arg)
+{
+    for (char *id = arg, *next; id; id = next) {
+        if ((next = strchr(id, ',')) != NULL)
+            *next++ = '\0';
+        if (!*id)
+            return kb_cli_usage_error(self, "an empty --source");
+        if (filter->nsources == KB_FILTER_MAX_SOURCES)
+            return kb_cli_usage_error(self, "too many sources (at most %d)",
+                                      KB_FILTER_MAX_SOURCES);
+        filter->sources[filter->nsources++] = id;
+    }
+    return -1;
+}
+
+/* --lex, --vec, --hyde (option c): one more sub-query. Returns -1 to go
+ * on, or the exit status of the usage error it reported. */
+static int add_search(const kb_command *self, query_args *a, int c,
+                      const char *text)
+{
+    if (a->opts.nsearches == KB_QUERY_MAX_SEARCHES)
+        return kb_cli_usage_error(self, "at most %d sub-queries (--lex, "
+                                  "--vec, --hyde)", KB_QUERY_MAX_SEARCHES);
+    if (!*text)
+        return kb_cli_usage_error(self, "an empty sub-query");
+    kb_search *s = &a->searches[a->opts.nsearches++];
+    s->type = c == KB_OPT_LONG('L') ? KB_SEARCH_LEX
+            : c == KB_OPT_LONG('V') ? KB_SEARCH_VEC
+            : KB_SEARCH_HYDE;
+    s->text = text;
+    return -1;
+}
+
+/* One option c of the command line (its argument arg) into a. Returns -1
+ * to go on, or the exit status of the usage error it reported. */
+static int take_option(const kb_command *self, query_args *a, int c,
+                       const char *arg)
+{
+    long k;
+    kb_kind kind;
+    switch (c) {
+    case 'k':
+        if (kb_parse_long(arg, 1, 1000, &k) != KB_OK)
+            return kb_cli_usage_error(self, "-k wants a number from 1 to "
+                                      "1000, not '%s'", arg);
+        a->opts.k = (int)k;
+        break;
+    case KB_OPT_LONG('m'):
+        a->mode = arg;
+        if (kb_mode_parse(arg, &a->opts.mode) != 0)
+            return kb_cli_usage_error(self, "unknown mode '%s' (hybrid, "
+                                      "lexical, vector)", arg);
+        break;
+    case KB_OPT_LONG('s'):
+        return add_sources(self, &a->opts.filter, (char *)arg);
+    case KB_OPT_LONG('K'):
+        if (kb_kind_parse(arg, &kind) != 0)
+            return kb_cli_usage_error(self, "unknown kind '%s' (text, code, "
+                                      "table, paper, skill)", arg);
+        a->opts.filter.kinds |= 1u << kind;
+        break;
+    case KB_OPT_LONG('b'):
+        /* the number's range is the search tool's to check */
+        if (kb_parse_long(arg, 1, 1000000000L, &a->budget) != KB_OK)
+            return kb_cli_usage_error(self, "--budget wants a number of "
+                                      "tokens, not '%s'", arg);
+        break;
+    case KB_OPT_LONG('L'):
+    case KB_OPT_LONG('V'):
+    case KB_OPT_LONG('H'):
+        return add_search(self, a, c, arg);
+    case KB_OPT_LONG('F'): a->file = arg; break;
+    case KB_OPT_LONG('j'): a->json = 1; break;
+    case KB_OPT_LONG('e'): a->explain = 1; break;
+    case KB_OPT_LONG('f'): a->opts.snippet = 0; break;
+    case KB_OPT_LONG('R'): a->opts.no_rerank = 1; break;
+    case KB_OPT_LONG('X'): a->expand = 1; break;
+    }
+    return -1;
+}
+
+/* Parses the command line into a, and *ind to the first word of the
+ * query text. Returns -1 to go on, or the exit status to stop with: a
+ * usage error it has reported (2), --help or --version printed (0). */
+static int parse_options(int argc, char **argv, const kb_cli *cli,
+                         const kb_command *self, query_args *a, int *ind)
+{
+    int c, stop = -1;
     kb_getopt g;
     kb_getopt_init(&g, self, argc, argv);
-    while ((c = kb_getopt_next(&g)) > 0) {
-        switch (c) {
-        case 'k':
-            if (kb_parse_long(g.arg, 1, 1000, &k) != KB_OK)
-                return kb_cli_usage_error(self, "-k wants a number from 1 to "
-                                          "1000, not '%s'", g.arg);
-            break;
-        case KB_OPT_LONG('m'):
-            mode = g.arg;
-            if (kb_mode_parse(g.arg, &opts.mode) != 0)
-                return kb_cli_usage_error(self, "unknown mode '%s' (hybrid, "
-                                          "lexical, vector)", g.arg);
-            break;
-        case KB_OPT_LONG('s'):
-            /* --source a,b is --source a --source b */
-            for (char *id = (char *)g.arg, *next; id; id = next) {
-                if ((next = strchr(id, ',')) != NULL)
-                    *next++ = '\0';
-                if (!*id)
-                    return kb_cli_usage_error(self, "an empty --source");
-                if (opts.filter.nsources == KB_FILTER_MAX_SOURCES)
-                    return kb_cli_usage_error(self, "too many sources (at most %d)",
-                                              KB_FILTER_MAX_SOURCES);
-                opts.filter.sources[opts.filter.nsources++] = id;
-            }
-            break;
-        case KB_OPT_LONG('K'): {
-            kb_kind kind;
-            if (kb_kind_parse(g.arg, &kind) != 0)
-                return kb_cli_usage_error(self, "unknown kind '%s' (text, code, "
-                                          "table, paper, skill)", g.arg);
-            opts.filter.kinds |= 1u << kind;
-            break;
-        }
-        case KB_OPT_LONG('b'):
-            /* the number's range is the search tool's to check */
-            if (kb_parse_long(g.arg, 1, 1000000000L, &budget) != KB_OK)
-                return kb_cli_usage_error(self, "--budget wants a number of "
-                                          "tokens, not '%s'", g.arg);
-            break;
-        case KB_OPT_LONG('L'):
-        case KB_OPT_LONG('V'):
-        case KB_OPT_LONG('H'):
-            if (opts.nsearches == KB_QUERY_MAX_SEARCHES)
-                return kb_cli_usage_error(self, "at most %d sub-queries (--lex, "
-                                          "--vec, --hyde)", KB_QUERY_MAX_SEARCHES);
-            if (!*g.arg)
-                return kb_cli_usage_error(self, "an empty sub-query");
-            searches[opts.nsearches].type = c == KB_OPT_LONG('L') ? KB_SEARCH_LEX
-                                          : c == KB_OPT_LONG('V') ? KB_SEARCH_VEC
-                                          : KB_SEARCH_HYDE;
-            searches[opts.nsearches++].text = g.arg;
-            break;
-        case KB_OPT_LONG('F'): file = g.arg; break;
-        case KB_OPT_LONG('j'): json = 1; break;
-        case KB_OPT_LONG('e'): explain = 1; break;
-        case KB_OPT_LONG('f'): opts.snippet = 0; break;
-        case KB_OPT_LONG('R'): opts.no_rerank = 1; break;
-        case KB_OPT_LONG('X'): expand = 1; break;
-        }
-    }
+    while (stop < 0 && (c = kb_getopt_next(&g)) > 0)
+        stop = take_option(self, a, c, g.arg);
+    if (stop >= 0)
+        return stop;
     if (c < 0)
         return g.status;
-    if (!file && g.ind + 1 == argc && strcmp(argv[g.ind], "-") == 0)
-        file = "-";   /* kb query - : standard input */
-    else if (file && g.ind < argc)
+    *ind = g.ind;
+    if (!a->file && g.ind + 1 == argc && strcmp(argv[g.ind], "-") == 0)
+        a->file = "-";   /* kb query - : standard input */
+    else if (a->file && g.ind < argc)
         return kb_cli_usage_error(self, "the query comes from --file or the command "
                                   "line, not both");
-    if (!file && g.ind >= argc)
+    if (!a->file && g.ind >= argc)
         return kb_cli_usage_error(self, "no query text given");
-    if (budget && !json)
+    if (a->budget && !a->json)
         return kb_cli_usage_error(self, "--budget needs --json");
-    if (expand) {   /* no LLM to ask: a usage error, before anything runs */
+    if (a->expand) {   /* no LLM to ask: a usage error, before anything runs */
         kb_err xerr;
         kb_err_clear(&xerr);
         if (kb_query_expand_check(cli->config, &xerr) != KB_OK)
             return kb_cli_usage_error(self, "%s", xerr.msg);
     }
-    opts.k = (int)k;
-    kb_buf text;
-    kb_buf_init(&text, 1 << 16);
-    if (file) {
+    return -1;
+}
+
+/* The query's text into text: --file's, standard input's, or the words
+ * argv[ind...] joined by spaces; a->opts.text points to it. Returns -1 to
+ * go on, or the exit status of the error it reported (no words to
+ * search for is a usage error). */
+static int read_text(int argc, char **argv, int ind, const kb_command *self,
+                     query_args *a, kb_buf *text)
+{
+    if (a->file) {
         kb_err ferr;
         kb_err_clear(&ferr);
-        kb_rc frc = kb_read_file(strcmp(file, "-") == 0 ? "/dev/stdin" : file, 1 << 16,
-                                 &text, &ferr);
+        kb_rc frc = kb_read_file(strcmp(a->file, "-") == 0 ? "/dev/stdin" : a->file,
+                                 1 << 16, text, &ferr);
         if (frc != KB_OK) {
-            kb_buf_release(&text);
             if (strstr(ferr.msg, "too large"))
                 return kb_cli_usage_error(self, "the query text is longer than %d bytes",
                                           1 << 16);
             return kb_cli_fail(&ferr);
         }
     }
-    for (int i = g.ind; !file && i < argc; i++)
-        if ((i > g.ind && kb_buf_putc(&text, ' ') != KB_OK) ||
-            kb_buf_puts(&text, argv[i]) != KB_OK) {
-            kb_buf_release(&text);
+    for (int i = ind; !a->file && i < argc; i++)
+        if ((i > ind && kb_buf_putc(text, ' ') != KB_OK) ||
+            kb_buf_puts(text, argv[i]) != KB_OK)
             return kb_cli_usage_error(self, "the query text is longer than %d bytes",
                                       1 << 16);
-        }
-    if (!text.data && kb_buf_puts(&text, "") != KB_OK) {
-        kb_buf_release(&text);
+    if (!text->data && kb_buf_puts(text, "") != KB_OK)
         return kb_cli_usage_error(self, "out of memory");
-    }
-    opts.text = text.data;
-    opts.config = cli->config;
+    a->opts.text = text->data;
     /* blanks are no query, as "" is not; punctuation alone has no words */
-    if (!text.data[strspn(text.data, " \t\r\n\v\f")]) {
-        kb_buf_release(&text);
+    if (!text->data[strspn(text->data, " \t\r\n\v\f")])
         return kb_cli_usage_error(self, "empty query");
-    }
-    if (!kb_query_has_words(text.data)) {
-        int status = kb_cli_usage_error(self, "the query '%.80s' has no words to search "
-                                        "for", text.data);
-        kb_buf_release(&text);
-        return status;
-    }
-    if (opts.filter.nsources) {   /* a source the KB lacks: a usage error */
-        kb_err serr;
-        kb_err_clear(&serr);
-        kb_store *s = NULL;
-        kb_rc src = kb_cli_open_store(cli, KB_STORE_READONLY, &s, &serr);
-        if (src == KB_OK)
-            src = kb_query_check_sources(s, &opts.filter, &serr);
-        kb_store_close(s);
-        if (src != KB_OK) {
-            kb_buf_release(&text);
-            return src == KB_ERR_NOTFOUND && strncmp(serr.msg, "unknown source", 14) == 0
-                       ? kb_cli_usage_error(self, "%s", serr.msg) : kb_cli_fail(&serr);
-        }
-    }
+    if (!kb_query_has_words(text->data))
+        return kb_cli_usage_error(self, "the query '%.80s' has no words to search "
+                                  "for", text->data);
+    return -1;
+}
+
+/* A --source the KB lacks is a usage error, said before the search.
+ * Returns -1 to go on, or the exit status of the error it reported. */
+static int check_sources(const kb_cli *cli, const kb_command *self,
+                         const kb_filter *filter)
+{
+    if (!filter->nsources)
+        return -1;
+    kb_err serr;
+    kb_err_clear(&serr);
+    kb_store *s = NULL;
+    kb_rc src = kb_cli_open_store(cli, KB_STORE_READONLY, &s, &serr);
+    if (src == KB_OK)
+        src = kb_query_check_sources(s, filter, &serr);
+    kb_store_close(s);
+    if (src == KB_OK)
+        return -1;
+    return src == KB_ERR_NOTFOUND && strncmp(serr.msg, "unknown source", 14) == 0
+               ? kb_cli_usage_error(self, "%s", serr.msg) : kb_cli_fail(&serr);
+}
+
+/* Searches (after --expand's rewrites) and prints: with --json the search
+ * tool's object, else the ranked list. Returns the exit status. */
+static int run_query(const kb_cli *cli, query_args *a)
+{
     kb_err err;
     kb_err_clear(&err);
     kb_store *store = NULL;
-    kb_embedder *emb = NULL;
     kb_results res = { 0 };
     kb_expansion x;
     kb_expansion_init(&x);
     kb_rc rc = KB_OK;
     int status = -1;
-    if (expand) {   /* the LLM's rewrites join the sub-queries */
+    if (a->expand) {   /* the LLM's rewrites join the sub-queries */
         rc = kb_cli_open_store(cli, KB_STORE_READONLY, &store, &err);
         if (rc == KB_OK)
-            rc = kb_query_expand(store, cli->config, opts.text, &x, &err);
+            rc = kb_query_expand(store, cli->config, a->opts.text, &x, &err);
         if (rc == KB_OK)
-            kb_expansion_apply(&x, searches, &opts.nsearches);
+            kb_expansion_apply(&x, a->searches, &a->opts.nsearches);
     }
-    if (rc == KB_OK && json) {   /* the search tool's object, whole chunks */
-        cJSON *args = search_args(&opts, mode, budget, explain);
-        cJSON *xj = expand ? kb_expansion_json(&x) : NULL;
-        if (expand && !xj) {
+    if (rc == KB_OK && a->json) {   /* the search tool's object, whole chunks */
+        cJSON *args = search_args(&a->opts, a->mode, a->budget, a->explain);
+        cJSON *xj = a->expand ? kb_expansion_json(&x) : NULL;
+        if (a->expand && !xj) {
             cJSON_Delete(args);
             args = NULL;   /* out of memory, said by cmd_tool_json_on */
         }
@@ -452,18 +495,40 @@ static int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command 
         rc = kb_cli_open_store(cli, KB_STORE_READONLY, &store, &err);
     }
     if (rc == KB_OK && status < 0)
-        rc = kb_query_run(store, emb, &opts, &res, &err);
+        rc = kb_query_run(store, NULL, &a->opts, &res, &err);
     if (rc == KB_OK && status < 0) {
-        print_human(cli, &opts, &res, explain);
-        if (expand && !cli->quiet)
+        print_human(cli, &a->opts, &res, a->explain);
+        if (a->expand && !cli->quiet)
             print_expansion(cli, &x);
         save_last(cli, store, &res);
     }
     kb_results_release(&res);
     kb_expansion_release(&x);
     kb_store_close(store);
-    kb_buf_release(&text);
     if (status >= 0)
         return status;
     return rc == KB_OK ? 0 : kb_cli_fail(&err);
+}
+
+static int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command *self)
+{
+    query_args a = { .budget = 0 };
+    kb_query_opts_init(&a.opts);
+    a.opts.snippet = 1;
+    a.opts.k = 10;
+    a.opts.searches = a.searches;
+    a.opts.config = cli->config;
+    int ind = 0;
+    int status = parse_options(argc, argv, cli, self, &a, &ind);
+    if (status >= 0)
+        return status;
+    kb_buf text;
+    kb_buf_init(&text, 1 << 16);
+    status = read_text(argc, argv, ind, self, &a, &text);
+    if (status < 0)
+        status = check_sources(cli, self, &a.opts.filter);
+    if (status < 0)
+        status = run_query(cli, &a);
+    kb_buf_release(&text);
+    return status;
 }

@@ -15,7 +15,7 @@
  * 8-wide vector code, compiled for x86-64-v3 (AVX2, FMA) and for the baseline and
  * picked at run time (target_clones).
  */
-#include "index/index_int.h"
+#include "index/index.h"
 
 #include <math.h>
 #include <pthread.h>

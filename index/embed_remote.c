@@ -7,7 +7,7 @@
  * honouring Retry-After. The API key goes only into the Authorization
  * header; it is never logged nor put into an error message.
  */
-#include "index/index_int.h"
+#include "index/index.h"
 #include "kb/http.h"
 
 #include <cjson/cJSON.h>

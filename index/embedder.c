@@ -5,7 +5,7 @@
  * (embed_remote.c), chosen by kb_embedder_open_config from kb's
  * configuration.
  */
-#include "index/index_int.h"
+#include "index/index.h"
 #include "kb/config.h"
 
 #include <cjson/cJSON.h>

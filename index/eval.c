@@ -1,6 +1,6 @@
 /* eval.c - retrieval evaluation: qrels files, the match rule, the metrics
- * (see index/eval.h and shared/eval/README.md). */
-#include "index/eval.h"
+ * (see index/index.h and shared/eval/README.md). */
+#include "index/index.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>

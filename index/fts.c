@@ -1,6 +1,6 @@
 /* fts.c - the lexical index: FTS5 rows for chunks, identifier forms, and
  * safe MATCH expressions built from whatever text a user types. */
-#include "index/index_int.h"
+#include "index/index.h"
 
 #include <ctype.h>
 #include <stdlib.h>

@@ -1,14 +1,52 @@
 /*
- * index.h - what index/ offers the modules above it (ingest/, query/): the
- * tokenizer, the lexical index, candidate lists and the vector index. One
- * section per file. index_int.h holds what only index/ uses.
+ * index.h - index/'s one header, one section per file: what it offers the
+ * modules above it (ingest/, query/, the commands) - the tokenizer, the
+ * embedder's extras, the lexical index, candidate lists, the vector index,
+ * retrieval evaluation - and what only its own files share (safetensors,
+ * the encoder, the remote embedder). kb/kb.h is the public API.
  */
 #ifndef KB_INDEX_H
 #define KB_INDEX_H
 
 #include "kb/kb_int.h"
 
-/* ------------------------------------------------------------ tokenizer.c, embedder.c */
+/* ------------------------------------------------------------ safetensors.c */
+
+typedef enum { KB_ST_F32 = 0, KB_ST_F16, KB_ST_BF16, KB_ST_I64, KB_ST_OTHER } kb_st_dtype;
+
+#define KB_ST_MAX_DIMS 4
+
+typedef struct {
+    char *name;
+    kb_st_dtype dtype;
+    int ndim;
+    size_t shape[KB_ST_MAX_DIMS];
+    const void *data;       /* into the mapping, checked to lie in the file */
+    size_t nbytes;
+} kb_st_tensor;
+
+/* A safetensors file mapped read-only. Every tensor's dtype, shape and
+ * data_offsets have been checked against each other and the file size. */
+typedef struct {
+    char *path;
+    void *map;
+    size_t size;
+    kb_st_tensor *tensors;
+    size_t n;
+} kb_safetensors;
+
+/* Maps and validates path. Any defect (short file, bad header, offsets out
+ * of range or overlapping, shape/size mismatch) is KB_ERR_MODEL with the
+ * "truncated or corrupt" message. Release with kb_st_close. */
+kb_rc kb_st_open(const char *path, kb_safetensors *st, kb_err *err);
+void kb_st_close(kb_safetensors *st);
+/* The tensor called name, or NULL. */
+const kb_st_tensor *kb_st_get(const kb_safetensors *st, const char *name);
+
+/* The one message for a broken model file. */
+kb_rc kb_model_corrupt(kb_err *err, const char *path);
+
+/* ------------------------------------------------------------ tokenizer.c */
 
 /* The WordPiece tokenizer of BERT-style models (all-MiniLM-L6-v2). */
 typedef struct kb_tokenizer kb_tokenizer;
@@ -31,6 +69,57 @@ kb_rc kb_tokenizer_encode(const kb_tokenizer *tok, const char *text,
  * what the chunker sizes chunks by. */
 size_t kb_tokenizer_count(const kb_tokenizer *tok, const char *text);
 
+#define KB_TOK_MAX_LEN 256   /* the model's max_seq_length, with specials */
+
+/* ------------------------------------------------------------ bert.c */
+
+#define KB_BERT_DIM 384
+
+typedef struct kb_bert kb_bert;
+
+/* Builds the encoder over the tensors of st (which must outlive it).
+ * threads > 0 sets the BLAS thread count. Free with kb_bert_free. */
+kb_rc kb_bert_open(const kb_safetensors *st, int threads, kb_bert **out,
+                   kb_err *err);
+void kb_bert_free(kb_bert *b);
+/* Encodes a batch of sequences packed back to back in ids (no padding):
+ * sequence s has lens[s] ids (1..512, [CLS] ... [SEP]). Writes batch
+ * L2-normalised mean-pooled vectors of KB_BERT_DIM floats into out. */
+kb_rc kb_bert_encode(kb_bert *b, const int32_t *ids, const size_t *lens,
+                     size_t batch, float *out, kb_err *err);
+
+/* ------------------------------------------------------------ embed_remote.c */
+
+typedef struct kb_remote kb_remote;
+
+typedef struct {
+    long timeout_ms;        /* whole request, default 60000 (KB_EMBED_TIMEOUT_MS
+                               through kb_embedder_open_config) */
+    long connect_timeout_ms;/* default 10000 */
+    int max_retries;        /* on 429/5xx/network errors, default 4 */
+    long retry_base_ms;     /* backoff base, doubles each retry, default 500 */
+    long retry_max_ms;      /* cap on one wait (also on Retry-After), default 30000 */
+    size_t batch;           /* inputs per request, default 64 */
+} kb_remote_opts;
+
+void kb_remote_opts_default(kb_remote_opts *o);
+/* Checks url (http/https) and model (required); no request is made. opts
+ * may be NULL for the defaults. Free with kb_remote_free. */
+kb_rc kb_remote_open(const char *url, const char *model, const char *api_key,
+                     const kb_remote_opts *opts, kb_remote **out, kb_err *err);
+void kb_remote_free(kb_remote *r);
+/* One request with one short input, to learn the dimension. */
+kb_rc kb_remote_probe(kb_remote *r, kb_err *err);
+/* The dimension, 0 before the first successful request. */
+int kb_remote_dim(const kb_remote *r);
+const char *kb_remote_model(const kb_remote *r);
+/* Embeds n texts into out[n * dim] (dim known: after kb_remote_probe),
+ * each row L2-normalised, in requests of opts.batch inputs. */
+kb_rc kb_remote_embed(kb_remote *r, const char *const *texts, size_t n,
+                      float *out, kb_err *err);
+
+/* ------------------------------------------------------------ embedder.c */
+
 /* The local embedder's names (kb_embedder_name, recorded in the KB): the
  * pinned base model, and a copy kb tune fine-tuned from it, whose
  * tuned.json pins its weights. */
@@ -43,15 +132,23 @@ size_t kb_tokenizer_count(const kb_tokenizer *tok, const char *text);
  * not the pinned weights; KB_OK for a remote embedder. */
 kb_rc kb_embedder_check_weights(kb_embedder *e, kb_err *err);
 
+/* The embedder's tokenizer, NULL for a remote one. */
+const kb_tokenizer *kb_embedder_tokenizer(const kb_embedder *e);
+
+/* Opens a remote embedder with explicit options (tests use short timeouts). */
+kb_rc kb_embedder_open_remote_opts(const char *url, const char *model,
+                                   const char *api_key,
+                                   const kb_remote_opts *opts,
+                                   kb_embedder **out, kb_err *err);
+
+/* ------------------------------------------------------------ tune.c */
+
 /* The pairs kb tune fine-tunes the local embedder on, appended to out as
  * JSON lines {"q", "p", "kind", "chunk"}: a chunk's text (p) and the
  * question it answers (q: its section's last two headings without their
  * numbers, a paper's title). At most 2 chunks a section; no chunk under
  * 40 bytes; no heading that recurs in 3 documents (boilerplate). */
 kb_rc kb_tune_pairs(kb_store *store, kb_buf *out, size_t *npairs, kb_err *err);
-/* The embedder's tokenizer, NULL for a remote one. */
-const kb_tokenizer *kb_embedder_tokenizer(const kb_embedder *e);
-
 /* ------------------------------------------------------------ vector.c: hits */
 
 /* A hit of one retriever: a chunk and its score (higher is better), and
@@ -149,5 +246,112 @@ void kb_vec_release(kb_store *store);
  * and holds every one of them (or the KB has none); else KB_ERR_INDEX
  * saying what is wrong with it (a query would rebuild it). */
 kb_rc kb_vec_check_file(kb_store *store, kb_err *err);
+
+/* ------------------------------------------------------------ eval.c */
+
+/*
+ * Retrieval evaluation (kb eval, kb tune).
+ *
+ * A qrels file (shared/eval/README.md) holds queries with relevance
+ * judgments. A judgment is {source, heading} or {source, path}; a result
+ * matches it when its source equals the judgment's and
+ *   - heading: some entry of its heading_path, normalised, contains the
+ *     normalised heading. Normalising lower-cases (Unicode case folding),
+ *     collapses runs of white space to one space, trims, and drops a leading
+ *     section number ("9.7.9.25.", "18.2.3", "4."); a number glued to text
+ *     ("2D Textures", "64-bit types", "8.x") is text and stays. The judgment's
+ *     heading is normalised the same way, so both sides ignore numbering.
+ *   - path: its path contains the judgment's path (byte-wise).
+ *
+ * Metrics at k, each in [0, 1]:
+ *   nDCG@k   binary gain. Walking the top k, a result earns gain 1 when it
+ *            matches at least one judgment no earlier result matched, and
+ *            marks every judgment it matches; so each judgment is counted
+ *            once, a judgment matched again earns nothing, and a result
+ *            matching two new judgments earns 1 (not 2). DCG = sum of
+ *            gain_i / log2(i + 1); the ideal DCG places min(#judgments, k)
+ *            gains at ranks 1, 2, ...
+ *   Recall@k  judgments matched by the top k / #judgments
+ *   Success@k 1 if any of the top k matches a judgment
+ *   MRR@k     1 / rank of the first matching result in the top k, else 0
+ */
+
+/* qrels */
+
+typedef struct {
+    char *source;
+    char *heading;    /* as written; NULL for a path judgment */
+    char *path;       /* NULL for a heading judgment */
+    char *norm;       /* the normalised heading; NULL for a path judgment */
+} kb_eval_judgment;
+
+typedef struct {
+    char *id;         /* "id", else "#N" (1-based position) */
+    char *text;       /* "query" */
+    char *kind;       /* "kind", else "none" */
+    kb_eval_judgment *rel;
+    size_t nrel;      /* >= 1 */
+} kb_eval_query;
+
+typedef struct {
+    kb_eval_query *queries;
+    size_t n;
+} kb_eval_qrels;
+
+/* Parses a qrels document (JSON text of len bytes; name is used in error
+ * messages). Fails with KB_ERR_PARSE, naming the query and the field, on
+ * bad JSON, no "queries" array, a query without "query" or "relevant" (or
+ * with no judgments), or a judgment without "source" or without "heading"
+ * / "path". On success out holds the queries (release with
+ * kb_eval_qrels_release); on failure out is empty. */
+kb_rc kb_eval_qrels_parse(const char *json, size_t len, const char *name,
+                          kb_eval_qrels *out, kb_err *err);
+/* Reads and parses the file at path (KB_ERR_IO if it cannot be read). */
+kb_rc kb_eval_qrels_load(const char *path, kb_eval_qrels *out, kb_err *err);
+void kb_eval_qrels_release(kb_eval_qrels *q);
+
+/* match */
+
+/* The normalised form of a heading (see above). Caller frees; NULL only on
+ * no memory. */
+char *kb_eval_normalize_heading(const char *heading);
+/* 1 if result r matches judgment j. */
+int kb_eval_judgment_matches(const kb_eval_judgment *j, const kb_result *r);
+/* 1 if result r matches any judgment of q. */
+int kb_eval_result_relevant(const kb_eval_query *q, const kb_result *r);
+
+/* metrics */
+
+typedef struct {
+    double ndcg, recall, success, mrr;
+    int first_rank;    /* rank (1-based) of the first relevant result in the
+                          top k; 0 if none */
+    size_t matched;    /* judgments matched in the top k */
+} kb_eval_scores;
+
+/* Scores results[0..n) (in rank order) against q's judgments at cut-off
+ * k >= 1; results past k are ignored. KB_ERR_NOMEM is the only failure. */
+kb_rc kb_eval_score(const kb_eval_query *q, const kb_result *results,
+                    size_t n, int k, kb_eval_scores *out);
+
+/* Means of the four metrics over n queries. */
+typedef struct {
+    char *kind;        /* NULL for the overall mean */
+    size_t n;
+    double ndcg, recall, success, mrr;
+} kb_eval_mean;
+
+typedef struct {
+    kb_eval_mean overall;
+    kb_eval_mean *by_kind;   /* in order of first appearance in the qrels */
+    size_t nkinds;
+} kb_eval_summary;
+
+/* Averages scores[i] (the scores of qrels->queries[i]) overall and per
+ * kind. Release out with kb_eval_summary_release. */
+kb_rc kb_eval_summarize(const kb_eval_qrels *qrels,
+                        const kb_eval_scores *scores,
+                        kb_eval_summary *out, kb_err *err);
+void kb_eval_summary_release(kb_eval_summary *s);
 
 #endif

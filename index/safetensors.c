@@ -5,7 +5,7 @@
  * "__metadata__": {...}}, then the raw data. The file is mmap'd; nothing is
  * used before every offset, shape and dtype has been checked.
  */
-#include "index/index_int.h"
+#include "index/index.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

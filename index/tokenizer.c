@@ -13,7 +13,7 @@
  *   - greedy longest-match-first WordPiece with "##" continuations; a word
  *     longer than 100 characters, or one that cannot be matched, is [UNK].
  */
-#include "index/index_int.h"
+#include "index/index.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -1,7 +1,7 @@
 /* tune.c - the pairs kb tune fine-tunes the embedder on, mined from the KB
  * itself: a section's heading stands for a question, the section's chunk
  * for its answer (scripts/tune-embedder.py trains on them). */
-#include "index/index_int.h"
+#include "index/index.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>

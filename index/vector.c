@@ -1,7 +1,7 @@
 /* vector.c - the vector index: embeddings stored in SQLite (the source of
  * truth) and a FAISS index built from them, stamped with the generation
  * SQLite holds so a stale or damaged file is rebuilt, never used. */
-#include "index/index_int.h"
+#include "index/index.h"
 
 #include <cjson/cJSON.h>
 #include <faiss/c_api/AutoTune_c.h>
@@ -101,17 +101,8 @@ static long long meta_ll(kb_store *store, const char *key)
 
 kb_rc kb_vec_count(kb_store *store, size_t *count, kb_err *err)
 {
-    sqlite3_stmt *st = NULL;
-    *count = 0;
-    kb_rc rc = kb_store_prepare(store, "SELECT count(*) FROM embeddings", &st, err);
-    if (rc == KB_OK) {
-        if (sqlite3_step(st) == SQLITE_ROW)
-            *count = (size_t)sqlite3_column_int64(st, 0);
-        else
-            rc = kb_store_db_error(store, err, "count the stored vectors");
-    }
-    sqlite3_finalize(st);
-    return rc;
+    return kb_store_count(store, "SELECT count(*) FROM embeddings",
+                          "count the stored vectors", count, err);
 }
 
 int kb_vec_any(kb_store *store)

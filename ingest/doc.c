@@ -101,14 +101,6 @@ kb_rc kb_doc_heading(kb_doc *doc, int level, const char *title,
     return KB_OK;
 }
 
-static int all_blank(const char *s, size_t len)
-{
-    for (size_t i = 0; i < len; i++)
-        if (!isspace((unsigned char)s[i]))
-            return 0;
-    return 1;
-}
-
 static kb_block *new_block(kb_doc *doc, kb_kind kind)
 {
     if (KB_GROW(doc->blocks, doc->nblocks + 1, doc->capblocks) != KB_OK)
@@ -130,7 +122,7 @@ static kb_block *new_block(kb_doc *doc, kb_kind kind)
 
 kb_rc kb_doc_add(kb_doc *doc, kb_kind kind, const char *text, size_t len)
 {
-    if (!text || all_blank(text, len))
+    if (!text || kb_ingest_blank(text, len))
         return KB_OK;
     kb_block *b = new_block(doc, kind);
     if (!b)

@@ -1,12 +1,15 @@
 /*
  * ingest_int.h - ingest's internals, one section per file: the parsed
- * document every parser fills, the parsers, the chunker. The CLI and the
- * servers reach ingest through kb_ingest_run (kb.h).
+ * document every parser fills, the parsers and what they share, the
+ * chunker, fetching, the documents an ingest reads and what it writes.
+ * The CLI and the servers reach ingest through kb_ingest_run (kb.h).
  */
 #ifndef KB_INGEST_INT_H
 #define KB_INGEST_INT_H
 
 #include "index/index.h"
+
+#include <sys/stat.h>
 
 /* ------------------------------------------------------------ doc.c */
 
@@ -67,7 +70,69 @@ kb_rc kb_doc_add(kb_doc *doc, kb_kind kind, const char *text, size_t len);
 kb_rc kb_doc_add_paper(kb_doc *doc, const kb_paper *paper);
 void kb_paper_release(kb_paper *p);
 
-/* ------------------------------------------------------------ parsers.c */
+/* ------------------------------------------------------------ parse_util.c */
+
+/* What the parsers share; parse_util.c calls no parser. */
+
+/* 1 if data does not look like text: a NUL byte in the first 8 KiB (unless
+ * it starts with a UTF-16 byte-order mark), or more than 10% of those bytes
+ * control characters other than tab, newline, carriage return, form feed
+ * and escape. Empty data is text. */
+int kb_ingest_looks_binary(const char *data, size_t len);
+
+/* The check every parser makes first: KB_ERR_PARSE with "'path' does not
+ * look like WHAT (binary data)" when data looks binary, or holds a NUL byte
+ * anywhere (no parser decodes UTF-16, and a NUL would cut the stored text);
+ * KB_OK otherwise, empty data included. path may be NULL. */
+kb_rc kb_ingest_check_text(const char *data, size_t len, const char *path,
+                           const char *what, kb_err *err);
+
+/* The last component of a path or URL ("a/b/c.cu" -> "c.cu"); a pointer
+ * into path, never NULL. */
+const char *kb_ingest_basename(const char *path);
+
+/* 1 if s[0, len) holds only white space (or nothing). */
+int kb_ingest_blank(const char *s, size_t len);
+
+/* Trims white space at both ends of s[0, *n) and returns the new start. */
+const char *kb_ingest_trim(const char *s, size_t *n);
+
+/* A parser's sticky error: keeps the first failure in *rc, so later steps
+ * can check one code. */
+void kb_parse_fail(kb_rc *rc, kb_rc why);
+/* Appends s[0, n) to b; KB_ERR_NOMEM into *rc (kb_parse_fail) when it
+ * cannot. */
+void kb_parse_put(kb_rc *rc, kb_buf *b, const char *s, size_t n);
+
+/* The GitHub-style slug of a heading ("Loop Counters: Signed" ->
+ * "loop-counters-signed"). Caller frees; NULL out of memory. */
+char *kb_slugify(const char *heading);
+
+/* The id docutils (and so Sphinx) gives a section with this title:
+ * lower-case, compatibility-decomposed to ASCII, runs of other characters
+ * to one '-', leading digits and dashes and trailing dashes dropped
+ * ("12.1.5. Loop Counters Signed vs. Unsigned" ->
+ * "loop-counters-signed-vs-unsigned"). Caller frees; "" if nothing is
+ * left; NULL only on no memory. */
+char *kb_ingest_docutils_id(const char *title);
+
+/* A set of strings, for de-duplicating anchors. */
+typedef struct {
+    char **slots;
+    size_t cap, n;
+} kb_strset;
+
+void kb_strset_init(kb_strset *s);
+void kb_strset_release(kb_strset *s);
+int kb_strset_has(const kb_strset *s, const char *key);
+/* Adds a copy of key; returns 0, or -1 on no memory. */
+int kb_strset_add(kb_strset *s, const char *key);
+
+/* The GitHub slug of heading, made unique against seen ("x", "x-1",
+ * "x-2", ...) and added to it. Caller frees; NULL out of memory. */
+char *kb_ingest_unique_slug(kb_strset *seen, const char *heading);
+
+/* --------------------------------- parse_html.c, parse_markdown.c, ... */
 
 /* Every parser takes the raw bytes of one document and fills doc. path is
  * the document's path or URL, for messages and for formats that depend on
@@ -77,18 +142,21 @@ void kb_paper_release(kb_paper *p);
 typedef kb_rc (*kb_parse_fn)(const char *data, size_t len, const char *path,
                              kb_doc *doc, kb_err *err);
 
+/* parse_html.c */
 kb_rc kb_parse_html(const char *data, size_t len, const char *path,
                     kb_doc *doc, kb_err *err);
-/* CommonMark + tables. List items of the form "[MM/YYYY] Title [[label]](url)
- * | ..." become paper records. */
+/* parse_markdown.c: CommonMark + tables. List items of the form
+ * "[MM/YYYY] Title [[label]](url) | ..." become paper records. */
 kb_rc kb_parse_markdown(const char *data, size_t len, const char *path,
                         kb_doc *doc, kb_err *err);
+/* parse_rst.c */
 kb_rc kb_parse_rst(const char *data, size_t len, const char *path,
                    kb_doc *doc, kb_err *err);
-/* .cu/.cuh/.h/.cpp: the leading comment, then one code block per function
- * with its preceding comment. */
+/* parse_cuda.c: .cu/.cuh/.h/.cpp: the leading comment, then one code block
+ * per function with its preceding comment. */
 kb_rc kb_parse_cuda(const char *data, size_t len, const char *path,
                     kb_doc *doc, kb_err *err);
+/* parse_text.c */
 kb_rc kb_parse_text(const char *data, size_t len, const char *path,
                     kb_doc *doc, kb_err *err);
 /* parse_skill.c: a SKILL.md (skills/skill.h) as blocks of kind skill: the
@@ -97,14 +165,42 @@ kb_rc kb_parse_text(const char *data, size_t len, const char *path,
  * SKILL.md that does not parse is KB_ERR_PARSE with its file:line. */
 kb_rc kb_parse_skill(const char *data, size_t len, const char *path,
                      kb_doc *doc, kb_err *err);
+
+/* ------------------------------------------------------------ parse_papers.c */
+
+/* A link in a leaf of text: its text is the leaf's text[start, end). */
+typedef struct {
+    size_t start, end;
+    char *href;
+} kb_text_link;
+
+/* A leaf of inline text (a paragraph, a list item's own text) and its
+ * links, borrowed. */
+typedef struct {
+    const char *text;
+    size_t len;
+    const kb_text_link *links;
+    size_t nlinks;
+} kb_leaf;
+
+/* 1 if the leaf's first line starts a literature entry: "[date] ..."
+ * ("[MM/YYYY]", "[YYYY-MM]", "[YYYY]"), or "[note] ..." with a "[label]"
+ * link on the line. */
+int kb_parse_papers_start(const kb_leaf *leaf);
+/* Adds the leaf's entries to doc as paper records, one per line that
+ * starts an entry (the lines after it continue it): the title is the
+ * text before the first link, each link a labelled URL. Returns how many
+ * it added (0: the leaf is ordinary text; an entry with no title is
+ * none). A failure goes to *rc (sticky, kb_parse_fail). */
+size_t kb_parse_papers_add(kb_doc *doc, const kb_leaf *leaf, kb_rc *rc);
+
+/* ------------------------------------------------------------ parsers.c */
+
 /* Picks a parser from the file name (SKILL.md, else the extension), else
  * from format hint ("html", "markdown", "rst", "cuda-source", "text"),
  * else by sniffing.
  * Returns NULL for a file kb does not ingest (images, binaries). */
 kb_parse_fn kb_parser_for(const char *path, const char *format_hint);
-/* The GitHub-style slug of a heading ("Loop Counters: Signed" ->
- * "loop-counters-signed"). Caller frees; NULL out of memory. */
-char *kb_slugify(const char *heading);
 
 /* ------------------------------------------------------------ chunk.c */
 
@@ -189,6 +285,82 @@ void kb_fetch_result_release(kb_fetch_result *r);
 kb_rc kb_fetch_url(const char *url, const char *cache_dir,
                    const kb_fetch_opts *opts, kb_fetch_result *out,
                    kb_err *err);
+
+/* ------------------------------------------------------------ docs.c */
+
+/* One document to look at: where its bytes are and how results cite it. */
+typedef struct {
+    char *key;        /* unique within the source */
+    char *file;       /* local file to read, or NULL to fetch url */
+    char *path;       /* reported 'path' ("" for fetched documents) */
+    char *url;        /* citation URL (no anchor) */
+    char *fetch;      /* where to fetch it, when not url (NULL: url) */
+} kb_docref;
+
+typedef struct {
+    kb_docref *items;
+    size_t n, cap;
+    size_t failed;    /* folders that could not be listed: their
+                         documents are neither read nor removed */
+    kb_err first;     /* why the first of them could not */
+} kb_doclist;
+
+void kb_doclist_release(kb_doclist *l);
+/* Appends a document (file NULL: fetched from url); the strings are
+ * copied. On failure the half-made entry is released with the list. */
+kb_rc kb_doclist_add(kb_doclist *l, const char *key, const char *file,
+                     const char *path, const char *url, kb_err *err);
+/* The documents of a manifest source: its local files (beside the
+ * manifest at manifest_path), its mirror files when mirror is given,
+ * else its URL. */
+kb_rc kb_doclist_source(const kb_source *src, const char *manifest_path,
+                        const char *mirror, kb_doclist *out, kb_err *err);
+/* Every supported file of the tree at dir (a folder: st, from stat), its
+ * own folders first, then those reached through links, each once; rel is
+ * what its files' keys and paths start with, folder_url the URL they hang
+ * under (format: the source's hint). A subfolder that cannot be read is
+ * counted in out->failed (out->first says why) and the rest is listed. */
+kb_rc kb_doclist_tree(const char *dir, const struct stat *st, const char *rel,
+                      const char *format, const char *folder_url,
+                      kb_doclist *out, kb_err *err);
+/* qsort and bsearch order of an array of strings. */
+int kb_ingest_cmp_str(const void *a, const void *b);
+/* "file:///abs/path" for a local path, encoded (caller frees; NULL out
+ * of memory). */
+char *kb_ingest_file_url(const char *path);
+/* 1 if s is an http:// or https:// URL. */
+int kb_ingest_is_url(const char *s);
+/* A target as ingest reads it, into *out (caller frees): a file:// URL is
+ * the local path it names (percent-decoded), http(s) URLs, ids and paths
+ * stay as they are; any other URL (ftp://...) is KB_ERR_USAGE. */
+kb_rc kb_ingest_target(const char *t, char **out, kb_err *err);
+
+/* ------------------------------------------------------------ write.c */
+
+/* One ingest (or kb rm) at a time per KB: waits for another to finish,
+ * saying so. Sets *fd to the locked file (the caller closes it to
+ * unlock). */
+kb_rc kb_ingest_lock(kb_store *store, int *fd, kb_err *err);
+/* Records a source (inserted or updated). */
+kb_rc kb_ingest_source_record(kb_store *store, const char *id, const char *title,
+                              const char *url, const char *format,
+                              const char *version, kb_err *err);
+/* Records a source's pass: when it ran, and its first error (NULL: none). */
+kb_rc kb_ingest_source_finish(kb_store *store, const char *id, const char *error,
+                              kb_err *err);
+/* Reads (or fetches) one document of source, and unless its hash is
+ * unchanged (or opts->force) parses, chunks (sized by tok, NULL:
+ * estimated) and stores it in one transaction; title, when set, is its
+ * title. *changed says which happened, *nchunks how many chunks it has. */
+kb_rc kb_ingest_document(kb_store *store, const kb_ingest_opts *opts,
+                         const char *source, const char *format, const char *title,
+                         const kb_docref *ref, const kb_tokenizer *tok,
+                         int *changed, size_t *nchunks, kb_err *err);
+/* Removes the source's documents whose keys are not in seen (sorted by
+ * kb_ingest_cmp_str); with under, only those under that folder. Adds
+ * their number to *removed. */
+kb_rc kb_ingest_remove_gone(kb_store *store, const char *source, const char *under,
+                            char **seen, size_t nseen, size_t *removed, kb_err *err);
 
 /* ------------------------------------------------------------ skill_dups.c */
 

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ingest/parse_int.h"
+#include "ingest/ingest_int.h"
 
 #define NONE ((size_t)-1)
 

@@ -28,8 +28,7 @@
 #include <libxml/HTMLparser.h>
 #include <libxml/tree.h>
 
-#include "ingest/parse_int.h"
-#include "ingest/parsers_int.h"
+#include "ingest/ingest_int.h"
 
 #define MAX_FRAMES 512      /* deeper markup is not descended into */
 
@@ -118,22 +117,30 @@ static const char *attr(const xmlNode *n, const char *name)
     return NULL;
 }
 
+/* The next token of the white-space separated list *s, its length in
+ * *n; NULL when none is left. *s moves past it. */
+static const char *next_token(const char **s, size_t *n)
+{
+    const char *p = *s;
+    while (*p && isspace((unsigned char)*p))
+        p++;
+    const char *e = p;
+    while (*e && !isspace((unsigned char)*e))
+        e++;
+    *s = e;
+    *n = (size_t)(e - p);
+    return *n ? p : NULL;
+}
+
 /* 1 if the white-space separated list s holds the token tok. */
 static int has_token(const char *s, const char *tok)
 {
     if (!s)
         return 0;
-    size_t n = strlen(tok);
-    while (*s) {
-        while (*s && isspace((unsigned char)*s))
-            s++;
-        const char *e = s;
-        while (*e && !isspace((unsigned char)*e))
-            e++;
-        if ((size_t)(e - s) == n && strncasecmp(s, tok, n) == 0)
+    size_t n = strlen(tok), tn;
+    for (const char *t; (t = next_token(&s, &tn)) != NULL;)
+        if (tn == n && strncasecmp(t, tok, n) == 0)
             return 1;
-        s = e;
-    }
     return 0;
 }
 
@@ -175,21 +182,14 @@ static const char *const drop_ids[] = {
 /* 1 if a token of the class list is navigation chrome. */
 static int class_dropped(const char *cls)
 {
-    const char *s = cls;
-    while (*s) {
-        while (*s && isspace((unsigned char)*s))
-            s++;
-        const char *e = s;
-        while (*e && !isspace((unsigned char)*e))
-            e++;
-        size_t n = (size_t)(e - s);
-        for (size_t i = 0; n && drop_classes[i]; i++)
+    size_t n;
+    for (const char *s; (s = next_token(&cls, &n)) != NULL;) {
+        for (size_t i = 0; drop_classes[i]; i++)
             if (strlen(drop_classes[i]) == n && strncasecmp(s, drop_classes[i], n) == 0)
                 return 1;
         for (size_t i = 0; i + 10 <= n; i++)
             if (strncasecmp(s + i, "breadcrumb", 10) == 0)
                 return 1;
-        s = e;
     }
     return 0;
 }
@@ -325,46 +325,33 @@ static void flat_text(walker *w, textacc *t, kb_buf *b, xmlNode *top)
     }
 }
 
-/* Gathers the collapsed inline text of n's subtree into t, skipping what
- * is dropped. */
-static void gather(walker *w, textacc *t, xmlNode *n, int depth)
+/* Gathers the text of n's subtree, skipping what is dropped: collapsed
+ * into t (block elements and <br> mark a space), or, when t is NULL, raw
+ * into b (white space as it is, <br> a newline: a <pre>). */
+static void gather(walker *w, textacc *t, kb_buf *b, xmlNode *n, int depth)
 {
     if (depth >= MAX_FRAMES) {
-        flat_text(w, t, NULL, n);
+        flat_text(w, t, b, n);
         return;
     }
     for (xmlNode *c = n->children; c && w->rc == KB_OK; c = c->next) {
         if (c->type == XML_TEXT_NODE || c->type == XML_CDATA_SECTION_NODE) {
             if (c->content)
-                w->rc = acc_text(t, (const char *)c->content);
+                w->rc = t ? acc_text(t, (const char *)c->content)
+                          : kb_buf_puts(b, (const char *)c->content);
         } else if (c->type == XML_ELEMENT_NODE && !dropped(w, c)) {
-            if (name_is(c, "br") || name_is(c, "p") || name_is(c, "li") ||
-                name_is(c, "div") || name_is(c, "td") || name_is(c, "th"))
-                t->space = 1;
-            gather(w, t, c, depth + 1);
-            if (name_is(c, "p") || name_is(c, "li") || name_is(c, "div") ||
-                name_is(c, "td") || name_is(c, "th"))
-                t->space = 1;
-        }
-    }
-}
-
-/* Gathers the raw text of a <pre> subtree: white space as it is. */
-static void gather_raw(walker *w, kb_buf *b, xmlNode *n, int depth)
-{
-    if (depth >= MAX_FRAMES) {
-        flat_text(w, NULL, b, n);
-        return;
-    }
-    for (xmlNode *c = n->children; c && w->rc == KB_OK; c = c->next) {
-        if (c->type == XML_TEXT_NODE || c->type == XML_CDATA_SECTION_NODE) {
-            if (c->content)
-                w->rc = kb_buf_puts(b, (const char *)c->content);
-        } else if (c->type == XML_ELEMENT_NODE && !dropped(w, c)) {
-            if (name_is(c, "br"))
+            if (!t && name_is(c, "br")) {
                 w->rc = kb_buf_putc(b, '\n');
-            else
-                gather_raw(w, b, c, depth + 1);
+                continue;
+            }
+            int block = t && (name_is(c, "p") || name_is(c, "li") ||
+                              name_is(c, "div") || name_is(c, "td") ||
+                              name_is(c, "th"));
+            if (block || (t && name_is(c, "br")))
+                t->space = 1;
+            gather(w, t, b, c, depth + 1);
+            if (block)
+                t->space = 1;
         }
     }
 }
@@ -513,7 +500,7 @@ static void do_heading(walker *w, xmlNode *n, int rank)
     flush_label(w);
     textacc t;
     acc_init(&t);
-    gather(w, &t, n, (int)w->nframes);
+    gather(w, &t, NULL, n, (int)w->nframes);
     if (w->rc != KB_OK || t.b.len == 0) {
         /* an empty heading (DITA writes some) opens nothing */
         kb_buf_release(&t.b);
@@ -583,7 +570,7 @@ static void do_pre(walker *w, xmlNode *n)
     flush(w);
     kb_buf code;
     kb_buf_init(&code, 0);
-    gather_raw(w, &code, n, (int)w->nframes);
+    gather(w, NULL, &code, n, (int)w->nframes);
     /* blank lines before the first and after the last line are layout,
      * not code; the first line keeps its indentation */
     size_t start = 0, end = code.len;
@@ -625,7 +612,7 @@ static void table_rows(walker *w, xmlNode *n, kb_buf *o, kb_buf *row,
                     !(name_is(td, "td") || name_is(td, "th")) || dropped(w, td))
                     continue;
                 acc_reset(cell);
-                gather(w, cell, td, depth + 1);
+                gather(w, cell, NULL, td, depth + 1);
                 if (w->rc == KB_OK && !first)
                     w->rc = kb_buf_puts(row, " | ");
                 first = 0;
@@ -656,7 +643,7 @@ static void do_table(walker *w, xmlNode *n)
     acc_init(&cell);
     for (xmlNode *c = n->children; c && w->rc == KB_OK; c = c->next)
         if (c->type == XML_ELEMENT_NODE && name_is(c, "caption")) {
-            gather(w, &cell, c, (int)w->nframes);
+            gather(w, &cell, NULL, c, (int)w->nframes);
             if (w->rc == KB_OK && cell.b.len)
                 w->rc = kb_buf_append(&o, cell.b.data, cell.b.len);
             acc_reset(&cell);
@@ -731,7 +718,7 @@ static void walk_element(walker *w, xmlNode *n)
         flush_label(w);
         textacc t;
         acc_init(&t);
-        gather(w, &t, n, (int)w->nframes);
+        gather(w, &t, NULL, n, (int)w->nframes);
         if (t.b.len)
             w->label = kb_buf_detach(&t.b);
         kb_buf_release(&t.b);
@@ -809,14 +796,6 @@ static void count_h1(walker *w, xmlNode *n, int depth, int *count, xmlNode **fir
     }
 }
 
-static int only_blank(const char *s, size_t len)
-{
-    for (size_t i = 0; i < len; i++)
-        if (!isspace((unsigned char)s[i]))
-            return 0;
-    return 1;
-}
-
 kb_rc kb_parse_html(const char *data, size_t len, const char *path,
                     kb_doc *doc, kb_err *err)
 {
@@ -828,7 +807,7 @@ kb_rc kb_parse_html(const char *data, size_t len, const char *path,
     if (len > INT_MAX)
         return kb_err_set(err, KB_ERR_PARSE, "'%s' is too large to parse as HTML",
                           path);
-    if (only_blank(data, len))
+    if (kb_ingest_blank(data, len))
         return KB_OK;
     xmlInitParser();
     /* XML_PARSE_HUGE: without it libxml2 stops at 256 levels of nesting,
@@ -867,9 +846,9 @@ kb_rc kb_parse_html(const char *data, size_t len, const char *path,
     textacc t;
     acc_init(&t);
     if (nh1 == 1)
-        gather(w, &t, h1, 0);
+        gather(w, &t, NULL, h1, 0);
     if (t.b.len == 0 && title_el)
-        gather(w, &t, title_el, 0);
+        gather(w, &t, NULL, title_el, 0);
     /* a single-page manual of several chapters (PTX ISA) was saved from
      * its first chapter: "1. Introduction — PTX ISA 9.1 documentation"
      * names the manual after the dash, not the chapter before it */

@@ -1,8 +1,7 @@
 /* parse_markdown.c - CommonMark + tables (md4c) into a kb_doc, with the
- * survey's literature list read as paper records. */
+ * survey's literature list read as paper records (parse_papers.c). */
 #include "kb/kb.h"
-#include "ingest/parse_int.h"
-#include "ingest/parsers_int.h"
+#include "ingest/ingest_int.h"
 
 #include <ctype.h>
 #include <libxml/HTMLparser.h>
@@ -12,12 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A link seen in the text being captured: its text is cap[start, end). */
-typedef struct {
-    size_t start, end;
-    char *href;
-} md_link;
-
 typedef struct {
     kb_doc *doc;
     kb_rc rc;                /* sticky: the first failure */
@@ -26,7 +19,7 @@ typedef struct {
     kb_strset seen;          /* anchors given so far */
 
     kb_buf cap;              /* inline text of the current leaf or heading */
-    md_link *links;
+    kb_text_link *links;
     size_t nlinks, caplinks;
     int link_open;           /* an MD_SPAN_A is open */
     int img_depth;           /* inside an image: its alt text is dropped */
@@ -49,18 +42,6 @@ typedef struct {
     const char *input, *input_end;   /* what md_parse was given */
 } md_state;
 
-static void st_fail(md_state *st, kb_rc rc)
-{
-    if (st->rc == KB_OK)
-        st->rc = rc;
-}
-
-static void put(md_state *st, kb_buf *b, const char *s, size_t n)
-{
-    if (kb_buf_append(b, s, n) != KB_OK)
-        st_fail(st, KB_ERR_NOMEM);
-}
-
 static void reset_links(md_state *st)
 {
     for (size_t i = 0; i < st->nlinks; i++)
@@ -69,272 +50,49 @@ static void reset_links(md_state *st)
     st->link_open = 0;
 }
 
-/* Trims white space at both ends of s[0, *n) and returns the new start. */
-static const char *trim(const char *s, size_t *n)
-{
-    while (*n && isspace((unsigned char)*s)) {
-        s++;
-        (*n)--;
-    }
-    while (*n && isspace((unsigned char)s[*n - 1]))
-        (*n)--;
-    return s;
-}
-
 static void add_block(md_state *st, kb_kind kind, const char *s, size_t n)
 {
     if (st->rc == KB_OK) {
         kb_rc rc = kb_doc_add(st->doc, kind, s, n);
         if (rc != KB_OK)
-            st_fail(st, rc);
+            kb_parse_fail(&st->rc, rc);
     }
 }
 
 static void flush_run(md_state *st)
 {
     size_t n = st->run.len;
-    const char *s = trim(st->run.data ? st->run.data : "", &n);
+    const char *s = kb_ingest_trim(st->run.data ? st->run.data : "", &n);
     if (n)
         add_block(st, KB_KIND_TEXT, s, n);
     kb_buf_reset(&st->run);
 }
 
-/* ------------------------------------------------------------- papers */
-
-/* "[MM/YYYY]", "[M/YYYY]", "[YYYY-MM]", "[YYYY]" -> "YYYY-MM" / "YYYY". */
-static int parse_date(const char *s, size_t n, char out[8])
-{
-    while (n && s[0] == ' ') { s++; n--; }
-    while (n && s[n - 1] == ' ') n--;
-    int d[8], nd = 0;
-    size_t i = 0;
-    for (; i < n && nd < 8; i++) {
-        if (!isdigit((unsigned char)s[i]))
-            break;
-        d[nd++] = s[i] - '0';
-    }
-    if (nd == 4 && i == n) {
-        snprintf(out, 8, "%d%d%d%d", d[0], d[1], d[2], d[3]);
-        return 1;
-    }
-    if ((nd == 1 || nd == 2) && i < n && (s[i] == '/' || s[i] == '.') &&
-        n - i - 1 == 4) {
-        int month = nd == 1 ? d[0] : d[0] * 10 + d[1];
-        const char *y = s + i + 1;
-        for (int k = 0; k < 4; k++)
-            if (!isdigit((unsigned char)y[k]))
-                return 0;
-        if (month < 1 || month > 12)
-            return 0;
-        snprintf(out, 8, "%.4s-%02d", y, month);
-        return 1;
-    }
-    if (nd == 4 && i < n && s[i] == '-' && n - i - 1 == 2 &&
-        isdigit((unsigned char)s[i + 1]) && isdigit((unsigned char)s[i + 2])) {
-        int month = (s[i + 1] - '0') * 10 + (s[i + 2] - '0');
-        if (month < 1 || month > 12)
-            return 0;
-        snprintf(out, 8, "%.4s-%02d", s, month);
-        return 1;
-    }
-    return 0;
-}
-
-static int in_link(const md_state *st, size_t off)
-{
-    for (size_t i = 0; i < st->nlinks; i++)
-        if (off >= st->links[i].start && off < st->links[i].end)
-            return 1;
-    return 0;
-}
-
-/* The label of a literature link: "[paper] " -> "paper". */
-static char *link_label(const char *s, size_t n)
-{
-    /* brackets on either side, matched or not ("[code]]" from a
-     * mistyped "[[code\]](url)") */
-    for (;;) {
-        s = trim(s, &n);
-        if (n && (s[0] == '[' || s[0] == ']')) {
-            s++;
-            n--;
-        } else if (n && (s[n - 1] == ']' || s[n - 1] == '[')) {
-            n--;
-        } else {
-            break;
-        }
-    }
-    return n ? kb_strndup(s, n) : kb_strdup("link");
-}
-
-static int bracketed_label(const char *s, size_t n)
-{
-    s = trim(s, &n);
-    return n >= 3 && s[0] == '[' && s[n - 1] == ']';
-}
-
-/* Does the line cap[a, b) start an entry ("[date] ..." or "[note] ..."
- * followed by a labelled link)? Sets *after to the offset after ']' and
- * date ("" when the bracket is no date). */
-static int entry_start(const md_state *st, size_t a, size_t b, size_t *after,
-                       char date[8])
-{
-    const char *t = st->cap.data;
-    while (a < b && isspace((unsigned char)t[a]))
-        a++;
-    if (a >= b || t[a] != '[' || in_link(st, a))
-        return 0;
-    size_t close = a + 1;
-    while (close < b && close - a < 48 && t[close] != ']' && t[close] != '[')
-        close++;
-    if (close >= b || t[close] != ']')
-        return 0;
-    *after = close + 1;
-    if (parse_date(t + a + 1, close - a - 1, date))
-        return 1;
-    date[0] = '\0';
-    /* no date: an entry only if the line has a "[label]" link */
-    for (size_t i = 0; i < st->nlinks; i++) {
-        const md_link *l = &st->links[i];
-        if (l->start >= *after && l->start < b &&
-            bracketed_label(t + l->start, l->end - l->start))
-            return 1;
-    }
-    return 0;
-}
-
-/* Strips separators a title keeps before its links ("Title —", "Title |").
- * An empty title (an entry that is only its date) has no data to trim. */
-static void trim_title(kb_buf *title)
-{
-    static const char *const tails[] = { "\xe2\x80\x94", "\xe2\x80\x93",
-                                         "\xef\xbd\x9c", "|", "-", ":", ",", "[" };
-    for (int again = title->data != NULL; again;) {
-        again = 0;
-        size_t n = title->len;
-        const char *s = trim(title->data, &n);
-        memmove(title->data, s, n);
-        title->len = n;
-        title->data[n] = '\0';
-        for (size_t k = 0; k < sizeof tails / sizeof tails[0]; k++) {
-            size_t tl = strlen(tails[k]);
-            if (title->len >= tl &&
-                memcmp(title->data + title->len - tl, tails[k], tl) == 0) {
-                title->len -= tl;
-                title->data[title->len] = '\0';
-                again = 1;
-            }
-        }
-    }
-}
-
-/* Adds the entry cap[from, to) as a paper record; returns 1 if it was one
- * (it has a title), 0 if not. */
-static int add_paper(md_state *st, const char *date, size_t from, size_t to)
-{
-    /* title: the text before the first link, on one line */
-    size_t title_end = to;
-    for (size_t i = 0; i < st->nlinks; i++)
-        if (st->links[i].start >= from && st->links[i].start < title_end)
-            title_end = st->links[i].start;
-    kb_buf title;
-    kb_buf_init(&title, 0);
-    kb_paper p = { 0 };
-    kb_link *links = NULL;
-    int added = 0;
-    for (size_t i = from; i < title_end; i++) {
-        char c = st->cap.data[i];
-        if (kb_buf_putc(&title, c == '\n' ? ' ' : c) != KB_OK) {
-            st_fail(st, KB_ERR_NOMEM);
-            goto out;
-        }
-    }
-    trim_title(&title);
-    p.date = (char *)date;
-    p.title = title.data ? title.data : (char *)"";
-    links = calloc(st->nlinks ? st->nlinks : 1, sizeof *links);
-    if (!links) {
-        st_fail(st, KB_ERR_NOMEM);
-        goto out;
-    }
-    p.links = links;
-    for (size_t i = 0; i < st->nlinks; i++) {
-        const md_link *l = &st->links[i];
-        if (l->start < from || l->start >= to || !l->href || !*l->href)
-            continue;
-        links[p.nlinks].label = link_label(st->cap.data + l->start,
-                                           l->end - l->start);
-        links[p.nlinks].url = l->href;
-        if (!links[p.nlinks].label) {
-            st_fail(st, KB_ERR_NOMEM);
-            goto out;
-        }
-        p.nlinks++;
-    }
-    if (title.len && st->rc == KB_OK) {
-        kb_rc rc = kb_doc_add_paper(st->doc, &p);
-        if (rc != KB_OK)
-            st_fail(st, rc);
-        added = 1;
-    }
-out:
-    if (links)
-        for (size_t i = 0; i < p.nlinks; i++)
-            free(links[i].label);
-    free(links);
-    kb_buf_release(&title);
-    return added;
-}
-
-/* Reads the captured leaf as literature entries, one per line that starts
- * with "[MM/YYYY]" (lines that do not continue the entry before). Returns
+/* Reads the captured leaf as literature entries (parse_papers.c). Returns
  * 1 if the leaf was entries, 0 if it is ordinary text (also when no line
  * had a title: "- [12/2023]" alone stays text, not lost). */
 static int try_papers(md_state *st)
 {
-    const char *t = st->cap.data;
-    size_t n = st->cap.len;
-    size_t after;
-    char date[8];
-    size_t eol = 0;
-    while (eol < n && t[eol] != '\n')
-        eol++;
-    if (!entry_start(st, 0, eol, &after, date))
+    kb_leaf leaf = { st->cap.data, st->cap.len, st->links, st->nlinks };
+    if (!kb_parse_papers_start(&leaf))
         return 0;
     flush_run(st);                  /* keep the document's order */
-    size_t from = after;
-    char cur[8];
-    memcpy(cur, date, sizeof cur);
-    size_t line = eol < n ? eol + 1 : n;
-    int papers = 0;
-    while (line < n) {
-        size_t e = line;
-        while (e < n && t[e] != '\n')
-            e++;
-        if (entry_start(st, line, e, &after, date)) {
-            papers += add_paper(st, cur, from, line);
-            memcpy(cur, date, sizeof cur);
-            from = after;
-        }
-        line = e < n ? e + 1 : n;
-    }
-    papers += add_paper(st, cur, from, n);
-    return papers > 0;
+    return kb_parse_papers_add(st->doc, &leaf, &st->rc) > 0;
 }
 
 /* Ends the current leaf (a paragraph or a list item's own text). */
 static void end_leaf(md_state *st)
 {
     size_t n = st->cap.len;
-    const char *s = trim(st->cap.data ? st->cap.data : "", &n);
+    const char *s = kb_ingest_trim(st->cap.data ? st->cap.data : "", &n);
     if (n && !try_papers(st)) {
         if (st->li_fresh) {
             for (int i = 1; i < st->list_depth; i++)
-                put(st, &st->run, "  ", 2);
-            put(st, &st->run, "- ", 2);
+                kb_parse_put(&st->rc, &st->run, "  ", 2);
+            kb_parse_put(&st->rc, &st->run, "- ", 2);
         }
-        put(st, &st->run, s, n);
-        put(st, &st->run, "\n", 1);
+        kb_parse_put(&st->rc, &st->run, s, n);
+        kb_parse_put(&st->rc, &st->run, "\n", 1);
         if (st->containers == 0)
             flush_run(st);
     }
@@ -375,11 +133,11 @@ static char *attr_anchor(kb_buf *title)
 static char *permalink_anchor(md_state *st)
 {
     for (size_t i = st->nlinks; i-- > 0;) {
-        md_link *l = &st->links[i];
+        kb_text_link *l = &st->links[i];
         if (!l->href || l->href[0] != '#' || !l->href[1])
             continue;
         size_t n = l->end - l->start;
-        const char *s = trim(st->cap.data + l->start, &n);
+        const char *s = kb_ingest_trim(st->cap.data + l->start, &n);
         int noise = n == 0 || (n == 1 && (*s == '#' || *s == '\xc2')) ||
                     (n == 2 && memcmp(s, "\xc2\xb6", 2) == 0) ||
                     (n == 4 && memcmp(s, "\xf0\x9f\x94\x97", 4) == 0);
@@ -419,15 +177,15 @@ static void end_heading(md_state *st)
         st->html_anchor = NULL;
     }
     size_t n = st->cap.len;
-    const char *s = trim(st->cap.data ? st->cap.data : "", &n);
+    const char *s = kb_ingest_trim(st->cap.data ? st->cap.data : "", &n);
     char *title = kb_strndup(s, n);
     if (!title) {
-        st_fail(st, KB_ERR_NOMEM);
+        kb_parse_fail(&st->rc, KB_ERR_NOMEM);
         goto out;
     }
     if (anchor) {
         if (kb_strset_add(&st->seen, anchor) != 0)
-            st_fail(st, KB_ERR_NOMEM);
+            kb_parse_fail(&st->rc, KB_ERR_NOMEM);
     } else if (st->sphinx) {
         /* The converter's page-title heading has no section of its own. */
         anchor = st->nheadings == 0 ? kb_strdup("")
@@ -438,19 +196,19 @@ static void end_heading(md_state *st)
             if (kb_strset_has(&st->seen, anchor))
                 anchor[0] = '\0';
             else if (kb_strset_add(&st->seen, anchor) != 0)
-                st_fail(st, KB_ERR_NOMEM);
+                kb_parse_fail(&st->rc, KB_ERR_NOMEM);
         }
     } else {
         anchor = kb_ingest_unique_slug(&st->seen, title);
     }
     if (!anchor) {
-        st_fail(st, KB_ERR_NOMEM);
+        kb_parse_fail(&st->rc, KB_ERR_NOMEM);
         goto out;
     }
     if (st->rc == KB_OK && *title) {
         kb_rc rc = kb_doc_heading(st->doc, st->hlevel, title, anchor);
         if (rc != KB_OK)
-            st_fail(st, rc);
+            kb_parse_fail(&st->rc, rc);
     }
     st->nheadings++;
 out:
@@ -483,9 +241,9 @@ static void html_flat_text(md_state *st, xmlNode *node, kb_buf *out)
             for (const char *c = (const char *)n->content; c && *c; c++) {
                 if (isspace((unsigned char)*c)) {
                     if (out->len && out->data[out->len - 1] != ' ')
-                        put(st, out, " ", 1);
+                        kb_parse_put(&st->rc, out, " ", 1);
                 } else {
-                    put(st, out, c, 1);
+                    kb_parse_put(&st->rc, out, c, 1);
                 }
             }
         } else if (n->type == XML_ELEMENT_NODE &&
@@ -494,7 +252,7 @@ static void html_flat_text(md_state *st, xmlNode *node, kb_buf *out)
             if (strcmp((const char *)n->name, "br") == 0 ||
                 strcmp((const char *)n->name, "p") == 0)
                 if (out->len && out->data[out->len - 1] != ' ')
-                    put(st, out, " ", 1);
+                    kb_parse_put(&st->rc, out, " ", 1);
             html_flat_text(st, n->children, out);
         }
     }
@@ -523,23 +281,23 @@ static void html_rows(md_state *st, xmlNode *node, kb_buf *table)
                     kb_buf_init(&cell, 0);
                     html_flat_text(st, c->children, &cell);
                     size_t cn = cell.len;
-                    const char *cs = trim(cell.data ? cell.data : "", &cn);
+                    const char *cs = kb_ingest_trim(cell.data ? cell.data : "", &cn);
                     if (cells++)
-                        put(st, &row, " | ", 3);
-                    put(st, &row, cs, cn);
+                        kb_parse_put(&st->rc, &row, " | ", 3);
+                    kb_parse_put(&st->rc, &row, cs, cn);
                     kb_buf_release(&cell);
                 }
             }
             size_t rn = row.len;
-            const char *rs = trim(row.data ? row.data : "", &rn);
+            const char *rs = kb_ingest_trim(row.data ? row.data : "", &rn);
             int empty = 1;
             for (size_t i = 0; i < rn && empty; i++)
                 if (rs[i] != '|' && rs[i] != ' ')
                     empty = 0;
             if (!empty) {
                 if (table->len)
-                    put(st, table, "\n", 1);
-                put(st, table, rs, rn);
+                    kb_parse_put(&st->rc, table, "\n", 1);
+                kb_parse_put(&st->rc, table, rs, rn);
             }
             kb_buf_release(&row);
         } else if (strcmp(name, "table") != 0) {
@@ -551,10 +309,10 @@ static void html_rows(md_state *st, xmlNode *node, kb_buf *table)
 static void emit_html_text(md_state *st, kb_buf *text)
 {
     size_t n = text->len;
-    const char *s = trim(text->data ? text->data : "", &n);
+    const char *s = kb_ingest_trim(text->data ? text->data : "", &n);
     if (n) {
-        put(st, &st->run, s, n);
-        put(st, &st->run, "\n", 1);
+        kb_parse_put(&st->rc, &st->run, s, n);
+        kb_parse_put(&st->rc, &st->run, "\n", 1);
         if (st->containers == 0)
             flush_run(st);
     }
@@ -568,7 +326,7 @@ static void html_text(md_state *st, xmlNode *node, kb_buf *out, int *h1)
     for (xmlNode *n = node; n; n = n->next) {
         if (n->type == XML_TEXT_NODE || n->type == XML_CDATA_SECTION_NODE) {
             if (n->content)
-                put(st, out, (const char *)n->content,
+                kb_parse_put(&st->rc, out, (const char *)n->content,
                     strlen((const char *)n->content));
         } else if (n->type == XML_ELEMENT_NODE) {
             const char *name = (const char *)n->name;
@@ -589,10 +347,10 @@ static void html_text(md_state *st, xmlNode *node, kb_buf *out, int *h1)
                 *h1 = 1;
             int block = is_block_tag(name);
             if (block)
-                put(st, out, "\n", 1);
+                kb_parse_put(&st->rc, out, "\n", 1);
             html_text(st, n->children, out, h1);
             if (block)
-                put(st, out, "\n", 1);
+                kb_parse_put(&st->rc, out, "\n", 1);
         }
     }
 }
@@ -613,10 +371,10 @@ static void end_html(md_state *st)
     if (hd)
         html_text(st, hd->children, &text, &h1);
     size_t n = text.len;
-    const char *s = trim(text.data ? text.data : "", &n);
+    const char *s = kb_ingest_trim(text.data ? text.data : "", &n);
     if (n && h1 && !memchr(s, '\n', n)) {
         kb_buf_reset(&st->cap);
-        put(st, &st->cap, s, n);
+        kb_parse_put(&st->rc, &st->cap, s, n);
         st->hlevel = 1;
         end_heading(st);
     } else {
@@ -748,15 +506,15 @@ static int on_leave_block(MD_BLOCKTYPE type, void *detail, void *ud)
         break;
     case MD_BLOCK_TR: {
         size_t n = st->row.len;
-        const char *s = trim(st->row.data ? st->row.data : "", &n);
+        const char *s = kb_ingest_trim(st->row.data ? st->row.data : "", &n);
         /* a row of empty cells says nothing */
         int empty = 1;
         for (size_t i = 0; i < n && empty; i++)
             if (s[i] != '|' && s[i] != ' ')
                 empty = 0;
         if (!empty) {
-            put(st, &st->table, st->row.data, st->row.len);
-            put(st, &st->table, "\n", 1);
+            kb_parse_put(&st->rc, &st->table, st->row.data, st->row.len);
+            kb_parse_put(&st->rc, &st->table, "\n", 1);
         }
         break;
     }
@@ -768,10 +526,10 @@ static int on_leave_block(MD_BLOCKTYPE type, void *detail, void *ud)
             if (st->cap.data[i] == '\n')
                 st->cap.data[i] = ' ';
         size_t n = st->cap.len;
-        const char *s = trim(st->cap.data ? st->cap.data : "", &n);
+        const char *s = kb_ingest_trim(st->cap.data ? st->cap.data : "", &n);
         if (st->ncells++)
-            put(st, &st->row, " | ", 3);
-        put(st, &st->row, s, n);
+            kb_parse_put(&st->rc, &st->row, " | ", 3);
+        kb_parse_put(&st->rc, &st->row, s, n);
         kb_buf_reset(&st->cap);
         reset_links(st);
         break;
@@ -804,10 +562,10 @@ static int on_enter_span(MD_SPANTYPE type, void *detail, void *ud)
         st->img_depth++;
     } else if (type == MD_SPAN_A && !st->img_depth && !st->link_open) {
         if (KB_GROW(st->links, st->nlinks + 1, st->caplinks) != KB_OK) {
-            st_fail(st, KB_ERR_NOMEM);
+            kb_parse_fail(&st->rc, KB_ERR_NOMEM);
             return 1;
         }
-        md_link *l = &st->links[st->nlinks++];
+        kb_text_link *l = &st->links[st->nlinks++];
         l->start = l->end = st->cap.len;
         l->href = attr_dup(st, &((MD_SPAN_A_DETAIL *)detail)->href);
         st->link_open = 1;
@@ -818,7 +576,7 @@ static int on_enter_span(MD_SPANTYPE type, void *detail, void *ud)
     if ((type == MD_SPAN_CODE || type == MD_SPAN_EM || type == MD_SPAN_STRONG ||
          (type == MD_SPAN_A && st->link_open)) && !st->in_code && !st->img_depth &&
         st->cap.len && isalnum((unsigned char)st->cap.data[st->cap.len - 1]))
-        put(st, &st->cap, " ", 1);
+        kb_parse_put(&st->rc, &st->cap, " ", 1);
     if (type == MD_SPAN_A && st->link_open && st->nlinks)
         st->links[st->nlinks - 1].start = st->cap.len;
     return st->rc != KB_OK;
@@ -830,7 +588,7 @@ static int on_leave_span(MD_SPANTYPE type, void *detail, void *ud)
     if (type == MD_SPAN_IMG) {
         st->img_depth--;
     } else if (type == MD_SPAN_A && !st->img_depth && st->link_open) {
-        md_link *l = &st->links[st->nlinks - 1];
+        kb_text_link *l = &st->links[st->nlinks - 1];
         l->end = st->cap.len;
         st->link_open = 0;
         /* a URL shown as its own text, glued to the word before it
@@ -874,7 +632,7 @@ static void put_entity(md_state *st, kb_buf *out, const char *s, size_t n)
             cp = e->value;
     }
     if (cp == 0 || cp > 0x10FFFF) {
-        put(st, out, s, n);
+        kb_parse_put(&st->rc, out, s, n);
         return;
     }
     char u[4];
@@ -883,7 +641,7 @@ static void put_entity(md_state *st, kb_buf *out, const char *s, size_t n)
     else if (cp < 0x800) { u[0] = (char)(0xC0 | (cp >> 6)); u[1] = (char)(0x80 | (cp & 0x3F)); k = 2; }
     else if (cp < 0x10000) { u[0] = (char)(0xE0 | (cp >> 12)); u[1] = (char)(0x80 | ((cp >> 6) & 0x3F)); u[2] = (char)(0x80 | (cp & 0x3F)); k = 3; }
     else { u[0] = (char)(0xF0 | (cp >> 18)); u[1] = (char)(0x80 | ((cp >> 12) & 0x3F)); u[2] = (char)(0x80 | ((cp >> 6) & 0x3F)); u[3] = (char)(0x80 | (cp & 0x3F)); k = 4; }
-    put(st, out, u, k);
+    kb_parse_put(&st->rc, out, u, k);
 }
 
 /* Prose text. A "**" left over from emphasis that did not parse
@@ -894,18 +652,18 @@ static void put_prose(md_state *st, kb_buf *out, const char *s, size_t n)
     size_t i = 0, from = 0;
     while (i + 1 < n) {
         if (s[i] == '*' && s[i + 1] == '*') {
-            put(st, out, s + from, i - from);
+            kb_parse_put(&st->rc, out, s + from, i - from);
             char prev = out->len ? out->data[out->len - 1] : ' ';
             char next = i + 2 < n ? s[i + 2] : ' ';
             if (ispunct((unsigned char)prev) && isalnum((unsigned char)next))
-                put(st, out, " ", 1);
+                kb_parse_put(&st->rc, out, " ", 1);
             i += 2;
             from = i;
             continue;
         }
         i++;
     }
-    put(st, out, s + from, n - from);
+    kb_parse_put(&st->rc, out, s + from, n - from);
 }
 
 /* <a id="x"> / <a name="x"> in a heading: the heading's explicit anchor. */
@@ -939,11 +697,11 @@ static int on_text(MD_TEXTTYPE type, const MD_CHAR *text, MD_SIZE size, void *ud
     md_state *st = ud;
     size = clamp(st, text, size);
     if (st->in_code) {
-        put(st, &st->code, text, size);
+        kb_parse_put(&st->rc, &st->code, text, size);
         return st->rc != KB_OK;
     }
     if (st->in_html) {
-        put(st, &st->html, text, size);
+        kb_parse_put(&st->rc, &st->html, text, size);
         return st->rc != KB_OK;
     }
     if (st->img_depth)
@@ -954,7 +712,7 @@ static int on_text(MD_TEXTTYPE type, const MD_CHAR *text, MD_SIZE size, void *ud
         break;
     case MD_TEXT_BR:
     case MD_TEXT_SOFTBR:
-        put(st, out, "\n", 1);
+        kb_parse_put(&st->rc, out, "\n", 1);
         break;
     case MD_TEXT_ENTITY:
         put_entity(st, out, text, size);
@@ -963,14 +721,14 @@ static int on_text(MD_TEXTTYPE type, const MD_CHAR *text, MD_SIZE size, void *ud
         if (st->in_heading)
             inline_html_anchor(st, text, size);
         else if (size >= 3 && strncasecmp(text, "<br", 3) == 0)
-            put(st, out, "\n", 1);
+            kb_parse_put(&st->rc, out, "\n", 1);
         break;
     case MD_TEXT_CODE:
-        put(st, out, text, size);
+        kb_parse_put(&st->rc, out, text, size);
         break;
     default:
         if (st->code_span_end && size && isalnum((unsigned char)text[0]))
-            put(st, out, " ", 1);
+            kb_parse_put(&st->rc, out, " ", 1);
         put_prose(st, out, text, size);
         break;
     }

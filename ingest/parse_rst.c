@@ -3,8 +3,7 @@
  * code-block bodies as code, list-tables and grid/simple tables as rows,
  * other directives as text, comments and includes dropped. */
 #include "kb/kb.h"
-#include "ingest/parse_int.h"
-#include "ingest/parsers_int.h"
+#include "ingest/ingest_int.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -33,24 +32,12 @@ typedef struct {
     int depth;             /* nesting of directive bodies and quotes */
 } rst_state;
 
-static void st_fail(rst_state *st, kb_rc rc)
-{
-    if (st->rc == KB_OK)
-        st->rc = rc;
-}
-
-static void put(rst_state *st, kb_buf *b, const char *s, size_t n)
-{
-    if (kb_buf_append(b, s, n) != KB_OK)
-        st_fail(st, KB_ERR_NOMEM);
-}
-
 static void add_block(rst_state *st, kb_kind kind, const char *s, size_t n)
 {
     if (st->rc == KB_OK && n) {
         kb_rc rc = kb_doc_add(st->doc, kind, s, n);
         if (rc != KB_OK)
-            st_fail(st, rc);
+            kb_parse_fail(&st->rc, rc);
     }
 }
 
@@ -144,7 +131,7 @@ static void put_interpreted(rst_state *st, kb_buf *out, const char *s, size_t n)
             s = dot + 1;
         }
     }
-    put(st, out, s, n);
+    kb_parse_put(&st->rc, out, s, n);
 }
 
 /* Inline markup reduced to its text: literals, roles, references,
@@ -158,7 +145,7 @@ static void rst_inline(rst_state *st, kb_buf *out, const char *s, size_t n)
         if (c == '`' && i + 1 < n && s[i + 1] == '`') {
             const char *end = memmem(s + i + 2, n - i - 2, "``", 2);
             if (end) {
-                put(st, out, s + i + 2, (size_t)(end - (s + i + 2)));
+                kb_parse_put(&st->rc, out, s + i + 2, (size_t)(end - (s + i + 2)));
                 i = (size_t)(end - s) + 2;
                 continue;
             }
@@ -208,17 +195,17 @@ static void rst_inline(rst_state *st, kb_buf *out, const char *s, size_t n)
                 i = k;
                 continue;
             }
-            put(st, out, s + i, k - i);
+            kb_parse_put(&st->rc, out, s + i, k - i);
             i = k;
             continue;
         }
         if (c == '\\' && i + 1 < n) {
             if (s[i + 1] != ' ')
-                put(st, out, s + i + 1, 1);
+                kb_parse_put(&st->rc, out, s + i + 1, 1);
             i += 2;
             continue;
         }
-        put(st, out, &c, 1);
+        kb_parse_put(&st->rc, out, &c, 1);
         i++;
     }
 }
@@ -255,7 +242,7 @@ static void section(rst_state *st, const rst_line *title, char ch, int over)
     char *anchor = kb_ingest_docutils_id(st->label ? st->label
                                                    : (t.data ? t.data : ""));
     if (!anchor) {
-        st_fail(st, KB_ERR_NOMEM);
+        kb_parse_fail(&st->rc, KB_ERR_NOMEM);
         goto out;
     }
     /* a repeated title gets a generated id ("id3") on the page: use the
@@ -263,19 +250,19 @@ static void section(rst_state *st, const rst_line *title, char ch, int over)
     if (*anchor && kb_strset_has(&st->seen, anchor))
         anchor[0] = '\0';
     else if (*anchor && kb_strset_add(&st->seen, anchor) != 0)
-        st_fail(st, KB_ERR_NOMEM);
+        kb_parse_fail(&st->rc, KB_ERR_NOMEM);
     /* with a label the section also has its title's id (docutils gives
      * it both), so a later section of the same title gets neither */
     if (st->label) {
         char *tid = kb_ingest_docutils_id(t.data ? t.data : "");
         if (!tid || (*tid && kb_strset_add(&st->seen, tid) != 0))
-            st_fail(st, KB_ERR_NOMEM);
+            kb_parse_fail(&st->rc, KB_ERR_NOMEM);
         free(tid);
     }
     if (st->rc == KB_OK && t.len) {
         kb_rc rc = kb_doc_heading(st->doc, level, t.data, anchor);
         if (rc != KB_OK)
-            st_fail(st, rc);
+            kb_parse_fail(&st->rc, rc);
     }
 out:
     free(anchor);
@@ -333,15 +320,15 @@ static void code_block(rst_state *st, const rst_line *L, size_t i, size_t j)
     flush_run(st);
     rst_line *D = dedent(L, i, j);
     if (!D) {
-        st_fail(st, KB_ERR_NOMEM);
+        kb_parse_fail(&st->rc, KB_ERR_NOMEM);
         return;
     }
     kb_buf code;
     kb_buf_init(&code, 0);
     for (size_t k = 0; k < j - i; k++) {
         if (k)
-            put(st, &code, "\n", 1);
-        put(st, &code, D[k].s, rtrim_len(D[k].s, D[k].n));
+            kb_parse_put(&st->rc, &code, "\n", 1);
+        kb_parse_put(&st->rc, &code, D[k].s, rtrim_len(D[k].s, D[k].n));
     }
     add_block(st, KB_KIND_CODE, code.data, code.len);
     kb_buf_release(&code);
@@ -354,7 +341,7 @@ static void recurse(rst_state *st, const rst_line *L, size_t i, size_t j)
         return;
     rst_line *D = dedent(L, i, j);
     if (!D) {
-        st_fail(st, KB_ERR_NOMEM);
+        kb_parse_fail(&st->rc, KB_ERR_NOMEM);
         return;
     }
     st->depth++;
@@ -374,7 +361,7 @@ static void cell_text(rst_state *st, kb_buf *row, const char *s, size_t n)
     if (!n)
         return;
     if (row->len && row->data[row->len - 1] != ' ' && row->data[row->len - 1] != '\x1f')
-        put(st, row, " ", 1);
+        kb_parse_put(&st->rc, row, " ", 1);
     rst_inline(st, row, s, n);
 }
 
@@ -388,11 +375,11 @@ static void end_row(rst_state *st, kb_buf *table, kb_buf *row)
     if (!empty) {
         for (size_t i = 0; i < row->len; i++) {
             if (row->data[i] == '\x1f')
-                put(st, table, i ? " | " : "", i ? 3 : 0);
+                kb_parse_put(&st->rc, table, i ? " | " : "", i ? 3 : 0);
             else
-                put(st, table, row->data + i, 1);
+                kb_parse_put(&st->rc, table, row->data + i, 1);
         }
-        put(st, table, "\n", 1);
+        kb_parse_put(&st->rc, table, "\n", 1);
     }
     kb_buf_reset(row);
 }
@@ -408,7 +395,7 @@ static void list_table(rst_state *st, const char *caption, size_t caplen,
     kb_buf_init(&row, 0);
     if (caplen) {
         rst_inline(st, &table, caption, caplen);
-        put(st, &table, "\n", 1);
+        kb_parse_put(&st->rc, &table, "\n", 1);
     }
     size_t row_ind = (size_t)-1, ncells = 0;
     for (size_t k = i; k < j; k++) {
@@ -434,7 +421,7 @@ static void list_table(rst_state *st, const char *caption, size_t caplen,
         }
         if (n >= 1 && *s == '-' && (n == 1 || s[1] == ' ')) {
             if (ncells++)
-                put(st, &row, "\x1f", 1);
+                kb_parse_put(&st->rc, &row, "\x1f", 1);
             s++;
             n--;
         }
@@ -484,8 +471,8 @@ static size_t grid_table(rst_state *st, const rst_line *L, size_t n, size_t i)
             if (have) {
                 for (size_t c = 0; c + 1 < ncols; c++) {
                     if (c)
-                        put(st, &row, "\x1f", 1);
-                    put(st, &row, cells[c].data ? cells[c].data : "", cells[c].len);
+                        kb_parse_put(&st->rc, &row, "\x1f", 1);
+                    kb_parse_put(&st->rc, &row, cells[c].data ? cells[c].data : "", cells[c].len);
                     kb_buf_reset(&cells[c]);
                 }
                 end_row(st, &table, &row);
@@ -570,7 +557,7 @@ static size_t simple_table(rst_state *st, const rst_line *L, size_t n, size_t i)
             if (b > ln)
                 b = ln;
             if (!cont && c)
-                put(st, &row, "\x1f", 1);
+                kb_parse_put(&st->rc, &row, "\x1f", 1);
             cell_text(st, &row, l->s + a, b - a);
         }
     }
@@ -652,8 +639,8 @@ static void footnote(rst_state *st, const char *s, size_t n, const rst_line *L,
     kb_buf t;
     kb_buf_init(&t, 0);
     rst_inline(st, &t, cl + 1, n - (size_t)(cl + 1 - s));
-    put(st, &st->run, t.data ? t.data : "", t.len);
-    put(st, &st->run, "\n", 1);
+    kb_parse_put(&st->rc, &st->run, t.data ? t.data : "", t.len);
+    kb_parse_put(&st->rc, &st->run, "\n", 1);
     kb_buf_release(&t);
     recurse(st, L, i + 1, end);
 }
@@ -711,21 +698,21 @@ static void explicit_markup(rst_state *st, const rst_line *L, size_t i,
     if (in_list(s, nlen, admonitions)) {
         kb_buf t;
         kb_buf_init(&t, 0);
-        put(st, &t, s, nlen);
+        kb_parse_put(&st->rc, &t, s, nlen);
         if (t.len)
             t.data[0] = (char)toupper((unsigned char)t.data[0]);
-        put(st, &t, ":", 1);
+        kb_parse_put(&st->rc, &t, ":", 1);
         if (alen) {
-            put(st, &t, " ", 1);
+            kb_parse_put(&st->rc, &t, " ", 1);
             rst_inline(st, &t, arg, alen);
         }
-        put(st, &st->run, t.data, t.len);
-        put(st, &st->run, "\n", 1);
+        kb_parse_put(&st->rc, &st->run, t.data, t.len);
+        kb_parse_put(&st->rc, &st->run, "\n", 1);
         kb_buf_release(&t);
     } else if (alen) {
         /* rubric, topic, figure, ...: the argument is text */
         rst_inline(st, &st->run, arg, alen);
-        put(st, &st->run, "\n", 1);
+        kb_parse_put(&st->rc, &st->run, "\n", 1);
     }
     recurse(st, L, b, end);
     if (!st->depth)
@@ -746,9 +733,9 @@ static int paragraph(rst_state *st, const rst_line *L, size_t i, size_t j)
         size_t n = rtrim_len(s, L[k].n - indent(&L[k]));
         if (k > i && is_bullet(s, n)) {
             bullet = 1;
-            put(st, &t, "\n", 1);
+            kb_parse_put(&st->rc, &t, "\n", 1);
         } else if (k > i) {
-            put(st, &t, " ", 1);
+            kb_parse_put(&st->rc, &t, " ", 1);
         }
         rst_inline(st, &t, s, n);
     }
@@ -763,8 +750,8 @@ static int paragraph(rst_state *st, const rst_line *L, size_t i, size_t j)
         t.data[t.len] = '\0';
     }
     if (t.len) {
-        put(st, &st->run, t.data, t.len);
-        put(st, &st->run, "\n", 1);
+        kb_parse_put(&st->rc, &st->run, t.data, t.len);
+        kb_parse_put(&st->rc, &st->run, "\n", 1);
     }
     kb_buf_release(&t);
     if (bullet)

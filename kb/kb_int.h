@@ -60,6 +60,11 @@ kb_rc kb_store_prepare(kb_store *store, const char *sql, sqlite3_stmt **stmt,
                        kb_err *err);
 /* Runs sql (no results, no parameters). */
 kb_rc kb_store_exec(kb_store *store, const char *sql, kb_err *err);
+/* Runs sql (no parameters), a query of one row whose first column is a
+ * count (SELECT count(*) ...), into *count; on a database error, err says
+ * "cannot WHAT". */
+kb_rc kb_store_count(kb_store *store, const char *sql, const char *what,
+                     size_t *count, kb_err *err);
 /* BEGIN IMMEDIATE / COMMIT / ROLLBACK. */
 kb_rc kb_store_begin(kb_store *store, kb_err *err);
 kb_rc kb_store_commit(kb_store *store, kb_err *err);

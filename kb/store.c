@@ -1,5 +1,6 @@
 /* store.c - the KB directory and its SQLite database: open, schema and
- * migrations, transactions. SQLite is the source of truth. */
+ * migrations, transactions, the KB's status. SQLite is the source of
+ * truth. */
 #include "kb/kb_int.h"
 #include "kb/config.h"
 
@@ -138,6 +139,22 @@ kb_rc kb_store_exec(kb_store *store, const char *sql, kb_err *err)
     return KB_OK;
 }
 
+kb_rc kb_store_count(kb_store *store, const char *sql, const char *what,
+                     size_t *count, kb_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    *count = 0;
+    kb_rc rc = kb_store_prepare(store, sql, &st, err);
+    if (rc == KB_OK) {
+        if (sqlite3_step(st) == SQLITE_ROW)
+            *count = (size_t)sqlite3_column_int64(st, 0);
+        else
+            rc = kb_store_db_error(store, err, what);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 kb_rc kb_store_begin(kb_store *store, kb_err *err)
 {
     return kb_store_exec(store, "BEGIN IMMEDIATE", err);
@@ -196,6 +213,87 @@ int kb_store_schema_version(kb_store *store)
         version = sqlite3_column_int(st, 0);
     sqlite3_finalize(st);
     return version;
+}
+
+static char *col_dup(sqlite3_stmt *st, int i)
+{
+    const unsigned char *s = sqlite3_column_text(st, i);
+    return kb_strdup(s ? (const char *)s : "");
+}
+
+kb_rc kb_store_status(kb_store *store, kb_status *out, kb_err *err)
+{
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *st = NULL;
+    kb_rc rc = kb_store_prepare(store,
+        "SELECT s.id, s.title, s.url, s.last_ingest, s.last_error, s.version,"
+        " (SELECT count(*) FROM documents d WHERE d.source_id = s.id),"
+        " (SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.document_id"
+        "   WHERE d.source_id = s.id),"
+        " (SELECT count(*) FROM papers p JOIN chunks c ON c.id = p.chunk_id"
+        "   JOIN documents d ON d.id = c.document_id WHERE d.source_id = s.id)"
+        " FROM sources s ORDER BY s.rowid", &st, err);
+    if (rc != KB_OK)
+        return rc;
+    size_t cap = 0;
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (KB_GROW(out->sources, out->n + 1, cap) != KB_OK) {
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+        kb_source_status *s = &out->sources[out->n++];
+        s->id = col_dup(st, 0);
+        s->title = col_dup(st, 1);
+        s->url = col_dup(st, 2);
+        s->last_ingest = sqlite3_column_int64(st, 3);
+        s->last_error = sqlite3_column_type(st, 4) == SQLITE_NULL ? NULL : col_dup(st, 4);
+        s->version = col_dup(st, 5);
+        s->documents = (size_t)sqlite3_column_int64(st, 6);
+        s->chunks = (size_t)sqlite3_column_int64(st, 7);
+        s->papers = (size_t)sqlite3_column_int64(st, 8);
+        out->documents += s->documents;
+        out->chunks += s->chunks;
+        out->papers += s->papers;
+    }
+    if (step != SQLITE_DONE) {
+        rc = kb_store_db_error(store, err, "read the sources");
+        goto out;
+    }
+    rc = kb_store_count(store, "SELECT count(*) FROM embeddings",
+                        "count the stored vectors", &out->embeddings, err);
+    if (rc != KB_OK)
+        goto out;
+    out->schema_version = kb_store_schema_version(store);
+    out->disk_bytes = kb_store_disk_size(store);
+    char *e = kb_store_meta_get(store, "embedder");
+    out->embedder = e ? e : kb_strdup("");
+    char *x = kb_store_meta_get(store, "vec_index");
+    out->vec_index = x && *x ? x : kb_strdup("Flat");
+    if (x && !*x)
+        free(x);
+    if (!out->embedder || !out->vec_index)
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+out:
+    sqlite3_finalize(st);
+    if (rc != KB_OK)
+        kb_status_release(out);
+    return rc;
+}
+
+void kb_status_release(kb_status *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        free(s->sources[i].id);
+        free(s->sources[i].title);
+        free(s->sources[i].url);
+        free(s->sources[i].version);
+        free(s->sources[i].last_error);
+    }
+    free(s->sources);
+    free(s->embedder);
+    free(s->vec_index);
+    memset(s, 0, sizeof *s);
 }
 
 static kb_rc migrate(kb_store *store, int from, kb_err *err)

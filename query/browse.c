@@ -1,4 +1,4 @@
-/* browse.c - looking around a KB: status, one chunk or section, papers. */
+/* browse.c - looking around a KB: one chunk or section, papers. */
 #include "query/query_int.h"
 
 #include <stdio.h>
@@ -9,79 +9,6 @@ static char *col_dup(sqlite3_stmt *st, int i)
 {
     const unsigned char *s = sqlite3_column_text(st, i);
     return kb_strdup(s ? (const char *)s : "");
-}
-
-kb_rc kb_store_status(kb_store *store, kb_status *out, kb_err *err)
-{
-    memset(out, 0, sizeof *out);
-    sqlite3_stmt *st = NULL;
-    kb_rc rc = kb_store_prepare(store,
-        "SELECT s.id, s.title, s.url, s.last_ingest, s.last_error, s.version,"
-        " (SELECT count(*) FROM documents d WHERE d.source_id = s.id),"
-        " (SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.document_id"
-        "   WHERE d.source_id = s.id),"
-        " (SELECT count(*) FROM papers p JOIN chunks c ON c.id = p.chunk_id"
-        "   JOIN documents d ON d.id = c.document_id WHERE d.source_id = s.id)"
-        " FROM sources s ORDER BY s.rowid", &st, err);
-    if (rc != KB_OK)
-        return rc;
-    size_t cap = 0;
-    int step;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        if (KB_GROW(out->sources, out->n + 1, cap) != KB_OK) {
-            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-            goto out;
-        }
-        kb_source_status *s = &out->sources[out->n++];
-        s->id = col_dup(st, 0);
-        s->title = col_dup(st, 1);
-        s->url = col_dup(st, 2);
-        s->last_ingest = sqlite3_column_int64(st, 3);
-        s->last_error = sqlite3_column_type(st, 4) == SQLITE_NULL ? NULL : col_dup(st, 4);
-        s->version = col_dup(st, 5);
-        s->documents = (size_t)sqlite3_column_int64(st, 6);
-        s->chunks = (size_t)sqlite3_column_int64(st, 7);
-        s->papers = (size_t)sqlite3_column_int64(st, 8);
-        out->documents += s->documents;
-        out->chunks += s->chunks;
-        out->papers += s->papers;
-    }
-    if (step != SQLITE_DONE) {
-        rc = kb_store_db_error(store, err, "read the sources");
-        goto out;
-    }
-    if ((rc = kb_vec_count(store, &out->embeddings, err)) != KB_OK)
-        goto out;
-    out->schema_version = kb_store_schema_version(store);
-    out->disk_bytes = kb_store_disk_size(store);
-    char *e = kb_store_meta_get(store, "embedder");
-    out->embedder = e ? e : kb_strdup("");
-    char *x = kb_store_meta_get(store, "vec_index");
-    out->vec_index = x && *x ? x : kb_strdup("Flat");
-    if (x && !*x)
-        free(x);
-    if (!out->embedder || !out->vec_index)
-        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-out:
-    sqlite3_finalize(st);
-    if (rc != KB_OK)
-        kb_status_release(out);
-    return rc;
-}
-
-void kb_status_release(kb_status *s)
-{
-    for (size_t i = 0; i < s->n; i++) {
-        free(s->sources[i].id);
-        free(s->sources[i].title);
-        free(s->sources[i].url);
-        free(s->sources[i].version);
-        free(s->sources[i].last_error);
-    }
-    free(s->sources);
-    free(s->embedder);
-    free(s->vec_index);
-    memset(s, 0, sizeof *s);
 }
 
 static kb_rc push_result(kb_results *out, size_t *cap, sqlite3_stmt *st,
@@ -123,6 +50,33 @@ kb_rc kb_get_chunk(kb_store *store, int64_t chunk_id, int whole_section,
                         (long long)chunk_id);
     if (rc != KB_OK)
         kb_results_release(out);
+    return rc;
+}
+
+kb_rc kb_get_chunk_doc(kb_store *store, int64_t chunk_id, kb_result *r,
+                       int64_t *doc_id, kb_err *err)
+{
+    memset(r, 0, sizeof *r);
+    *doc_id = 0;
+    sqlite3_stmt *st = NULL;
+    kb_rc rc = kb_store_prepare(store, "SELECT " KB_RESULT_COLUMNS ","
+                                " c.document_id FROM " KB_RESULT_TABLES
+                                " WHERE c.id = ?", &st, err);
+    if (rc != KB_OK)
+        return rc;
+    sqlite3_bind_int64(st, 1, chunk_id);
+    int step = sqlite3_step(st);
+    if (step == SQLITE_ROW) {
+        if (kb_result_from_row(st, r) != KB_OK)
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        *doc_id = sqlite3_column_int64(st, KB_RESULT_NCOLUMNS);
+    } else if (step == SQLITE_DONE) {
+        rc = kb_err_set(err, KB_ERR_NOTFOUND, "no chunk %lld in this KB",
+                        (long long)chunk_id);
+    } else {
+        rc = kb_store_db_error(store, err, "read the chunk");
+    }
+    sqlite3_finalize(st);
     return rc;
 }
 

@@ -14,24 +14,10 @@
  * family, a whole guide) should not crowd out every other source. */
 #define PER_DOCUMENT_CAP 5
 
-/* Reciprocal rank fusion: score = sum over lists of w / (RRF_K + rank),
- * w = 1 for the lexical list. The vector list weighs less: on the dev set
- * all-MiniLM-L6-v2 alone reaches nDCG@10 0.57 against lexical's 0.79, and
- * every step of its weight from 1 down to 0.2 raised hybrid's nDCG (0.72
- * .. 0.78); at 0.3 vector hits still lift sections lexical ranks low
- * (BENCHMARKS.md, "Fusion"). */
-#define RRF_K 60.0
 /* Sections a remote reranker (KB_RERANK_URL) judges: the local stage's
  * best; 90 % of the judged sections of unseen questions are within both
  * lists' top 50 sections, most of them far higher. */
 #define RERANK_REMOTE_TOP 30
-#define RRF_VECTOR_WEIGHT 0.3
-/* Lexical mode ranks a section by its best chunk's BM25 plus this share
- * of its second best's (issue 13, item 7: a section's evidence is its
- * chunks'). Lexical nDCG@10 0.770 / 0.609 -> 0.773 / 0.639 on dev / dev2;
- * the sum of all other chunks, or the same in hybrid's lexical list or in
- * the vector list, lost on one set or both (BENCHMARKS.md). */
-#define LEXICAL_SECOND_SHARE 0.1
 /* Two results are near-identical, and shown as one, when this share of
  * their word pairs is common to both (Jaccard): the variants of one
  * libcu++ PTX wrapper are 0.8 to 1, a file copied into several skills 1;
@@ -447,188 +433,12 @@ out:
     return rc;
 }
 
-/* The section of each hit (document and heading path), as a small integer
- * shared by hits of the same section: results are merged by section, so
- * fusion counts a section once per list. */
-static kb_rc section_ids(kb_store *store, const kb_hits *h, int *out, char ***keys,
-                         size_t *nkeys, size_t *capkeys, kb_err *err)
-{
-    sqlite3_stmt *st = NULL;
-    kb_rc rc = kb_store_prepare(store, "SELECT document_id || ':' || heading_path"
-                                " FROM chunks WHERE id = ?", &st, err);
-    for (size_t i = 0; rc == KB_OK && i < h->n; i++) {
-        sqlite3_reset(st);
-        sqlite3_bind_int64(st, 1, h->items[i].id);
-        const char *key = sqlite3_step(st) == SQLITE_ROW
-                              ? (const char *)sqlite3_column_text(st, 0) : "";
-        size_t k = 0;
-        while (k < *nkeys && strcmp((*keys)[k], key) != 0)
-            k++;
-        if (k == *nkeys) {
-            if (KB_GROW(*keys, *nkeys + 1, *capkeys) != KB_OK ||
-                !((*keys)[*nkeys] = kb_strdup(key))) {
-                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-                break;
-            }
-            (*nkeys)++;
-        }
-        out[i] = (int)k;
-    }
-    sqlite3_finalize(st);
-    return rc;
-}
-
-/* One candidate list of a query: the query's own lexical or vector list,
- * or one of the caller's sub-queries (kb_query_opts.searches). */
-typedef struct {
-    int vector;            /* 1: FAISS over the text's embedding; 0: FTS5 */
-    const char *text;
-    size_t row;            /* a vector list's row in the embedding batch */
-    kb_hits hits;
-    int search;            /* searched in the next pass */
-} query_list;
-
-/* the query's own lexical and vector lists, then its sub-queries */
-#define MAX_LISTS (2 + KB_QUERY_MAX_SEARCHES)
-
-/* One list's sections in the order of their evidence: a section scores
- * its best chunk's score plus share times its second-best chunk's in the
- * list; ties keep the list's order. order[o] is the list index of the
- * o-th section's best chunk; agg[k] section k's score (both sized by the
- * caller: the list's length, nkeys). */
-static kb_rc section_order(const kb_hits *hits, const int *ids, size_t nkeys,
-                           double share, double *agg, size_t *order, size_t *nsec,
-                           kb_err *err)
-{
-    size_t *best = malloc((nkeys + 1) * sizeof *best);
-    unsigned char *second = calloc(nkeys + 1, 1);
-    if (!best || !second) {
-        free(best);
-        free(second);
-        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    }
-    for (size_t k = 0; k < nkeys; k++)
-        best[k] = SIZE_MAX;
-    *nsec = 0;
-    for (size_t i = 0; i < hits->n; i++) {
-        size_t k = (size_t)ids[i];
-        double s = hits->items[i].score;
-        if (best[k] == SIZE_MAX) {   /* the list is best first */
-            best[k] = i;
-            agg[k] = s;
-            order[(*nsec)++] = i;
-        } else if (!second[k]) {
-            second[k] = 1;
-            agg[k] += share * s;
-        }
-    }
-    /* insertion sort (stable) by the sections' scores */
-    for (size_t o = 1; o < *nsec; o++) {
-        size_t i = order[o];
-        double s = agg[ids[i]];
-        size_t j = o;
-        while (j > 0 && agg[ids[order[j - 1]]] < s) {
-            order[j] = order[j - 1];
-            j--;
-        }
-        order[j] = i;
-    }
-    free(best);
-    free(second);
-    return KB_OK;
-}
-
-/* Reciprocal rank fusion of the lists at the level of sections: each list
- * ranks sections by their best chunk, a section scores the sum over the
- * lists of w / (RRF_K + rank) (w = 1 for a lexical list,
- * RRF_VECTOR_WEIGHT for a vector one), and stands for its best chunk in
- * the first list that has it (the query's lexical list comes first). Its
- * lexical and vector places are its best places in the lists of each
- * kind. One list alone is ranked by section too, a lexical one by its
- * evidence (LEXICAL_SECOND_SHARE), and scores it. */
-static kb_rc fuse_rrf(kb_store *store, const query_list *lists, size_t nlists,
-                      kb_hits *out, kb_err *err)
-{
-    int *ids[MAX_LISTS] = { 0 };   /* per list and hit: its section */
-    char **keys = NULL;
-    size_t nkeys = 0, capkeys = 0;
-    kb_hit *sec = NULL;   /* per section: best chunk, fused score, places */
-    double *agg = NULL;   /* per section: its evidence in the list at hand */
-    size_t *order = NULL; /* the list's sections, best first */
-    kb_rc rc = KB_OK;
-    for (size_t l = 0; rc == KB_OK && l < nlists; l++) {
-        ids[l] = calloc(lists[l].hits.n + 1, sizeof *ids[l]);
-        rc = ids[l] ? section_ids(store, &lists[l].hits, ids[l], &keys, &nkeys,
-                                  &capkeys, err)
-                    : kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    }
-    if (rc == KB_OK) {
-        sec = calloc(nkeys + 1, sizeof *sec);
-        agg = calloc(nkeys + 1, sizeof *agg);
-        size_t longest = 0;
-        for (size_t l = 0; l < nlists; l++)
-            longest = lists[l].hits.n > longest ? lists[l].hits.n : longest;
-        order = calloc(longest + 1, sizeof *order);
-        if (!sec || !agg || !order)
-            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    }
-    for (size_t l = 0; rc == KB_OK && l < nlists; l++) {
-        const query_list *list = &lists[l];
-        size_t nsec = 0;
-        double share = nlists == 1 && !list->vector ? LEXICAL_SECOND_SHARE : 0;
-        rc = section_order(&list->hits, ids[l], nkeys, share, agg, order, &nsec, err);
-        for (size_t o = 0; rc == KB_OK && o < nsec; o++) {
-            size_t i = order[o];
-            size_t k = (size_t)ids[l][i];
-            int rank = (int)o + 1;
-            kb_hit *h = &sec[k];
-            int *place = list->vector ? &h->vec_rank : &h->lex_rank;
-            if (!*place || rank < *place) {
-                *place = rank;
-                *(list->vector ? &h->vec_score : &h->lex_score) = list->hits.items[i].score;
-            }
-            /* one list alone ranks by its own evidence */
-            h->score += nlists == 1 ? agg[k]
-                        : (list->vector ? RRF_VECTOR_WEIGHT : 1.0) / (RRF_K + rank);
-            if (!h->id)
-                h->id = list->hits.items[i].id;
-        }
-    }
-    for (size_t k = 0; rc == KB_OK && k < nkeys; k++) {
-        if (!sec[k].id)
-            continue;
-        if (kb_hits_push(out, sec[k].id, sec[k].score) != KB_OK)
-            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-        else
-            out->items[out->n - 1] = sec[k];
-    }
-    /* insertion sort (stable): the lists are short */
-    for (size_t i = 1; rc == KB_OK && i < out->n; i++) {
-        kb_hit h = out->items[i];
-        size_t j = i;
-        while (j > 0 && out->items[j - 1].score < h.score) {
-            out->items[j] = out->items[j - 1];
-            j--;
-        }
-        out->items[j] = h;
-    }
-    for (size_t k = 0; k < nkeys; k++)
-        free(keys[k]);
-    free(keys);
-    free(sec);
-    free(agg);
-    free(order);
-    for (size_t l = 0; l < nlists; l++)
-        free(ids[l]);
-    return rc;
-}
-
 /* The texts of the vector lists, embedded in one batch on a thread of its
  * own while the lexical search runs: on two cores hybrid costs the slower
  * of the two, not their sum. */
 typedef struct {
     kb_embedder *emb;
-    const char *texts[MAX_LISTS];
+    const char *texts[KB_QUERY_MAX_LISTS];
     size_t n;
     float *q;              /* n rows of the embedder's dimension */
     kb_rc rc;
@@ -681,7 +491,7 @@ typedef struct {
     kb_store *store;
     const kb_query_opts *opts;
     kb_embedder *emb;          /* NULL without a vector list */
-    query_list lists[MAX_LISTS];
+    kb_query_list lists[KB_QUERY_MAX_LISTS];
     size_t nlists;
     kb_hits fused;
     embed_job job;             /* the vector lists' texts, on their own thread */
@@ -692,7 +502,7 @@ typedef struct {
 
 static void add_list(query_run *q, int vector, const char *text)
 {
-    query_list *l = &q->lists[q->nlists++];
+    kb_query_list *l = &q->lists[q->nlists++];
     l->vector = vector;
     l->text = text;
     l->search = 1;
@@ -770,7 +580,7 @@ static kb_rc search_lists(query_run *q, int pass, kb_results *out, kb_err *err)
     double t1 = kb_now_ms();
     int searched = 0;
     for (size_t l = 0; rc == KB_OK && l < q->nlists; l++) {
-        query_list *list = &q->lists[l];
+        kb_query_list *list = &q->lists[l];
         if (list->vector || !list->search)
             continue;
         rc = kb_fts_search(q->store, list->text, &q->opts->filter, q->depth,
@@ -792,7 +602,7 @@ static kb_rc search_lists(query_run *q, int pass, kb_results *out, kb_err *err)
     searched = 0;
     int dim = q->emb ? kb_embedder_dim(q->emb) : 0;
     for (size_t l = 0; rc == KB_OK && l < q->nlists; l++) {
-        query_list *list = &q->lists[l];
+        kb_query_list *list = &q->lists[l];
         if (!list->vector || !list->search)
             continue;
         rc = kb_vec_search(q->store, q->job.q + list->row * (size_t)dim, dim,
@@ -811,8 +621,8 @@ static kb_rc search_lists(query_run *q, int pass, kb_results *out, kb_err *err)
 /* Splits lists into the skills' hits (skills) and the rest (docs), copies
  * in the same order, so that skills neither take the documentation's
  * places in fusion and reranking nor lose their own. */
-static kb_rc split_skills(const query_list *lists, size_t n, const skill_chunks *sc,
-                          query_list *docs, query_list *skills, kb_err *err)
+static kb_rc split_skills(const kb_query_list *lists, size_t n, const skill_chunks *sc,
+                          kb_query_list *docs, kb_query_list *skills, kb_err *err)
 {
     for (size_t l = 0; l < n; l++) {
         docs[l] = skills[l] = lists[l];
@@ -837,10 +647,10 @@ static kb_rc rank_results(query_run *q, kb_results *out, int *backfilled,
     kb_rc rc = KB_OK;
     /* with no filter, the skills' hits are ranked apart (kb_results.skills) */
     int apart = q->opts->filter.nsources == 0 && q->opts->filter.kinds == 0;
-    query_list docs[MAX_LISTS], skills[MAX_LISTS];
+    kb_query_list docs[KB_QUERY_MAX_LISTS], skills[KB_QUERY_MAX_LISTS];
     const skill_chunks *sc = NULL;
     kb_hits fused_skills = { 0 };
-    const query_list *lists = q->lists;
+    const kb_query_list *lists = q->lists;
     if (apart) {
         memset(docs, 0, sizeof docs);
         memset(skills, 0, sizeof skills);
@@ -852,7 +662,7 @@ static kb_rc rank_results(query_run *q, kb_results *out, int *backfilled,
     const kb_hits *list = &lists[0].hits;
     kb_hits_release(&q->fused);
     if (rc == KB_OK && q->nlists > 0) {   /* sections, one list or several fused */
-        rc = fuse_rrf(q->store, lists, q->nlists, &q->fused, err);
+        rc = kb_fuse_rrf(q->store, lists, q->nlists, &q->fused, err);
         list = &q->fused;
     }
     /* hybrid's own two lists, reranked */
@@ -862,7 +672,7 @@ static kb_rc rank_results(query_run *q, kb_results *out, int *backfilled,
         rc = kb_rerank_local(q->store, q->opts->text,
                              q->job.q + lists[1].row * (size_t)dim, dim,
                              &lists[0].hits, &lists[1].hits, &q->fused,
-                             (RRF_K + 1) / (1 + RRF_VECTOR_WEIGHT),
+                             (KB_RRF_K + 1) / (1 + KB_RRF_VECTOR_WEIGHT),
                              q->opts->trace, q->opts->trace_ctx, err);
         if (rc == KB_OK && q->opts->config && q->opts->config->rerank_url &&
             *q->opts->config->rerank_url)
@@ -872,7 +682,7 @@ static kb_rc rank_results(query_run *q, kb_results *out, int *backfilled,
     if (rc == KB_OK)
         rc = build_results(q->store, q->opts, list, out, backfilled, err);
     if (rc == KB_OK && apart && q->nlists > 0)
-        rc = fuse_rrf(q->store, skills, q->nlists, &fused_skills, err);
+        rc = kb_fuse_rrf(q->store, skills, q->nlists, &fused_skills, err);
     if (rc == KB_OK && apart)
         rc = build_skills(q->store, q->opts, &fused_skills, sc, out, err);
     for (size_t l = 0; apart && l < q->nlists; l++) {

@@ -21,6 +21,49 @@
  * KB_RESULT_COLUMNS; KB_ERR_NOMEM when out of memory. */
 kb_rc kb_result_from_row(sqlite3_stmt *st, kb_result *r);
 
+/* ------------------------------------------------------------ browse.c */
+
+/* Chunk chunk_id as a result (rank and scores unset) into *r, and its
+ * document's id into *doc_id (kb eval --features). *r is the caller's to
+ * release with kb_result_release, also on failure. KB_ERR_NOTFOUND when
+ * the KB has no such chunk. */
+kb_rc kb_get_chunk_doc(kb_store *store, int64_t chunk_id, kb_result *r,
+                       int64_t *doc_id, kb_err *err);
+
+/* ------------------------------------------------------------ fuse.c */
+
+/* Reciprocal rank fusion: score = sum over lists of w / (KB_RRF_K + rank),
+ * w = 1 for the lexical list. The vector list weighs less: on the dev set
+ * all-MiniLM-L6-v2 alone reaches nDCG@10 0.57 against lexical's 0.79, and
+ * every step of its weight from 1 down to 0.2 raised hybrid's nDCG (0.72
+ * .. 0.78); at 0.3 vector hits still lift sections lexical ranks low
+ * (BENCHMARKS.md, "Fusion"). */
+#define KB_RRF_K 60.0
+#define KB_RRF_VECTOR_WEIGHT 0.3
+
+/* One candidate list of a query: the query's own lexical or vector list,
+ * or one of the caller's sub-queries (kb_query_opts.searches). */
+typedef struct {
+    int vector;            /* 1: FAISS over the text's embedding; 0: FTS5 */
+    const char *text;
+    size_t row;            /* a vector list's row in the embedding batch */
+    kb_hits hits;
+    int search;            /* searched in the next pass */
+} kb_query_list;
+
+/* the query's own lexical and vector lists, then its sub-queries */
+#define KB_QUERY_MAX_LISTS (2 + KB_QUERY_MAX_SEARCHES)
+
+/* Reciprocal rank fusion of the lists at the level of sections: each list
+ * ranks sections by their best chunk, a section scores the sum over the
+ * lists of w / (KB_RRF_K + rank) (w = 1 for a lexical list,
+ * KB_RRF_VECTOR_WEIGHT for a vector one), and stands for its best chunk
+ * in the first list that has it. One list alone is ranked by section
+ * too, a lexical one by its evidence, and scores it. The sections' hits
+ * are appended to out, best first. */
+kb_rc kb_fuse_rrf(kb_store *store, const kb_query_list *lists, size_t nlists,
+                  kb_hits *out, kb_err *err);
+
 /* ------------------------------------------------------------ similar.c */
 
 /* A text's neighbouring word pairs (lower case; letters, digits, '_' and

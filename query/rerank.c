@@ -263,6 +263,35 @@ static double words_found_raw(const query_words *qw, const char *text)
     return v;
 }
 
+/* The share of the query's words in the section's title (the last of
+ * heading path hp) and its document's title, into *out; text is scratch. */
+static kb_rc title_words(const query_words *qw, const char *hp, const char *title,
+                         kb_buf *text, double *out)
+{
+    const char *sec_title;
+    size_t sec_len;
+    last_heading(hp, &sec_title, &sec_len);
+    kb_buf_reset(text);
+    kb_rc rc = kb_buf_append(text, sec_title, sec_len);
+    if (rc == KB_OK)
+        rc = kb_buf_printf(text, " %s", title);
+    if (rc != KB_OK)
+        return rc;
+    lower(text);
+    *out = words_found(qw, text->data, text->len);
+    return KB_OK;
+}
+
+/* The share of the query's identifiers (qw->nident > 0) found in the
+ * lower-cased text. */
+static double idents_found(const query_words *qw, const kb_buf *text)
+{
+    size_t found = 0;
+    for (size_t i = 0; i < qw->nident; i++)
+        found += (size_t)has_substring(text->data, text->len, qw->ident[i]);
+    return (double)found / (double)qw->nident;
+}
+
 /* Fills it->f for the section of fused hit h; a section shown by a
  * boilerplate chunk that has one of its own words is shown by that. The
  * features of weight 0 that cost most (the section's vectors, its
@@ -296,17 +325,9 @@ static kb_rc section_features(kb_store *store, rerank_stmts *st,
     f[11] = kind && strcmp(kind, "table") == 0;
 
     /* the section's title words and the document's */
-    const char *sec_title;
-    size_t sec_len;
-    last_heading(hp, &sec_title, &sec_len);
-    kb_buf_reset(text);
-    kb_rc rc = kb_buf_append(text, sec_title, sec_len);
-    if (rc == KB_OK)
-        rc = kb_buf_printf(text, " %s", title);
+    kb_rc rc = title_words(qw, hp, title, text, &f[7]);
     if (rc != KB_OK)
         return kb_err_set(err, rc, "out of memory");
-    lower(text);
-    f[7] = words_found(qw, text->data, text->len);
 
     /* how many documents open a chunk with these words */
     int64_t docs = opening_docs(st, rep_text);
@@ -364,12 +385,8 @@ static kb_rc section_features(kb_store *store, rerank_stmts *st,
     f[5] = top_lex > 0 ? lex_sum / top_lex : 0;
     lower(text);
     f[6] = words_found(qw, text->data, text->len);
-    if (qw->nident) {
-        size_t found = 0;
-        for (size_t i = 0; i < qw->nident; i++)
-            found += (size_t)has_substring(text->data, text->len, qw->ident[i]);
-        f[8] = (double)found / (double)qw->nident;
-    }
+    if (qw->nident)
+        f[8] = idents_found(qw, text);
     f[14] = bytes < 120;
     if (it->shown) {   /* the section is more than its template line */
         f[12] = 0;

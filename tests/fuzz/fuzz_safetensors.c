@@ -1,6 +1,6 @@
 /* fuzz_safetensors.c - kb_st_open on any bytes: every tensor it accepts
  * lies inside the file and is as large as its dtype and shape say. */
-#include "index/index_int.h"
+#include "index/index.h"
 #include "tests/fuzz/fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1,7 +1,7 @@
 /* fuzz_tokenizer.c - the WordPiece tokenizer both ways: the input as text
  * through the model's vocabulary (when installed), and as a vocabulary
  * file tokenizing a fixed text. Counts and encodings agree. */
-#include "index/index_int.h"
+#include "index/index.h"
 #include "tests/fuzz/fuzz.h"
 
 static void tokenize(const kb_tokenizer *tok, const char *text)

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "kb/kb.h"
-#include "index/index_int.h"
+#include "index/index.h"
 #include "kb/config.h"
 #include "tests/unit/test_http_server.h"
 

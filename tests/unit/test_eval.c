@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "index/eval.h"
+#include "index/index.h"
 
 #define EPS 1e-9
 

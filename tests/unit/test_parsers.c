@@ -2,7 +2,6 @@
  * de-duplication, and the choice of a parser by extension, hint and
  * sniffing (ingest/parsers.c). */
 #include "ingest/ingest_int.h"
-#include "ingest/parsers_int.h"
 #include "tests/unit/test_util.h"
 
 #include <stdint.h>
