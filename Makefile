@@ -60,7 +60,7 @@ all: $(BUILD)/kb $(BUILD)/kb.bash $(BUILD)/_kb $(BUILD)/kb.1
 $(BUILD)/obj/%.o: %.c kb/kb.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(ALL_CFLAGS) -MMD -c $< -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/libkb.a: $(LIB_OBJ)
 	$(Q)rm -f $@.tmp && ar rcs $@.tmp $^ && mv -f $@.tmp $@
