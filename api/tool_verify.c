@@ -65,7 +65,7 @@ static const char verify_input[] =
         "\"true: check correctness only\"}},"
     "\"required\":[\"task\",\"source\"],\"additionalProperties\":false}";
 
-/* kb-verify's result line (README, "The result"): the fields every result
+/* kb-verify's result line (docs/formats.md, "kb-verify's result"): the fields every result
  * has, and the main others. */
 static const char verify_output[] =
     "{\"type\":\"object\",\"properties\":{"

@@ -31,7 +31,7 @@
 #define MODES_ENUM "[\"hybrid\",\"lexical\",\"vector\"]"
 #define SEARCH_TYPES_ENUM "[\"lex\",\"vec\",\"hyde\"]"
 
-/* One result of search and get: DESIGN.md's `kb query --json` fields. */
+/* One result of search and get: docs/design.md's `kb query --json` fields. */
 #define RESULT_SCHEMA \
     "{\"type\":\"object\",\"properties\":{" \
     "\"rank\":{\"type\":\"integer\",\"minimum\":1}," \
@@ -406,7 +406,7 @@ static void put_result(cJSON *o, const kb_result *x, int explain, int *okp)
     *okp = ok;
 }
 
-/* DESIGN.md's `kb query --json` object for r, within budget tokens (0: no
+/* docs/design.md's `kb query --json` object for r, within budget tokens (0: no
  * limit). */
 static kb_rc results_json(const char *query, const kb_results *r, int budget,
                           int explain, cJSON **out, kb_err *err)

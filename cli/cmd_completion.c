@@ -351,7 +351,7 @@ static void print_man(FILE *f, const kb_command *const *commands)
     fputs(".SH EXIT STATUS\n"
           "0 success; 1 failure; 2 a usage error; 3 some items failed and the rest "
           "succeeded (kb ingest).\n"
-          ".SH SEE ALSO\nThe README of kb's sources.\n", f);
+          ".SH SEE ALSO\nREADME.md and docs/ of kb's sources.\n", f);
 }
 
 /* ------------------------------------------------------------------ commands */

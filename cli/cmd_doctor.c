@@ -187,15 +187,9 @@ static void check_gpu(doctor *d, const kb_cli *cli)
 
 static int cmd_doctor(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
-    kb_getopt g;
-    kb_getopt_init(&g, self, argc, argv);
-    int c;
-    while ((c = kb_getopt_next(&g)) > 0)
-        ;
-    if (c < 0)
-        return g.status;
-    if (kb_cli_no_operands(&g))
-        return 2;
+    int stop = kb_cli_no_options(self, argc, argv, NULL);
+    if (stop >= 0)
+        return stop;
     doctor d = { 0 };
     fflush(stdout);
     check_model(&d, cli);

@@ -249,7 +249,7 @@ const kb_command kb_cmd_generate = {
     .usage = "kb generate [options] TASK",
     .summary = "an LLM's kernels for a task, verified and fed back; a win becomes a draft skill",
     .options = generate_options,
-    .notes = "The LLM: KB_LLM_URL, KB_LLM_MODEL, KB_LLM_API_KEY, KB_LLM_API (see README,\n"
+    .notes = "The LLM: KB_LLM_URL, KB_LLM_MODEL, KB_LLM_API_KEY, KB_LLM_API (see docs/generate.md,\n"
              "\"LLM endpoints\"); kb-verify: KB_VERIFY. Exit status 0 when a kernel met the\n"
              "goal (faster; compiled with --compile-only), 1 when none did, 4 when every\n"
              "verification ended in 'error' (no GPU).\n",

@@ -141,7 +141,7 @@ const kb_command kb_cmd_mcp = {
     .name = "mcp",
     .fn = cmd_mcp,
     .usage = "kb mcp [--skills DIR|--no-skills] [--allow-verify [--tasks DIR] [--timeout S]]",
-    .summary = "serve the KB to coding agents over MCP (stdio; see README)",
+    .summary = "serve the KB to coding agents over MCP (stdio; see docs/serve.md)",
     .options = mcp_options,
 };
 

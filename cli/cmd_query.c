@@ -248,7 +248,7 @@ static const kb_option query_options[] = {
     { "mode", KB_OPT_LONG('m'), "MODE", "hybrid (default), lexical or vector" },
     { "source", KB_OPT_LONG('s'), "ID", "only this source (repeatable)" },
     { "kind", KB_OPT_LONG('K'), "KIND", "only text, code, table, paper or skill (repeatable)" },
-    { "json", KB_OPT_LONG('j'), NULL, "one JSON object (see README)" },
+    { "json", KB_OPT_LONG('j'), NULL, "one JSON object (docs/query.md)" },
     { "explain", KB_OPT_LONG('e'), NULL, "show each list's rank and score" },
     { "full", KB_OPT_LONG('f'), NULL, "print whole chunks instead of snippets" },
     { "no-rerank", KB_OPT_LONG('R'), NULL, "hybrid in fusion's order, without the reranking\n"

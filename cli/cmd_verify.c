@@ -486,7 +486,7 @@ out:
 /* ------------------------------------------------------------------ command */
 
 static const kb_option verify_options[] = {
-    { "json", KB_OPT_LONG('j'), NULL, "print the JSON result (see README)" },
+    { "json", KB_OPT_LONG('j'), NULL, "print the JSON result (docs/formats.md)" },
     { "suite", KB_OPT_LONG('s'), "DIR", "every task under DIR (corpus/tasks); prints fast_p" },
     { "candidates", KB_OPT_LONG('c'), "DIR", "DIR/TASK.cu, DIR/TASK/*.cu, DIR/TASK/candidates/*.cu" },
     { "results", KB_OPT_LONG('r'), "DIR", "score kb-verify JSON results saved in DIR instead" },

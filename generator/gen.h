@@ -1,5 +1,5 @@
 /*
- * gen.h - the generator's internals (DESIGN.md, "Generator"): kernel
+ * gen.h - the generator's internals (docs/design.md, "Generator"): kernel
  * extraction, prompt assembly, the generate-verify loop and its
  * transcripts (the LLM clients are kb/llm.h's, shared with query
  * expansion). The command files (kb generate, kb prompt) and the
@@ -90,7 +90,7 @@ typedef struct {
 void kb_gen_prompt_release(kb_gen_prompt *p);
 /* Retrieves for the task (skills first: verified and approved, filtered by
  * arch, dtype and ops; exemplar kernels; doc passages) and assembles the
- * prompt in its stable sections within the budget (README, "kb prompt"):
+ * prompt in its stable sections within the budget (docs/generate.md, "kb prompt"):
  * the hardware profile, the task (the target shape only), the reference,
  * the retrieved context, the feedback, the parent, the output contract.
  * Passages are cut whole, the context first, then the parent, then the
@@ -196,14 +196,14 @@ const char *kb_gen_jstr(const cJSON *o, const char *k, const char *d);
 
 /* -------------------------------------------------------------- generate.c */
 
-/* The generate-verify loop (DESIGN.md, "Generator"): for each round, a
+/* The generate-verify loop (docs/design.md, "Generator"): for each round, a
  * prompt per sample (kb_gen_prompt_build with the last attempts'
  * feedback), the samples requested at once (one thread each), each reply's
  * kernel extracted, deduplicated by kb_gen_source_hash and verified
  * through the verifier (one kb-verify --serve), the verdicts fed back;
  * the best kernel verified faster written back as a draft skill
  * (writeback.c). Every run keeps its transcript in runs_dir/<id>/:
- * transcript.jsonl (README, "kb generate"), kernels/, summary.json. */
+ * transcript.jsonl (docs/formats.md, "Transcripts"), kernels/, summary.json. */
 
 typedef enum { KB_GEN_REFINE = 0, KB_GEN_POPULATION } kb_gen_strategy;
 
@@ -383,7 +383,7 @@ const char *kb_gen_outcome(const kb_gen_state *R, const kb_gen_attempt *a);
 
 /* ------------------------------------------------------------- writeback.c */
 
-/* A win written back: the draft skill (DESIGN.md, Skills) of a kernel
+/* A win written back: the draft skill (docs/design.md, Skills) of a kernel
  * verified faster, through the skill library. */
 typedef struct {
     const char *skills_dir;   /* corpus/skills */

@@ -11,7 +11,7 @@
 #define DEFAULT_BUDGET KB_GEN_BUDGET_DEFAULT
 
 /* The section headings this file writes, in their order among all
- * (README, "kb prompt"): hardware, task, reference, context, feedback,
+ * (docs/generate.md, "kb prompt"): hardware, task, reference, context, feedback,
  * parent, contract. */
 #define H_REFERENCE "## Reference kernel"
 #define H_CONTEXT "## Retrieved context"

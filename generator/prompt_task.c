@@ -12,7 +12,7 @@
 
 #define REFERENCE_MAX_BYTES (1u << 20)
 
-/* The section headings this file writes (README, "kb prompt"). */
+/* The section headings this file writes (docs/generate.md, "kb prompt"). */
 #define H_HARDWARE "## Hardware profile"
 #define H_TASK "## Task"
 #define H_CONTRACT "## Output contract"

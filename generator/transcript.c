@@ -1,6 +1,6 @@
 /* transcript.c - a run's folder and its transcript (gen.h, "transcript.c"):
  * the folder and its id, the events written one JSON line each as the
- * run goes (README, "kb generate"), and a recorded run read back for its
+ * run goes (docs/formats.md, "Transcripts"), and a recorded run read back for its
  * replay. */
 #include "generator/gen.h"
 

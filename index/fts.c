@@ -342,7 +342,7 @@ kb_rc kb_fts_add(kb_store *store, int64_t chunk_id, const char *title,
 }
 
 /* BM25 column weights: section title, heading path, body, identifier forms
- * (chosen on the dev set: README's design notes). */
+ * (chosen on the dev set: docs/design.md's design notes). */
 #define W_TITLE 5.0
 #define W_HEADING 2.0
 #define W_BODY 1.0

@@ -39,11 +39,6 @@ kb_rc kb_doclist_add(kb_doclist *l, const char *key, const char *file,
     return KB_OK;
 }
 
-int kb_ingest_cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* Appends path to b as a URL's path: bytes other than letters, digits,
  * "/" and "-._~!$&'()*+,;=:@" percent-encoded (a space, a line break, a
  * '#' or '?' in a file name would otherwise break the link). */
@@ -244,7 +239,7 @@ static kb_rc walk_folder(walk *w, const char *dir, const char *rel,
         free(names);
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory listing '%s'", dir);
     }
-    qsort(names, n, sizeof *names, kb_ingest_cmp_str);
+    qsort(names, n, sizeof *names, kb_cmp_str);
     kb_rc rc = KB_OK;
     for (size_t i = 0; i < n; i++) {
         char *full = kb_path_join(dir, names[i]);

@@ -78,7 +78,7 @@ static kb_rc run_job(kb_store *store, const kb_ingest_opts *opts,
      * failure (a fetch that did not answer, where the KB holds the same
      * source read from a mirror under other keys) nothing is removed. */
     if ((job->prune || job->prune_under) && result == KB_OK) {
-        qsort(seen, nseen, sizeof *seen, kb_ingest_cmp_str);
+        qsort(seen, nseen, sizeof *seen, kb_cmp_str);
         kb_err rerr;
         kb_err_clear(&rerr);
         if (kb_ingest_remove_gone(store, job->id, job->prune_under, seen, nseen,

@@ -323,8 +323,6 @@ kb_rc kb_doclist_source(const kb_source *src, const char *manifest_path,
 kb_rc kb_doclist_tree(const char *dir, const struct stat *st, const char *rel,
                       const char *format, const char *folder_url,
                       kb_doclist *out, kb_err *err);
-/* qsort and bsearch order of an array of strings. */
-int kb_ingest_cmp_str(const void *a, const void *b);
 /* "file:///abs/path" for a local path, encoded (caller frees; NULL out
  * of memory). */
 char *kb_ingest_file_url(const char *path);
@@ -357,7 +355,7 @@ kb_rc kb_ingest_document(kb_store *store, const kb_ingest_opts *opts,
                          const kb_docref *ref, const kb_tokenizer *tok,
                          int *changed, size_t *nchunks, kb_err *err);
 /* Removes the source's documents whose keys are not in seen (sorted by
- * kb_ingest_cmp_str); with under, only those under that folder. Adds
+ * kb_cmp_str); with under, only those under that folder. Adds
  * their number to *removed. */
 kb_rc kb_ingest_remove_gone(kb_store *store, const char *source, const char *under,
                             char **seen, size_t nseen, size_t *removed, kb_err *err);

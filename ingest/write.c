@@ -322,7 +322,7 @@ kb_rc kb_ingest_remove_gone(kb_store *store, const char *source, const char *und
         sqlite3_bind_text(sel, 2, under, -1, SQLITE_STATIC);
     while (sqlite3_step(sel) == SQLITE_ROW) {
         const char *key = (const char *)sqlite3_column_text(sel, 1);
-        if (bsearch(&key, seen, nseen, sizeof *seen, kb_ingest_cmp_str))
+        if (bsearch(&key, seen, nseen, sizeof *seen, kb_cmp_str))
             continue;
         sqlite3_reset(del);
         sqlite3_bind_int64(del, 1, sqlite3_column_int64(sel, 0));

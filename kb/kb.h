@@ -512,7 +512,7 @@ typedef struct {
 
 void kb_query_opts_init(kb_query_opts *opts);
 
-/* One result, in the shape of `kb query --json` (DESIGN.md). */
+/* One result, in the shape of `kb query --json` (docs/design.md, Retrieval). */
 typedef struct kb_result kb_result;
 struct kb_result {
     int rank;                 /* 1-based */

@@ -4,7 +4,7 @@
  * KB_LLM_URL, KB_LLM_MODEL, KB_LLM_API_KEY and KB_LLM_API. The generator
  * (kernels) and query expansion (query/expand.c) both use them, so they
  * live on the ground floor beside the HTTP client: query/ may not call
- * generator/ (DESIGN.md, Layout). Library code: nothing is printed.
+ * generator/ (docs/design.md, Layout). Library code: nothing is printed.
  */
 #ifndef KB_LLM_H
 #define KB_LLM_H

@@ -253,8 +253,8 @@ def generated(rng):
 
 
 def design_texts(top):
-    """Paragraphs and lines of our own DESIGN.md."""
-    path = os.path.join(top, "..", "shared", "DESIGN.md")
+    """Paragraphs and lines of our own design (docs/design.md)."""
+    path = os.path.join(top, "docs", "design.md")
     if not os.path.exists(path):
         return []
     text = open(path, encoding="utf-8").read()

@@ -174,7 +174,7 @@ void kb_serve_stop(kb_server *s);
 
 /* serve/rest.c: the tool table over HTTP - POST /v1/search, GET
  * /v1/chunks/{id}, /v1/papers, /v1/status, GET /v1/task and POST /v1/prompt
- * (generator/'s task and prompt tools) - and GET /healthz and GET
+ * (api/'s task and prompt tools) - and GET /healthz and GET
  * /openapi.json (OpenAPI 3.1, its schemas the tools' own). Static; *n
  * its length. */
 const kb_serve_route *kb_rest_routes(size_t *n);

@@ -86,11 +86,6 @@ out:
     return rc;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 kb_rc kb_skill_lib_load(const char *dir, kb_skill_lib *lib, kb_skill_diags *diags,
                         kb_err *err)
 {
@@ -120,7 +115,7 @@ kb_rc kb_skill_lib_load(const char *dir, kb_skill_lib *lib, kb_skill_diags *diag
     }
     closedir(d);
     if (rc == KB_OK)
-        qsort(names, n, sizeof *names, cmp_str);
+        qsort(names, n, sizeof *names, kb_cmp_str);
     for (size_t i = 0; i < n; i++) {
         if (rc == KB_OK && names[i])
             rc = kb_skill_lib_add(lib, names[i], diags, err);

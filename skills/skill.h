@@ -3,7 +3,7 @@
  * parsed and written with libyaml), validation, evidence, the lifecycle
  * and export. One section per file of skills/.
  *
- * skills/ stands beside index/ and uses only kb/ (DESIGN.md, Layout): it
+ * skills/ stands beside index/ and uses only kb/ (docs/design.md, Layout): it
  * knows kb-verify's results only as the JSON they are (cJSON), so the
  * command that runs kb-verify lives in generator/ and hands the result
  * down. Memory follows kb/kb.h's rule: a kb_skill is released with
@@ -160,7 +160,7 @@ int kb_skill_yaml_nonstring(const char *text);
 /* The body sections every kb skill has, in this order. */
 extern const char *const kb_skill_sections[4];
 
-/* kb's metadata keys (DESIGN.md, Skills), NULL-terminated. */
+/* kb's metadata keys (docs/design.md, Skills), NULL-terminated. */
 extern const char *const kb_skill_meta_keys[];
 
 /* Checks what the Agent Skills format itself requires (name: 1-64
@@ -178,7 +178,7 @@ int kb_skill_name_ok(const char *name);
 /* ------------------------------------------------------------ evidence.c */
 
 /* evidence.json beside SKILL.md: {"kb_evidence":1,"skill":NAME,
- * "records":[...]}, one record per kb-verify verification (README, "The
+ * "records":[...]}, one record per kb-verify verification (docs/formats.md, "The
  * skill library"). */
 typedef struct {
     char *path;
@@ -276,7 +276,7 @@ int kb_skill_status_parse(const char *name, kb_skill_status *out);
 kb_skill_status kb_skill_status_of(const kb_skill *s);
 
 /* Applies one verification's record (taken: appended to ev, or freed) to
- * s and ev, as DESIGN.md's lifecycle says, with kernel_sha256 the hash of
+ * s and ev, as docs/design.md's lifecycle says, with kernel_sha256 the hash of
  * s's kernel.cu now:
  *  - a retired skill is not verified again (KB_ERR_MISMATCH);
  *  - a record for another kernel or task is refused (KB_ERR_MISMATCH);
@@ -373,17 +373,11 @@ kb_rc kb_skill_export(const kb_skill_lib *lib, const char *dir,
                       kb_err *err);
 
 
-/* --------------------------------------------------- search.c, verify.c */
-/* the skill library's steps that need what lives above
- * skills/: kb-verify (through verify/verify.h) to verify a skill and
- * to compile its kernel for lint, the task model to check kb-task, the KB
- * to resolve a skill's deep links and to search skills. skills/ keeps the
- * model, the evidence and the lifecycle; these hand it kb-verify's JSON.
- * One section per file.
- */
-
-
-/* ------------------------------------------------------------ skill_verify.c */
+/* ----------------------------------------------------------------- verify.c */
+/* A skill verified through kb-verify (verify/verify.h, below skills/), its
+ * kernel compiled for lint, its kb-task checked against the task model,
+ * its deep links resolved in the KB. skills/ keeps the model, the evidence
+ * and the lifecycle; these hand it kb-verify's JSON. */
 
 typedef struct {
     const char *tasks_dir;       /* where kb-task names a task: corpus/tasks */

@@ -1,4 +1,4 @@
-/* skill_verify.c - a skill verified through kb-verify (or a result of it
+/* verify.c - a skill verified through kb-verify (or a result of it
  * imported), and lint's checks that need kb-verify, the task model or
  * the KB. */
 #include "skills/skill.h"

@@ -31,7 +31,7 @@
 
 /* A kernel task (corpus/tasks/<name>/task.json + reference.cu), parsed in
  * plain C so that kb never links CUDA; kb-verify links this too. The
- * format is documented in README.md ("GPU verification"). */
+ * format is documented in docs/verify.md. */
 
 typedef enum {
     KB_ROLE_INPUT = 0, KB_ROLE_OUTPUT, KB_ROLE_INOUT, KB_ROLE_SCRATCH,
@@ -226,7 +226,7 @@ void kb_verify_fast_p(const char *const *verdicts, const double *speedups,
 
 /* ------------------------------------------------------------------ results */
 
-/* kb-verify's verdicts (README.md, "GPU verification"). */
+/* kb-verify's verdicts (docs/verify.md). */
 typedef enum {
     KB_VERIFY_ERROR = 0,       /* no verdict on the candidate: the task, the
                                   GPU or kb-verify itself failed */

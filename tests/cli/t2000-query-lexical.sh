@@ -46,7 +46,7 @@ for text in '"unbalanced quote' 'a:b' 'x-y-z' '(' ')' '*' 'AND OR NOT' 'NEAR(a b
     fi
 done
 
-# the JSON object has exactly DESIGN.md's fields, and the budget's
+# the JSON object has exactly docs/design.md's fields, and the budget's
 # (truncated, omitted) and each result's source version (README, design
 # notes)
 q -k 3 "shared memory bank conflicts"

@@ -3,7 +3,7 @@
 of kb generate on a machine without a GPU (as tests/llm/scripted_llm.py
 replays recorded replies of a model).
 
-It speaks kb-verify's command line and --serve protocol (README, "GPU
+It speaks kb-verify's command line and --serve protocol (docs/verify.md, "GPU
 verification"). A candidate whose source is, but for trailing whitespace,
 the kernel a recorded result verified (its "candidate" path, relative to
 the tree) gets that result, with the request's id and candidate path; the

@@ -70,7 +70,7 @@ static void test_feedback_timed(void **state)
 static void test_feedback_incorrect(void **state)
 {
     (void)state;
-    /* kb-verify's result shape for a failing check (README, "The result") */
+    /* kb-verify's result shape for a failing check (docs/formats.md) */
     const char *line =
         "{\"kb_verify\":1,\"task\":\"gelu\",\"candidate\":\"c.cu\",\"verdict\":\"incorrect\","
         "\"reason\":\"'y' differs from the reference on shape 'odd'\","

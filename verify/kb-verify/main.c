@@ -1,7 +1,7 @@
 /* main.c - kb-verify: compiles a candidate kernel with NVRTC, checks it
  * against a task's reference on every shape, seed and input distribution,
  * times it against the baseline and prints one JSON result. The protocol
- * and the result's fields are documented in README.md ("GPU verification").
+ * and the result's fields are documented in docs/formats.md ("kb-verify's result").
  *
  *   kb-verify [options] TASK_DIR CANDIDATE.cu
  *   kb-verify --reference TASK_DIR          reference vs CPU float64

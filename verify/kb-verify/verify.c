@@ -2,8 +2,8 @@
  * source, refusals, the compile (overlapped with opening the GPU), then
  * every shape's correctness trials and timing, and the verdict. The
  * steps live in the files below it; the context and verdicts they share
- * in ctx.c. The result's fields are documented in README.md ("GPU
- * verification"). */
+ * in ctx.c. The result's fields are documented in docs/formats.md
+ * ("kb-verify's result"). */
 #include "verify/kb-verify/verify_int.h"
 
 #include <math.h>
