@@ -10,15 +10,17 @@
 #                      chunks), with vectors: serve-lib.sh's ingest_small
 #   small-skills       small, then the skill library (corpus/skills)
 #   cbp                cuda-best-practices, with vectors
-#   cbp-survey-skills  cuda-best-practices and survey-literature, then the
-#                      skill library
+#   cbp-survey-skills  cbp, then survey-literature, then the skill library
 # Each is what the same 'kb ingest -q --manifest corpus/sources.json ...'
-# commands leave in a fresh KB.
+# commands leave in a fresh KB (cbp-survey-skills: the content of one
+# ingest of cuda-best-practices and survey-literature; only the times and
+# the vector index's generation differ).
 
 # kbs_base NAME: the KB that NAME starts from (a copy), or nothing
 kbs_base() {
     case $1 in
     small-skills) echo small ;;
+    cbp-survey-skills) echo cbp ;;
     esac
 }
 
@@ -28,7 +30,7 @@ kbs_steps() {
     small) echo "hopper-tuning-guide survey-literature" ;;
     small-skills) echo "skills" ;;
     cbp) echo "cuda-best-practices" ;;
-    cbp-survey-skills) echo "cuda-best-practices survey-literature"; echo "skills" ;;
+    cbp-survey-skills) echo "survey-literature"; echo "skills" ;;
     *) return 1 ;;
     esac
 }
