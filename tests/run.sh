@@ -128,7 +128,7 @@ report() {
         printf 'skip  %-36s %6ss  (%s)\n' "$name" "$secs" "$(grep -m1 '^skipped:' "$log" | cut -c10-)"
     else
         passed=$((passed + 1))
-        local parts; parts=$(sed -n 's/^skip: *//p' "$log" | paste -sd ';' -)
+        local parts; parts=$(sed -n 's/^skip: *//p' "$log" | paste -sd '|' - | sed 's/|/; /g')
         printf 'ok    %-36s %6ss%s\n' "$name" "$secs" "${parts:+  (skip: $parts)}"
     fi
 }
