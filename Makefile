@@ -2,7 +2,11 @@
 #
 #   make            build/kb (and build/kb-verify where a CUDA toolkit is found)
 #   make deps       install packages, the FAISS C API and the model (idempotent)
-#   make test       deps, build, unit + CLI tests
+#   make test       deps, build, the layer and size checks, the tests of
+#                   tier ci, TEST_JOBS (nproc) at once: what CI runs
+#   make test-quick build, the unit tests, fuzz replays and quick CLI tests
+#   make test-full  as make test, with the slow tests too (tier full)
+#                   (tiers, logs, skips: tests/run.sh)
 #   make check      the test suite under ASan + UBSan
 #   make fuzz       each fuzz target for FUZZ_SECONDS (60) under libFuzzer
 #   make demo       deps, build, ingest the mirror, answer a query
@@ -54,7 +58,7 @@ MAIN_OBJ := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps test unit cli layers check demo bench install clean
+.PHONY: all deps test test-quick test-full unit cli layers check demo bench install clean
 all: $(BUILD)/kb $(BUILD)/kb.bash $(BUILD)/_kb $(BUILD)/kb.1
 
 $(BUILD)/obj/%.o: %.c kb/kb.h
@@ -115,11 +119,27 @@ $(VENV)/.stamp: tests/requirements.txt tests/requirements-nodeps.txt
 	$(Q)$(VENV)/bin/pip install -q --disable-pip-version-check --no-deps -r tests/requirements-nodeps.txt
 	$(Q)touch $@
 
+# what the tests run: built at once (-j, unless make was given one), the
+# venv's download beside the compiles
+TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+TEST_BINS := all $(UNIT_BIN) $(FUZZ_REPLAY) $(VERIFY_TARGETS) $(VENV)/.stamp
+TEST_MAKE  = $(MAKE) --no-print-directory $(if $(filter -j%,$(MAKEFLAGS)),,-j$(TEST_JOBS))
 test: deps
-	$(Q)$(MAKE) --no-print-directory all $(UNIT_BIN) $(FUZZ_REPLAY) $(VERIFY_TARGETS) $(VENV)/.stamp
+	$(Q)$(TEST_MAKE) $(TEST_BINS)
 	$(Q)scripts/check-layers.sh $(BUILD)
 	$(Q)scripts/check-sizes.sh
-	$(Q)tests/run.sh $(BUILD)
+	$(Q)KB_TEST_JOBS=$(TEST_JOBS) tests/run.sh $(BUILD) ci
+
+# the edit loop: no deps, no layer check
+test-quick:
+	$(Q)$(TEST_MAKE) $(TEST_BINS)
+	$(Q)KB_TEST_JOBS=$(TEST_JOBS) tests/run.sh $(BUILD) quick
+
+test-full: deps
+	$(Q)$(TEST_MAKE) $(TEST_BINS)
+	$(Q)scripts/check-layers.sh $(BUILD)
+	$(Q)scripts/check-sizes.sh
+	$(Q)KB_TEST_JOBS=$(TEST_JOBS) tests/run.sh $(BUILD) full
 
 # the dependency direction of docs/design.md's Layout, from includes and
 # symbols, and the house rules on file and function size
@@ -127,11 +147,12 @@ layers: all
 	$(Q)scripts/check-layers.sh $(BUILD)
 	$(Q)scripts/check-sizes.sh
 
+# one kind of test, every tier
 unit: all $(UNIT_BIN) $(FUZZ_REPLAY)
-	$(Q)tests/run.sh $(BUILD) unit
+	$(Q)KB_TEST_JOBS=$(TEST_JOBS) tests/run.sh $(BUILD) full unit
 
 cli: all
-	$(Q)tests/run.sh $(BUILD) cli
+	$(Q)KB_TEST_JOBS=$(TEST_JOBS) tests/run.sh $(BUILD) full cli
 
 check: deps
 	$(Q)$(MAKE) --no-print-directory BUILD=build-asan \
@@ -139,7 +160,7 @@ check: deps
 	  LDFLAGS="-fsanitize=address,undefined" FAISS_CAPI=build/faiss-capi all \
 	  $(UNIT_SRC:tests/unit/%.c=build-asan/tests/%) $(FUZZ_NAMES:%=build-asan/tests/test_fuzz_%)
 	$(Q)ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	  tests/run.sh build-asan
+	  tests/run.sh build-asan full
 
 # deps first, then the build: under make -j the two would race
 demo: deps

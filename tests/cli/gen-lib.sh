@@ -40,11 +40,11 @@ stop_llm() {
 }
 # start_smollm2 [ARG...]: llama.cpp's server with SmolLM2-135M
 # (tests/llm/smollm2-server.py from the test virtualenv, ARGs passed on);
-# sets LLM_PID and SMOL_URL (http://127.0.0.1:PORT), or says "skipped: ..."
-# and ends the test when the virtualenv or the model is missing
+# sets LLM_PID and SMOL_URL (http://127.0.0.1:PORT), or ends the test
+# (skip_rest) when the virtualenv or the model is missing
 start_smollm2() {
     local py="${KB_VENV:-}/bin/python"
-    [ -x "$py" ] || { echo "skipped: no test virtualenv (KB_VENV; make test makes build/venv)"; exit 0; }
+    [ -x "$py" ] || skip_rest "no test virtualenv (KB_VENV; make test makes build/venv)"
     [ -n "$LLM_PID" ] && stop_llm
     "$py" "$KB_TOP/tests/llm/smollm2-server.py" "$@" >"$KB_TMP/smol.url" 2>"$KB_TMP/smol.err" &
     LLM_PID=$!
@@ -55,7 +55,7 @@ start_smollm2() {
     done
     SMOL_URL=$(head -n1 "$KB_TMP/smol.url")
     case $SMOL_URL in
-    skipped:*) echo "$SMOL_URL"; exit 0 ;;
+    skipped:*) skip_rest "SmolLM2: ${SMOL_URL#skipped: }" ;;
     http://127.0.0.1:*) ;;
     *) fail "smollm2-server.py did not start: '$SMOL_URL' $(tail -5 "$KB_TMP/smol.err")" ;;
     esac

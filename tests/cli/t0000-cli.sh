@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: quick
 # The command line itself: --help generated from the command table, usage
 # errors, an installed kb finds its manifest.
 . "$(dirname "$0")/lib.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: quick
 # The command table: options parsed from it (whole names only, "needs a
 # value", "--", --help and --version everywhere, "did you mean"), the shell
 # completion and the man page made from it, colour, a failed write.

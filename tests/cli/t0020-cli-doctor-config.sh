@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: quick
 # kb doctor: each check ok, warn or FAIL with what to do; kb config: the
 # config file's settings, the environment winning, keys never shown.
 . "$(dirname "$0")/lib.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: quick
 # The whole mirror through the manifest: what comes out, per source.
 . "$(dirname "$0")/lib.sh"
 need_mirror

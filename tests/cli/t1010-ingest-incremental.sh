@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: ci
 # Incremental ingest: unchanged documents are skipped, changed ones replace
 # their chunks, removed ones go.
 . "$(dirname "$0")/lib.sh"

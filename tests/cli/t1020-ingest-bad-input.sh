@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: ci
 # Bad input gets a clear error and loses nothing.
 . "$(dirname "$0")/lib.sh"
 need_mirror

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: ci
 # kill -9 in the middle of an ingest leaves a consistent KB, and readers
 # keep working while an ingest runs.
 . "$(dirname "$0")/lib.sh"

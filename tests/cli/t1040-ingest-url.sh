@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: ci
 # Sources fetched over HTTP from a loopback server: parsed by what the body
 # is, cached under the KB with Last-Modified, re-fetched conditionally, and
 # kept when the server is gone.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: ci
 # Inputs found by fault injection and fuzzing (issue 15): each ends in a
 # clear result, never a crash or a hang, and loses nothing.
 . "$(dirname "$0")/lib.sh"

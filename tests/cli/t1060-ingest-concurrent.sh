@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: ci
 # Writers at once (issue 15 item 10): an embedding ingest failed with
 # "database is locked" when any other process wrote during it (its count
 # of pending chunks kept a read snapshot open). Two ingests at once both

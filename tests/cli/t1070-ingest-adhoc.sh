@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: quick
 # Ad-hoc files and folders (issue 14): one document per file however it is
 # spelt, a folder read again drops its deleted files, an unreadable
 # subfolder fails alone, kb rm, --source that is the manifest's, ad-hoc

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: quick
 # Titles, labels and headings (issue 14, 11): a one-page source is titled as
 # the manifest names it, not by its first section; a small CUDA function is
 # code; a heading of hundreds of characters does not flood the terminal.

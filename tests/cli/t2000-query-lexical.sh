@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: ci
 # Lexical search over the real corpus: identifiers whole and by parts,
 # safe user text, filters, the JSON contract, get, papers.
 . "$(dirname "$0")/lib.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: quick
 # A document cannot drive the user's terminal (issue 15 item 11): escape
 # sequences in a document (retitle, clear, a disguised link) were printed
 # raw by kb query and kb get. Human output shows them escaped; --json

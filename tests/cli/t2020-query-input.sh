@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: ci
 # What a query is and what it says (issue 14): blank and punctuation-only
 # queries, unknown sources and comma lists, -q and the footer, a missing
 # model, a partly embedded KB, valid UTF-8 JSON from bytes that are not.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: quick
 # kb eval: retrieval metrics over a small KB (the Best Practices Guide from
 # the mirror, lexical only) with a qrels file of our own.
 . "$(dirname "$0")/lib.sh"

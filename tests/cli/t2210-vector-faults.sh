@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: ci
 # A damaged FAISS file is never used (issue 15 item 6): its dimension and
 # count matching is not enough. Each damage below (SQLite's corrupt tests'
 # idea) gets the same results as the whole file, a warning, and the file

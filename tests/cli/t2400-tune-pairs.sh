@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: ci
 # kb tune's pairs and its errors, on the real Best Practices Guide and CUDA
 # samples (no torch needed; t2410 trains): every pair is a chunk of the KB
 # with its text, under a question made of its headings without their

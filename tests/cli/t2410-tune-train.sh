@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: ci
 # kb tune end to end with the real trainer (scripts/tune-embedder.py, real
 # PyTorch), on the skill library kb ships: 64 pairs, 4-5 steps; the model it
 # writes is pinned by its manifest and opened by kb as

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: quick
 # kb skill without a GPU: usage errors, new (a draft with the four
 # sections), list and show (text and JSON), approve refused for a draft,
 # retire (kept, hidden from list), the refused transitions' messages.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: quick
 # kb skill lint: `file:line: error: message (rule)`, exit 1 on errors (0 on
 # warnings alone, 1 with --strict), --json; kb's rules beyond the model's
 # (tests/unit/test_skill.c has every format case): kb-task, kernel.cu

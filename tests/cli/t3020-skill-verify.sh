@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: quick
 # kb skill verify: kb-verify's result (a child that answers as kb-verify
 # does, KB_VERIFY) appended to evidence.json, kb-status and kb-speedup set
 # from it; a suspicious result and no GPU change nothing; a failed

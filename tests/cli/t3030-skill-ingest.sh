@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: quick
 # The seed library in a KB of the real mirror, by a plain 'kb ingest'
 # (corpus/skills is a source of the manifest): ingested as kind skill
 # (kernel.cu as code), found by kb query --kind skill among the guides with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: quick
 # kb skill export: a folder of skills an agent loads as-is, each passing
 # the Agent Skills reference validator (skills-ref, `agentskills` in
 # $KB_VENV) and read back by it with every metadata value as written;

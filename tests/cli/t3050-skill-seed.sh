@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: ci
 # The seed library (corpus/skills) as committed: at least 15 skills, each
 # kernel.cu one of corpus/tasks' optimised candidates for its kb-task, each
 # verified by kb-verify's evidence on the H200 for that kernel (lint checks

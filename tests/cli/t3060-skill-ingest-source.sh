@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: ci
 # The skill library is a source of the manifest ("local": read from beside
 # corpus/sources.json, with or without a mirror), so a plain 'kb ingest'
 # brings it in as kind skill under source 'skills', keyed and reported as

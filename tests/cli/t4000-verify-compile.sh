@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: ci
 # kb-verify without a GPU: NVRTC compiles every task's reference and every
 # committed candidate (optimised and adversarial); the refusals and the
 # compile error get their verdicts; the JSON reports per-kernel resources;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: ci
 # kb verify without a GPU: usage errors, the child process's wall-clock
 # limit, a child that crashes or prints nothing, fast_p over saved results
 # (a fixture written from our own H200 run), a suite whose every candidate

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: ci
 # On a GPU: every reference matches its CPU float64 implementation, and
 # every committed optimised candidate verifies (faster than its baseline;
 # gemm_bf16, which ties cuBLAS, correct with parity: within 3% of the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: ci
 # The level-2 suite without a GPU: at least 8 fusion tasks besides
 # gemm_bf16, each with a target, an odd and a tiny shape, a roofline floor,
 # exactly one optimised candidate, a reference and a candidate that NVRTC

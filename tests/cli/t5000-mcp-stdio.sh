@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: quick
 # kb mcp over stdio, by hand: the exchanges of tests/mcp/cases/ (both eras,
 # every JSON-RPC error, invalid UTF-8, notifications, blank lines, a last
 # line without its newline), each reply checked against the protocol's

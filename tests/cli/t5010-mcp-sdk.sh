@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: ci
 # kb mcp with a real client: the official MCP Python SDK (tests/requirements.txt)
 # over stdio, in its legacy mode (the 2025-11-25 handshake) and its auto mode
 # (server/discover, then 2026-07-28), on a KB with vectors: every tool
@@ -9,8 +10,7 @@
 . "$(dirname "$0")/lib.sh"
 need_mirror
 [ -x "${KB_VENV:-}/bin/python" ] || { echo "skipped: no test virtualenv (make test makes build/venv)"; exit 0; }
-expect_rc 0 kb ingest -q --manifest "$MANIFEST" cuda-best-practices survey-literature
-expect_rc 0 kb ingest -q --manifest "$KB_TOP/corpus/sources.json" skills
+use_kb cbp-survey-skills   # these two, then the skill library
 export KB_MANIFEST="$MANIFEST"   # the task and prompt tools find corpus/tasks beside it
 mkdir -p "$KB_TMP/work"
 client() { expect_rc 0 "$KB_VENV/bin/python" "$KB_TOP/tests/mcp/sdk_client.py" "$@"; }

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: ci
 # kb serve's REST endpoints against a real server on loopback: each answer
 # is the tool's (the object `kb query --json` prints), every error status
 # with its JSON error, the token, Origin and Host, the body cap, the
@@ -7,7 +8,7 @@
 . "$(dirname "$0")/serve-lib.sh"
 need_mirror
 [ -x "${KB_VENV:-}/bin/python3" ] || fail "no test virtualenv (KB_VENV): run through make test"
-ingest_small
+use_kb small   # serve-lib.sh's ingest_small, built once
 
 # the command line
 expect_rc 0 kb serve --help

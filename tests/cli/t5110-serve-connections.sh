@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: ci
 # kb serve's connections, with raw sockets: a slow client is cut off, a
 # client that hangs up mid-request costs nothing, SIGTERM and SIGINT drain
 # the request in flight and exit 0 (a stuck one is cut off at the drain
@@ -7,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/serve-lib.sh"
 need_mirror
-ingest_small
+use_kb small   # serve-lib.sh's ingest_small, built once
 
 # raw PORT SCRIPT: a Python snippet with a connected socket 's' and
 # helpers: send(b), recv_all() (until the server closes), reply() (one

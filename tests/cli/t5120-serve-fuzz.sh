@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: ci
 # kb serve's REST API fuzzed against its own OpenAPI document with
 # schemathesis (tests/requirements.txt): schema-valid and schema-invalid
 # requests on every operation, with and without the token, every check on
@@ -16,11 +17,10 @@
 need_mirror
 st="${KB_VENV:-}/bin/schemathesis"
 [ -x "$st" ] || fail "no schemathesis in the test virtualenv (KB_VENV): run through make test"
-ingest_small
+use_kb small-skills   # ingest_small, then the skill library
 
 printf 'fuzz-%s\n' "$RANDOM$RANDOM" >"$KB_TMP/token"
 tok=$(head -n1 "$KB_TMP/token")
-expect_rc 0 kb ingest -q --manifest "$KB_TOP/corpus/sources.json" skills
 start_server --token-file "$KB_TMP/token" --threads 2 --skills "$KB_TOP/corpus/skills"
 cd "$KB_TMP" || fail "cd"
 # one refusal the schema cannot describe: budget_tokens' floor (1000) is

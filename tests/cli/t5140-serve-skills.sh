@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: ci
 # kb serve's skill endpoints against a real server on loopback, over the
 # committed skill library (corpus/skills): GET /v1/skills (the list,
 # filtered; with ?query the skill_search tool), /v1/skills/{name}
@@ -12,8 +13,7 @@ need_mirror
 [ -x "${KB_VENV:-}/bin/python3" ] || fail "no test virtualenv (KB_VENV): run through make test"
 PY="$KB_VENV/bin/python3"
 LIB="$KB_TOP/corpus/skills"
-ingest_small
-expect_rc 0 kb ingest -q --manifest "$KB_TOP/corpus/sources.json" skills
+use_kb small-skills   # ingest_small, then the skill library
 skill=smem-padding-bank-conflicts
 
 start_server --threads 2 --skills "$LIB"

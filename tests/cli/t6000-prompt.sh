@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: quick
 # kb prompt TASK over a small real KB (the CUDA Best Practices Guide from the
 # mirror and the team's skill library): the sections in order with the
 # device's profile, the target shape alone, the skill that fits cited with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: ci
 # kb generate against the scripted LLM server, verifying with the real
 # kb-verify --compile-only (NVRTC: no GPU needed): usage; --dry-run sends
 # nothing; a run of rounds whose feedback carries the real compile log,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: ci
 # kb generate's write-back: a kernel verified faster becomes a draft skill
 # through the skill library. Without a GPU here, the verdicts are the H200's
 # own, replayed by tests/generate/recorded_verify.py (a kb-verify that

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: full
 # kb generate against a real model: llama.cpp's server (the xllamacpp CPU
 # wheel in build/venv) serving SmolLM2-135M-Instruct, far too small to write
 # a good kernel, with kb-verify --compile-only. The run goes through every

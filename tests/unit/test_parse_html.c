@@ -588,7 +588,7 @@ int main(void)
     };
     int failed = cmocka_run_group_tests_name("parse_html fixtures", fixtures, NULL, NULL);
     if (!tu_mirror()) {
-        printf("skipped: KB_MIRROR is unset or missing (real-document checks)\n");
+        printf("skip: the real-document checks (KB_MIRROR is unset or missing)\n");
         return failed;
     }
     return failed + cmocka_run_group_tests_name("parse_html mirror", real, NULL, NULL);

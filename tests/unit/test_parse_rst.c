@@ -199,7 +199,7 @@ static void test_mirror(void **state)
     (void)state;
     const char *m = tu_mirror();
     if (!m) {
-        printf("skipped: $KB_MIRROR is unset or missing\n");
+        printf("skip: the mirror's .rst files ($KB_MIRROR is unset or missing)\n");
         return;
     }
     const char *dirs[] = { "ptx-isa/libcudacxx-rst", "cutlass-docs" };
@@ -209,7 +209,7 @@ static void test_mirror(void **state)
         free(d);
     }
     if (mir.files == 0) {
-        printf("skipped: no .rst files under $KB_MIRROR\n");
+        printf("skip: the mirror's .rst files (none under $KB_MIRROR)\n");
         return;
     }
     printf("rst: %zu files, %zu blocks (%zu code, %zu tables), %zu sections "

@@ -58,7 +58,7 @@ static void test_mirror_text(void **state)
     (void)state;
     char *path = tu_mirror_path("ptx-isa/text/raw.txt");
     if (!path) {
-        printf("skipped: KB_MIRROR is unset or missing\n");
+        printf("skip: raw.txt of the mirror (KB_MIRROR is unset or missing)\n");
         return;
     }
     kb_doc doc;

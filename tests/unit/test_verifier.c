@@ -373,7 +373,7 @@ int main(void)
         snprintf(kv, sizeof kv, "%s/build/kb-verify", top);
     have_kv = access(kv, X_OK) == 0;
     if (!have_kv)
-        printf("skipped: no kb-verify (no CUDA toolkit): the real-child cases\n");
+        printf("skip: the real-child cases (no kb-verify: no CUDA toolkit)\n");
     snprintf(tmp, sizeof tmp, "/tmp/kb-test-verifier-XXXXXX");
     if (!mkdtemp(tmp))
         return 1;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: quick
 # kb papers, kb sources and kb status print text that comes from documents,
 # the manifest and fetch errors (issue 15, after item 11): escape sequences
 # there (retitle, clear, colour) were printed raw. Their human output
