@@ -46,6 +46,9 @@ kb_rc kb_api_skills_attach(kb_store *store, const kb_skill_pub *lib, kb_err *err
         "skills for this operation: gemm, reduce, scan, ...\"}," \
     "\"status\":{\"type\":\"string\",\"enum\":" STATUS_ENUM ",\"description\":" \
         "\"only skills of this status (retired skills only when asked for)\"}"
+#define ALL_PROP \
+    "\"all\":{\"type\":\"boolean\",\"default\":false,\"description\":" \
+        "\"retired skills too\"}"
 
 static const char search_input[] =
     "{\"type\":\"object\",\"properties\":{"
@@ -53,9 +56,7 @@ static const char search_input[] =
         "\"description\":\"the technique or problem, in words: 'bank "
         "conflicts in a shared-memory transpose', 'bf16 gemm with tensor "
         "cores', 'single-pass softmax'\"},"
-    K_PROP("\"default\":5,") MODE_PROP FILTER_PROPS ","
-    "\"all\":{\"type\":\"boolean\",\"default\":false,\"description\":"
-        "\"retired skills too\"}},"
+    K_PROP("\"default\":5,") MODE_PROP FILTER_PROPS "," ALL_PROP "},"
     "\"required\":[\"query\"],\"additionalProperties\":false}";
 
 /* kb-speedup as a number, and kb-arch: one meaning wherever a skill is
@@ -333,7 +334,7 @@ static kb_rc tool_skill_get(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
 
 static const char list_input[] =
     "{\"type\":\"object\",\"properties\":{"
-    K_PROP("") MODE_PROP FILTER_PROPS "},"
+    K_PROP("") MODE_PROP FILTER_PROPS "," ALL_PROP "},"
     "\"additionalProperties\":false}";
 
 #define LIST_ENTRY \
@@ -401,7 +402,8 @@ static kb_rc tool_skill_list(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
     const cJSON *k = cJSON_GetObjectItemCaseSensitive(args, "k");
     size_t max = cJSON_IsNumber(k) ? (size_t)k->valuedouble : lib->n;
     kb_skill_query q = { .arch = arg_str(args, "arch"), .dtype = arg_str(args, "dtype"),
-                         .ops = arg_str(args, "ops"), .status = arg_str(args, "status") };
+                         .ops = arg_str(args, "ops"), .status = arg_str(args, "status"),
+                         .all = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(args, "all")) };
     cJSON *root = cJSON_CreateObject(), *arr = NULL;
     int ok = root && (arr = cJSON_AddArrayToObject(root, "skills"));
     for (size_t i = 0, n = 0; ok && i < lib->n && n < max; i++) {
@@ -499,7 +501,7 @@ static const kb_tool tools[] = {
     { "skill_list",
       "The skill library's skills, by name, with their status, speedup, "
       "task, architecture, data type and files; filter by arch, dtype, ops "
-      "or status (retired skills only when asked for), at most k. mode is "
+      "or status (retired skills only when asked for: status or all), at most k. mode is "
       "a search's and changes nothing here.",
       list_input, list_output, 1, tool_skill_list, 0,
       KB_TOOL_REST | KB_TOOL_NEEDS_SKILLS },

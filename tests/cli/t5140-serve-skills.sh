@@ -52,6 +52,12 @@ st=$(sed -n 's/^ *kb-status: *//p' "$LIB/$skill/SKILL.md" | tr -d "\"'")
 [ "$(json_get "$body" "[s['status'] for s in j['skills'] if s['name'] == '$skill'][0]")" = "$st" ] ||
     fail "$skill's status in the list is not its front matter's $st"
 list=$body
+# all=true: the retired ones too, as skill_search's all (schemathesis sent
+# it: the OpenAPI document shares GET /v1/skills between the two tools)
+expect_status 200 GET "/v1/skills?all=true"
+every=$(cd "$LIB" && ls -d */ | tr -d / | sort | tr '\n' ' ')
+[ "$(json_get "$body" "' '.join(s['name'] for s in j['skills']) + ' '")" = "$every" ] ||
+    fail "all=true: $(json_get "$body" "[s['name'] for s in j['skills']]"), wanted $every"
 # filters: the same as skill_search's (status, arch with sm_NN+, ops), and k
 expect_status 200 GET "/v1/skills?status=verified"
 [ "$(json_get "$body" "len(j['skills']) > 0 and all(s['status'] == 'verified' for s in j['skills'])")" = True ] ||
