@@ -3,7 +3,6 @@
  * child process under a wall-clock limit. */
 #include "api/api.h"
 #include "verify/verify.h"
-#include "kb/config.h"
 #include "kb/kb_int.h"
 
 #include <dirent.h>

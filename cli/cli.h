@@ -7,7 +7,7 @@
 #define KB_CLI_H
 
 #include "kb/kb.h"
-#include "kb/config.h"
+#include "kb/kb_int.h"
 #include "skills/skill.h"
 
 #include <cjson/cJSON.h>

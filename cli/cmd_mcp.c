@@ -3,7 +3,7 @@
  * 0 at the end of input. The protocol is serve/mcp.c's. */
 #include "cli/cli.h"
 #include "api/api.h"
-#include "serve/mcp.h"
+#include "serve/serve.h"
 
 #include <errno.h>
 #include <signal.h>

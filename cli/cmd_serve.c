@@ -1,10 +1,9 @@
-/* cmd_serve.c - kb serve: the HTTP server (serve/http.h) with the REST
+/* cmd_serve.c - kb serve: the HTTP server (serve/serve.h) with the REST
  * routes and MCP's Streamable HTTP transport at /mcp, on loopback by
  * default, until SIGTERM or SIGINT drains it. */
 #include "cli/cli.h"
 #include "api/api.h"
-#include "serve/http.h"
-#include "serve/mcp.h"
+#include "serve/serve.h"
 
 #include <signal.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /*
  * gen.h - the generator's internals (docs/design.md, "Generator"): kernel
  * extraction, prompt assembly, the generate-verify loop and its
- * transcripts (the LLM clients are kb/llm.h's, shared with query
+ * transcripts (the LLM clients are kb/llm.c's, shared with query
  * expansion). The command files (kb generate, kb prompt) and the
  * servers (the MCP prompt tool) call these; nothing below generator/ does.
  * One section per file. Library code: nothing prints to stdout or exits.
@@ -10,8 +10,7 @@
 #define KB_GEN_H
 
 #include "kb/kb.h"
-#include "kb/config.h"
-#include "kb/llm.h"
+#include "kb/kb_int.h"
 #include "verify/verify.h"
 
 #include <cjson/cJSON.h>

@@ -8,7 +8,7 @@
  * header; it is never logged nor put into an error message.
  */
 #include "index/index.h"
-#include "kb/http.h"
+#include "kb/kb_int.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>

@@ -6,7 +6,7 @@
  * configuration.
  */
 #include "index/index.h"
-#include "kb/config.h"
+#include "kb/kb_int.h"
 
 #include <cjson/cJSON.h>
 

@@ -8,7 +8,7 @@
  * before the sidecar, so a crash between the two leaves a sidecar whose
  * hash does not match: such an entry is ignored, never served. */
 #include "ingest/ingest_int.h"
-#include "kb/http.h"
+#include "kb/kb_int.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>

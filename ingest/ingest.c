@@ -3,7 +3,7 @@
  * write.c (parse, chunk, store: one transaction per document, incremental
  * by content hash), then the vectors and the skills' near-duplicates. */
 #include "ingest/ingest_int.h"
-#include "kb/config.h"
+#include "kb/kb_int.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * walks the table, validates numbers, and resolves the two directories
  * whose defaults depend on HOME/XDG_DATA_HOME. `kb --help` and the README's
  * "Configuration" table list the same rows. */
-#include "kb/config.h"
+#include "kb/kb_int.h"
 
 #include <pwd.h>
 #include <stddef.h>

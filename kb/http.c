@@ -1,6 +1,6 @@
 /* http.c - the one HTTP client (see http.h): requests, retries with
  * backoff and Retry-After, caps, authentication, and the SSE reader. */
-#include "kb/http.h"
+#include "kb/kb_int.h"
 
 #include <curl/curl.h>
 #include <errno.h>

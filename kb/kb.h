@@ -182,7 +182,7 @@ void kb_log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* ------------------------------------------------------------------ config */
 
 /* kb's settings from the environment (KB_DIR, KB_EMBED_URL, ...), resolved
- * once by kb_config_load at start and passed down; kb/config.h has the
+ * once by kb_config_load at start and passed down; kb/kb_int.h ("config.c") has the
  * struct and its table. */
 typedef struct kb_config kb_config;
 

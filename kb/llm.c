@@ -1,4 +1,4 @@
-/* llm.c - the LLM clients (kb/llm.h) on kb/http.c:
+/* llm.c - the LLM clients (kb/kb_int.h, "llm.c") on kb/http.c:
  *   OpenAI-compatible  POST .../v1/chat/completions  (vLLM, SGLang,
  *                      llama.cpp's server, Ollama, OpenAI)
  *   Anthropic          POST .../v1/messages
@@ -8,8 +8,7 @@
  * timeouts and the retries (429, 408, 5xx and so 529, Retry-After). The
  * key goes into one header; it is never in request_json, and is blanked
  * wherever a server echoes it (text, raw, messages). */
-#include "kb/llm.h"
-#include "kb/http.h"
+#include "kb/kb_int.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>

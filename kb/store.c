@@ -2,7 +2,6 @@
  * migrations, transactions, the KB's status. SQLite is the source of
  * truth. */
 #include "kb/kb_int.h"
-#include "kb/config.h"
 
 #include <dirent.h>
 #include <errno.h>

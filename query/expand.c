@@ -3,8 +3,7 @@
  * model and prompt version. The LLM client is kb/llm.c's, the generator's
  * too; the rewrites are searched as kb_query_opts.searches. */
 #include "query/query_int.h"
-#include "kb/config.h"
-#include "kb/llm.h"
+#include "kb/kb_int.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>

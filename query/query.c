@@ -1,7 +1,7 @@
 /* query.c - query execution: candidate lists (lexical now, vector and
  * their fusion with the embedder), section de-duplication, results. */
 #include "query/query_int.h"
-#include "kb/config.h"
+#include "kb/kb_int.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>

@@ -3,8 +3,7 @@
  * the best sections' texts go out, a relevance score per text comes back,
  * and those sections are put in that order. */
 #include "query/query_int.h"
-#include "kb/config.h"
-#include "kb/http.h"
+#include "kb/kb_int.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>

@@ -1,8 +1,8 @@
-/* http.c - the HTTP server on libmicrohttpd (serve/http.h): the listening
+/* http.c - the HTTP server on libmicrohttpd (serve/serve.h): the listening
  * socket, the thread pool and its workers, the checks every request
  * passes (Host and Origin, the token, the route, the method, the body
  * cap), the replies, the access log and the drain. */
-#include "serve/http.h"
+#include "serve/serve.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
-/* mcp.c - the MCP server's core (mcp.h): a message checked, routed to its
+/* mcp.c - the MCP server's core (serve.h): a message checked, routed to its
  * era, the method run against the one tool table, the reply made. */
-#include "serve/mcp.h"
+#include "serve/serve.h"
 #include "api/api.h"
 
 #include <math.h>

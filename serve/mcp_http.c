@@ -1,10 +1,9 @@
-/* mcp_http.c - MCP's Streamable HTTP transport at /mcp (http.h, "MCP"):
+/* mcp_http.c - MCP's Streamable HTTP transport at /mcp (serve.h, "MCP"):
  * each POST body one message for serve/mcp.c's core, the sessions of the
  * handshake era by Mcp-Session-Id, none in 2026-07-28. Replies are JSON
  * (application/json): kb sends no requests of its own and no progress,
  * so it never needs a stream. */
-#include "serve/http.h"
-#include "serve/mcp.h"
+#include "serve/serve.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -1,10 +1,9 @@
-/* rest.c - the REST face of the tool table (serve/http.h, kb_rest_routes):
+/* rest.c - the REST face of the tool table (serve/serve.h, kb_rest_routes):
  * each endpoint is one tool, its arguments taken from the JSON body or
  * from the path and query string by the tool's own input schema, its
  * answer the tool's result object; GET /openapi.json is made from the
  * same schemas, so the document cannot drift from what is served. */
-#include "serve/http.h"
-#include "serve/mcp.h"
+#include "serve/serve.h"
 #include "api/api.h"
 
 #include <math.h>

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "index/index.h"
-#include "kb/config.h"
+#include "kb/kb_int.h"
 
 static int cmp(const void *a, const void *b)
 {

@@ -6,7 +6,7 @@
  * ROUNDS warm builds, with retrieval and without (a NULL store: assembly
  * alone). One line per task, then the medians over every task. */
 #include "kb/kb.h"
-#include "kb/config.h"
+#include "kb/kb_int.h"
 #include "generator/gen.h"
 
 #include <cjson/cJSON.h>

@@ -3,7 +3,7 @@
  * Runs every query of the file ROUNDS times in each mode after one warm-up
  * round and prints one line per mode: mode=M n=N p50_ms=X p99_ms=Y. */
 #include "kb/kb.h"
-#include "kb/config.h"
+#include "kb/kb_int.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>

@@ -4,9 +4,8 @@
  * sent as it is on a new connection. Whatever comes back is an HTTP/1.x
  * reply or nothing, and the server keeps serving (a crash in a handler is
  * this process's, for ASan to see). */
-#include "serve/http.h"
-#include "serve/mcp.h"
-#include "kb/config.h"
+#include "serve/serve.h"
+#include "kb/kb_int.h"
 #include "tests/fuzz/fuzz.h"
 
 #include <arpa/inet.h>

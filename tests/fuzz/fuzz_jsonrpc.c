@@ -3,8 +3,8 @@
  * Markdown fixtures, lexical) and the skill library as resources. Every
  * reply is one line of valid UTF-8 JSON, an object with jsonrpc "2.0" and
  * a result or an error, and its HTTP status one the transport knows. */
-#include "serve/mcp.h"
-#include "kb/config.h"
+#include "serve/serve.h"
+#include "kb/kb_int.h"
 #include "tests/fuzz/fuzz.h"
 
 #include <ftw.h>

@@ -6,7 +6,7 @@
  * bit; a prompt's three retrievals embed its query once). On a small real
  * KB of fixture files and the real model. */
 #include "kb/kb.h"
-#include "kb/config.h"
+#include "kb/kb_int.h"
 #include "generator/gen.h"
 
 #include <setjmp.h>

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 
 #include "kb/kb.h"
-#include "kb/config.h"
+#include "kb/kb_int.h"
 
 static const char *const names[] = {
     "KB_DIR", "KB_MANIFEST", "KB_MIRROR", "KB_MODEL_DIR", "KB_THREADS",

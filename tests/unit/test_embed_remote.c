@@ -21,7 +21,7 @@
 
 #include "kb/kb.h"
 #include "index/index.h"
-#include "kb/config.h"
+#include "kb/kb_int.h"
 #include "tests/unit/test_http_server.h"
 
 enum { GOOD, MALFORMED, SHORT, WRONGDIM, DIMCHANGE, R429, E503, E401, HANG };

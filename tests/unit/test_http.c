@@ -4,7 +4,7 @@
  * pieces), and a raw socket server for what an HTTP library will not
  * produce: streams cut in the middle of an event. Nothing leaves the
  * machine. */
-#include "kb/http.h"
+#include "kb/kb_int.h"
 
 #include "tests/unit/test_util.h"
 #include "tests/unit/test_http_server.h"

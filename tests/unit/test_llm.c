@@ -7,8 +7,7 @@
  * malformed JSON; a 401 not retried; a timeout; the key never in a body,
  * the log, request_json, raw or a message; many threads at once; and
  * kb_llm_opts_from_config's choices. Nothing leaves the machine. */
-#include "kb/llm.h"
-#include "kb/http.h"
+#include "kb/kb_int.h"
 
 #include "tests/unit/test_util.h"
 

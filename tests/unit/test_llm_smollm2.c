@@ -6,7 +6,7 @@
  * reply with text, the token counts the server reports, the cap on the
  * reply's length honoured. "skipped: ..." only when the venv lacks the
  * packages. */
-#include "kb/llm.h"
+#include "kb/kb_int.h"
 
 #include "tests/unit/test_util.h"
 

@@ -1,9 +1,9 @@
-/* test_mcp.c - the MCP core (serve/mcp.h) as a transport calls it: what
+/* test_mcp.c - the MCP core (serve/serve.h) as a transport calls it: what
  * the stdio tests cannot reach - the HTTP headers a Streamable HTTP
  * transport passes (MCP-Protocol-Version, Mcp-Method, Mcp-Name in its
  * base64 form), the HTTP status each reply wants, the session's era and
  * version, one session shared by threads - on a real (empty) KB. */
-#include "serve/mcp.h"
+#include "serve/serve.h"
 #include "test_util.h"
 
 #include <pthread.h>

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "kb/kb.h"
-#include "kb/config.h"
+#include "kb/kb_int.h"
 #include "query/query_int.h"
 #include "test_util.h"
 #include "test_http_server.h"

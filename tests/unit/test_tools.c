@@ -4,7 +4,7 @@
  * messages that say what to do. */
 #include "kb/kb.h"
 #include "api/api.h"
-#include "kb/config.h"
+#include "kb/kb_int.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

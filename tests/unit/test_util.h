@@ -26,7 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kb/config.h"
+#include "kb/kb_int.h"
 #include "kb/kb.h"
 
 /* ------------------------------------------------------------ loopback */
