@@ -86,6 +86,10 @@ typedef struct {
     char hash[65];
 } kb_gen_prompt;
 
+/* p's citations as a JSON array (caller's), skill "" written as null when
+ * no_skill_null; NULL with *ok cleared on no memory (or *ok already 0). */
+cJSON *kb_gen_cites_json(const kb_gen_prompt *p, int no_skill_null, int *ok);
+
 void kb_gen_prompt_release(kb_gen_prompt *p);
 /* Retrieves for the task (skills first: verified and approved, filtered by
  * arch, dtype and ops; exemplar kernels; doc passages) and assembles the

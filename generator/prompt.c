@@ -307,6 +307,29 @@ kb_rc kb_gen_prompt_build(const kb_gen_prompt_opts *o, kb_gen_prompt *out, kb_er
 
 /* ------------------------------------------------------------------ JSON */
 
+cJSON *kb_gen_cites_json(const kb_gen_prompt *p, int no_skill_null, int *ok)
+{
+    cJSON *arr = *ok ? cJSON_CreateArray() : NULL;
+    *ok = arr != NULL;
+    for (size_t i = 0; *ok && i < p->ncites; i++) {
+        const kb_gen_cite *c = &p->cites[i];
+        cJSON *x = kb_json_push_obj(arr, ok);
+        kb_json_put_num(x, "chunk_id", (double)c->chunk_id, ok);
+        kb_json_put_str(x, "kind", c->kind, ok);
+        kb_json_put_str(x, "source", c->source, ok);
+        kb_json_put_str(x, "title", c->title, ok);
+        kb_json_put_str(x, "heading", c->heading, ok);
+        kb_json_put_str(x, "url", c->url, ok);
+        kb_json_put_str(x, "skill", no_skill_null && !(c->skill && *c->skill) ? NULL : c->skill,
+                        ok);
+    }
+    if (!*ok) {
+        cJSON_Delete(arr);
+        return NULL;
+    }
+    return arr;
+}
+
 kb_rc kb_gen_prompt_json(const kb_gen_prompt *p, cJSON **out, kb_err *err)
 {
     cJSON *o = cJSON_CreateObject();
@@ -315,18 +338,7 @@ kb_rc kb_gen_prompt_json(const kb_gen_prompt *p, cJSON **out, kb_err *err)
     kb_json_put_str(o, "user", p->user, &ok);
     kb_json_put_num(o, "tokens", (double)p->tokens, &ok);
     kb_json_put_str(o, "hash", p->hash, &ok);
-    cJSON *arr = kb_json_put_arr(o, "cites", &ok);
-    for (size_t i = 0; ok && i < p->ncites; i++) {
-        const kb_gen_cite *c = &p->cites[i];
-        cJSON *x = kb_json_push_obj(arr, &ok);
-        kb_json_put_num(x, "chunk_id", (double)c->chunk_id, &ok);
-        kb_json_put_str(x, "kind", c->kind, &ok);
-        kb_json_put_str(x, "source", c->source, &ok);
-        kb_json_put_str(x, "title", c->title, &ok);
-        kb_json_put_str(x, "heading", c->heading, &ok);
-        kb_json_put_str(x, "url", c->url, &ok);
-        kb_json_put_str(x, "skill", c->skill, &ok);
-    }
+    kb_json_put_item(o, "cites", kb_gen_cites_json(p, 0, &ok), &ok);
     if (!ok) {
         cJSON_Delete(o);
         *out = NULL;

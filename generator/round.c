@@ -400,23 +400,8 @@ static kb_rc build_prompt(kb_gen_state *R, const char *feedback, const char *par
         return rc;
     R->prompt_parent_skill[R->nprompts] = parent_skill ? kb_strdup(parent_skill) : NULL;
     *ix = R->nprompts++;
-    cJSON *cites = cJSON_CreateArray();
-    int cok = cites != NULL;
-    for (size_t i = 0; cok && i < p->ncites; i++) {
-        const kb_gen_cite *c = &p->cites[i];
-        cJSON *o = kb_json_push_obj(cites, &cok);
-        kb_json_put_num(o, "chunk_id", (double)c->chunk_id, &cok);
-        kb_json_put_str(o, "kind", c->kind, &cok);
-        kb_json_put_str(o, "source", c->source, &cok);
-        kb_json_put_str(o, "title", c->title, &cok);
-        kb_json_put_str(o, "heading", c->heading, &cok);
-        kb_json_put_str(o, "url", c->url, &cok);
-        kb_json_put_str(o, "skill", c->skill && *c->skill ? c->skill : NULL, &cok);
-    }
-    if (!cok) {   /* the cites are written as null */
-        cJSON_Delete(cites);
-        cites = NULL;
-    }
+    int cok = 1;
+    cJSON *cites = kb_gen_cites_json(p, 1, &cok);   /* NULL: written as null */
     char key[24];
     snprintf(key, sizeof key, "p%zu", *ix);
     int ok;
