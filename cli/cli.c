@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 kb_rc kb_cli_print_json(cJSON *root, kb_err *err)
@@ -146,6 +147,37 @@ int kb_cli_usage_error(const kb_command *cmd, const char *fmt, ...)
     return 2;
 }
 
+/* After "no KB in DIR": the KB `make demo` leaves beside the executable
+ * (build/demo-kb), when there is one and it is another, named with the
+ * way to use it - following "run 'kb ingest'" would embed the corpus
+ * again for minutes. */
+static void demo_kb_hint(const char *dir, kb_err *err)
+{
+    char *exe = kb_exe_dir();
+    char *demo = exe ? kb_path_join(exe, "demo-kb") : NULL;
+    char *db = demo ? kb_path_join(demo, "kb.sqlite") : NULL;
+    char *real_demo = demo ? realpath(demo, NULL) : NULL;
+    char *real_dir = realpath(dir, NULL);
+    struct stat st;
+    if (db && stat(db, &st) == 0 && real_demo &&
+        !(real_dir && strcmp(real_dir, real_demo) == 0)) {
+        kb_buf msg;
+        kb_buf_init(&msg, 0);
+        if (kb_buf_printf(&msg, "%s; the demo KB is '%s': kb --kb %s ..., or "
+                          "export KB_DIR=%s", err->msg, real_demo, real_demo,
+                          real_demo) == KB_OK) {
+            kb_err_clear(err);
+            kb_err_set(err, KB_ERR_NOTFOUND, "%s", msg.data);
+        }
+        kb_buf_release(&msg);
+    }
+    free(real_dir);
+    free(real_demo);
+    free(db);
+    free(demo);
+    free(exe);
+}
+
 kb_rc kb_cli_open_store(const kb_cli *cli, int flags, kb_store **store,
                         kb_err *err)
 {
@@ -153,6 +185,8 @@ kb_rc kb_cli_open_store(const kb_cli *cli, int flags, kb_store **store,
     if (!dir)
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     kb_rc rc = kb_store_open(dir, flags, store, err);
+    if (rc == KB_ERR_NOTFOUND)
+        demo_kb_hint(dir, err);
     free(dir);
     return rc;
 }

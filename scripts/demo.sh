@@ -27,3 +27,7 @@ echo
 echo
 echo '$ kb query -k 5 "why is my transpose slow"'
 "$kb" query -k 5 "why is my transpose slow"
+echo
+echo "demo: the demo KB is $KB_DIR; ask it more with"
+echo "  $kb --kb $KB_DIR query \"how do I use the tensor memory accelerator\""
+echo "or export KB_DIR=$KB_DIR (kb's own default KB is \$XDG_DATA_HOME/kb, ~/.local/share/kb)"

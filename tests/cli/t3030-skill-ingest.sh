@@ -49,6 +49,12 @@ contains "$names" "wgmma-warp-specialization"
     fail "search --json keys: $out"
 [ "$(json_get "$out" "all(r['speedup'] is None or isinstance(r['speedup'], (int, float)) for r in j['results'])")" = True ] ||
     fail "search --json speedup: $out"
+# an empty filter is no filter (agents under strict function calling send
+# every field, "" for the ones they do not mean)
+all_names=$names
+expect_json 0 kb skill search --json --k 20 --arch "" --dtype "" --ops "" gemm tensor cores
+[ "$(json_get "$out" "' '.join(sorted(r['name'] for r in j['results']))")" = "$all_names" ] ||
+    fail "empty filters: $out"
 expect_json 0 kb skill search --json --k 20 --dtype bf16 gemm tensor cores
 [ "$(json_get "$out" "sorted(set(r['task'] for r in j['results']))")" = "['gemm_bf16']" ] || fail "--dtype bf16: $out"
 expect_json 0 kb skill search --json --k 20 --arch sm_80 gemm tensor cores
