@@ -314,6 +314,7 @@ static void skill_json_full(cJSON *o, const kb_skill_entry *e, int *ok)
     kb_json_put_str(o, "license", s->fields[KB_SKILL_LICENSE], ok);
     kb_json_put_str(o, "compatibility", s->fields[KB_SKILL_COMPATIBILITY], ok);
     kb_json_put_str(o, "kernel_sha256", e->kernel_sha256, ok);
+    kb_json_put_str(o, "body", s->body, ok);   /* SKILL.md after its front matter */
     const cJSON *records = cJSON_GetObjectItemCaseSensitive(e->evidence.root, "records");
     cJSON *copy = *ok ? cJSON_Duplicate(records, 1) : NULL;
     if (records && !copy)
@@ -532,6 +533,12 @@ static int sub_show(int argc, char **argv, const kb_cli *cli, const kb_command *
                kb_skill_evidence_count(&e->evidence) == 1 ? "" : "s");
         for (size_t i = 0; i < kb_skill_evidence_count(&e->evidence); i++)
             show_record(kb_skill_evidence_at(&e->evidence, i));
+        if (s->body && *s->body) {   /* the skill itself: SKILL.md's body */
+            printf("\n");
+            kb_cli_puts_safe(stdout, s->body);
+            if (s->body[strlen(s->body) - 1] != '\n')
+                printf("\n");
+        }
     }
     cmd_skill_end(&r);
     (void)cli;
@@ -779,7 +786,7 @@ SUB(retire, "retire", "kb skill retire NAME --reason TEXT",
     "retired: kept, never deleted", retire_options, "skill", NULL);
 SUB(list, "list", "kb skill list [options]", "the skills, retired ones hidden",
     list_options, NULL, NULL);
-SUB(show, "show", "kb skill show NAME [--json]", "one skill with its evidence",
+SUB(show, "show", "kb skill show NAME [--json]", "one skill: its metadata, evidence and SKILL.md",
     show_options, "skill", NULL);
 SUB(export, "export", "kb skill export DIR [options]",
     "skills an agent loads as-is (.claude/skills, ...)", export_options, "dir", NULL);

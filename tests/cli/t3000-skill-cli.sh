@@ -64,10 +64,14 @@ contains "$out" "bad --status 'shipped'"
 expect_rc 0 kb skill show --dir "$L" gelu-vec4
 contains "$out" "gelu-vec4  (draft)"
 contains "$out" "evidence (0 records)"
+# and the skill itself, SKILL.md's body (query output sends readers here)
+contains "$out" "## When to apply"
+contains "$out" "## Pitfalls"
 expect_json 0 kb skill show --dir "$L" gelu-vec4 --json
 [ "$(json_get "$out" "j['metadata']['kb-author'], len(j['sections']), len(j['kernel_sha256'])")" = "alice 4 64" ] ||
     fail "show --json: $out"
 [ "$(json_get "$out" "j['arch'], j['verified_on'], j['speedup']")" = "None None None" ] || fail "show --json: $out"
+contains "$(json_get "$out" "j['body']")" "## Technique"
 expect_rc 0 kb skill show "$L/scan-draft"          # a path does too
 expect_rc 1 kb skill show --dir "$L" nope
 contains "$out" "no skill 'nope' in '$L'"
