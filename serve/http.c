@@ -82,6 +82,7 @@ struct kb_serve_req {
     double t0;
     int status;                    /* for the log */
     size_t bytes;
+    int http11;                    /* HTTP/1.1 (Host is required) */
     char peer[INET6_ADDRSTRLEN];
 };
 
@@ -544,6 +545,56 @@ static const kb_serve_route *find_route(const kb_server *srv, const char *path,
     return NULL;
 }
 
+/* Set by unescape() on a request whose path or a parameter held "%00":
+ * libmicrohttpd would cut the string there ("/v1/chunks/815%00x" read as
+ * "/v1/chunks/815"), so the request is refused instead. */
+#define NUL_MARK "X-Kb-Escaped-Nul"
+
+/* MHD_OPTION_UNESCAPE_CALLBACK: libmicrohttpd's own unescaping, with the
+ * request marked when it decodes a NUL. Returns the new length. */
+static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+    (void)cls;
+    size_t n = MHD_http_unescape(s);
+    if (strlen(s) != n)
+        MHD_set_connection_value(conn, MHD_HEADER_KIND, NUL_MARK, "1");
+    return n;
+}
+
+typedef struct {
+    const char *first;
+    int conflict;
+} length_walk;
+
+static enum MHD_Result length_step(void *cls, enum MHD_ValueKind kind,
+                                   const char *key, const char *value)
+{
+    length_walk *w = cls;
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) != 0)
+        return MHD_YES;
+    if (!w->first)
+        w->first = value ? value : "";
+    else if (strcmp(w->first, value ? value : "") != 0)
+        w->conflict = 1;
+    return MHD_YES;
+}
+
+/* What makes r malformed (RFC 9112), or NULL: a NUL byte escaped into
+ * its path or a parameter, Content-Length headers that disagree (which
+ * one the body is read by is then a guess), HTTP/1.1 without Host. */
+static const char *malformed(const kb_serve_req *r)
+{
+    if (kb_serve_req_header(r, NUL_MARK))
+        return "a NUL byte (%00) in the path or a parameter";
+    length_walk w = { NULL, 0 };
+    MHD_get_connection_values(r->conn, MHD_HEADER_KIND, length_step, &w);
+    if (w.conflict)
+        return "Content-Length headers that disagree";
+    if (r->http11 && !kb_serve_req_header(r, MHD_HTTP_HEADER_HOST))
+        return "an HTTP/1.1 request without a Host header";
+    return NULL;
+}
+
 /* The checks made on the headers alone, in this order: Host and Origin
  * (403), the token (401: every path but an open route's), the path (404),
  * the method (405), the declared length (413). Returns 1 when the request
@@ -551,6 +602,11 @@ static const kb_serve_route *find_route(const kb_server *srv, const char *path,
 static int admit(kb_serve_req *r, enum MHD_Result *res)
 {
     const kb_server *srv = r->srv;
+    const char *bad = malformed(r);
+    if (bad) {
+        *res = send_error(r, 400, "bad_request", NULL, NULL, "%s", bad);
+        return 0;
+    }
     const char *host = kb_serve_req_header(r, MHD_HTTP_HEADER_HOST);
     const char *origin = kb_serve_req_header(r, "Origin");
     if (srv->loopback && host && !loopback_host(host, strlen(host))) {
@@ -674,6 +730,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     if (!r) {   /* the headers: admit or refuse before any body is read */
         if (!(r = req_new(srv, conn, url, method)))
             return MHD_NO;
+        r->http11 = version && strcmp(version, MHD_HTTP_VERSION_1_1) == 0;
         *con_cls = r;
         atomic_fetch_add(&srv->inflight, 1);
         enum MHD_Result res = MHD_YES;
@@ -862,6 +919,7 @@ kb_rc kb_serve_start(const kb_serve_opts *o, kb_server **out, kb_err *err)
         MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s ? o->timeout_s : DEFAULT_TIMEOUT_S,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
         MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+        MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
         MHD_OPTION_END);
     if (!srv->daemon) {
         rc = kb_err_set(err, KB_ERR_IO, "cannot start the HTTP server on '%s'",
