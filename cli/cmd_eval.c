@@ -432,9 +432,10 @@ static void print_human(const kb_eval_qrels *qrels, const mode_run *modes,
                    m->llm_calls ? m->llm_ms_sum / (double)m->llm_calls : 0.0,
                    m->llm_calls);
         if (m->rerank == KB_RERANK_LLM)
-            printf("%-8s hybrid reordered by the LLM: %zu requests, %zu from the "
+            printf("%-8s hybrid reordered by the LLM: %zu request%s, %zu from the "
                    "cache, %zu in kb's own order (fallback); LLM %.0f ms/request\n",
-                   "", m->rr_requests, m->rr_cached, m->rr_fallbacks,
+                   "", m->rr_requests, m->rr_requests == 1 ? "" : "s", m->rr_cached,
+                   m->rr_fallbacks,
                    m->rr_requests ? m->rr_ms_sum / (double)m->rr_requests : 0.0);
     }
 }

@@ -542,6 +542,11 @@ typedef struct {
     int threaded;
     size_t depth;              /* of each candidate list */
     kb_rerank_kind rerank;     /* the stage, resolved */
+    /* the llm stage's verdict on the first pass: what it did and the
+     * sections it put first, in its order, for a second pass to reuse */
+    int llm_done;
+    kb_rerank_info llm;
+    kb_hits llm_first;
 } query_run;
 
 static void add_list(query_run *q, int vector, const char *text)
@@ -683,6 +688,27 @@ static kb_rc split_skills(const kb_query_list *lists, size_t n, const skill_chun
     return KB_OK;
 }
 
+/* The llm stage: one request a query. A second pass (deeper lists, a
+ * pool that may differ past its top places) puts the sections the first
+ * pass's reply named first again, in its order, without asking again. */
+static kb_rc llm_stage(query_run *q, kb_results *out, kb_err *err)
+{
+    if (q->llm_done) {
+        out->rerank = q->llm;
+        if (kb_rerank_llm_again(&q->fused, &q->llm_first) != KB_OK)
+            return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        return KB_OK;
+    }
+    kb_rc rc = kb_rerank_llm(q->store, q->opts->config, q->opts->text, &q->fused,
+                             KB_RERANK_LLM_TOP, &out->rerank, err);
+    q->llm = out->rerank;
+    q->llm_done = rc == KB_OK;
+    for (size_t i = 0; rc == KB_OK && i < out->rerank.ordered; i++)
+        if (kb_hits_push(&q->llm_first, q->fused.items[i].id, 0) != KB_OK)
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    return rc;
+}
+
 /* The results of the one list, or of all of them fused. */
 static kb_rc rank_results(query_run *q, kb_results *out, int *backfilled,
                           kb_err *err)
@@ -730,8 +756,7 @@ static kb_rc rank_results(query_run *q, kb_results *out, int *backfilled,
     }
     /* the LLM reads the best sections of whatever list there is */
     if (rc == KB_OK && q->nlists > 0 && q->rerank == KB_RERANK_LLM)
-        rc = kb_rerank_llm(q->store, q->opts->config, q->opts->text, &q->fused,
-                           KB_RERANK_LLM_TOP, &out->rerank, err);
+        rc = llm_stage(q, out, err);
     if (rc == KB_OK)
         rc = build_results(q->store, q->opts, list, out, backfilled, err);
     if (rc == KB_OK && apart && q->nlists > 0)
@@ -866,6 +891,7 @@ out:
     for (size_t l = 0; l < q.nlists; l++)
         kb_hits_release(&q.lists[l].hits);
     kb_hits_release(&q.fused);
+    kb_hits_release(&q.llm_first);
     out->took_ms = kb_now_ms() - t0;
     if (rc != KB_OK)
         kb_results_release(out);

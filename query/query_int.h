@@ -142,5 +142,9 @@ int kb_rerank_llm_parse(const char *reply, size_t npool, size_t *order, size_t *
  * cfg names no usable LLM (KB_ERR_USAGE), a chunk is gone, or on memory. */
 kb_rc kb_rerank_llm(kb_store *store, const kb_config *cfg, const char *query,
                     kb_hits *fused, size_t top, kb_rerank_info *info, kb_err *err);
+/* Puts the sections of first (ids, in order) that fused holds at its
+ * front in that order, the others after them as they were: a verdict of
+ * kb_rerank_llm, reused without a request. KB_ERR_NOMEM. */
+kb_rc kb_rerank_llm_again(kb_hits *fused, const kb_hits *first);
 
 #endif

@@ -246,6 +246,24 @@ static kb_rc apply_order(kb_hits *fused, size_t npool, const size_t *order, size
     return KB_OK;
 }
 
+kb_rc kb_rerank_llm_again(kb_hits *fused, const kb_hits *first)
+{
+    size_t *order = calloc(first->n + 1, sizeof *order);
+    if (!order)
+        return KB_ERR_NOMEM;
+    size_t n = 0, last = 0;
+    for (size_t i = 0; i < first->n; i++)
+        for (size_t j = 0; j < fused->n; j++)
+            if (fused->items[j].id == first->items[i].id) {
+                order[n++] = j;
+                last = j + 1 > last ? j + 1 : last;
+                break;
+            }
+    kb_rc rc = apply_order(fused, last, order, n);
+    free(order);
+    return rc;
+}
+
 /* kb's own order stays: why, as a warning and in info. */
 static void fall_back(kb_rerank_info *info, const char *why)
 {

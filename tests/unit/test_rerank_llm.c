@@ -349,6 +349,27 @@ static void test_fallbacks(void **state)
                     "HTTP 500", 1);
 }
 
+/* A second pass reuses the first's verdict: the sections it named first,
+ * in its order, where the new list has them; no request. */
+static void test_again(void **state)
+{
+    (void)state;
+    kb_hits fused = { 0 }, first = { 0 };
+    for (int64_t id = 1; id <= 6; id++)
+        assert_int_equal(kb_hits_push(&fused, id, 1.0), KB_OK);
+    assert_int_equal(kb_hits_push(&first, 5, 0), KB_OK);
+    assert_int_equal(kb_hits_push(&first, 9, 0), KB_OK);   /* not in the list */
+    assert_int_equal(kb_hits_push(&first, 2, 0), KB_OK);
+    int before = nrequests();
+    assert_int_equal(kb_rerank_llm_again(&fused, &first), KB_OK);
+    int64_t want[] = { 5, 2, 1, 3, 4, 6 };
+    for (size_t i = 0; i < 6; i++)
+        assert_int_equal(fused.items[i].id, want[i]);
+    assert_int_equal(nrequests(), before);
+    kb_hits_release(&fused);
+    kb_hits_release(&first);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -356,6 +377,7 @@ int main(void)
         cmocka_unit_test(test_reorders_and_caches),
         cmocka_unit_test(test_anthropic),
         cmocka_unit_test(test_fallbacks),
+        cmocka_unit_test(test_again),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
