@@ -30,6 +30,7 @@
 #define KINDS_ENUM "[\"text\",\"code\",\"table\",\"paper\",\"skill\"]"
 #define MODES_ENUM "[\"hybrid\",\"lexical\",\"vector\"]"
 #define SEARCH_TYPES_ENUM "[\"lex\",\"vec\",\"hyde\"]"
+#define RERANK_ENUM "[\"local\",\"llm\",\"none\"]"
 
 /* One result of search and get: docs/design.md's `kb query --json` fields. */
 #define RESULT_SCHEMA \
@@ -94,6 +95,27 @@
         "\"required\":[\"lexical_ms\",\"embed_ms\",\"vector_ms\",\"results_ms\"]," \
         "\"additionalProperties\":false}," \
     "\"results\":{\"type\":\"array\",\"items\":" RESULT_SCHEMA "}," \
+    "\"rerank\":{\"type\":\"object\",\"description\":\"with explain, or " \
+        "whenever the llm stage ran: what reordered the results\"," \
+        "\"properties\":{\"stage\":{\"type\":\"string\",\"enum\":[\"local\"," \
+            "\"remote\",\"llm\",\"none\"],\"description\":\"local: the " \
+            "feature-weighted stage; remote: it, then KB_RERANK_URL's " \
+            "cross-encoder; llm: the LLM's order of the best sections; none: " \
+            "fusion's order\"}," \
+        "\"model\":{\"type\":[\"string\",\"null\"],\"description\":" \
+            "\"llm: the model asked\"}," \
+        "\"cached\":{\"type\":\"boolean\",\"description\":\"llm: the order " \
+            "came from the cache, no request\"}," \
+        "\"pool\":{\"type\":\"integer\",\"minimum\":0,\"description\":" \
+            "\"llm: the sections it was asked to order\"}," \
+        "\"ordered\":{\"type\":\"integer\",\"minimum\":0,\"description\":" \
+            "\"llm: the sections its reply named, put first\"}," \
+        "\"llm_ms\":{\"type\":\"number\"}," \
+        "\"fallback\":{\"type\":[\"string\",\"null\"],\"description\":" \
+            "\"llm: why kb's own order was kept (a failed or slow request, a " \
+            "reply that is not ids); null when the LLM's order was used\"}}," \
+        "\"required\":[\"stage\",\"model\",\"cached\",\"pool\",\"ordered\"," \
+            "\"llm_ms\",\"fallback\"],\"additionalProperties\":false}," \
     "\"expansion\":{\"type\":\"object\",\"description\":\"kb query --expand " \
         "only: the LLM's rewrites of the query that were searched beside it\"," \
         "\"properties\":{\"model\":{\"type\":\"string\"}," \
@@ -180,6 +202,12 @@ static const char search_input[] =
     "\"snippet\":{\"type\":\"boolean\",\"default\":false,\"description\":"
         "\"true: each text is a window of about 320 bytes around the first "
         "query word; false: the whole chunk\"},"
+    "\"rerank\":{\"type\":\"string\",\"enum\":" RERANK_ENUM ",\"description\":"
+        "\"what reorders the fused results: local, a feature-weighted stage "
+        "(and the server's cross-encoder where it has one); llm, the server's "
+        "LLM reads the best 30 sections and orders them (one request, cached; "
+        "kb's own order if it fails, said in rerank.fallback); none, fusion's "
+        "order. Default: the server's KB_RERANK, else local\"},"
     BUDGET_PROPERTY ","
     "\"searches\":{\"type\":\"array\",\"maxItems\":" STR(KB_QUERY_MAX_SEARCHES)
         ",\"description\":\"your own rewrites of the question, each searched "
@@ -406,6 +434,21 @@ static void put_result(cJSON *o, const kb_result *x, int explain, int *okp)
     *okp = ok;
 }
 
+/* What the reranking stage did: RESULTS_SCHEMA's rerank. */
+static void put_rerank(cJSON *root, const kb_rerank_info *x, int *ok)
+{
+    int llm = x->stage == KB_RERANK_LLM;
+    cJSON *o = kb_json_put_obj(root, "rerank", ok);
+    kb_json_put_str(o, "stage", x->stage == KB_RERANK_LOCAL && x->remote ? "remote"
+                                : kb_rerank_kind_name(x->stage), ok);
+    kb_json_put_str(o, "model", llm ? or_empty(x->model) : NULL, ok);
+    kb_json_put_bool(o, "cached", x->cached, ok);
+    kb_json_put_num(o, "pool", (double)x->pool, ok);
+    kb_json_put_num(o, "ordered", (double)x->ordered, ok);
+    kb_json_put_num(o, "llm_ms", (double)(long)(x->llm_ms * 1000) / 1000.0, ok);
+    kb_json_put_str(o, "fallback", x->fallback[0] ? x->fallback : NULL, ok);
+}
+
 /* docs/design.md's `kb query --json` object for r, within budget tokens (0: no
  * limit). */
 static kb_rc results_json(const char *query, const kb_results *r, int budget,
@@ -424,6 +467,8 @@ static kb_rc results_json(const char *query, const kb_results *r, int budget,
         for (size_t i = 0; ok && i < r->nskills; i++)
             put_result(kb_json_push_obj(sk, &ok), &r->skills[i], explain, &ok);
     }
+    if (explain || r->rerank.stage == KB_RERANK_LLM)
+        put_rerank(root, &r->rerank, &ok);
     if (explain) {
         cJSON *t = kb_json_put_obj(root, "timings", &ok);
         kb_json_put_num(t, "lexical_ms", r->lexical_ms, &ok);
@@ -478,6 +523,10 @@ static kb_rc tool_search(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
     if (mode && kb_mode_parse(mode, &opts.mode) != 0)
         return kb_err_set(err, KB_ERR_INTERNAL, "search: mode '%s' passed the "
                           "schema but is no mode", mode);
+    const char *rerank = arg_string(args, "rerank");
+    if (rerank && kb_rerank_kind_parse(rerank, &opts.rerank) != 0)
+        return kb_err_set(err, KB_ERR_INTERNAL, "search: rerank '%s' passed the "
+                          "schema but is no stage", rerank);
     const cJSON *v;
     cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(args, "sources"))
         if (opts.filter.nsources < KB_FILTER_MAX_SOURCES)   /* maxItems */

@@ -27,11 +27,13 @@ typedef struct {
     shown_result top[TOP_SHOWN];
     size_t ntop;
     cJSON *expansion;            /* --expand --verbose: what was searched */
+    kb_rerank_info rerank;       /* what the reranking stage did */
 } query_run;
 
 typedef struct {
     const char *name;
     kb_mode mode;
+    kb_rerank_kind rerank;       /* the stage its queries run */
     int wanted;
     int available;               /* ran; 0 with err set when it could not */
     kb_err err;
@@ -43,11 +45,16 @@ typedef struct {
      * LLM's requests and their time */
     size_t expanded, cached, unexpanded, llm_calls;
     double llm_ms_sum;
+    /* the llm reranking stage: requests, orders from the cache, queries
+     * left in kb's own order, the requests' time */
+    size_t rr_requests, rr_cached, rr_fallbacks;
+    double rr_ms_sum;
 } mode_run;
 
 typedef struct {
     const char *qrels_path;
     int k, json, verbose, expand;
+    kb_rerank_kind rerank;       /* --rerank, DEFAULT when not given */
     const char *features_path;   /* --features: the reranker's pool, dumped */
 } eval_opts;
 
@@ -202,10 +209,11 @@ static void query_opts(kb_query_opts *qo, const kb_eval_query *q,
     kb_query_opts_init(qo);
     qo->text = q->text;
     qo->mode = m->mode;
+    qo->rerank = m->rerank;
     qo->k = o->k;
     qo->snippet = 1;
     qo->config = cli->config;   /* a configured reranker takes part */
-    if (dump && m->mode == KB_MODE_HYBRID) {
+    if (dump && m->mode == KB_MODE_HYBRID && m->rerank != KB_RERANK_LLM) {
         dump->q = q;
         dump->pool = cJSON_CreateArray();
         qo->trace = dump_candidate;
@@ -221,6 +229,19 @@ static void report_errors(const kb_eval_qrels *qrels, const mode_run *m,
         if (m->runs[i].error)
             fprintf(stderr, "kb eval: %s: query '%s': %s\n", m->name,
                     qrels->queries[i].id, m->runs[i].error);
+}
+
+/* Keeps what the reranking stage did for a query, and counts the llm
+ * stage's requests in m. */
+static void count_rerank(mode_run *m, query_run *run, const kb_rerank_info *x)
+{
+    run->rerank = *x;
+    if (x->stage != KB_RERANK_LLM)
+        return;
+    m->rr_requests += !x->cached && x->pool > 1;
+    m->rr_cached += x->cached;
+    m->rr_fallbacks += x->fallback[0] != 0;
+    m->rr_ms_sum += x->llm_ms;
 }
 
 /* Runs every query of qrels in m's mode. Fails only on no memory; a mode
@@ -294,6 +315,7 @@ static kb_rc run_mode(kb_store *store, kb_embedder *emb,
             kb_results_release(&res);
             goto out;
         }
+        count_rerank(m, run, &res.rerank);
         rc = kb_eval_score(q, res.items, res.n, o->k, &run->s);
         if (rc == KB_OK && o->verbose)
             rc = keep_top(q, &res, run);
@@ -409,6 +431,12 @@ static void print_human(const kb_eval_qrels *qrels, const mode_run *modes,
                    m->expanded, qrels->n, m->cached, m->unexpanded,
                    m->llm_calls ? m->llm_ms_sum / (double)m->llm_calls : 0.0,
                    m->llm_calls);
+        if (m->rerank == KB_RERANK_LLM)
+            printf("%-8s hybrid reordered by the LLM: %zu request%s, %zu from the "
+                   "cache, %zu in kb's own order (fallback); LLM %.0f ms/request\n",
+                   "", m->rr_requests, m->rr_requests == 1 ? "" : "s", m->rr_cached,
+                   m->rr_fallbacks,
+                   m->rr_requests ? m->rr_ms_sum / (double)m->rr_requests : 0.0);
     }
 }
 
@@ -426,6 +454,16 @@ static int add_metrics(cJSON *obj, const kb_eval_mean *mn)
            cJSON_AddNumberToObject(obj, "recall", r6(mn->recall)) &&
            cJSON_AddNumberToObject(obj, "success", r6(mn->success)) &&
            cJSON_AddNumberToObject(obj, "mrr", r6(mn->mrr));
+}
+
+/* A query's llm stage: {"cached", "ordered", "fallback"}. */
+static int add_rerank_query(cJSON *o, const kb_rerank_info *x)
+{
+    cJSON *r = cJSON_AddObjectToObject(o, "rerank");
+    return r && cJSON_AddBoolToObject(r, "cached", x->cached) &&
+           cJSON_AddNumberToObject(r, "ordered", (double)x->ordered) &&
+           (x->fallback[0] ? cJSON_AddStringToObject(r, "fallback", x->fallback)
+                           : cJSON_AddNullToObject(r, "fallback"));
 }
 
 static int add_per_query(cJSON *mo, const kb_eval_qrels *qrels,
@@ -455,6 +493,8 @@ static int add_per_query(cJSON *mo, const kb_eval_qrels *qrels,
             return 0;
         if (r->expansion &&
             !cJSON_AddItemReferenceToObject(o, "expansion", r->expansion))
+            return 0;
+        if (m->rerank == KB_RERANK_LLM && !add_rerank_query(o, &r->rerank))
             return 0;
         cJSON *top = cJSON_AddArrayToObject(o, "top");
         if (!top)
@@ -516,6 +556,15 @@ static kb_rc print_json(const kb_eval_qrels *qrels, const mode_run *modes,
              !cJSON_AddNumberToObject(xo, "llm_ms_mean", r6(m->llm_calls ? m->llm_ms_sum /
                                                            (double)m->llm_calls : 0))))
             goto nomem;
+        cJSON *ro = m->rerank == KB_RERANK_LLM ? cJSON_AddObjectToObject(mo, "rerank") : NULL;
+        if (m->rerank == KB_RERANK_LLM &&
+            (!ro || !cJSON_AddStringToObject(ro, "stage", "llm") ||
+             !cJSON_AddNumberToObject(ro, "llm_requests", (double)m->rr_requests) ||
+             !cJSON_AddNumberToObject(ro, "cached", (double)m->rr_cached) ||
+             !cJSON_AddNumberToObject(ro, "fallbacks", (double)m->rr_fallbacks) ||
+             !cJSON_AddNumberToObject(ro, "llm_ms_mean", r6(m->rr_requests ? m->rr_ms_sum /
+                                                           (double)m->rr_requests : 0))))
+            goto nomem;
         if (o->verbose && !add_per_query(mo, qrels, m))
             goto nomem;
     }
@@ -556,6 +605,11 @@ static int parse_options(int argc, char **argv, const kb_command *self,
         case 'v': o->verbose = 1; break;
         case KB_OPT_LONG('f'): o->features_path = g.arg; break;
         case KB_OPT_LONG('X'): o->expand = 1; break;
+        case KB_OPT_LONG('r'):
+            if (kb_rerank_kind_parse(g.arg, &o->rerank) != 0)
+                return kb_cli_usage_error(self, "unknown reranking stage '%s' "
+                                          "(local, llm, none)", g.arg);
+            break;
         }
     }
     if (c < 0)
@@ -627,6 +681,9 @@ static const kb_option eval_options[] = {
       "kb query --expand does (cached in the KB)" },
     { "features", KB_OPT_LONG('f'), "FILE", "append each hybrid query's reranked pool and its\n"
       "features to FILE (JSON lines, for scripts/fit-rerank.py)" },
+    { "rerank", KB_OPT_LONG('r'), "STAGE", "local (default; KB_RERANK) or none for every mode;\n"
+      "llm adds a mode 'llm': hybrid, then KB_LLM_URL's model orders\n"
+      "the best 30 sections (kb query --rerank llm)" },
     { NULL, 0, NULL, NULL },
 };
 
@@ -649,6 +706,7 @@ static int cmd_eval(int argc, char **argv, const kb_cli *cli, const kb_command *
         { .mode = KB_MODE_LEXICAL },
         { .mode = KB_MODE_VECTOR },
         { .mode = KB_MODE_HYBRID },
+        { .mode = KB_MODE_HYBRID, .rerank = KB_RERANK_LLM },
     };
     const size_t nmodes = sizeof modes / sizeof modes[0];
     int all;
@@ -660,9 +718,16 @@ static int cmd_eval(int argc, char **argv, const kb_cli *cli, const kb_command *
     kb_err_clear(&err);
     if (o.expand && kb_query_expand_check(cli->config, &err) != KB_OK)
         return kb_cli_usage_error(self, "%s", err.msg);
+    kb_rerank_kind stage;   /* the modes' stage; llm is a mode of its own */
+    if (kb_query_rerank_resolve(cli->config, o.rerank, &stage, &err) != KB_OK)
+        return kb_cli_usage_error(self, "%s", err.msg);
     for (size_t i = 0; i < nmodes; i++) {
-        modes[i].name = kb_mode_name(modes[i].mode);
-        modes[i].wanted = all || modes[i].mode == only;
+        int llm = modes[i].rerank == KB_RERANK_LLM;
+        modes[i].name = llm ? "llm" : kb_mode_name(modes[i].mode);
+        modes[i].wanted = (all || modes[i].mode == only) &&
+                          (!llm || stage == KB_RERANK_LLM);
+        if (!llm)
+            modes[i].rerank = stage == KB_RERANK_LLM ? KB_RERANK_LOCAL : stage;
         kb_err_clear(&modes[i].err);
     }
     kb_eval_qrels qrels = { NULL, 0 };

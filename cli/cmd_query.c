@@ -136,6 +136,31 @@ static void print_result(const kb_cli *cli, const kb_query_opts *opts, const kb_
     putchar('\n');
 }
 
+/* --explain: what the reranking stage did. */
+static void print_rerank(const kb_cli *cli, const kb_rerank_info *x)
+{
+    printf("%sreranked: ", DIM(cli));
+    if (x->stage == KB_RERANK_LLM) {
+        printf("llm '");
+        kb_cli_puts_safe(stdout, x->model ? x->model : "");
+        printf("' over the best %zu sections", x->pool);
+        if (x->fallback[0]) {
+            printf(", which failed: kb's own order (");
+            kb_cli_puts_safe(stdout, x->fallback);
+            printf(")");
+        } else if (x->cached) {
+            printf(", %zu ordered (cached)", x->ordered);
+        } else {
+            printf(", %zu ordered (%.0f ms)", x->ordered, x->llm_ms);
+        }
+    } else if (x->stage == KB_RERANK_LOCAL) {
+        printf(x->remote ? "local stage, then KB_RERANK_URL's cross-encoder" : "local stage");
+    } else {
+        printf("no (fusion's order)");
+    }
+    printf("%s\n", RESET(cli));
+}
+
 static void print_human(const kb_cli *cli, const kb_query_opts *opts,
                         const kb_results *r, int explain)
 {
@@ -163,6 +188,8 @@ static void print_human(const kb_cli *cli, const kb_query_opts *opts,
                "vector search %.1f ms, fusion and results %.1f ms", r->lexical_ms,
                r->embed_ms, r->vector_ms, r->results_ms);
     printf("%s\n", RESET(cli));
+    if (explain)
+        print_rerank(cli, &r->rerank);
 }
 
 /* What --expand searched beside the query, dimmed, after the results. */
@@ -214,8 +241,11 @@ static cJSON *search_args(const kb_query_opts *opts, const char *mode, long budg
                           int explain)
 {
     cJSON *a = cJSON_CreateObject(), *arr = NULL;
+    kb_rerank_kind rerank = opts->no_rerank ? KB_RERANK_NONE : opts->rerank;
     int ok = a && cJSON_AddStringToObject(a, "query", opts->text) &&
              (!explain || cJSON_AddBoolToObject(a, "explain", 1)) &&
+             (rerank == KB_RERANK_DEFAULT ||
+              cJSON_AddStringToObject(a, "rerank", kb_rerank_kind_name(rerank))) &&
              cJSON_AddNumberToObject(a, "k", opts->k) &&
              (!mode || cJSON_AddStringToObject(a, "mode", mode)) &&
              (!budget || cJSON_AddNumberToObject(a, "budget_tokens", (double)budget));
@@ -252,7 +282,9 @@ static const kb_option query_options[] = {
     { "explain", KB_OPT_LONG('e'), NULL, "show each list's rank and score" },
     { "full", KB_OPT_LONG('f'), NULL, "print whole chunks instead of snippets" },
     { "no-rerank", KB_OPT_LONG('R'), NULL, "hybrid in fusion's order, without the reranking\n"
-      "stage" },
+      "stage (--rerank none)" },
+    { "rerank", KB_OPT_LONG('r'), "STAGE", "local (default; KB_RERANK), llm (KB_LLM_URL's model\n"
+      "orders the best 30 sections: one request, cached) or none" },
     { "lex", KB_OPT_LONG('L'), "TEXT", "also search these keywords, fused (repeatable)" },
     { "vec", KB_OPT_LONG('V'), "TEXT", "also search this phrase by meaning (repeatable)" },
     { "hyde", KB_OPT_LONG('H'), "TEXT", "also search by a hypothetical passage (repeatable);\n"
@@ -369,6 +401,11 @@ static int take_option(const kb_command *self, query_args *a, int c,
     case KB_OPT_LONG('e'): a->explain = 1; break;
     case KB_OPT_LONG('f'): a->opts.snippet = 0; break;
     case KB_OPT_LONG('R'): a->opts.no_rerank = 1; break;
+    case KB_OPT_LONG('r'):
+        if (kb_rerank_kind_parse(arg, &a->opts.rerank) != 0)
+            return kb_cli_usage_error(self, "unknown reranking stage '%s' (local, "
+                                      "llm, none)", arg);
+        break;
     case KB_OPT_LONG('X'): a->expand = 1; break;
     }
     return -1;
@@ -399,6 +436,13 @@ static int parse_options(int argc, char **argv, const kb_cli *cli,
         return kb_cli_usage_error(self, "no query text given");
     if (a->budget && !a->json)
         return kb_cli_usage_error(self, "--budget needs --json");
+    kb_rerank_kind stage;   /* likewise for the llm stage, and a bad KB_RERANK */
+    kb_err rerr;
+    kb_err_clear(&rerr);
+    if (kb_query_rerank_resolve(cli->config, a->opts.no_rerank ? KB_RERANK_NONE
+                                                               : a->opts.rerank,
+                                &stage, &rerr) != KB_OK)
+        return kb_cli_usage_error(self, "%s", rerr.msg);
     if (a->expand) {   /* no LLM to ask: a usage error, before anything runs */
         kb_err xerr;
         kb_err_clear(&xerr);

@@ -70,6 +70,13 @@ static const config_var vars[] = {
     { "KB_RERANK_API_KEY", V_SECRET, F(rerank_api_key), 0, 0,
       "bearer token for KB_RERANK_URL (never logged)",
       "none" },
+    { "KB_RERANK", V_STR, F(rerank), 0, 0,
+      "the reranking stage: local, llm (one request a query to KB_LLM_URL's"
+      " model, cached) or none (--rerank wins)",
+      "local" },
+    { "KB_RERANK_TIMEOUT_MS", V_LONG, F(rerank_timeout_ms), 1, 86400000L,
+      "time limit of the llm stage's request, in ms (then kb's own order)",
+      "30000" },
     { "KB_VERIFY", V_STR, F(verify), 0, 0,
       "the kb-verify executable",
       "kb-verify beside kb, else on the PATH" },
@@ -109,6 +116,7 @@ void kb_config_init(kb_config *cfg)
     memset(cfg, 0, sizeof *cfg);
     cfg->embed_timeout_ms = 60000;
     cfg->llm_timeout_ms = 300000;
+    cfg->rerank_timeout_ms = 30000;
 }
 
 void kb_config_release(kb_config *cfg)

@@ -491,6 +491,42 @@ int kb_search_type_parse(const char *name, kb_search_type *out);
 typedef void (*kb_rerank_trace_fn)(void *ctx, int64_t chunk_id,
                                    const double *features, size_t n);
 
+/* The stage that reorders fusion's sections (kb query --rerank, the
+ * search tool's rerank, KB_RERANK): DEFAULT is the configuration's
+ * (KB_RERANK, else local); LOCAL the feature-weighted stage, then
+ * KB_RERANK_URL's cross-encoder when one is set (hybrid only); LLM the
+ * local stage, then one listwise request to KB_LLM_URL's model over the
+ * best sections (query/rerank_llm.c); NONE fusion's order. */
+typedef enum {
+    KB_RERANK_DEFAULT = 0, KB_RERANK_LOCAL, KB_RERANK_LLM, KB_RERANK_NONE
+} kb_rerank_kind;
+
+/* "default", "local", "llm", "none". */
+const char *kb_rerank_kind_name(kb_rerank_kind kind);
+/* Returns 0 and sets *out for "local", "llm" or "none"; -1 otherwise. */
+int kb_rerank_kind_parse(const char *name, kb_rerank_kind *out);
+/* The stage a query asking for kind runs under config (NULL: none): DEFAULT
+ * becomes KB_RERANK's, else LOCAL. KB_ERR_USAGE, naming the variable to
+ * set, for a bad KB_RERANK, or for LLM when config names no usable LLM
+ * (KB_LLM_URL, KB_LLM_API; KB_LLM_MODEL for Anthropic). */
+kb_rc kb_query_rerank_resolve(const kb_config *config, kb_rerank_kind kind,
+                              kb_rerank_kind *out, kb_err *err);
+
+/* What the reranking stage did for one query (kb_results.rerank). */
+typedef struct {
+    kb_rerank_kind stage;      /* what ran: LOCAL, LLM or NONE (a mode or a
+                                  list without a stage: NONE) */
+    int remote;                /* LOCAL: KB_RERANK_URL's cross-encoder ran too */
+    const char *model;         /* LLM: the model asked (KB_LLM_MODEL, else the
+                                  URL); the config's string */
+    int cached;                /* LLM: the order came from the cache, no request */
+    size_t pool;               /* LLM: the sections it was asked to order */
+    size_t ordered;            /* LLM: the known ids its reply gave */
+    double llm_ms;             /* LLM: the request's time; 0 when cached */
+    char fallback[256];        /* LLM: "" when its order was used, else why
+                                  kb's own order was kept */
+} kb_rerank_info;
+
 typedef struct {
     const char *text;
     kb_mode mode;
@@ -504,7 +540,9 @@ typedef struct {
     int snippet;                           /* 1: text is a snippet, 0: whole */
     const kb_config *config;               /* opens the store's default
                                               embedder when none is given */
-    int no_rerank;                         /* 1: fusion's order as it is */
+    int no_rerank;                         /* 1: fusion's order as it is
+                                              (rerank NONE) */
+    kb_rerank_kind rerank;                 /* the stage; DEFAULT: config's */
     kb_rerank_trace_fn trace;              /* NULL, or told each reranked
                                               section's features */
     void *trace_ctx;
@@ -556,6 +594,7 @@ typedef struct {
      * search, the query's embedding (in parallel with it), the vector
      * search, fusion and reading the results */
     double lexical_ms, embed_ms, vector_ms, results_ms;
+    kb_rerank_info rerank;     /* what the reranking stage did */
 } kb_results;
 
 void kb_results_release(kb_results *r);

@@ -136,6 +136,9 @@ struct kb_config {
                                 the local reranking stage alone */
     char *rerank_model;      /* KB_RERANK_MODEL */
     char *rerank_api_key;    /* KB_RERANK_API_KEY: never printed */
+    char *rerank;            /* KB_RERANK: local, llm or none; NULL: local
+                                (kb_query_rerank_resolve reads it) */
+    long rerank_timeout_ms;  /* KB_RERANK_TIMEOUT_MS, 1-86400000; 30000 */
     char *verify;            /* KB_VERIFY; NULL: kb-verify beside kb, else
                                 on the PATH */
     char *llm_url;           /* KB_LLM_URL: the generator's LLM endpoint */

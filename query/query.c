@@ -44,6 +44,49 @@ int kb_mode_parse(const char *name, kb_mode *out)
     return -1;
 }
 
+static const char *const rerank_names[] = { "default", "local", "llm", "none" };
+
+const char *kb_rerank_kind_name(kb_rerank_kind kind)
+{
+    return (size_t)kind < 4 ? rerank_names[kind] : "default";
+}
+
+int kb_rerank_kind_parse(const char *name, kb_rerank_kind *out)
+{
+    for (int i = 1; name && i < 4; i++)
+        if (strcmp(name, rerank_names[i]) == 0) {
+            *out = (kb_rerank_kind)i;
+            return 0;
+        }
+    return -1;
+}
+
+kb_rc kb_query_rerank_resolve(const kb_config *config, kb_rerank_kind kind,
+                              kb_rerank_kind *out, kb_err *err)
+{
+    const char *env = config ? config->rerank : NULL;
+    if (kind == KB_RERANK_DEFAULT && env && *env && kb_rerank_kind_parse(env, &kind) != 0)
+        return kb_err_set(err, KB_ERR_USAGE, "bad KB_RERANK '%s': expected local, "
+                          "llm or none", env);
+    *out = kind == KB_RERANK_DEFAULT ? KB_RERANK_LOCAL : kind;
+    if (*out != KB_RERANK_LLM)
+        return KB_OK;
+    kb_llm_opts o;
+    kb_err lerr;
+    kb_err_clear(&lerr);
+    kb_rc rc = kb_llm_opts_from_config(config, &o, &lerr);
+    if (rc != KB_OK && config && config->llm_url && *config->llm_url)
+        return kb_err_set(err, rc, "%s", lerr.msg);
+    if (rc != KB_OK)
+        return kb_err_set(err, KB_ERR_USAGE, "the llm reranking stage needs an LLM: "
+                          "set KB_LLM_URL (and KB_LLM_MODEL, KB_LLM_API_KEY as the "
+                          "server wants) to an OpenAI-compatible or Anthropic endpoint");
+    if (rc == KB_OK && o.api == KB_LLM_ANTHROPIC && (!o.model || !*o.model))
+        return kb_err_set(err, KB_ERR_USAGE, "the llm reranking stage with the "
+                          "Anthropic API needs a model: set KB_LLM_MODEL");
+    return rc;
+}
+
 static const char *const search_type_names[] = { "lex", "vec", "hyde" };
 
 const char *kb_search_type_name(kb_search_type type)
@@ -498,6 +541,12 @@ typedef struct {
     pthread_t thread;
     int threaded;
     size_t depth;              /* of each candidate list */
+    kb_rerank_kind rerank;     /* the stage, resolved */
+    /* the llm stage's verdict on the first pass: what it did and the
+     * sections it put first, in its order, for a second pass to reuse */
+    int llm_done;
+    kb_rerank_info llm;
+    kb_hits llm_first;
 } query_run;
 
 static void add_list(query_run *q, int vector, const char *text)
@@ -639,6 +688,27 @@ static kb_rc split_skills(const kb_query_list *lists, size_t n, const skill_chun
     return KB_OK;
 }
 
+/* The llm stage: one request a query. A second pass (deeper lists, a
+ * pool that may differ past its top places) puts the sections the first
+ * pass's reply named first again, in its order, without asking again. */
+static kb_rc llm_stage(query_run *q, kb_results *out, kb_err *err)
+{
+    if (q->llm_done) {
+        out->rerank = q->llm;
+        if (kb_rerank_llm_again(&q->fused, &q->llm_first) != KB_OK)
+            return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        return KB_OK;
+    }
+    kb_rc rc = kb_rerank_llm(q->store, q->opts->config, q->opts->text, &q->fused,
+                             KB_RERANK_LLM_TOP, &out->rerank, err);
+    q->llm = out->rerank;
+    q->llm_done = rc == KB_OK;
+    for (size_t i = 0; rc == KB_OK && i < out->rerank.ordered; i++)
+        if (kb_hits_push(&q->llm_first, q->fused.items[i].id, 0) != KB_OK)
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    return rc;
+}
+
 /* The results of the one list, or of all of them fused. */
 static kb_rc rank_results(query_run *q, kb_results *out, int *backfilled,
                           kb_err *err)
@@ -666,7 +736,9 @@ static kb_rc rank_results(query_run *q, kb_results *out, int *backfilled,
         list = &q->fused;
     }
     /* hybrid's own two lists, reranked */
-    if (rc == KB_OK && q->nlists > 1 && !q->opts->no_rerank &&
+    memset(&out->rerank, 0, sizeof out->rerank);
+    out->rerank.stage = KB_RERANK_NONE;
+    if (rc == KB_OK && q->nlists > 1 && q->rerank != KB_RERANK_NONE &&
         !lists[0].vector && lists[1].vector) {
         int dim = kb_embedder_dim(q->emb);
         rc = kb_rerank_local(q->store, q->opts->text,
@@ -674,11 +746,17 @@ static kb_rc rank_results(query_run *q, kb_results *out, int *backfilled,
                              &lists[0].hits, &lists[1].hits, &q->fused,
                              (KB_RRF_K + 1) / (1 + KB_RRF_VECTOR_WEIGHT),
                              q->opts->trace, q->opts->trace_ctx, err);
-        if (rc == KB_OK && q->opts->config && q->opts->config->rerank_url &&
-            *q->opts->config->rerank_url)
+        out->rerank.stage = KB_RERANK_LOCAL;
+        if (rc == KB_OK && q->rerank == KB_RERANK_LOCAL && q->opts->config &&
+            q->opts->config->rerank_url && *q->opts->config->rerank_url) {
             rc = kb_rerank_remote(q->store, q->opts->config, q->opts->text,
                                   &q->fused, RERANK_REMOTE_TOP, err);
+            out->rerank.remote = 1;
+        }
     }
+    /* the LLM reads the best sections of whatever list there is */
+    if (rc == KB_OK && q->nlists > 0 && q->rerank == KB_RERANK_LLM)
+        rc = llm_stage(q, out, err);
     if (rc == KB_OK)
         rc = build_results(q->store, q->opts, list, out, backfilled, err);
     if (rc == KB_OK && apart && q->nlists > 0)
@@ -764,6 +842,10 @@ kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
 
     kb_rc rc = check_opts(opts, err);
     if (rc == KB_OK)
+        rc = kb_query_rerank_resolve(opts->config, opts->no_rerank ? KB_RERANK_NONE
+                                                                   : opts->rerank,
+                                     &q.rerank, err);
+    if (rc == KB_OK)
         rc = kb_query_check_sources(store, &opts->filter, err);
     if (rc != KB_OK)
         return rc;
@@ -809,6 +891,7 @@ out:
     for (size_t l = 0; l < q.nlists; l++)
         kb_hits_release(&q.lists[l].hits);
     kb_hits_release(&q.fused);
+    kb_hits_release(&q.llm_first);
     out->took_ms = kb_now_ms() - t0;
     if (rc != KB_OK)
         kb_results_release(out);

@@ -118,4 +118,33 @@ kb_rc kb_rerank_remote_scores(const char *url, const char *model,
 kb_rc kb_rerank_remote(kb_store *store, const kb_config *cfg, const char *query,
                        kb_hits *fused, size_t top, kb_err *err);
 
+/* ------------------------------------------------------------ rerank_llm.c */
+
+/* Sections of the fused list the LLM stage orders: the local stage's
+ * best, as far as the prompt's budget holds them. */
+#define KB_RERANK_LLM_TOP 30
+
+/* Reads a reply of passage ids (1..npool) into order[0..*n) as 0-based
+ * indices, in the reply's order: a JSON array ("[3, 1, 2]"), a line of
+ * ids ("3, 1, 2", "[3] > [1]"), optionally in one ``` fence. Unknown and
+ * repeated ids are passed over. 0 when read; -1 when the reply holds
+ * anything but ids, or none; -2 out of memory. order holds npool. */
+int kb_rerank_llm_parse(const char *reply, size_t npool, size_t *order, size_t *n);
+
+/* Reorders the first top sections of fused (as far as the prompt's budget
+ * holds them) by one request to cfg's LLM (KB_LLM_URL, KB_LLM_MODEL,
+ * KB_LLM_API_KEY, KB_LLM_API; within KB_RERANK_TIMEOUT_MS, not retried),
+ * or by the order the store's cache keeps for the same query, pool and
+ * model. The sections the reply names go first in its order, the pool's
+ * others after them as they were, the rest stay. A failed or slow
+ * request or a reply that is not ids leaves fused as it was: a warning
+ * and info->fallback say why. info says what was done. Fails only when
+ * cfg names no usable LLM (KB_ERR_USAGE), a chunk is gone, or on memory. */
+kb_rc kb_rerank_llm(kb_store *store, const kb_config *cfg, const char *query,
+                    kb_hits *fused, size_t top, kb_rerank_info *info, kb_err *err);
+/* Puts the sections of first (ids, in order) that fused holds at its
+ * front in that order, the others after them as they were: a verdict of
+ * kb_rerank_llm, reused without a request. KB_ERR_NOMEM. */
+kb_rc kb_rerank_llm_again(kb_hits *fused, const kb_hits *first);
+
 #endif

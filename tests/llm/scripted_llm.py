@@ -9,13 +9,21 @@ as JSON lines, and prints its port on stdout once it listens. Python's
 standard library only; tests/llm/README.md says how to write a script.
 
   scripted_llm.py --script FILE [--log FILE] [--port 0] [--key KEY]
+  scripted_llm.py --record DIR | --answers DIR [--log FILE] [--port 0]
+
+--record keeps each request's prompt as DIR/KEY.json and answers with
+the passage ids of the prompt in their order (kb's own order for a
+reranking request); --answers replays DIR/KEY.txt as the reply to the
+request whose prompt has that KEY (scripts/bench-rerank-llm.sh).
 
 It exits when its parent process does (a test that dies leaves nothing
 running), or on SIGTERM/SIGINT.
 """
 import argparse
+import hashlib
 import json
 import os
+import re
 import signal
 import socket
 import sys
@@ -70,6 +78,28 @@ class Script:
 
 def words(s):
     return max(1, len(s.split()))
+
+
+def content_text(c):
+    """A message's content: a string, or the text of its blocks."""
+    if isinstance(c, list):
+        return "".join(b.get("text", "") for b in c if isinstance(b, dict))
+    return c if isinstance(c, str) else ""
+
+
+def prompt_of(api, req):
+    """The request's system prompt and last user message, and its key: the
+    first 16 hex digits of their SHA-256, the same for either API."""
+    msgs = req.get("messages", [])
+    if api == "anthropic":
+        system = content_text(req.get("system", ""))
+    else:
+        system = "\n".join(content_text(m.get("content")) for m in msgs
+                           if m.get("role") == "system")
+    users = [content_text(m.get("content")) for m in msgs if m.get("role") == "user"]
+    user = users[-1] if users else ""
+    key = hashlib.sha256((system + "\n\0\n" + user).encode("utf-8")).hexdigest()[:16]
+    return system, user, key
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -191,11 +221,36 @@ class Handler(BaseHTTPRequestHandler):
             problem = "messages: the system prompt goes in the top-level system field"
         if problem:
             return 400, None, lambda: self.send(400, self.error_body(api, 400, problem))
+        if self.server.record or self.server.answers:
+            return self.recorded(api, req)
         idx, reply = self.server.script.next()
         if reply is None:
             return 400, None, lambda: self.send(400, self.error_body(
                 api, 400, "scripted_llm: no reply left in the script"))
         return int(reply.get("status", 200)), idx, lambda: self.reply(api, req, reply)
+
+    def recorded(self, api, req):
+        """--record: keeps the prompt as DIR/KEY.json and answers with its
+        passage ids ("[1] ...", "[2] ..." at line starts) in their order.
+        --answers: answers with DIR/KEY.txt, or a 500 when there is none."""
+        system, user, key = prompt_of(api, req)
+        if self.server.record:
+            path = os.path.join(self.server.record, key + ".json")
+            with open(path + ".tmp", "w", encoding="utf-8") as f:
+                json.dump({"key": key, "api": api, "model": req.get("model"),
+                           "system": system, "user": user}, f, indent=1)
+                f.write("\n")
+            os.replace(path + ".tmp", path)
+            ids = re.findall(r"^\[(\d+)\] ", user, re.M)
+            reply = {"text": "[" + ", ".join(ids) + "]"}
+            return 200, "record:" + key, lambda: self.reply(api, req, reply)
+        path = os.path.join(self.server.answers, key + ".txt")
+        try:
+            with open(path, encoding="utf-8") as f:
+                reply = {"text": f.read()}
+        except OSError:
+            reply = {"status": 500, "error": "scripted_llm: no answer for request " + key}
+        return int(reply.get("status", 200)), "answer:" + key, lambda: self.reply(api, req, reply)
 
     def reply(self, api, req, reply):
         """Sends one of the script's replies."""
@@ -210,7 +265,7 @@ class Handler(BaseHTTPRequestHandler):
                                               reply.get("error_type")), headers=headers)
             return
         stream = reply.get("stream", bool(req.get("stream")))
-        text = self.server.script.text(reply)
+        text = self.server.script.text(reply) if self.server.script else reply.get("text", "")
         model = req.get("model", "scripted")
         if api == "openai":
             include_usage = bool((req.get("stream_options") or {}).get("include_usage"))
@@ -364,16 +419,25 @@ def watch_parent(ppid):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--script", required=True, help="the replies, a JSON file")
+    ap.add_argument("--script", help="the replies, a JSON file")
+    ap.add_argument("--record", help="keep each request's prompt in this folder, "
+                    "answer with its passage ids in order")
+    ap.add_argument("--answers", help="answer each request with FOLDER/KEY.txt")
     ap.add_argument("--log", help="append each request as a JSON line here")
     ap.add_argument("--port", type=int, default=0, help="0: a free port")
     ap.add_argument("--key", help="the API key requests must carry (401 otherwise)")
     a = ap.parse_args()
+    if sum(x is not None for x in (a.script, a.record, a.answers)) != 1:
+        ap.error("one of --script, --record, --answers")
+    if a.record:
+        os.makedirs(a.record, exist_ok=True)
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
     ppid = die_with_parent()
     server = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
     server.daemon_threads = True
-    server.script = Script(a.script)
+    server.script = Script(a.script) if a.script else None
+    server.record = a.record
+    server.answers = a.answers
     server.log = a.log
     server.log_lock = threading.Lock()
     server.key = a.key

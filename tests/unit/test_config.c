@@ -16,7 +16,7 @@
 static const char *const names[] = {
     "KB_DIR", "KB_MANIFEST", "KB_MIRROR", "KB_MODEL_DIR", "KB_THREADS",
     "KB_EMBED_URL", "KB_EMBED_MODEL", "KB_EMBED_API_KEY", "KB_EMBED_TIMEOUT_MS",
-    "KB_VERIFY", "KB_LLM_URL", "KB_LLM_MODEL", "KB_LLM_API_KEY", "KB_LLM_API", "KB_LLM_TIMEOUT_MS",
+    "KB_RERANK", "KB_RERANK_TIMEOUT_MS", "KB_VERIFY", "KB_LLM_URL", "KB_LLM_MODEL", "KB_LLM_API_KEY", "KB_LLM_API", "KB_LLM_TIMEOUT_MS",
     "NO_COLOR",
 };
 static const size_t nnames = sizeof names / sizeof names[0];
@@ -52,6 +52,8 @@ static void test_defaults(void **state)
     assert_null(c.llm_api_key);
     assert_null(c.llm_api);
     assert_int_equal(c.llm_timeout_ms, 300000);
+    assert_null(c.rerank);
+    assert_int_equal(c.rerank_timeout_ms, 30000);
     assert_int_equal(c.no_color, 0);
     kb_config_release(&c);
     assert_null(c.kb_dir);
@@ -95,6 +97,8 @@ static void test_each_variable(void **state)
     setenv("KB_LLM_API_KEY", "llm-key", 1);
     setenv("KB_LLM_API", "anthropic", 1);
     setenv("KB_LLM_TIMEOUT_MS", "2500", 1);
+    setenv("KB_RERANK", "llm", 1);
+    setenv("KB_RERANK_TIMEOUT_MS", "4000", 1);
     setenv("NO_COLOR", "1", 1);
     kb_config c;
     kb_err err;
@@ -115,6 +119,8 @@ static void test_each_variable(void **state)
     assert_string_equal(c.llm_api_key, "llm-key");
     assert_string_equal(c.llm_api, "anthropic");
     assert_int_equal(c.llm_timeout_ms, 2500);
+    assert_string_equal(c.rerank, "llm");
+    assert_int_equal(c.rerank_timeout_ms, 4000);
     assert_int_equal(c.no_color, 1);
     char *d = kb_config_env_kb_dir();
     assert_string_equal(d, "/kb");

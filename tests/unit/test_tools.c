@@ -343,9 +343,17 @@ static void test_search(void **state)
         assert_true(cJSON_IsNumber(get(x, "lexical_score")));
         assert_true(cJSON_IsNull(get(x, "vector_score")));
     }
+    /* lexical has no reranking stage */
+    assert_string_equal(get(get(r, "rerank"), "stage")->valuestring, "none");
+    assert_true(cJSON_IsNull(get(get(r, "rerank"), "fallback")));
     cJSON_Delete(r);
     r = call_ok("search", "{\"query\":\"conflicts\",\"mode\":\"lexical\"}");
     assert_null(cJSON_GetObjectItemCaseSensitive(r, "timings"));
+    assert_null(cJSON_GetObjectItemCaseSensitive(r, "rerank"));
+    cJSON_Delete(r);
+    r = call_ok("search", "{\"query\":\"conflicts\",\"rerank\":\"none\",\"explain\":true}");
+    assert_string_equal(get(get(r, "rerank"), "stage")->valuestring, "none");
+    assert_true(cJSON_IsNull(get(get(r, "rerank"), "model")));
     cJSON_Delete(r);
 
     /* snippet: a window, not the whole chunk */
@@ -455,7 +463,15 @@ static void test_bad_args(void **state)
     (void)state;
     call_fails("search", "{\"query\":\"x\",\"foo\":1}", KB_ERR_USAGE,
                "search: unknown argument 'foo' (arguments: query, k, mode, "
-               "sources, kinds, explain, snippet, budget_tokens, searches)");
+               "sources, kinds, explain, snippet, rerank, budget_tokens, searches)");
+    call_fails("search", "{\"query\":\"x\",\"rerank\":\"fuzzy\"}", KB_ERR_USAGE,
+               "'rerank' must be one of local, llm, none, not 'fuzzy'");
+    /* the llm stage without an LLM: say what to set */
+    char *llm_url = config.llm_url;
+    config.llm_url = NULL;
+    call_fails("search", "{\"query\":\"x\",\"rerank\":\"llm\"}", KB_ERR_USAGE,
+               "the llm reranking stage needs an LLM: set KB_LLM_URL");
+    config.llm_url = llm_url;
     call_fails("search", "{\"query\":\"x\",\"k\":0}", KB_ERR_USAGE,
                "search: 'k' must be an integer from 1 to 50, not 0");
     call_fails("search", "{\"query\":\"x\",\"k\":51}", KB_ERR_USAGE,
