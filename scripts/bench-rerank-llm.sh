@@ -19,13 +19,13 @@
 #       by the answers (after), and the queries better and worse.
 #
 # KB is a KB of the whole corpus with vectors (read only). The sets are
-# SETS (default: /work/shared/eval/retrieval-dev.json and
+# SETS (default: ../shared/eval/retrieval-dev.json and
 # retrieval-dev2.json); kb is KB_BIN (default: build/kb). The answers are
 # not committed: they are a model's output, not the project's.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 KB_BIN=${KB_BIN:-$top/build/kb}
-SETS=${SETS:-/work/shared/eval/retrieval-dev.json /work/shared/eval/retrieval-dev2.json}
+SETS=${SETS:-$top/../shared/eval/retrieval-dev.json $top/../shared/eval/retrieval-dev2.json}
 usage() { sed -n '2,/^set -e/p' "$0" | sed 's/^# \{0,1\}//; /^set -e/d' >&2; exit 2; }
 [ $# -ge 3 ] || usage
 cmd=$1 kb_dir=$2 out=$3
