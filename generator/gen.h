@@ -155,6 +155,9 @@ typedef struct {
     char *label;      /* "skill vectorized-global-access: verified, 1.61x on gelu" */
     char *text;
     int code;         /* fenced as CUDA */
+    char *path;       /* its document's path (an exemplar is its file) */
+    char *seed_skill; /* the kernel of this task's skill (its name), which a
+                         prompt without a kernel to refine refines; else NULL */
 } kb_gen_passage;
 
 typedef struct {
