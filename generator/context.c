@@ -320,6 +320,23 @@ static kb_rc doc_first_chunk(kb_store *store, const char *source, const char *pa
     return rc;
 }
 
+/* 1 when r's document is a skill's file (a SKILL.md beside it, in its
+ * source): a skill's kernel comes with its skill, when the skill fits. */
+static int skill_file(kb_store *store, const kb_result *r)
+{
+    const char *slash = strrchr(r->path, '/');
+    kb_buf p;
+    kb_buf_init(&p, 0);
+    long long id = 0;
+    kb_err quiet;
+    kb_err_clear(&quiet);
+    if (kb_buf_printf(&p, "%.*sSKILL.md", slash ? (int)(slash - r->path + 1) : 0,
+                      r->path) == KB_OK)
+        doc_first_chunk(store, r->source, p.data, &id, &quiet);
+    kb_buf_release(&p);
+    return id != 0;
+}
+
 /* The kernel of skill h (kernel.cu beside its SKILL.md, as the KB holds
  * it) as an exemplar passage, marked as a seed when the skill is for this
  * very task; nothing when the KB has none or it is over the exemplar's
@@ -506,7 +523,7 @@ static kb_rc retrieve_kind(kb_store *store, const kb_config *cfg, const char *te
         for (size_t i = 0; i < res.n && taken < max && rc == KB_OK; i++) {
             const kb_result *r = &res.items[i];
             if (have_passage(ps, r) || (code && have_file(ps, r)) || newer_arch(r, k->cc) ||
-                (code && (!strcmp(r->source, "skills") || is_guide(r->source))) ||
+                (code && (is_guide(r->source) || skill_file(store, r))) ||
                 (pass == 0 && !is_guide(r->source)))
                 continue;
             char *body = NULL;

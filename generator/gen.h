@@ -72,7 +72,9 @@ typedef struct {
     const char *feedback;     /* the last attempts' verdicts (the loop's
                                  kb_gen_feedback); NULL: first round */
     const char *parent;       /* a kernel to refine (population, refine);
-                                 NULL: none */
+                                 NULL: the kernel of a skill retrieved for
+                                 this very task, if one is (its seed) */
+    int no_seed;              /* no seed: without parent, no kernel to refine */
 } kb_gen_prompt_opts;
 
 /* An assembled prompt: system and user text, the passages in it (their
@@ -84,6 +86,8 @@ typedef struct {
     size_t ncites;
     long tokens;
     char hash[65];
+    char *seed_skill;         /* the skill whose kernel is the kernel to
+                                 refine (no parent given), or NULL */
 } kb_gen_prompt;
 
 /* p's citations as a JSON array (caller's), skill "" written as null when
@@ -93,7 +97,11 @@ cJSON *kb_gen_cites_json(const kb_gen_prompt *p, int no_skill_null, int *ok);
 void kb_gen_prompt_release(kb_gen_prompt *p);
 /* Retrieves for the task (skills first: verified and approved, filtered by
  * arch, dtype and ops; exemplar kernels; doc passages) and assembles the
- * prompt in its stable sections within the budget (docs/generate.md, "kb prompt"):
+ * prompt in its stable sections within the budget (docs/generate.md, "kb prompt");
+ * without a parent, the kernel of a skill retrieved for this very task is
+ * the kernel to refine (not also an exemplar), out->seed_skill its name:
+ * kb prompt, the MCP prompt tool, --dry-run and a run's first round all
+ * send this one prompt. The sections:
  * the hardware profile, the task (the target shape only), the reference,
  * the retrieved context, the feedback, the parent, the output contract.
  * Passages are cut whole, the context first, then the parent, then the
@@ -333,7 +341,6 @@ typedef struct {
     const char *model;
     char *replay_model;       /* a replay's recorded model */
     char *replay_task;        /* and task */
-    char *seed_skill, *seed_src;   /* the retrieved skill a run refines */
 } kb_gen_state;
 
 /* ------------------------------------------------------------ transcript.c */
@@ -378,9 +385,6 @@ void kb_gen_replay_reply(kb_gen_state *R, const char *key, kb_gen_slot *s);
  * request failed. */
 kb_rc kb_gen_round(kb_gen_state *R, int round, int *stop_floor, int *all_failed, cJSON *rj,
                    kb_err *err);
-/* The skill retrieved for this task whose kernel the run refines while it
- * has no kernel of its own (R->seed_skill, R->seed_src). */
-kb_rc kb_gen_find_seed(kb_gen_state *R, kb_err *err);
 /* The result that stands for a (its own, or the one of the attempt it
  * duplicates); NULL when nothing was verified. */
 const kb_gen_attempt *kb_gen_verdict_of(const kb_gen_state *R, const kb_gen_attempt *a);
