@@ -202,6 +202,7 @@ typedef struct {
     int cc;                  /* 90; 0 unknown */
     const char *ops;         /* the task's, comma-joined */
     char dtypes[64];         /* the task's buffer and scalar types, comma-joined */
+    const char *device;      /* the device's name, or NULL */
 } want;
 
 /* 1 if the comma- or space-separated lists a and b share an item (an
@@ -385,6 +386,39 @@ static kb_rc skill_kernel(kb_store *store, const kb_skill_hit *h, const char *ta
     return rc;
 }
 
+/* The baseline's median at the target shape on the device named dev, as
+ * the evidence of skill h recorded it (evidence.json beside its SKILL.md,
+ * where its link is a file); 0 when none says. */
+static double evidence_baseline(const kb_skill_hit *h, const char *dev)
+{
+    const char *url = h->r->url;
+    if (!dev || strncmp(url, "file://", 7) != 0)
+        return 0;
+    const char *path = url + 7;
+    size_t n = strcspn(path, "#");
+    while (n && path[n - 1] != '/')
+        n--;
+    char *dir = n ? kb_strndup(path, n - 1) : NULL;
+    kb_skill_evidence ev;
+    kb_skill_evidence_init(&ev);
+    kb_err quiet;
+    kb_err_clear(&quiet);
+    double ms = 0;
+    if (dir && kb_skill_evidence_load(dir, h->name, &ev, NULL, &quiet) == KB_OK)
+        for (size_t i = kb_skill_evidence_count(&ev); i-- > 0 && !ms;) {
+            const cJSON *rec = kb_skill_evidence_at(&ev, i), *tm;
+            const char *name = kb_gen_jstr(kb_gen_jget(rec, "device"), "name", "");
+            if (strcmp(name, dev) != 0)
+                continue;
+            cJSON_ArrayForEach(tm, kb_gen_jget(rec, "timings"))
+                if (!ms && !strcmp(kb_gen_jstr(tm, "shape", ""), "target"))
+                    ms = kb_gen_jnum(kb_gen_jget(tm, "baseline_ms"), "median", 0);
+        }
+    kb_skill_evidence_release(&ev);
+    free(dir);
+    return ms > 0 ? ms : 0;
+}
+
 /* One skill of hits as a passage: its SKILL.md whole, cited at its top. */
 static kb_rc push_skill(kb_store *store, const kb_skill_hit *h, const char *task_name,
                         kb_gen_passages *ps, int *taken, kb_err *err)
@@ -447,6 +481,9 @@ static kb_rc retrieve_skills(kb_store *store, const kb_config *cfg, const char *
     for (size_t i = 0; i < hits.n; i++) {
         int n = lists_shared(hits.items[i].ops, w->ops);
         most = n > most ? n : most;
+        /* the baseline's time on this device, as this task's skills measured it */
+        if (!ps->baseline_ms && !strcmp(hits.items[i].task, task_name))
+            ps->baseline_ms = evidence_baseline(&hits.items[i], w->device);
     }
     for (int tier = 0; tier < 2 && rc == KB_OK; tier++)
         for (int shared = most; shared >= 0 && rc == KB_OK; shared--)
@@ -729,6 +766,7 @@ kb_rc kb_gen_retrieve(const kb_gen_prompt_opts *o, const kb_task *t,
     kb_gen_device_arch(o->device, arch, &w.cc);
     w.arch = *arch ? arch : NULL;
     w.ops = t->ops;
+    w.device = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o->device, "name"));
     /* the types the kernel handles: its buffers' and scalars', and the task's */
     snprintf(w.dtypes, sizeof w.dtypes, "%s", kb_dtype_name(t->dtype));
     for (size_t i = 0; i < t->nparams; i++) {

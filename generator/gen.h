@@ -124,11 +124,13 @@ kb_rc kb_gen_prompt_json(const kb_gen_prompt *p, cJSON **out, kb_err *err);
 /* ----------------------------------------------------------- prompt_task.c */
 
 /* The prompt's fixed sections, appended to b: the hardware profile of
- * device d (NULL: unknown), the task t (the target shape alone, with the
- * roofline at it on d), a code block under a heading with its intro, and
+ * device d (NULL: unknown), the task t (the target shape alone, the
+ * buffers' alignment, the baseline's time there when baseline_ms > 0, the
+ * roofline at it on d, what is judged suspicious), a code block under a heading with its intro, and
  * the output contract. */
 kb_rc kb_gen_section_hardware(kb_buf *b, const cJSON *d) KB_MUST_CHECK;
-kb_rc kb_gen_section_task(kb_buf *b, const kb_task *t, const cJSON *d) KB_MUST_CHECK;
+kb_rc kb_gen_section_task(kb_buf *b, const kb_task *t, const cJSON *d,
+                          double baseline_ms) KB_MUST_CHECK;
 kb_rc kb_gen_section_code(kb_buf *b, const char *heading, const char *intro,
                           const char *src) KB_MUST_CHECK;
 kb_rc kb_gen_section_contract(kb_buf *b, const kb_task *t) KB_MUST_CHECK;
@@ -171,6 +173,8 @@ typedef struct {
 typedef struct {
     kb_gen_passage *items;
     size_t n, cap;
+    double baseline_ms;   /* the baseline's median at the target shape on this
+                             device, from this task's skills' evidence; 0 unknown */
 } kb_gen_passages;
 
 void kb_gen_cite_release(kb_gen_cite *c);

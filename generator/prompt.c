@@ -137,7 +137,7 @@ static const char none_found[] = "(nothing retrieved: no KB)\n\n";
 /* What is always there: before the context, and the contract after it;
  * the feedback and the kernel to refine. */
 static kb_rc put_fixed(parts *P, const kb_gen_prompt_opts *o, const kb_task *t,
-                       const char *ref, const char *parent)
+                       const char *ref, const char *parent, double baseline_ms)
 {
     kb_rc br = kb_buf_printf(&P->head, "# Task: %s\n\n", t->name);
     if (br == KB_OK)
@@ -145,7 +145,7 @@ static kb_rc put_fixed(parts *P, const kb_gen_prompt_opts *o, const kb_task *t,
     if (br == KB_OK)
         br = kb_buf_puts(&P->head, "\n");
     if (br == KB_OK)
-        br = kb_gen_section_task(&P->head, t, o->device);
+        br = kb_gen_section_task(&P->head, t, o->device, baseline_ms);
     if (br == KB_OK)
         br = kb_buf_puts(&P->head, "\n");
     if (br == KB_OK)
@@ -288,7 +288,7 @@ kb_rc kb_gen_prompt_build(const kb_gen_prompt_opts *o, kb_gen_prompt *out, kb_er
         if (ps.items[i].seed_skill)
             P.seed = (long)i;
     const char *parent = P.seed >= 0 ? ps.items[P.seed].text : o->parent;
-    if (rc == KB_OK && put_fixed(&P, o, t, ref, parent) != KB_OK)
+    if (rc == KB_OK && put_fixed(&P, o, t, ref, parent, ps.baseline_ms) != KB_OK)
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory assembling the prompt");
     if (rc == KB_OK)
         rc = fit_budget(&P, t, budget, err);

@@ -133,6 +133,13 @@ static void test_sections_in_order(void **state)
     assert_true(at(u, "// kb-launch: kernel=NAME grid=E[,E[,E]] block=E[,E[,E]] "
                       "shared=E") > 0);
     assert_true(at(u, "Refused (verdict `refused`): `%globaltimer`") > 0);
+    /* what kb-verify guarantees and judges: the buffers' alignment, the
+     * baseline's time on this device (softmax's skills' evidence on the
+     * H200), the speedup that is suspicious */
+    assert_true(at(u, "Alignment: every buffer starts on a 256-byte boundary") > 0);
+    assert_true(at(u, "The baseline takes ") > at(u, "Baseline: the reference kernel"));
+    assert_true(at(u, " ms at the target shape on this device (measured by kb-verify") > 0);
+    assert_true(at(u, "A speedup over the baseline above 50x on a shape is `suspicious`") > 0);
     assert_true(at(u, "exactly one fenced code block") > at(u, "## Output contract"));
     assert_true(at(p.system, "CUDA kernel engineer") >= 0);
     /* size and hash as documented */
@@ -161,6 +168,7 @@ static void test_unknown_device(void **state)
     build("gelu", store, NULL, 0, NULL, NULL, &p);
     assert_non_null(strcasestr(p.user, "unknown device"));
     assert_int_equal(at(p.user, "SMs"), -1);
+    assert_int_equal(at(p.user, "The baseline takes "), -1);   /* on no known device */
     kb_gen_prompt_release(&p);
 }
 
