@@ -185,24 +185,11 @@ static int dry_run(const kb_gen_opts *g, const char *task_name, int json)
         return kb_cli_fail(&err);
     int status = 0;
     if (json) {
-        cJSON *o = cJSON_CreateObject();
-        int ok = o != NULL;
-        cJSON *cites = kb_json_put_arr(o, "cites", &ok);
-        kb_json_put_str(o, "task", task_name, &ok);
-        kb_json_put_str(o, "system", p.system, &ok);
-        kb_json_put_str(o, "user", p.user, &ok);
-        kb_json_put_num(o, "tokens", (double)p.tokens, &ok);
-        kb_json_put_str(o, "hash", p.hash, &ok);
-        for (size_t i = 0; ok && i < p.ncites; i++) {
-            cJSON *c = kb_json_push_obj(cites, &ok);
-            kb_json_put_str(c, "kind", p.cites[i].kind, &ok);
-            kb_json_put_str(c, "source", p.cites[i].source, &ok);
-            kb_json_put_str(c, "title", p.cites[i].title, &ok);
-            kb_json_put_str(c, "heading", p.cites[i].heading, &ok);
-            kb_json_put_str(c, "url", p.cites[i].url, &ok);
-            kb_json_put_str(c, "skill", p.cites[i].skill, &ok);
-        }
-        if (!ok) {
+        /* kb prompt --json's object (the same prompt, kb_gen_prompt_build's)
+         * with the task's name */
+        cJSON *o = NULL;
+        if (kb_gen_prompt_json(&p, &o, &err) == KB_OK &&
+            !cJSON_AddStringToObject(o, "task", task_name)) {
             cJSON_Delete(o);
             o = NULL;
         }

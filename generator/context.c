@@ -19,6 +19,9 @@
  * function), else the chunk alone */
 #define EXEMPLAR_MAX_BYTES 9000
 #define SKILL_MAX_BYTES 12000
+/* a skill's kernel: verified code for the instructions the device has
+ * (a wgmma/TMA GEMM is 13 kB) */
+#define SKILL_KERNEL_MAX_BYTES 16000
 #define REPAIR_K 6
 #define REPAIR_QUERY_MAX 600
 
@@ -41,6 +44,8 @@ void kb_gen_passages_release(kb_gen_passages *ps)
         kb_gen_cite_release(&ps->items[i].cite);
         free(ps->items[i].label);
         free(ps->items[i].text);
+        free(ps->items[i].path);
+        free(ps->items[i].seed_skill);
     }
     free(ps->items);
     memset(ps, 0, sizeof *ps);
@@ -80,9 +85,10 @@ static kb_rc push_passage(kb_gen_passages *ps, const kb_result *r, const char *s
     p->cite.heading = heading_of(r);
     p->cite.url = kb_strdup(r->url);
     p->cite.skill = kb_strdup(skill ? skill : "");
+    p->path = kb_strdup(r->path);
     ps->n++;   /* released with the list, whole or not */
     if (!p->cite.kind || !p->cite.source || !p->cite.title || !p->cite.heading ||
-        !p->cite.url || !p->cite.skill)
+        !p->cite.url || !p->cite.skill || !p->path)
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     return KB_OK;
 }
@@ -196,6 +202,7 @@ typedef struct {
     int cc;                  /* 90; 0 unknown */
     const char *ops;         /* the task's, comma-joined */
     char dtypes[64];         /* the task's buffer and scalar types, comma-joined */
+    const char *device;      /* the device's name, or NULL */
 } want;
 
 /* 1 if the comma- or space-separated lists a and b share an item (an
@@ -248,9 +255,216 @@ static int status_tier(const char *status)
     return !strcmp(status, "draft") ? 1 : 2;
 }
 
-/* The skills for the task: verified and approved first, then drafts, each
- * tier in search order; only those whose arch, dtype and ops fit. A
- * skill is carried whole (its SKILL.md's sections). */
+/* How many items the comma-separated lists a and b share. */
+static int lists_shared(const char *a, const char *b)
+{
+    int n = 0;
+    for (const char *p = a ? a : ""; *p;) {
+        p += strspn(p, ", ");
+        size_t len = strcspn(p, ", ");
+        char one[64];
+        if (len && len < sizeof one) {
+            memcpy(one, p, len);
+            one[len] = '\0';
+            n += lists_meet(one, b);
+        }
+        p += len;
+    }
+    return n;
+}
+
+/* 1 when a passage's place names an architecture newer than the device's
+ * (cc; 0 unknown: none is): Blackwell's tcgen05 is no help on an H200. */
+static int newer_arch(const kb_result *r, int cc)
+{
+    static const struct { const char *word; int cc; } names[] = {
+        { "blackwell", 100 }, { "sm100", 100 }, { "sm_100", 100 }, { "sm120", 120 },
+        { "sm_120", 120 }, { "tcgen05", 100 }, { "5th generation", 100 },
+        { "hopper", 90 }, { "sm90", 90 }, { "sm_90", 90 }, { "wgmma", 90 },
+    };
+    if (!cc)
+        return 0;
+    kb_buf b;
+    kb_buf_init(&b, 0);
+    kb_rc rc = kb_buf_printf(&b, "%s ", r->title);
+    for (size_t i = 0; rc == KB_OK && i < r->depth; i++)
+        rc = kb_buf_printf(&b, "%s ", r->heading_path[i]);
+    int newer = 0;
+    for (char *p = b.data; rc == KB_OK && p && *p; p++)
+        *p = (char)tolower((unsigned char)*p);
+    for (size_t i = 0; rc == KB_OK && i < sizeof names / sizeof names[0] && !newer; i++)
+        newer = names[i].cc > cc && strstr(b.data, names[i].word) != NULL;
+    kb_buf_release(&b);
+    return newer;
+}
+
+/* The chunk id of the first chunk of the document at path in source (a
+ * skill's kernel.cu beside its SKILL.md); 0 when there is none. */
+static kb_rc doc_first_chunk(kb_store *store, const char *source, const char *path,
+                             long long *id, kb_err *err)
+{
+    *id = 0;
+    sqlite3_stmt *st = NULL;
+    kb_rc rc = kb_store_prepare(store, "SELECT c.id FROM chunks c JOIN documents d ON "
+                                "d.id = c.document_id WHERE d.source_id = ? AND d.path = ? "
+                                "ORDER BY c.ord LIMIT 1", &st, err);
+    if (rc != KB_OK)
+        return rc;
+    sqlite3_bind_text(st, 1, source, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, path, -1, SQLITE_STATIC);
+    int s = sqlite3_step(st);
+    if (s == SQLITE_ROW)
+        *id = sqlite3_column_int64(st, 0);
+    else if (s != SQLITE_DONE)
+        rc = kb_store_db_error(store, err, "find a skill's kernel");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* 1 when r's document is a skill's file (a SKILL.md beside it, in its
+ * source): a skill's kernel comes with its skill, when the skill fits. */
+static int skill_file(kb_store *store, const kb_result *r)
+{
+    const char *slash = strrchr(r->path, '/');
+    kb_buf p;
+    kb_buf_init(&p, 0);
+    long long id = 0;
+    kb_err quiet;
+    kb_err_clear(&quiet);
+    if (kb_buf_printf(&p, "%.*sSKILL.md", slash ? (int)(slash - r->path + 1) : 0,
+                      r->path) == KB_OK)
+        doc_first_chunk(store, r->source, p.data, &id, &quiet);
+    kb_buf_release(&p);
+    return id != 0;
+}
+
+/* The kernel of skill h (kernel.cu beside its SKILL.md, as the KB holds
+ * it) as an exemplar passage, marked as a seed when the skill is for this
+ * very task; nothing when the KB has none or it is over the exemplar's
+ * size. */
+static kb_rc skill_kernel(kb_store *store, const kb_skill_hit *h, const char *task_name,
+                          kb_gen_passages *ps, kb_err *err)
+{
+    const char *path = h->r->path, *slash = strrchr(path, '/');
+    kb_buf kp;
+    kb_buf_init(&kp, 0);
+    kb_rc rc = kb_buf_printf(&kp, "%.*skernel.cu", slash ? (int)(slash - path + 1) : 0, path);
+    long long id = 0;
+    if (rc != KB_OK)
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    else
+        rc = doc_first_chunk(store, h->r->source, kp.data, &id, err);
+    char *body = NULL;
+    long long first = 0;
+    kb_results top = { 0 };
+    if (rc == KB_OK && id)
+        rc = document_text(store, id, 0, SKILL_KERNEL_MAX_BYTES, &body, &first, err);
+    int dup = 0;   /* skills of one kernel (the GEMM's three techniques) */
+    for (size_t i = 0; rc == KB_OK && body && i < ps->n && !dup; i++)
+        dup = ps->items[i].code && !strcmp(ps->items[i].text, body);
+    if (rc == KB_OK && body && (dup || !strstr(body, "__global__"))) {
+        free(body);
+        body = NULL;
+    }
+    if (rc == KB_OK && body)
+        rc = kb_get_chunk(store, first, 0, &top, err);
+    if (rc == KB_OK && body && top.n) {
+        kb_buf l;
+        kb_buf_init(&l, 0);
+        kb_rc lr = kb_buf_printf(&l, "exemplar %s: the kernel of skill %s", kp.data, h->name);
+        rc = push_passage(ps, &top.items[0], NULL, kb_buf_finish(&l, lr), body, 1, err);
+        body = NULL;
+        kb_gen_passage *p = &ps->items[ps->n - 1];
+        if (rc == KB_OK && *h->task && !strcmp(h->task, task_name) &&
+            !(p->seed_skill = kb_strdup(h->name)))
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    }
+    if (top.n || top.items)
+        kb_results_release(&top);
+    free(body);
+    kb_buf_release(&kp);
+    return rc;
+}
+
+/* The baseline's median at the target shape on the device named dev, as
+ * the evidence of skill h recorded it (evidence.json beside its SKILL.md,
+ * where its link is a file); 0 when none says. */
+static double evidence_baseline(const kb_skill_hit *h, const char *dev)
+{
+    const char *url = h->r->url;
+    if (!dev || strncmp(url, "file://", 7) != 0)
+        return 0;
+    const char *path = url + 7;
+    size_t n = strcspn(path, "#");
+    while (n && path[n - 1] != '/')
+        n--;
+    char *dir = n ? kb_strndup(path, n - 1) : NULL;
+    kb_skill_evidence ev;
+    kb_skill_evidence_init(&ev);
+    kb_err quiet;
+    kb_err_clear(&quiet);
+    double ms = 0;
+    if (dir && kb_skill_evidence_load(dir, h->name, &ev, NULL, &quiet) == KB_OK)
+        for (size_t i = kb_skill_evidence_count(&ev); i-- > 0 && !ms;) {
+            const cJSON *rec = kb_skill_evidence_at(&ev, i), *tm;
+            const char *name = kb_gen_jstr(kb_gen_jget(rec, "device"), "name", "");
+            if (strcmp(name, dev) != 0)
+                continue;
+            cJSON_ArrayForEach(tm, kb_gen_jget(rec, "timings"))
+                if (!ms && !strcmp(kb_gen_jstr(tm, "shape", ""), "target"))
+                    ms = kb_gen_jnum(kb_gen_jget(tm, "baseline_ms"), "median", 0);
+        }
+    kb_skill_evidence_release(&ev);
+    free(dir);
+    return ms > 0 ? ms : 0;
+}
+
+/* One skill of hits as a passage: its SKILL.md whole, cited at its top. */
+static kb_rc push_skill(kb_store *store, const kb_skill_hit *h, const char *task_name,
+                        kb_gen_passages *ps, int *taken, kb_err *err)
+{
+    char *body = NULL;
+    long long top_id = 0;
+    kb_rc rc = document_text(store, (long long)h->r->chunk_id, 1, SKILL_MAX_BYTES, &body,
+                             &top_id, err);
+    if (rc != KB_OK || !body)
+        return rc;
+    kb_buf l;
+    kb_buf_init(&l, 0);
+    kb_rc lr = kb_buf_printf(&l, "skill %s: %s", h->name, *h->status ? h->status : "no status");
+    if (lr == KB_OK && *h->speedup)
+        lr = kb_buf_printf(&l, ", %sx", h->speedup);
+    if (lr == KB_OK && *h->task)
+        lr = kb_buf_printf(&l, " on %s%s", h->task,
+                           strcmp(h->task, task_name) ? "" : " (this task)");
+    kb_results top;
+    rc = kb_get_chunk(store, top_id, 0, &top, err);
+    if (rc == KB_OK) {
+        rc = push_passage(ps, &top.items[0], h->name, kb_buf_finish(&l, lr), body, 0, err);
+        kb_results_release(&top);
+        *taken = 1;
+    } else {
+        kb_buf_release(&l);
+        free(body);
+    }
+    return rc;
+}
+
+/* 1 when hit h may go into the task's prompt: its arch, dtype and ops fit;
+ * a draft (unreviewed: what one run wrote) only into its own task's. */
+static int skill_fits(const kb_skill_hit *h, const want *w, const char *task_name)
+{
+    if (!arch_fits(h->arch, w->cc) || !lists_meet(h->dtype, w->dtypes) ||
+        !lists_meet(h->ops, w->ops))
+        return 0;
+    return status_tier(h->status) == 0 || !strcmp(h->task, task_name);
+}
+
+/* The skills for the task: verified and approved first, then drafts of
+ * this task; in each tier those that share more of the task's ops first,
+ * then in search order. A skill is carried whole (its SKILL.md's
+ * sections); then the kernels of the skills taken, as exemplars, while
+ * there is room for exemplars. */
 static kb_rc retrieve_skills(kb_store *store, const kb_config *cfg, const char *text,
                              const want *w, const char *task_name, kb_gen_passages *ps,
                              kb_err *err)
@@ -261,55 +475,79 @@ static kb_rc retrieve_skills(kb_store *store, const kb_config *cfg, const char *
     kb_rc rc = kb_skill_search(store, &q, &hits, err);
     if (rc != KB_OK)
         return rc;
-    size_t taken = 0;
-    for (int tier = 0; tier < 3 && rc == KB_OK; tier++)
-        for (size_t i = 0; i < hits.n && taken < SKILLS_MAX && rc == KB_OK; i++) {
-            const kb_skill_hit *h = &hits.items[i];
-            if (status_tier(h->status) != tier || !arch_fits(h->arch, w->cc) ||
-                !lists_meet(h->dtype, w->dtypes) || !lists_meet(h->ops, w->ops))
-                continue;
-            char *body = NULL;
-            long long top_id = 0;
-            rc = document_text(store, (long long)h->r->chunk_id, 1, SKILL_MAX_BYTES,
-                               &body, &top_id, err);
-            if (rc != KB_OK || !body)
-                continue;
-            kb_buf l;
-            kb_buf_init(&l, 0);
-            kb_rc lr = kb_buf_printf(&l, "skill %s: %s", h->name,
-                                     *h->status ? h->status : "no status");
-            if (lr == KB_OK && *h->speedup)
-                lr = kb_buf_printf(&l, ", %sx", h->speedup);
-            if (lr == KB_OK && *h->task)
-                lr = kb_buf_printf(&l, " on %s%s", h->task,
-                                   strcmp(h->task, task_name) ? "" : " (this task)");
-            /* the skill is cited at its top: the document, not one section */
-            kb_results top;
-            rc = kb_get_chunk(store, top_id, 0, &top, err);
-            if (rc == KB_OK) {
-                rc = push_passage(ps, &top.items[0], h->name, kb_buf_finish(&l, lr), body,
-                                  0, err);
-                kb_results_release(&top);
-                taken++;
-            } else {
-                kb_buf_release(&l);
-                free(body);
+    const kb_skill_hit *taken[SKILLS_MAX];
+    size_t ntaken = 0;
+    int most = 0;
+    for (size_t i = 0; i < hits.n; i++) {
+        int n = lists_shared(hits.items[i].ops, w->ops);
+        most = n > most ? n : most;
+        /* the baseline's time on this device, as this task's skills measured it */
+        if (!ps->baseline_ms && !strcmp(hits.items[i].task, task_name))
+            ps->baseline_ms = evidence_baseline(&hits.items[i], w->device);
+    }
+    for (int tier = 0; tier < 2 && rc == KB_OK; tier++)
+        for (int shared = most; shared >= 0 && rc == KB_OK; shared--)
+            for (size_t i = 0; i < hits.n && ntaken < SKILLS_MAX && rc == KB_OK; i++) {
+                const kb_skill_hit *h = &hits.items[i];
+                if (status_tier(h->status) != tier || !skill_fits(h, w, task_name) ||
+                    lists_shared(h->ops, w->ops) != shared)
+                    continue;
+                int ok = 0;
+                rc = push_skill(store, h, task_name, ps, &ok, err);
+                if (ok)
+                    taken[ntaken++] = h;
             }
-        }
+    for (size_t i = 0; i < ntaken && i < EXEMPLARS_MAX && rc == KB_OK; i++)
+        rc = skill_kernel(store, taken[i], task_name, ps, err);
     kb_skill_hits_release(&hits);
     return rc;
 }
 
-/* Passages of kinds for text: code as exemplars (whole files when small),
- * text and tables as doc kb_gen_passages; at most max of them, none twice. */
-static kb_rc retrieve_kind(kb_store *store, const kb_config *cfg, const char *text,
-                           unsigned kinds, int max, kb_gen_passages *ps, kb_err *err)
+/* 1 when ps holds a passage of r's file (an exemplar is its file). */
+static int have_file(const kb_gen_passages *ps, const kb_result *r)
 {
+    for (size_t i = 0; i < ps->n; i++)
+        if (ps->items[i].code && ps->items[i].path && !strcmp(ps->items[i].path, r->path) &&
+            !strcmp(ps->items[i].cite.source, r->source))
+            return 1;
+    return 0;
+}
+
+/* 1 when a kernel's source uses the tensor cores. */
+static int tensor_code(const char *src)
+{
+    return strstr(src, "wmma::") || strstr(src, "mma_sync") || strstr(src, "mma.sync") ||
+           strstr(src, "wgmma") || strstr(src, "tcgen05");
+}
+
+/* How retrieve_kind picks: at most max passages; the device's cc (0
+ * unknown); guides: one from the guides first, where they answer; tensor:
+ * the task is one for the tensor cores. */
+typedef struct {
+    int max, cc, guides, tensor;
+} pick;
+
+/* The Programming Guide, Best Practices and the tuning guides. */
+static int is_guide(const char *source)
+{
+    return strstr(source, "guide") || strstr(source, "practices");
+}
+
+/* Passages of kinds for text: code as exemplars (whole files when small),
+ * text and tables as doc kb_gen_passages; at most max of them, none twice,
+ * none on a newer architecture than the device's, no skill's kernel (a
+ * skill's kernel comes with its skill: retrieve_skills); with guides, one
+ * from the guides (the Programming Guide, Best Practices, the tuning
+ * guides) when the results hold one. */
+static kb_rc retrieve_kind(kb_store *store, const kb_config *cfg, const char *text,
+                           unsigned kinds, const pick *k, kb_gen_passages *ps, kb_err *err)
+{
+    int max = k->max;
     kb_query_opts o;
     kb_query_opts_init(&o);
     o.text = text;
     o.mode = KB_MODE_HYBRID;
-    o.k = max * 3;
+    o.k = max * 3 + 5;
     o.filter.kinds = kinds;
     o.config = cfg;
     kb_results res;
@@ -318,47 +556,47 @@ static kb_rc retrieve_kind(kb_store *store, const kb_config *cfg, const char *te
         return rc;
     int code = (kinds & (1u << KB_KIND_CODE)) != 0;
     int taken = 0;
-    for (size_t i = 0; i < res.n && taken < max && rc == KB_OK; i++) {
-        const kb_result *r = &res.items[i];
-        if (have_passage(ps, r))
-            continue;
-        int dup = 0;   /* an exemplar is its file: one passage a file */
-        for (size_t j = 0; code && j < i && !dup; j++)
-            dup = strcmp(res.items[j].path, r->path) == 0 &&
-                  strcmp(res.items[j].source, r->source) == 0;
-        if (dup)
-            continue;
-        char *body = NULL;
-        long long first;
-        if (code) {
-            rc = document_text(store, (long long)r->chunk_id, 0, EXEMPLAR_MAX_BYTES,
-                               &body, &first, err);
+    for (int pass = k->guides ? 0 : 1; pass < 2 && !taken; pass++)
+        for (size_t i = 0; i < res.n && taken < max && rc == KB_OK; i++) {
+            const kb_result *r = &res.items[i];
+            if (have_passage(ps, r) || (code && have_file(ps, r)) || newer_arch(r, k->cc) ||
+                (code && (is_guide(r->source) || skill_file(store, r))) ||
+                (pass == 0 && !is_guide(r->source)))
+                continue;
+            char *body = NULL;
+            long long first;
+            if (code) {
+                rc = document_text(store, (long long)r->chunk_id, 0, EXEMPLAR_MAX_BYTES,
+                                   &body, &first, err);
+                if (rc == KB_OK && !body)
+                    rc = section_text(store, r, EXEMPLAR_MAX_BYTES, &body, err);
+            }
             if (rc == KB_OK && !body)
-                rc = section_text(store, r, EXEMPLAR_MAX_BYTES, &body, err);
+                body = kb_strdup(r->text);
+            if (rc != KB_OK)
+                break;
+            /* host code, or a helper: no kernel to learn from; a tensor-core
+             * kernel teaches a task of no tensor cores nothing */
+            if (code && body && (!strstr(body, "__global__") ||
+                                 (!k->tensor && tensor_code(body)))) {
+                free(body);
+                continue;
+            }
+            kb_buf l;
+            kb_buf_init(&l, 0);
+            kb_rc lr = code ? kb_buf_printf(&l, "exemplar %s", *r->path ? r->path : r->title)
+                            : kb_buf_printf(&l, "doc: %s", r->depth
+                                            ? r->heading_path[r->depth - 1] : r->title);
+            rc = push_passage(ps, r, NULL, kb_buf_finish(&l, lr), body, code, err);
+            taken++;
         }
-        if (rc == KB_OK && !body)
-            body = kb_strdup(r->text);
-        if (rc != KB_OK)
-            break;
-        if (code && body && !strstr(body, "__global__")) {
-            free(body);   /* host code, or a helper: no kernel to learn from */
-            continue;
-        }
-        kb_buf l;
-        kb_buf_init(&l, 0);
-        kb_rc lr = code ? kb_buf_printf(&l, "exemplar %s", *r->path ? r->path : r->title)
-                        : kb_buf_printf(&l, "doc: %s", r->depth
-                                        ? r->heading_path[r->depth - 1] : r->title);
-        rc = push_passage(ps, r, NULL, kb_buf_finish(&l, lr), body, code, err);
-        taken++;
-    }
     kb_results_release(&res);
     return rc;
 }
 
 /* The retrieval query of a task: the words of its name, description and
- * ops (three letters or more: "y = GELU(x)" says gelu). */
-static char *task_query(const kb_task *t)
+ * ops (three letters or more: "y = GELU(x)" says gelu), then extra. */
+static char *task_query(const kb_task *t, const char *extra)
 {
     kb_buf all, b;
     kb_buf_init(&all, 0);
@@ -376,8 +614,148 @@ static char *task_query(const kb_task *t)
             rc = kb_buf_printf(&b, "%s%.*s", b.len ? " " : "", (int)n, p);
         p += n ? n : 1;
     }
+    if (rc == KB_OK && extra && *extra)
+        rc = kb_buf_printf(&b, " %s", extra);
     kb_buf_release(&all);
     return kb_buf_finish(&b, rc);
+}
+
+/* ------------------------------------------------------------------ what the task is */
+
+/* What bounds a class of kernels, and what the passages that help with it
+ * are about: the ops that put a task in the class, a query per topic for
+ * the documentation, the words an exemplar kernel of it holds. A task's
+ * doc passages come from its classes' topics, not from its own words: a
+ * description says what is computed ("per row of an M x N matrix"), and
+ * its words find GEMM and im2col passages, not the ones on how to make
+ * such a kernel fast. */
+typedef struct {
+    const char *ops;            /* comma-separated; NULL: by the roofline */
+    int cc;                     /* only on this architecture (90); -90: on any
+                                   but that one; 0: on any */
+    int guides;                 /* its topics from the guides, where they answer */
+    const char *topics[3];
+    const char *code;
+} kernel_class;
+
+#define CLASS_TENSOR_OPS "gemm,matmul,tensor-core,implicit-gemm,attention,flash-attention"
+
+static const kernel_class classes[] = {
+    /* GEMM-like on Hopper: wgmma, TMA, clusters */
+    { CLASS_TENSOR_OPS, 90, 0,
+      { "wgmma warpgroup asynchronous matrix multiply-accumulate",
+        "tensor memory accelerator cp.async.bulk.tensor mbarrier",
+        "Hopper thread block clusters distributed shared memory tensor memory accelerator" },
+      "wgmma mbarrier cp.async.bulk.tensor warpgroup" },
+    /* GEMM-like elsewhere: mma.sync, cp.async pipelines */
+    { CLASS_TENSOR_OPS, -90, 0,
+      { "warp-level matrix multiply-accumulate mma.sync ldmatrix tensor cores",
+        "cp.async asynchronous copy global to shared memory multistage pipeline",
+        "shared memory bank conflicts swizzle layout" },
+      "mma.sync ldmatrix cp.async shared memory tile" },
+    { "reduction,sum,softmax,normalization,layernorm,rmsnorm,topk,gemv", 0, 1,
+      { "parallel reduction warp shuffle __shfl_xor_sync",
+        "shared memory reduction __syncthreads synchronization functions", NULL },
+      "__shfl_xor_sync warp reduce shared memory blockDim" },
+    { "scan,prefix-sum", 0, 0,
+      { "warp shuffle __shfl_up_sync inclusive scan",
+        "decoupled look-back single-pass parallel prefix scan", NULL },
+      "__shfl_up_sync scan prefix sum" },
+    { "histogram,atomics", 0, 1,
+      { "atomic functions atomicAdd shared memory histogram",
+        "warp vote match __match_any_sync aggregated atomics",
+        "distributed shared memory thread block clusters" },
+      "atomicAdd shared memory histogram bins" },
+    { "stencil,convolution,conv2d", 0, 1,
+      { "shared memory data reuse tiling __syncthreads", NULL, NULL },
+      "stencil shared memory tile halo" },
+    { "transpose", 0, 1,
+      { "shared memory bank conflicts padding",
+        "strided accesses coalescing shared memory", NULL },
+      "transpose shared memory tile TILE_DIM" },
+    { "int4,quantization,dequantization", 0, 0,
+      { "integer intrinsics bit field extract byte permute __byte_perm", NULL, NULL },
+      "dequantize int4 nibble shift mask" },
+    /* memory-bound: every task whose roofline is its bytes */
+    { NULL, 0, 1,
+      { "coalesced access to global memory",
+        "device memory accesses size and alignment requirement vector types",
+        "latency hiding occupancy memory throughput independent loads in flight" },
+      "float4 vectorized loads coalesced grid-stride" },
+};
+
+#define CLASSES_N (sizeof classes / sizeof classes[0])
+
+/* 1 when the task's roofline is its bytes: moving them at the device's
+ * bandwidth takes longer than its flops at the unit's rate (an H200's
+ * balance when the device is unknown). */
+static int memory_bound(const kb_task *t, const cJSON *d)
+{
+    const kb_shape *s = t->nshapes ? &t->shapes[0] : NULL;
+    for (size_t i = 0; i < t->nshapes; i++)
+        if (t->shapes[i].timed) {
+            s = &t->shapes[i];
+            break;
+        }
+    double bytes = 0, flops = 0;
+    if (!s || !t->roof_bytes || kb_task_eval(t, s, t->roof_bytes, &bytes, NULL) != KB_OK)
+        return 0;
+    if (t->roof_flops)
+        kb_task_eval(t, s, t->roof_flops, &flops, NULL);
+    const cJSON *bw = cJSON_GetObjectItemCaseSensitive(d, "peak_bandwidth_bytes_per_s");
+    const cJSON *f32 = cJSON_GetObjectItemCaseSensitive(d, "fp32_flops_per_s");
+    const cJSON *bf16 = cJSON_GetObjectItemCaseSensitive(d, "bf16_tensor_flops_per_s");
+    double b = cJSON_IsNumber(bw) ? bw->valuedouble : 4.8e12;
+    double rate = cJSON_IsNumber(f32) ? f32->valuedouble : 6.7e13;
+    if (t->roof_unit && strstr(t->roof_unit, "tensor"))
+        rate = cJSON_IsNumber(bf16) ? bf16->valuedouble : 1.0e15;
+    return bytes / b >= flops / rate;
+}
+
+/* The classes of task t on a device of cc (0 unknown): into in[], their
+ * count returned. */
+static size_t task_classes(const kb_task *t, const cJSON *d, int cc,
+                           const kernel_class *in[CLASSES_N])
+{
+    size_t n = 0;
+    for (size_t i = 0; i < CLASSES_N; i++) {
+        const kernel_class *k = &classes[i];
+        if (k->cc > 0 && cc != k->cc)
+            continue;
+        if (k->cc < 0 && cc == -k->cc)
+            continue;
+        if (k->ops ? lists_meet(t->ops, k->ops) && *t->ops : memory_bound(t, d))
+            in[n++] = k;
+    }
+    return n;
+}
+
+/* The doc passages: the topics of the task's classes in turn (the first
+ * topic of each class, then the second, ...), one passage each, until max
+ * are taken. A task of no class is searched by its own words, from the
+ * guides where they answer: the words of a description find passages
+ * that share them (a "matrix" finds a TMA transpose example), not the
+ * ones on how to make such a kernel fast. */
+static kb_rc retrieve_topics(const kb_gen_prompt_opts *o, const kernel_class *const *cls,
+                             size_t ncls, const char *words, int max, int cc,
+                             kb_gen_passages *ps, kb_err *err)
+{
+    unsigned kinds = (1u << KB_KIND_TEXT) | (1u << KB_KIND_TABLE);
+    size_t start = ps->n;
+    kb_rc rc = KB_OK;
+    for (int topic = 0; topic < 3 && rc == KB_OK; topic++)
+        for (size_t c = 0; c < ncls && rc == KB_OK; c++) {
+            const char *q = cls[c]->topics[topic];
+            if (q && ps->n - start < (size_t)max) {
+                pick k = { 1, cc, cls[c]->guides, 0 };
+                rc = retrieve_kind(o->store, o->config, q, kinds, &k, ps, err);
+            }
+        }
+    if (rc == KB_OK && ps->n == start) {   /* no class: the task's words alone */
+        pick k = { max, cc, 1, 0 };
+        rc = retrieve_kind(o->store, o->config, words, kinds, &k, ps, err);
+    }
+    return rc;
 }
 
 kb_rc kb_gen_retrieve(const kb_gen_prompt_opts *o, const kb_task *t,
@@ -388,6 +766,7 @@ kb_rc kb_gen_retrieve(const kb_gen_prompt_opts *o, const kb_task *t,
     kb_gen_device_arch(o->device, arch, &w.cc);
     w.arch = *arch ? arch : NULL;
     w.ops = t->ops;
+    w.device = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o->device, "name"));
     /* the types the kernel handles: its buffers' and scalars', and the task's */
     snprintf(w.dtypes, sizeof w.dtypes, "%s", kb_dtype_name(t->dtype));
     for (size_t i = 0; i < t->nparams; i++) {
@@ -398,17 +777,36 @@ kb_rc kb_gen_retrieve(const kb_gen_prompt_opts *o, const kb_task *t,
             strncat(w.dtypes, n, sizeof w.dtypes - strlen(w.dtypes) - 1);
         }
     }
-    char *q = task_query(t);
-    if (!q)
+    const kernel_class *cls[CLASSES_N];
+    size_t ncls = task_classes(t, o->device, w.cc, cls);
+    kb_buf code;
+    kb_buf_init(&code, 0);
+    kb_rc rc = kb_buf_puts(&code, "");
+    for (size_t i = 0; i < ncls && rc == KB_OK; i++)
+        rc = kb_buf_printf(&code, "%s%s", i ? " " : "", cls[i]->code);
+    char *q = task_query(t, NULL), *qc = rc == KB_OK ? task_query(t, code.data) : NULL;
+    kb_buf_release(&code);
+    if (!q || !qc) {
+        free(q);
+        free(qc);
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    kb_rc rc = retrieve_skills(o->store, o->config, q, &w, t->name, ps, err);
+    }
+    rc = retrieve_skills(o->store, o->config, qc, &w, t->name, ps, err);
+    int exemplars = 0;
+    for (size_t i = 0; i < ps->n; i++)
+        exemplars += ps->items[i].code;
+    /* the skills' kernels are verified code for kernels of this kind;
+     * a search finds GEMMs for a GEMV, so it is asked only without them */
+    int tensor = 0;
+    for (size_t i = 0; i < ncls; i++)
+        tensor |= cls[i]->ops && !strcmp(cls[i]->ops, CLASS_TENSOR_OPS);
+    pick k = { EXEMPLARS_MAX, w.cc, 0, tensor };
+    if (rc == KB_OK && !exemplars)
+        rc = retrieve_kind(o->store, o->config, qc, 1u << KB_KIND_CODE, &k, ps, err);
     if (rc == KB_OK)
-        rc = retrieve_kind(o->store, o->config, q, 1u << KB_KIND_CODE, EXEMPLARS_MAX, ps,
-                           err);
-    if (rc == KB_OK)
-        rc = retrieve_kind(o->store, o->config, q,
-                           (1u << KB_KIND_TEXT) | (1u << KB_KIND_TABLE), DOCS_MAX, ps, err);
+        rc = retrieve_topics(o, cls, ncls, q, DOCS_MAX, w.cc, ps, err);
     free(q);
+    free(qc);
     return rc;
 }
 

@@ -35,18 +35,24 @@ const char *kb_gen_jstr(const cJSON *o, const char *k, const char *d)
 /* ------------------------------------------------------------------ feedback */
 
 /* The compile log's first lines (errors first: a log of warnings and
- * errors is cut to the errors when it is long), indented. */
-static kb_rc put_log(kb_buf *out, const char *log, const char *path)
+ * errors is cut to the errors when it is long), indented; with clean (a
+ * compile that succeeded) its warnings alone, and nothing when it has
+ * none: ptxas's "Used 31 registers" lines say what the kernel lines after
+ * it say, in more tokens. */
+static kb_rc put_log(kb_buf *out, const char *log, const char *path, int clean)
 {
+    if (clean && !strstr(log, "warning"))
+        return KB_OK;
     kb_rc rc = kb_buf_puts(out, "compile log (NVRTC):\n");
     size_t n = strlen(log);
     int errors_only = n > LOG_BYTES && strstr(log, "error");
+    const char *keep = clean ? "warning" : errors_only ? "error" : NULL;
     int lines = 0;
     size_t bytes = 0;
     for (const char *p = log; *p && rc == KB_OK && lines < LOG_LINES && bytes < LOG_BYTES;) {
         const char *nl = strchr(p, '\n');
         size_t len = nl ? (size_t)(nl - p) : strlen(p);
-        if (len && (!errors_only || memmem(p, len, "error", 5))) {
+        if (len && (!keep || memmem(p, len, keep, strlen(keep)))) {
             size_t take = len > 400 ? 400 : len;
             /* the candidate's path is the run's business: kernel.cu */
             size_t pl = path ? strlen(path) : 0;
@@ -147,7 +153,7 @@ kb_rc kb_gen_feedback(const char *label, const kb_extracted *x, const kb_verify_
         rc = kb_buf_printf(out, "reason: %s\n", r->reason);
     if (rc == KB_OK && r->compile.present && *r->compile.log &&
         (r->verdict == KB_VERIFY_COMPILE_ERROR || r->compile.ok))
-        rc = put_log(out, r->compile.log, r->candidate);
+        rc = put_log(out, r->compile.log, r->candidate, r->compile.ok);
     for (size_t i = 0; rc == KB_OK && i < r->compile.nkernels; i++) {
         const kb_verify_kernel *k = &r->compile.kernels[i];
         rc = kb_buf_printf(out, "kernel %s: %d registers, %ld B static shared memory, %ld B "

@@ -72,7 +72,9 @@ typedef struct {
     const char *feedback;     /* the last attempts' verdicts (the loop's
                                  kb_gen_feedback); NULL: first round */
     const char *parent;       /* a kernel to refine (population, refine);
-                                 NULL: none */
+                                 NULL: the kernel of a skill retrieved for
+                                 this very task, if one is (its seed) */
+    int no_seed;              /* no seed: without parent, no kernel to refine */
 } kb_gen_prompt_opts;
 
 /* An assembled prompt: system and user text, the passages in it (their
@@ -84,6 +86,8 @@ typedef struct {
     size_t ncites;
     long tokens;
     char hash[65];
+    char *seed_skill;         /* the skill whose kernel is the kernel to
+                                 refine (no parent given), or NULL */
 } kb_gen_prompt;
 
 /* p's citations as a JSON array (caller's), skill "" written as null when
@@ -93,7 +97,11 @@ cJSON *kb_gen_cites_json(const kb_gen_prompt *p, int no_skill_null, int *ok);
 void kb_gen_prompt_release(kb_gen_prompt *p);
 /* Retrieves for the task (skills first: verified and approved, filtered by
  * arch, dtype and ops; exemplar kernels; doc passages) and assembles the
- * prompt in its stable sections within the budget (docs/generate.md, "kb prompt"):
+ * prompt in its stable sections within the budget (docs/generate.md, "kb prompt");
+ * without a parent, the kernel of a skill retrieved for this very task is
+ * the kernel to refine (not also an exemplar), out->seed_skill its name:
+ * kb prompt, the MCP prompt tool, --dry-run and a run's first round all
+ * send this one prompt. The sections:
  * the hardware profile, the task (the target shape only), the reference,
  * the retrieved context, the feedback, the parent, the output contract.
  * Passages are cut whole, the context first, then the parent, then the
@@ -116,11 +124,13 @@ kb_rc kb_gen_prompt_json(const kb_gen_prompt *p, cJSON **out, kb_err *err);
 /* ----------------------------------------------------------- prompt_task.c */
 
 /* The prompt's fixed sections, appended to b: the hardware profile of
- * device d (NULL: unknown), the task t (the target shape alone, with the
- * roofline at it on d), a code block under a heading with its intro, and
+ * device d (NULL: unknown), the task t (the target shape alone, the
+ * buffers' alignment, the baseline's time there when baseline_ms > 0, the
+ * roofline at it on d, what is judged suspicious), a code block under a heading with its intro, and
  * the output contract. */
 kb_rc kb_gen_section_hardware(kb_buf *b, const cJSON *d) KB_MUST_CHECK;
-kb_rc kb_gen_section_task(kb_buf *b, const kb_task *t, const cJSON *d) KB_MUST_CHECK;
+kb_rc kb_gen_section_task(kb_buf *b, const kb_task *t, const cJSON *d,
+                          double baseline_ms) KB_MUST_CHECK;
 kb_rc kb_gen_section_code(kb_buf *b, const char *heading, const char *intro,
                           const char *src) KB_MUST_CHECK;
 kb_rc kb_gen_section_contract(kb_buf *b, const kb_task *t) KB_MUST_CHECK;
@@ -155,11 +165,16 @@ typedef struct {
     char *label;      /* "skill vectorized-global-access: verified, 1.61x on gelu" */
     char *text;
     int code;         /* fenced as CUDA */
+    char *path;       /* its document's path (an exemplar is its file) */
+    char *seed_skill; /* the kernel of this task's skill (its name), which a
+                         prompt without a kernel to refine refines; else NULL */
 } kb_gen_passage;
 
 typedef struct {
     kb_gen_passage *items;
     size_t n, cap;
+    double baseline_ms;   /* the baseline's median at the target shape on this
+                             device, from this task's skills' evidence; 0 unknown */
 } kb_gen_passages;
 
 void kb_gen_cite_release(kb_gen_cite *c);
@@ -330,7 +345,6 @@ typedef struct {
     const char *model;
     char *replay_model;       /* a replay's recorded model */
     char *replay_task;        /* and task */
-    char *seed_skill, *seed_src;   /* the retrieved skill a run refines */
 } kb_gen_state;
 
 /* ------------------------------------------------------------ transcript.c */
@@ -375,9 +389,6 @@ void kb_gen_replay_reply(kb_gen_state *R, const char *key, kb_gen_slot *s);
  * request failed. */
 kb_rc kb_gen_round(kb_gen_state *R, int round, int *stop_floor, int *all_failed, cJSON *rj,
                    kb_err *err);
-/* The skill retrieved for this task whose kernel the run refines while it
- * has no kernel of its own (R->seed_skill, R->seed_src). */
-kb_rc kb_gen_find_seed(kb_gen_state *R, kb_err *err);
 /* The result that stands for a (its own, or the one of the attempt it
  * duplicates); NULL when nothing was verified. */
 const kb_gen_attempt *kb_gen_verdict_of(const kb_gen_state *R, const kb_gen_attempt *a);

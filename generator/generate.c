@@ -296,7 +296,7 @@ static kb_rc run_setup(kb_gen_state *R, kb_verifier **own_verifier, kb_err *err)
     return KB_OK;
 }
 
-/* The run's folder and its run event; the seed it refines. */
+/* The run's folder and its run event. */
 static kb_rc run_open(kb_gen_state *R, kb_err *err)
 {
     kb_rc rc;
@@ -308,7 +308,7 @@ static kb_rc run_open(kb_gen_state *R, kb_err *err)
         return rc;
     R->pg.rounds = R->eff.rounds;
     R->pg.samples = R->eff.samples;
-    return kb_gen_find_seed(R, err);
+    return KB_OK;
 }
 
 /* The rounds until one of them stops the run (*stop says why). */
@@ -418,8 +418,6 @@ static void run_release(kb_gen_state *R)
     free(R->replay_of);
     free(R->replay_model);
     free(R->replay_task);
-    free(R->seed_skill);
-    free(R->seed_src);
     kb_task_free(R->task);
     free(R->dir);
     free(R->kdir);

@@ -32,6 +32,7 @@ void kb_gen_prompt_release(kb_gen_prompt *p)
     for (size_t i = 0; i < p->ncites; i++)
         kb_gen_cite_release(&p->cites[i]);
     free(p->cites);
+    free(p->seed_skill);
     memset(p, 0, sizeof *p);
 }
 
@@ -123,6 +124,7 @@ typedef struct {
     kb_buf ctx;               /* the passages carried */
     kb_buf user;              /* all of it */
     char *used;               /* per passage: 1 when carried */
+    long seed;                /* the passage that is the kernel to refine, or -1 */
     size_t ncites;
     size_t limit, sum;        /* the budget in bytes, and what is taken of it */
 } parts;
@@ -135,7 +137,7 @@ static const char none_found[] = "(nothing retrieved: no KB)\n\n";
 /* What is always there: before the context, and the contract after it;
  * the feedback and the kernel to refine. */
 static kb_rc put_fixed(parts *P, const kb_gen_prompt_opts *o, const kb_task *t,
-                       const char *ref)
+                       const char *ref, const char *parent, double baseline_ms)
 {
     kb_rc br = kb_buf_printf(&P->head, "# Task: %s\n\n", t->name);
     if (br == KB_OK)
@@ -143,7 +145,7 @@ static kb_rc put_fixed(parts *P, const kb_gen_prompt_opts *o, const kb_task *t,
     if (br == KB_OK)
         br = kb_buf_puts(&P->head, "\n");
     if (br == KB_OK)
-        br = kb_gen_section_task(&P->head, t, o->device);
+        br = kb_gen_section_task(&P->head, t, o->device, baseline_ms);
     if (br == KB_OK)
         br = kb_buf_puts(&P->head, "\n");
     if (br == KB_OK)
@@ -156,9 +158,9 @@ static kb_rc put_fixed(parts *P, const kb_gen_prompt_opts *o, const kb_task *t,
     if (br == KB_OK && o->feedback && *o->feedback)
         br = kb_buf_printf(&P->feedback, "%s%s%s\n", feedback_head, o->feedback,
                            o->feedback[strlen(o->feedback) - 1] == '\n' ? "" : "\n");
-    if (br == KB_OK && o->parent && *o->parent)
+    if (br == KB_OK && parent && *parent)
         br = kb_gen_section_code(&P->parent, H_PARENT, "A verified kernel to improve on; "
-                                 "keep what makes it correct:\n\n", o->parent);
+                                 "keep what makes it correct:\n\n", parent);
     if (br == KB_OK)
         br = kb_buf_puts(&P->parent, "");   /* data never NULL below */
     if (br == KB_OK)
@@ -201,6 +203,8 @@ static kb_rc put_passages(parts *P, const kb_gen_passages *ps, int have_store)
     kb_buf one;
     kb_buf_init(&one, 0);
     for (size_t i = 0; br == KB_OK && i < ps->n; i++) {
+        if ((long)i == P->seed)
+            continue;   /* in the kernel to refine */
         kb_buf_reset(&one);
         br = render_passage(&one, &ps->items[i], P->ncites + 1);
         if (br == KB_OK && P->sum + one.len <= P->limit) {
@@ -274,13 +278,25 @@ kb_rc kb_gen_prompt_build(const kb_gen_prompt_opts *o, kb_gen_prompt *out, kb_er
     kb_buf_init(&P.parent, 0);
     kb_buf_init(&P.ctx, 0);
     kb_buf_init(&P.user, 0);
+    P.seed = -1;
     kb_rc rc = kb_gen_load_task(o->config, o->tasks_dir, o->task, &t, &ref, err);
     if (rc == KB_OK && o->store)
         rc = kb_gen_retrieve(o, t, &ps, err);
-    if (rc == KB_OK && put_fixed(&P, o, t, ref) != KB_OK)
+    /* no kernel to refine given: the kernel of this task's skill */
+    for (size_t i = 0; rc == KB_OK && !(o->parent && *o->parent) && !o->no_seed &&
+                       P.seed < 0 && i < ps.n; i++)
+        if (ps.items[i].seed_skill)
+            P.seed = (long)i;
+    const char *parent = P.seed >= 0 ? ps.items[P.seed].text : o->parent;
+    if (rc == KB_OK && put_fixed(&P, o, t, ref, parent, ps.baseline_ms) != KB_OK)
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory assembling the prompt");
     if (rc == KB_OK)
         rc = fit_budget(&P, t, budget, err);
+    if (rc == KB_OK && P.seed >= 0 && !P.parent.len)
+        P.seed = -1;   /* it did not fit as the kernel to refine */
+    if (rc == KB_OK && P.seed >= 0 &&
+        !(out->seed_skill = kb_strdup(ps.items[P.seed].seed_skill)))
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     if (rc == KB_OK && !(P.used = calloc(ps.n ? ps.n : 1, 1)))
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     if (rc == KB_OK && put_passages(&P, &ps, o->store != NULL) != KB_OK)

@@ -392,9 +392,12 @@ static kb_rc put_launch(kb_buf *b, const kb_task *t, const kb_shape *s)
     return rc;
 }
 
-/* The baseline, the roofline at the target shape on device d, and what is
+/* The baseline (its time at the target shape on this device when a skill's
+ * evidence measured it: baseline_ms, 0 unknown), the roofline at the
+ * target shape on device d, what is judged `suspicious`, and what is
  * refused. */
-static kb_rc put_baseline(kb_buf *b, const kb_task *t, const kb_shape *s, const cJSON *d)
+static kb_rc put_baseline(kb_buf *b, const kb_task *t, const kb_shape *s, const cJSON *d,
+                          double baseline_ms)
 {
     kb_rc rc = KB_OK;
     if (rc == KB_OK && !strcmp(t->baseline, "reference"))
@@ -404,6 +407,10 @@ static kb_rc put_baseline(kb_buf *b, const kb_task *t, const kb_shape *s, const 
     else if (rc == KB_OK)
         rc = kb_buf_printf(b, "Baseline: the vendor library (%s). Within 3%% of it either "
                            "way is `correct` (parity); `faster` needs 1.03x.", t->baseline);
+    if (rc == KB_OK && baseline_ms > 0)
+        rc = kb_buf_printf(b, " The baseline takes %.4f ms at the target shape on this "
+                           "device (measured by kb-verify, median with the L2 flushed).",
+                           baseline_ms);
     double bytes, flops, fl = floor_ms(t, s, d, &bytes, &flops);
     if (rc == KB_OK && (bytes > 0 || flops > 0)) {
         rc = kb_buf_puts(b, " Roofline at the target shape: ");
@@ -417,6 +424,10 @@ static kb_rc put_baseline(kb_buf *b, const kb_task *t, const kb_shape *s, const 
         if (rc == KB_OK)
             rc = kb_buf_puts(b, ".");
     }
+    if (rc == KB_OK && t->max_speedup > 0)
+        rc = kb_buf_printf(b, " A speedup over the baseline above %gx on a shape is "
+                           "`suspicious` too (beyond what the task makes plausible).",
+                           t->max_speedup);
     if (rc == KB_OK)
         rc = kb_buf_puts(b, "\n\nRefused (verdict `refused`): `%globaltimer`, "
                          "`__managed__`, device malloc/free/new, device-side launches "
@@ -427,7 +438,7 @@ static kb_rc put_baseline(kb_buf *b, const kb_task *t, const kb_shape *s, const 
     return rc;
 }
 
-kb_rc kb_gen_section_task(kb_buf *b, const kb_task *t, const cJSON *d)
+kb_rc kb_gen_section_task(kb_buf *b, const kb_task *t, const cJSON *d, double baseline_ms)
 {
     const kb_shape *s = target_shape(t);
     kb_rc rc = kb_buf_printf(b, H_TASK "\n\n%s (level %d; ops: %s): %s\n\n", t->name,
@@ -448,11 +459,18 @@ kb_rc kb_gen_section_task(kb_buf *b, const kb_task *t, const cJSON *d)
     if (rc == KB_OK)
         rc = put_params(b, t, s);
     if (rc == KB_OK)
+        rc = kb_buf_puts(b, "\nAlignment: every buffer starts on a 256-byte boundary "
+                         "(kb-verify allocates each apart, between guard bytes that catch a "
+                         "write outside it), so vector loads and stores of up to 16 bytes "
+                         "are aligned wherever the element offset times the element size is "
+                         "a multiple of the vector's size; sizes need not be multiples of "
+                         "anything.\n");
+    if (rc == KB_OK)
         rc = put_shape_tolerance(b, t, s);
     if (rc == KB_OK)
         rc = put_launch(b, t, s);
     if (rc == KB_OK)
-        rc = put_baseline(b, t, s, d);
+        rc = put_baseline(b, t, s, d, baseline_ms);
     return rc;
 }
 

@@ -5,7 +5,6 @@
  * in sample order as it comes, the round's time by step recorded. */
 #include "generator/gen.h"
 #include "verify/verify.h"
-#include "skills/skill.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -398,6 +397,8 @@ static kb_rc build_prompt(kb_gen_state *R, const char *feedback, const char *par
     *ms += kb_now_ms() - t;
     if (rc != KB_OK)
         return rc;
+    if (!parent_skill)
+        parent_skill = p->seed_skill;
     R->prompt_parent_skill[R->nprompts] = parent_skill ? kb_strdup(parent_skill) : NULL;
     *ix = R->nprompts++;
     int cok = 1;
@@ -415,69 +416,6 @@ static kb_rc build_prompt(kb_gen_state *R, const char *feedback, const char *par
     if (kb_gen_tr_write(R, e, ok) != KB_OK)
         return kb_gen_tr_error(R, err);
     return KB_OK;
-}
-
-/* The skill a prompt retrieved for this very task, whose kernel a first
- * round refines: its name and kernel.cu (*src, caller frees). */
-static kb_rc retrieved_skill_kernel(kb_gen_state *R, const kb_gen_prompt *p, char **name,
-                                    char **src)
-{
-    *name = *src = NULL;
-    if (!R->eff.skills_dir)
-        return KB_OK;
-    for (size_t i = 0; i < p->ncites; i++) {
-        const kb_gen_cite *c = &p->cites[i];
-        if (!c->skill || !*c->skill || !kb_skill_name_ok(c->skill))
-            continue;
-        char *dir = kb_path_join(R->eff.skills_dir, c->skill);
-        char *cu = dir ? kb_path_join(dir, "kernel.cu") : NULL;
-        kb_skill s;
-        kb_skill_init(&s);
-        kb_err e;
-        kb_err_clear(&e);
-        kb_buf b;
-        kb_buf_init(&b, 0);
-        int ok = cu && kb_skill_load(dir, &s, NULL, &e) == KB_OK &&
-                 kb_skill_get(&s, "kb-task") &&
-                 strcmp(kb_skill_get(&s, "kb-task"), R->task->name) == 0 &&
-                 kb_skill_status_of(&s) != KB_SKILL_RETIRED &&
-                 kb_read_file(cu, 1u << 20, &b, &e) == KB_OK && b.len;
-        kb_skill_release(&s);
-        free(dir);
-        free(cu);
-        if (ok) {
-            *src = kb_buf_detach(&b);
-            *name = kb_strdup(c->skill);
-            if (!*src || !*name) {
-                free(*src);
-                free(*name);
-                *name = *src = NULL;
-                return KB_ERR_NOMEM;
-            }
-            return KB_OK;
-        }
-        kb_buf_release(&b);
-    }
-    return KB_OK;
-}
-
-/* A plain prompt's retrieval tells the seed. */
-kb_rc kb_gen_find_seed(kb_gen_state *R, kb_err *err)
-{
-    if (!R->eff.skills_dir)
-        return KB_OK;
-    kb_gen_prompt_opts po = {
-        .store = R->eff.store, .config = R->eff.config, .tasks_dir = R->eff.tasks_dir,
-        .task = R->task->name, .device = R->eff.device,
-        .budget_tokens = R->eff.prompt_tokens,
-    };
-    kb_gen_prompt p;
-    memset(&p, 0, sizeof p);
-    kb_rc rc = kb_gen_prompt_build(&po, &p, err);
-    if (rc == KB_OK && retrieved_skill_kernel(R, &p, &R->seed_skill, &R->seed_src) != KB_OK)
-        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    kb_gen_prompt_release(&p);
-    return rc;
 }
 
 /* ------------------------------------------------------------------ rounds */
@@ -557,10 +495,11 @@ static kb_rc sample_prompt(kb_gen_state *R, round_ctx *c, const kb_gen_attempt *
         c->prompt_ms += kb_now_ms() - tp - rms;
         fbtext = pfb.len ? pfb.data : NULL;
     }
-    /* without a kernel of its own to refine, the run refines the skill
-     * retrieved for this task, if there is one */
-    const char *psrc = parent ? parent->x.source : R->seed_src;
-    const char *pskill = parent ? parent->parent_skill : R->seed_skill;
+    /* without a kernel of its own to refine, the prompt refines the
+     * kernel of the skill retrieved for this task, if there is one (the
+     * prompt's seed: kb prompt shows the same) */
+    const char *psrc = parent ? parent->x.source : NULL;
+    const char *pskill = parent ? parent->parent_skill : NULL;
     if (rc == KB_OK)
         rc = build_prompt(R, fbtext, psrc, pskill, shared_prompt, &c->retrieval_ms, err);
     kb_buf_release(&pfb);

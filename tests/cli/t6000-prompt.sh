@@ -28,7 +28,13 @@ order = ["# Task: gelu", "## Hardware profile", "## Task", "## Reference kernel"
          "## Retrieved context", "## Output contract"]
 at = [user.find("\n" + h + "\n") if i else user.find(h + "\n") for i, h in enumerate(order)]
 assert all(a >= 0 for a in at) and at == sorted(at), list(zip(order, at))
-assert "## Last attempts" not in user and "## Kernel to refine" not in user
+assert "## Last attempts" not in user
+# no kernel given: gelu's own skill's kernel is the kernel to refine, after
+# the context, and shown once (no exemplar of it as well)
+refine = user.split("## Kernel to refine")[1].split("## Output contract")[0]
+assert "__global__" in refine and refine.count("__global__ void gelu_vec4") == 1, refine[:300]
+assert user.count("__global__ void gelu_vec4") == 1
+assert user.find("## Retrieved context") < user.find("## Kernel to refine")
 assert "NVIDIA H200: compute capability 9.0 (sm_90), 132 SMs" in user
 assert 'extern "C" __global__ void gelu(const float *x, float *y, int n)' in user
 assert "Target shape (timed): N = 67108864." in user

@@ -22,9 +22,19 @@ expect_rc 0 kb ingest --no-embed -q --source skill-copy "$SK"
 export KB_VERIFY="$KB_TOP/tests/generate/recorded_verify.py" REAL_KB_VERIFY="$KB_BUILD/kb-verify"
 export RECORDED_RESULTS="$KB_TOP/tests/fixtures/skills/h200-results.jsonl" RECORDED_LOG="$KB_TMP/verify.jsonl"
 
+# the prompt kb prompt and --dry-run print is the one round 1 sends: no
+# kernel given, the kernel of transpose's own skill is the kernel to refine
+expect_json 0 kb prompt --json transpose
+P0=$out
+contains "$(json_get "$P0" "j['user']")" "## Kernel to refine"
+expect_json 0 kb generate transpose --dry-run --json --skills "$SK"
+[ "$(json_get "$out" "j['hash']")" = "$(json_get "$P0" "j['hash']")" ] || fail "--dry-run's prompt is not kb prompt's"
 start_llm "$FIX/writeback.json"
 expect_json 0 kb generate transpose --samples 1 --rounds 3 --floor-fraction 0.7 --skills "$SK" --json
 S=$out
+[ "$(events "$(run_dir "$S")" prompt "e['hash'], e['parent_skill']" | head -n 1)" = \
+  "$(json_get "$P0" "j['hash']") smem-tiled-transpose" ] || fail "round 1 sent another prompt than kb prompt's"
+[ "$(request_user 1)" = "$(json_get "$P0" "j['user']")" ] || fail "the request is not kb prompt's user text"
 [ "$(json_get "$S" "j['best'], round(j['best_speedup'], 2), j['stop'], j['rounds_run']")" = "r0s0 6.44 floor 1" ] ||
     fail "summary: $S"
 NAME=$(json_get "$S" "j['skill']['name']")

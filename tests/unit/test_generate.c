@@ -63,6 +63,19 @@ static void test_feedback_timed(void **state)
     assert_non_null(strstr(f, "reference 0.9824 ms: 6.44x"));
     assert_non_null(strstr(f, "roofline floor 0.1115 ms: the candidate is at 73% of the roofline"));
     assert_null(strstr(f, "failing checks"));
+    /* a clean compile's ptxas log says what the kernel line says */
+    assert_non_null(strstr(r.compile.log, "ptxas info"));
+    assert_null(strstr(f, "compile log"));
+    assert_null(strstr(f, "ptxas"));
+    free(f);
+    /* its warnings alone are kept */
+    char *log = r.compile.log;
+    r.compile.log = "kernel.cu(3): warning #177-D: variable \"v\" was declared but never "
+                    "referenced\nptxas info    : Used 12 registers\n";
+    f = feedback("attempt r0s1", &x, &r);
+    assert_non_null(strstr(f, "compile log (NVRTC):\n  kernel.cu(3): warning #177-D"));
+    assert_null(strstr(f, "Used 12 registers"));
+    r.compile.log = log;
     free(f);
     kb_verify_result_release(&r);
 }

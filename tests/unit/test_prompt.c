@@ -115,7 +115,9 @@ static void test_sections_in_order(void **state)
         last = a;
     }
     assert_int_equal(at(u, "## Last attempts"), -1);   /* not given: not there */
-    assert_int_equal(at(u, "## Kernel to refine"), -1);
+    /* no parent given: the kernel of softmax's own skill is refined */
+    assert_non_null(p.seed_skill);
+    assert_true(at(u, "## Kernel to refine") > at(u, "## Retrieved context"));
     /* the hardware profile is the device's */
     assert_true(at(u, "NVIDIA H200: compute capability 9.0 (sm_90), 132 SMs") > 0);
     assert_true(at(u, "60 MiB") > 0);                        /* L2 */
@@ -131,6 +133,13 @@ static void test_sections_in_order(void **state)
     assert_true(at(u, "// kb-launch: kernel=NAME grid=E[,E[,E]] block=E[,E[,E]] "
                       "shared=E") > 0);
     assert_true(at(u, "Refused (verdict `refused`): `%globaltimer`") > 0);
+    /* what kb-verify guarantees and judges: the buffers' alignment, the
+     * baseline's time on this device (softmax's skills' evidence on the
+     * H200), the speedup that is suspicious */
+    assert_true(at(u, "Alignment: every buffer starts on a 256-byte boundary") > 0);
+    assert_true(at(u, "The baseline takes ") > at(u, "Baseline: the reference kernel"));
+    assert_true(at(u, " ms at the target shape on this device (measured by kb-verify") > 0);
+    assert_true(at(u, "A speedup over the baseline above 50x on a shape is `suspicious`") > 0);
     assert_true(at(u, "exactly one fenced code block") > at(u, "## Output contract"));
     assert_true(at(p.system, "CUDA kernel engineer") >= 0);
     /* size and hash as documented */
@@ -159,6 +168,7 @@ static void test_unknown_device(void **state)
     build("gelu", store, NULL, 0, NULL, NULL, &p);
     assert_non_null(strcasestr(p.user, "unknown device"));
     assert_int_equal(at(p.user, "SMs"), -1);
+    assert_int_equal(at(p.user, "The baseline takes "), -1);   /* on no known device */
     kb_gen_prompt_release(&p);
 }
 
@@ -445,7 +455,7 @@ static void test_cites(void **state)
     (void)state;
     kb_gen_prompt p;
     build("gelu", store, h200, 0, NULL, NULL, &p);
-    assert_true(p.ncites >= 2);
+    assert_true(p.ncites >= (have_mirror ? 2u : 1u));
     /* skills first (only the one whose ops and dtype fit), exemplar
      * kernels next, doc passages last; each cited in the text */
     assert_string_equal(p.cites[0].kind, "skill");
@@ -500,6 +510,104 @@ static void test_cites(void **state)
     build("gelu", NULL, h200, 0, NULL, NULL, &p);
     assert_int_equal(p.ncites, 0);
     assert_true(at(p.user, "(nothing retrieved: no KB)") > at(p.user, "## Retrieved context"));
+    kb_gen_prompt_release(&p);
+}
+
+/* ------------------------------------------------------------ seed */
+
+/* 1 when p cites a passage whose url holds s. */
+static int cite_url_has(const kb_gen_prompt *p, const char *s)
+{
+    for (size_t i = 0; i < p->ncites; i++)
+        if (strstr(p->cites[i].url, s))
+            return 1;
+    return 0;
+}
+
+static void test_seed(void **state)
+{
+    (void)state;
+    /* transpose: its skill's kernel is the kernel to refine, shown once
+     * (not again as an exemplar), the skill itself cited */
+    kb_gen_prompt p;
+    build("transpose", store, h200, 0, NULL, NULL, &p);
+    assert_non_null(p.seed_skill);
+    char *dir = kb_path_join(tu_top(), "corpus/skills");
+    char *sd = kb_path_join(dir, p.seed_skill);
+    char *cu = kb_path_join(sd, "kernel.cu");
+    kb_buf k;
+    kb_buf_init(&k, 0);
+    tu_read_file(cu, 0, &k);
+    /* the kernel's signature line stands for it (the KB holds its text
+     * in chunks) */
+    char *g = strstr(k.data, "__global__");
+    assert_non_null(g);
+    char *line = strndup(g, strcspn(g, "\n"));
+    long refine = at(p.user, "## Kernel to refine");
+    assert_true(refine > at(p.user, "## Retrieved context"));
+    assert_true(at(p.user, line) > refine);
+    assert_int_equal(at(p.user + at(p.user, line) + 1, line), -1);
+    assert_true(cite_has_skill(&p, p.seed_skill));
+    char *rel = NULL;
+    assert_true(asprintf(&rel, "/%s/kernel.cu", p.seed_skill) > 0);
+    assert_false(cite_url_has(&p, rel));
+    kb_gen_prompt_release(&p);
+    /* a kernel given: that one, no seed */
+    build("transpose", store, h200, 0, NULL, "__global__ void mine() {}", &p);
+    assert_null(p.seed_skill);
+    assert_true(at(p.user, "void mine()") > at(p.user, "## Kernel to refine"));
+    assert_true(at(p.user, line) < 0 || at(p.user, line) < at(p.user, "## Kernel to refine"));
+    kb_gen_prompt_release(&p);
+    /* no_seed: no kernel to refine; the skill's kernel is an exemplar */
+    kb_gen_prompt_opts o = { .store = store, .config = &config, .tasks_dir = tasks_dir,
+                             .task = "transpose", .device = h200, .no_seed = 1 };
+    assert_int_equal(kb_gen_prompt_build(&o, &p, NULL), KB_OK);
+    assert_null(p.seed_skill);
+    assert_int_equal(at(p.user, "## Kernel to refine"), -1);
+    assert_true(cite_url_has(&p, rel));
+    kb_gen_prompt_release(&p);
+    free(rel);
+    free(line);
+    kb_buf_release(&k);
+    free(cu);
+    free(sd);
+    free(dir);
+}
+
+/* ------------------------------------------------------------ what the task is */
+
+/* The doc passages come from what the task is, not its words: a
+ * memory-bound elementwise task gets the Best Practices guide's
+ * coalescing; a row reduction its synchronization and memory sections;
+ * nothing on a newer architecture than the device's. */
+static void test_task_topics(void **state)
+{
+    (void)state;
+    if (!have_mirror) {
+        skip();
+        return;
+    }
+    kb_gen_prompt p;
+    build("gelu", store, h200, 0, NULL, NULL, &p);
+    int coalescing = 0;
+    for (size_t i = 0; i < p.ncites; i++)
+        coalescing |= strstr(p.cites[i].heading, "Coalesced Access to Global Memory") != NULL;
+    assert_true(coalescing);
+    kb_gen_prompt_release(&p);
+    build("stencil3x3", store, h200, 0, NULL, NULL, &p);
+    int shared = 0;
+    coalescing = 0;
+    for (size_t i = 0; i < p.ncites; i++) {
+        shared |= strstr(p.cites[i].heading, "Shared Memory") != NULL;
+        coalescing |= strstr(p.cites[i].heading, "Coalesced Access") != NULL;
+    }
+    assert_true(shared && coalescing);
+    kb_gen_prompt_release(&p);
+    /* gemv_int4: no skill fits; its exemplars are no tensor-core GEMM */
+    build("gemv_int4", store, h200, 0, NULL, NULL, &p);
+    for (size_t i = 0; i < p.ncites; i++)
+        if (!strcmp(p.cites[i].kind, "code"))
+            assert_null(strstr(p.user, "wmma::"));
     kb_gen_prompt_release(&p);
 }
 
@@ -592,6 +700,8 @@ int main(void)
         cmocka_unit_test(test_budget),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_cites),
+        cmocka_unit_test(test_seed),
+        cmocka_unit_test(test_task_topics),
         cmocka_unit_test(test_repair_context),
         cmocka_unit_test(test_task_json),
     };
