@@ -298,28 +298,6 @@ static int newer_arch(const kb_result *r, int cc)
     return newer;
 }
 
-/* The chunk id of the first chunk of the document at path in source (a
- * skill's kernel.cu beside its SKILL.md); 0 when there is none. */
-static kb_rc doc_first_chunk(kb_store *store, const char *source, const char *path,
-                             long long *id, kb_err *err)
-{
-    *id = 0;
-    sqlite3_stmt *st = NULL;
-    kb_rc rc = kb_store_prepare(store, "SELECT c.id FROM chunks c JOIN documents d ON "
-                                "d.id = c.document_id WHERE d.source_id = ? AND d.path = ? "
-                                "ORDER BY c.ord LIMIT 1", &st, err);
-    if (rc != KB_OK)
-        return rc;
-    sqlite3_bind_text(st, 1, source, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, path, -1, SQLITE_STATIC);
-    int s = sqlite3_step(st);
-    if (s == SQLITE_ROW)
-        *id = sqlite3_column_int64(st, 0);
-    else if (s != SQLITE_DONE)
-        rc = kb_store_db_error(store, err, "find a skill's kernel");
-    sqlite3_finalize(st);
-    return rc;
-}
 
 /* 1 when r's document is a skill's file (a SKILL.md beside it, in its
  * source): a skill's kernel comes with its skill, when the skill fits. */
@@ -333,7 +311,7 @@ static int skill_file(kb_store *store, const kb_result *r)
     kb_err_clear(&quiet);
     if (kb_buf_printf(&p, "%.*sSKILL.md", slash ? (int)(slash - r->path + 1) : 0,
                       r->path) == KB_OK)
-        doc_first_chunk(store, r->source, p.data, &id, &quiet);
+        kb_store_doc_first_chunk(store, r->source, p.data, &id, &quiet);
     kb_buf_release(&p);
     return id != 0;
 }
@@ -353,7 +331,7 @@ static kb_rc skill_kernel(kb_store *store, const kb_skill_hit *h, const char *ta
     if (rc != KB_OK)
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     else
-        rc = doc_first_chunk(store, h->r->source, kp.data, &id, err);
+        rc = kb_store_doc_first_chunk(store, h->r->source, kp.data, &id, err);
     char *body = NULL;
     long long first = 0;
     kb_results top = { 0 };

@@ -656,6 +656,27 @@ kb_rc kb_store_doc_chunks(kb_store *store, long long chunk_id, kb_store_chunk_fn
     return rc;
 }
 
+kb_rc kb_store_doc_first_chunk(kb_store *store, const char *source, const char *path,
+                             long long *id, kb_err *err)
+{
+    *id = 0;
+    sqlite3_stmt *st = NULL;
+    kb_rc rc = kb_store_prepare(store, "SELECT c.id FROM chunks c JOIN documents d ON "
+                                "d.id = c.document_id WHERE d.source_id = ? AND d.path = ? "
+                                "ORDER BY c.ord LIMIT 1", &st, err);
+    if (rc != KB_OK)
+        return rc;
+    sqlite3_bind_text(st, 1, source, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, path, -1, SQLITE_STATIC);
+    int s = sqlite3_step(st);
+    if (s == SQLITE_ROW)
+        *id = sqlite3_column_int64(st, 0);
+    else if (s != SQLITE_DONE)
+        rc = kb_store_db_error(store, err, "find a skill's kernel");
+    sqlite3_finalize(st);
+    return rc;
+}
+
 static int first_text_of(void *ctx, long long id, const char *heading_path, const char *text)
 {
     char **out = ctx;

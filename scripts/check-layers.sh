@@ -12,7 +12,8 @@
 # - kb-verify (verify/kb-verify/, a program of its own) uses only the task
 #   model (verify/task.c and task_*.c, through verify/verify.h) and kb/;
 #   nothing else uses kb-verify's files;
-# - every room is a known one: a new folder of sources must be placed here.
+# - every room is a known one: a new folder of sources must be placed here;
+# - SQL only in kb/, index/, ingest/ and query/ (the others ask kb/store.c).
 # - no circle between files: when a.c calls b.c, nothing b.c calls (or what
 #   that calls) calls a.c again (a file that is both the steps and the
 #   helpers the steps call back is two files).
@@ -96,6 +97,15 @@ for o in $objs; do
     w=$(why_not "$src" "$d")
     [ -z "$w" ] || complain "$src calls $s of $d ($w)"
   done < <(nm -u "$build/obj/$o" | awk '{print $2}')
+done
+
+# 4. SQL on kb's tables: in kb/store.c, index/ and the rooms that own
+# tables (ingest/ writes documents and chunks, query/ reads them and keeps
+# its caches); every other room asks kb/store.c
+for f in $(find generator api serve cli skills verify -name '*.c' 2>/dev/null | sort); do
+  if grep -q 'kb_store_prepare\|sqlite3_prepare\|sqlite3_exec' "$f"; then
+    complain "$f runs SQL (kb/store.c holds SQL on kb's tables)"
+  fi
 done
 
 # 3. circles between files: tsort names the files of each loop

@@ -3,7 +3,8 @@
 # The house rules' own checks catch what they are for. scripts/check-layers.sh
 # on a small tree of rooms, compiled: clean, it passes; an upward #include,
 # an upward call (a kb/ object calling a skills/ function) and a circle (two
-# files of one room calling each other) each fail it, named. On a copy of
+# files of one room calling each other) and SQL run by generator/ each fail
+# it, named. On a copy of
 # the real sources, an upward #include planted in query/similar.c is named.
 # scripts/check-sizes.sh: a 100-line function passes, a 101-line one and a
 # file over 1,000 lines without its reason fail, named.
@@ -81,6 +82,14 @@ mkdir -p "$P/extra" && cp "$P/kb/util.c" "$P/extra/x.c"
 layers "$P"
 [ $rc -ne 0 ] || fail "check-layers.sh passed an unknown room: $out"
 contains "$out" "extra/ holds sources but is not a room of the direction"
+
+# SQL outside the rooms that may run it (generator/ asks kb/store.c)
+P="$KB_TMP/sql"
+cp -r "$T" "$P"
+printf 'int kb_store_prepare(void);\nint gen_sql(void);\nint gen_sql(void)\n{\n    return kb_store_prepare();\n}\n' >"$P/generator/sql.c"
+layers "$P"
+[ $rc -ne 0 ] || fail "check-layers.sh passed SQL in generator/: $out"
+contains "$out" "generator/sql.c runs SQL"
 
 # the real sources: the same planted include is named (includes only: no
 # objects, so no calls are read)
