@@ -180,6 +180,10 @@ static const char search_input[] =
     "\"snippet\":{\"type\":\"boolean\",\"default\":false,\"description\":"
         "\"true: each text is a window of about 320 bytes around the first "
         "query word; false: the whole chunk\"},"
+    "\"rerank\":{\"type\":\"string\",\"enum\":[\"default\",\"none\"],"
+        "\"default\":\"default\",\"description\":\"default: hybrid's fused "
+        "list reordered by the reranking stage; none: in fusion's order "
+        "(kb query --no-rerank)\"},"
     BUDGET_PROPERTY ","
     "\"searches\":{\"type\":\"array\",\"maxItems\":" STR(KB_QUERY_MAX_SEARCHES)
         ",\"description\":\"your own rewrites of the question, each searched "
@@ -474,6 +478,8 @@ static kb_rc tool_search(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
     opts.k = (int)arg_number(args, "k", 10);
     opts.snippet = arg_bool(args, "snippet", 0);
     opts.config = ctx->config;
+    const char *rerank = arg_string(args, "rerank");
+    opts.no_rerank = rerank && strcmp(rerank, "none") == 0;
     const char *mode = arg_string(args, "mode");
     if (mode && kb_mode_parse(mode, &opts.mode) != 0)
         return kb_err_set(err, KB_ERR_INTERNAL, "search: mode '%s' passed the "

@@ -218,6 +218,7 @@ static cJSON *search_args(const kb_query_opts *opts, const char *mode, long budg
              (!explain || cJSON_AddBoolToObject(a, "explain", 1)) &&
              cJSON_AddNumberToObject(a, "k", opts->k) &&
              (!mode || cJSON_AddStringToObject(a, "mode", mode)) &&
+             (!opts->no_rerank || cJSON_AddStringToObject(a, "rerank", "none")) &&
              (!budget || cJSON_AddNumberToObject(a, "budget_tokens", (double)budget));
     if (ok && opts->filter.nsources)
         ok = (arr = cJSON_AddArrayToObject(a, "sources")) != NULL;
