@@ -455,7 +455,7 @@ static void test_bad_args(void **state)
     (void)state;
     call_fails("search", "{\"query\":\"x\",\"foo\":1}", KB_ERR_USAGE,
                "search: unknown argument 'foo' (arguments: query, k, mode, "
-               "sources, kinds, explain, snippet, budget_tokens, searches)");
+               "sources, kinds, explain, snippet, rerank, budget_tokens, searches)");
     call_fails("search", "{\"query\":\"x\",\"k\":0}", KB_ERR_USAGE,
                "search: 'k' must be an integer from 1 to 50, not 0");
     call_fails("search", "{\"query\":\"x\",\"k\":51}", KB_ERR_USAGE,
