@@ -13,6 +13,12 @@
  * too few results are left otherwise: one long document (an instruction
  * family, a whole guide) should not crowd out every other source. */
 #define PER_DOCUMENT_CAP 5
+/* The results are ranked as if at least this many were asked for, then
+ * cut at k: the candidate lists' depth, the per-document cap and its
+ * backfill then see the same pool whatever k is, so the top 10 of -k 10
+ * and -k 50 are the same (issue 22: they differed on 38 of 60 unseen
+ * questions). */
+#define POOL_RESULTS 50
 
 /* Sections a remote reranker (KB_RERANK_URL) judges: the local stage's
  * best; 90 % of the judged sections of unseen questions are within both
@@ -355,8 +361,8 @@ static kb_rc build_skills(kb_store *store, const kb_query_opts *opts, const kb_h
  * text is near-identical to a shown one's listed with it, cut at k.
  * *backfilled says whether the per-document cap left the list short. */
 static kb_rc build_results(kb_store *store, const kb_query_opts *opts,
-                           const kb_hits *fused, kb_results *out, int *backfilled,
-                           kb_err *err)
+                           const kb_hits *fused, size_t k, kb_results *out,
+                           int *backfilled, kb_err *err)
 {
     sqlite3_stmt *st = NULL;
     kb_rc rc = kb_store_prepare(store, "SELECT " KB_RESULT_COLUMNS ", c.document_id"
@@ -364,7 +370,6 @@ static kb_rc build_results(kb_store *store, const kb_query_opts *opts,
         &st, err);
     if (rc != KB_OK)
         return rc;
-    size_t k = opts->k > 0 ? (size_t)opts->k : 10;
     out->items = calloc(k, sizeof *out->items);
     int64_t *docs = calloc(k, sizeof *docs);
     char **keys = calloc(k, sizeof *keys);
@@ -498,6 +503,7 @@ typedef struct {
     pthread_t thread;
     int threaded;
     size_t depth;              /* of each candidate list */
+    size_t pool;               /* results ranked before the cut at k */
 } query_run;
 
 static void add_list(query_run *q, int vector, const char *text)
@@ -639,7 +645,8 @@ static kb_rc split_skills(const kb_query_list *lists, size_t n, const skill_chun
     return KB_OK;
 }
 
-/* The results of the one list, or of all of them fused. */
+/* The results of the one list, or of all of them fused: the first
+ * q->pool, by which the per-document cap decides *backfilled. */
 static kb_rc rank_results(query_run *q, kb_results *out, int *backfilled,
                           kb_err *err)
 {
@@ -680,7 +687,7 @@ static kb_rc rank_results(query_run *q, kb_results *out, int *backfilled,
                                   &q->fused, RERANK_REMOTE_TOP, err);
     }
     if (rc == KB_OK)
-        rc = build_results(q->store, q->opts, list, out, backfilled, err);
+        rc = build_results(q->store, q->opts, list, q->pool, out, backfilled, err);
     if (rc == KB_OK && apart && q->nlists > 0)
         rc = kb_fuse_rrf(q->store, skills, q->nlists, &fused_skills, err);
     if (rc == KB_OK && apart)
@@ -759,8 +766,10 @@ kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
     out->mode = opts->mode;
     double t0 = kb_now_ms();
     size_t k = opts->k > 0 ? (size_t)opts->k : 10;
-    /* deep enough that section merging still leaves k results */
-    query_run q = { .store = store, .opts = opts, .emb = emb, .depth = k * 4 + 40 };
+    size_t pool = k > POOL_RESULTS ? k : POOL_RESULTS;
+    /* deep enough that section merging still leaves the pool's results */
+    query_run q = { .store = store, .opts = opts, .emb = emb, .depth = pool * 4 + 40,
+                    .pool = pool };
 
     kb_rc rc = check_opts(opts, err);
     if (rc == KB_OK)
@@ -801,6 +810,8 @@ kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
                 kb_hits_release(&q.lists[l].hits);
         q.depth *= 4;
     }
+    while (rc == KB_OK && out->n > k)   /* the cut: k of the pool */
+        kb_result_release(&out->items[--out->n]);
 out:
     if (q.threaded)   /* an error before the first pass joined it */
         pthread_join(q.thread, NULL);

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # tier: ci
 # Ranking defects of issue 22 over a real KB with vectors (the Best
-# Practices Guide): --json takes --no-rerank; the top 10 does not depend
-# on -k.
+# Practices Guide, the literature list, the skills): --json takes
+# --no-rerank; the top 10 does not depend on -k.
 . "$(dirname "$0")/lib.sh"
 need_mirror
-use_kb cbp
+use_kb cbp-survey-skills
 
 ids_json() { python3 -c "import json,sys; print(' '.join(str(r['chunk_id']) for r in json.load(sys.stdin)['results']))"; }
-ids_human() { grep -o "chunk [0-9]*)" | tr -dc "0-9\n" | paste -sd " "; }
+ids_human() { grep -E "^[0-9]+\. " | grep -o "chunk [0-9]*)" | tr -dc "0-9\n" | paste -sd " "; }
 
 # --json --no-rerank: fusion's order, as the human list shows it; the
 # reranking stage changes the order of some of these queries
@@ -22,3 +22,19 @@ for q in "occupancy calculator" "register pressure" "shared memory bank conflict
     [ "$reranked" = "$json" ] || changed=$((changed + 1))
 done
 [ "$changed" -gt 0 ] || fail "the reranking stage changed no order: the test proves nothing"
+
+# the top 10 does not depend on -k: k only cuts the list (two documents
+# KB: the per-document cap and its backfill act on most queries)
+for mode in hybrid lexical; do
+    for q in "why is my kernel slow when each thread reads a column" \
+             "occupancy calculator" "pinned memory bandwidth" "register pressure"; do
+        top=
+        for k in 10 20 50; do
+            ids=$(kb query -k "$k" --mode "$mode" --json "$q" | ids_json | cut -d' ' -f1-10)
+            [ -n "$ids" ] || fail "no results for '$q'"
+            [ -z "$top" ] || [ "$ids" = "$top" ] ||
+                fail "$mode top 10 of '$q' at -k $k [$ids] is not -k 10's [$top]"
+            top=$ids
+        done
+    done
+done
