@@ -38,3 +38,23 @@ for mode in hybrid lexical; do
         done
     done
 done
+
+# at most three of the top 5 from one unit: a document, or a chapter of a
+# source that is one document (the guide, the literature list) ...
+top5_units() { python3 -c "
+import json, sys, collections
+r = json.load(sys.stdin)['results'][:5]
+c = collections.Counter((x['source'], x['heading_path'][0] if x['heading_path'] else '') for x in r)
+print(max(c.values()) if c else 0)"; }
+for q in "shared memory bank conflicts" "coalesced access to global memory" \
+         "LLM agents that write CUDA kernels" "register pressure"; do
+    for mode in hybrid lexical; do
+        n=$(kb query -k 10 --mode "$mode" --json "$q" | top5_units)
+        [ "$n" -le 3 ] || fail "$mode: $n of the top 5 of '$q' from one chapter"
+    done
+done
+# ... unless the question names the document or chapter
+for q in "shared memory bank conflicts memory optimizations" "LLM agents Agent4Kernel"; do
+    n=$(kb query -k 10 --json "$q" | top5_units)
+    [ "$n" -ge 4 ] || fail "'$q' names its chapter, yet only $n of the top 5 are from it"
+done
