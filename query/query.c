@@ -321,7 +321,8 @@ static void place(kb_result *r, const kb_hit *h, int rank)
 }
 
 /* The skills apart (kb_results.skills): the skills' fused hits, best
- * first, one a skill, at most KB_QUERY_SKILLS, each as a snippet. */
+ * first, one a skill, at most KB_QUERY_SKILLS and at most k, each as a
+ * snippet. */
 static kb_rc build_skills(kb_store *store, const kb_query_opts *opts, const kb_hits *fused,
                           const skill_chunks *sc, kb_results *out, kb_err *err)
 {
@@ -333,7 +334,8 @@ static kb_rc build_skills(kb_store *store, const kb_query_opts *opts, const kb_h
     const char *folders[KB_QUERY_SKILLS];
     if (rc == KB_OK && !(out->skills = calloc(KB_QUERY_SKILLS, sizeof *out->skills)))
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    for (size_t i = 0; rc == KB_OK && i < fused->n && out->nskills < KB_QUERY_SKILLS; i++) {
+    size_t most = opts->k > 0 && opts->k < KB_QUERY_SKILLS ? (size_t)opts->k : KB_QUERY_SKILLS;
+    for (size_t i = 0; rc == KB_OK && i < fused->n && out->nskills < most; i++) {
         const kb_hit *h = &fused->items[i];
         const char *folder = skill_of(sc, h->id);
         int seen = !folder;   /* shown already, by a better chunk */

@@ -58,3 +58,9 @@ for q in "shared memory bank conflicts memory optimizations" "LLM agents Agent4K
     n=$(kb query -k 10 --json "$q" | top5_units)
     [ "$n" -ge 4 ] || fail "'$q' names its chapter, yet only $n of the top 5 are from it"
 done
+
+# the skills block is bounded by -k
+for k in 1 2; do
+    n=$(kb query -k "$k" --json "shared memory bank conflicts" | python3 -c "import json,sys; print(len(json.load(sys.stdin)['skills']))")
+    [ "$n" -eq "$k" ] || fail "-k $k gave $n skills"
+done
