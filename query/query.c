@@ -13,11 +13,12 @@
  * too few results are left otherwise: one long document (an instruction
  * family, a whole guide) should not crowd out every other source. */
 #define PER_DOCUMENT_CAP 5
-/* The results are ranked as if at least this many were asked for, then
- * cut at k: the candidate lists' depth, the per-document cap and its
- * backfill then see the same pool whatever k is, so the top 10 of -k 10
- * and -k 50 are the same (issue 22: they differed on 38 of 60 unseen
- * questions). */
+/* The candidate lists are searched as deep for any k up to this as for
+ * this many results (POOL_RESULTS * 4 + 40), and no deeper search is made
+ * for k up to it: the fused list is then the same whatever k is, and
+ * results are taken from it in order, so the top 10 of -k 10 and -k 50 are
+ * the same (issue 22: they differed on 38 of 60 unseen questions). Only
+ * the k results shown are built (hydrated, compared, capped). */
 #define POOL_RESULTS 50
 /* At most TOP_UNIT_CAP of the first TOP_PLACES results from one document,
  * or from one chapter of a source that is one document (the literature
@@ -487,12 +488,12 @@ static int admit(kb_results *out, const shown_set *s, kb_result *r, int64_t doc_
 /* Turns a fused, ordered candidate list into results: hydrated, with
  * chunks of a section already shown merged into the first, chunks whose
  * text is near-identical to a shown one's listed with it, no unit more
- * than TOP_UNIT_CAP times in the first TOP_PLACES (the candidates
+ * than TOP_UNIT_CAP times in the first TOP_PLACES when top_cap (the candidates
  * deferred go first after them), cut at k. *backfilled says whether the
  * per-document cap left the list short. */
 static kb_rc build_results(kb_store *store, const kb_query_opts *opts,
-                           const kb_hits *fused, size_t k, kb_results *out,
-                           int *backfilled, kb_err *err)
+                           const kb_hits *fused, size_t k, int top_cap,
+                           kb_results *out, int *backfilled, kb_err *err)
 {
     sqlite3_stmt *st = NULL;
     kb_rc rc = kb_store_prepare(store, "SELECT " KB_RESULT_COLUMNS ", c.document_id,"
@@ -532,7 +533,7 @@ static kb_rc build_results(kb_store *store, const kb_query_opts *opts,
             rc = KB_ERR_NOMEM;
         int verdict = rc != KB_OK ? DROP
                       : admit(out, &s, &r, doc_id, key, unit, &sh, backfill,
-                              !backfill && !from_deferred, opts->text, &rc);
+                              top_cap && !backfill && !from_deferred, opts->text, &rc);
         if (verdict == DEFER)
             deferred[nd++] = i;
         if (verdict != TAKE) {   /* the section is already shown, by a better chunk */
@@ -853,7 +854,11 @@ static kb_rc rank_results(query_run *q, kb_results *out, int *backfilled,
     if (rc == KB_OK && q->nlists > 0 && q->rerank == KB_RERANK_LLM)
         rc = llm_stage(q, out, err);
     if (rc == KB_OK)
-        rc = build_results(q->store, q->opts, list, q->pool, out, backfilled, err);
+        rc = build_results(q->store, q->opts, list, q->pool,
+                           /* an LLM that read the sections ordered them: its
+                              order stands, no unit cap over the top 5 */
+                           !(out->rerank.stage == KB_RERANK_LLM && out->rerank.ordered),
+                           out, backfilled, err);
     if (rc == KB_OK && apart && q->nlists > 0)
         rc = kb_fuse_rrf(q->store, skills, q->nlists, &fused_skills, err);
     if (rc == KB_OK && apart)
@@ -932,10 +937,10 @@ kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
     out->mode = opts->mode;
     double t0 = kb_now_ms();
     size_t k = opts->k > 0 ? (size_t)opts->k : 10;
-    size_t pool = k > POOL_RESULTS ? k : POOL_RESULTS;
+    size_t deep = k > POOL_RESULTS ? k : POOL_RESULTS;
     /* deep enough that section merging still leaves the pool's results */
-    query_run q = { .store = store, .opts = opts, .emb = emb, .depth = pool * 4 + 40,
-                    .pool = pool };
+    query_run q = { .store = store, .opts = opts, .emb = emb, .depth = deep * 4 + 40,
+                    .pool = k };
 
     kb_rc rc = check_opts(opts, err);
     if (rc == KB_OK)
@@ -960,9 +965,11 @@ kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
     if ((rc = plan_lists(&q, out, err)) != KB_OK)
         goto out;
     /* Usually one pass. When the per-document cap leaves the results short
-     * of k (one long document fills the candidate lists), a second pass
-     * searches the lists that were cut at their depth four times deeper,
-     * so that other documents' sections fill the places the cap frees. */
+     * of a k over POOL_RESULTS (one long document fills the candidate
+     * lists), a second pass searches the lists that were cut at their
+     * depth four times deeper, so that other documents' sections fill the
+     * places the cap frees; up to POOL_RESULTS the lists are deep enough,
+     * and the same for every k. */
     for (int pass = 0;; pass++) {
         int backfilled = 0, more = 0;
         rc = search_lists(&q, pass, out, err);
@@ -972,7 +979,7 @@ kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
             q.lists[l].search = q.lists[l].search && q.lists[l].hits.n >= q.depth;
             more |= q.lists[l].search;
         }
-        if (rc != KB_OK || !backfilled || pass == 1 || !more)
+        if (rc != KB_OK || !backfilled || pass == 1 || !more || k <= POOL_RESULTS)
             break;
         kb_results_clear(out);
         for (size_t l = 0; l < q.nlists; l++)
@@ -980,8 +987,6 @@ kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
                 kb_hits_release(&q.lists[l].hits);
         q.depth *= 4;
     }
-    while (rc == KB_OK && out->n > k)   /* the cut: k of the pool */
-        kb_result_release(&out->items[--out->n]);
 out:
     if (q.threaded)   /* an error before the first pass joined it */
         pthread_join(q.thread, NULL);

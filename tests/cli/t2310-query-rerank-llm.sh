@@ -36,7 +36,19 @@ IFS='|' read -r h1 h2 h3 h4 h5 <<<"$plain"
 # a reply that names the 3rd and 5th sections: they go first, then the rest
 start_llm "$(script '{"replies": [{"text": "[3, 5]"}, {"text": "[2]"}]}' good)"
 expect_json 0 kb query --rerank llm --json -k 5 "$Q"
-[ "$(headings "$out")" = "$h3|$h5|$h1|$h2|$h4" ] || fail "not reordered: $(headings "$out") (kb: $plain)"
+# the stage numbers the fused pool's sections, which kb's own list may show
+# in another order (at most three of one chapter in the top 5): the names
+# of passages 1-5 are read from the request itself
+pool=$(python3 - "$LLM_LOG" <<'PY'
+import json, re, sys
+user = json.loads(open(sys.argv[1]).readline())["body"]["messages"][-1]["content"]
+secs = re.findall(r"^\[(\d+)\] source: .*\nsection: (.*)$", user, re.M)
+print("|".join(s.split(" > ")[-1] for n, s in secs[:5]))
+PY
+)
+IFS='|' read -r p1 p2 p3 p4 p5 <<<"$pool"
+[ -n "$p5" ] || fail "five passages in the request: $pool"
+[ "$(headings "$out")" = "$p3|$p5|$p1|$p2|$p4" ] || fail "not reordered: $(headings "$out") (the pool: $pool)"
 [ "$(requests)" = 1 ] || fail "one request, not $(requests)"
 python3 - "$out" "$LLM_LOG" "$Q" <<'PY' || fail "the rerank field or the request: $out"
 import json, sys
@@ -85,7 +97,7 @@ fallback "$(script '{"then": {"status": 500, "error": "boom"}}' e500)" "HTTP 500
 start_llm "$(script '{"then": {"text": "[2, 1]"}}' anthropic)"
 ( export KB_LLM_URL="http://127.0.0.1:$LLM_PORT/v1/messages" KB_LLM_API=anthropic
   expect_json 0 kb query --rerank llm --json -k 5 "$Q"
-  [ "$(headings "$out")" = "$h2|$h1|$h3|$h4|$h5" ] || fail "anthropic: $(headings "$out")"
+  [ "$(headings "$out")" = "$p2|$p1|$p3|$p4|$p5" ] || fail "anthropic: $(headings "$out")"
   python3 - "$LLM_LOG" <<'PY' || fail "the Anthropic request"
 import json, sys
 r = json.loads(open(sys.argv[1]).readline())
@@ -94,9 +106,9 @@ PY
 ) || exit 1
 
 # kb eval: the llm mode beside hybrid; a repeated query is asked once.
-# The judged section is hybrid's 4th at k 10, the one the reply names.
-expect_json 0 kb query --json -k 10 "$Q"
-j4=$(json_get "$out" "j['results'][3]['heading_path'][-1]")
+# The judged section is the pool's 4th, the one the reply names (hybrid
+# shows it below its first place).
+j4=$p4
 cat >"$KB_TMP/qrels.json" <<EOF
 {"queries": [
   {"id": "b1", "query": "$Q", "kind": "concept",
@@ -116,8 +128,8 @@ h, l = m["hybrid"], m["llm"]
 assert l["rerank"]["llm_requests"] == 1 and l["rerank"]["cached"] == 1, l["rerank"]
 assert l["rerank"]["fallbacks"] == 0, l["rerank"]
 assert [q["first_relevant_rank"] for q in l["per_query"]] == [1, 1], l["per_query"]
-assert h["per_query"][0]["first_relevant_rank"] == 4, h["per_query"]
-assert l["overall"]["mrr"] == 1 and h["overall"]["mrr"] < 0.5, (l["overall"], h["overall"])
+assert h["per_query"][0]["first_relevant_rank"] > 1, h["per_query"]
+assert l["overall"]["mrr"] == 1 and h["overall"]["mrr"] < 1, (l["overall"], h["overall"])
 assert [q["rerank"]["cached"] for q in l["per_query"]] == [False, True], l["per_query"]
 PY
 expect_rc 0 kb eval --rerank llm "$KB_TMP/qrels.json"
@@ -125,14 +137,15 @@ contains "$out" "hybrid reordered by the LLM: 1 request, 1 from the cache, 0 in 
 for m in lexical vector hybrid llm; do grep -q "^$m " <<<"$out" || fail "no $m row: $out"; done
 stop_llm
 
-# record: each prompt kept by its key, kb's order echoed (nothing moves)
+# record: each prompt kept by its key, the pool's order echoed (nothing
+# moves; with an LLM's order the top-5 chapter cap stands aside)
 REC="$KB_TMP/rec"
 python3 "$KB_TOP/tests/llm/scripted_llm.py" --record "$REC" --log "$KB_TMP/rec.jsonl" >"$KB_TMP/rec.port" &
 LLM_PID=$!
 for _ in $(seq 200); do [ -s "$KB_TMP/rec.port" ] && break; sleep 0.05; done
 export KB_LLM_URL="http://127.0.0.1:$(cat "$KB_TMP/rec.port")/v1/chat/completions" KB_LLM_MODEL=recorded
 expect_json 0 kb query --rerank llm --json -k 5 "$Q"
-[ "$(headings "$out")" = "$plain" ] || fail "record mode moved results: $(headings "$out")"
+[ "$(headings "$out")" = "$pool" ] || fail "record mode moved results: $(headings "$out") (the pool: $pool)"
 expect_json 0 kb query --rerank llm --json -k 5 "pinned host memory"
 stop_llm
 [ "$(ls "$REC" | wc -l)" = 2 ] || fail "two prompts recorded: $(ls "$REC")"
@@ -154,7 +167,7 @@ LLM_PID=$!
 for _ in $(seq 200); do [ -s "$KB_TMP/rep.port" ] && break; sleep 0.05; done
 export KB_LLM_URL="http://127.0.0.1:$(cat "$KB_TMP/rep.port")/v1/chat/completions"
 expect_json 0 kb query --rerank llm --json -k 5 "$Q"
-[ "$(headings "$out")" = "$h5|$h4|$h1|$h2|$h3" ] || fail "replay: $(headings "$out")"
+[ "$(headings "$out")" = "$p5|$p4|$p1|$p2|$p3" ] || fail "replay: $(headings "$out")"
 expect_json 0 kb query --rerank llm --json -k 5 "pinned host memory"
 contains "$(json_get "$out" "j['rerank']['fallback']")" "no answer for request"
 stop_llm
