@@ -13,12 +13,9 @@
  * too few results are left otherwise: one long document (an instruction
  * family, a whole guide) should not crowd out every other source. */
 #define PER_DOCUMENT_CAP 5
-/* The candidate lists are searched as deep for any k up to this as for
- * this many results (POOL_RESULTS * 4 + 40), and no deeper search is made
- * for k up to it: the fused list is then the same whatever k is, and
- * results are taken from it in order, so the top 10 of -k 10 and -k 50 are
- * the same (issue 22: they differed on 38 of 60 unseen questions). Only
- * the k results shown are built (hydrated, compared, capped). */
+/* For any k up to this the lists are searched POOL_RESULTS * 4 + 40 deep,
+ * never deeper: the fused list, taken in order, is the same for every k, so
+ * the top 10 of -k 10 and -k 50 agree (issue 22: 38 of 60 differed). */
 #define POOL_RESULTS 50
 /* At most TOP_UNIT_CAP of the first TOP_PLACES results from one document,
  * or from one chapter of a source that is one document (the literature
@@ -966,10 +963,8 @@ kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
         goto out;
     /* Usually one pass. When the per-document cap leaves the results short
      * of a k over POOL_RESULTS (one long document fills the candidate
-     * lists), a second pass searches the lists that were cut at their
-     * depth four times deeper, so that other documents' sections fill the
-     * places the cap frees; up to POOL_RESULTS the lists are deep enough,
-     * and the same for every k. */
+     * lists), a second pass searches the lists cut at their depth four
+     * times deeper, so other documents' sections fill the freed places. */
     for (int pass = 0;; pass++) {
         int backfilled = 0, more = 0;
         rc = search_lists(&q, pass, out, err);
