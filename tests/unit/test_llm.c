@@ -51,34 +51,8 @@ static int server_up(void **state)
     char *empty = tu_write_fixture(srv.dir, "empty.json", "[]");
     char *py = kb_path_join(tu_top(), "tests/llm/scripted_llm.py");
     assert_non_null(py);
-    int p[2];
-    assert_int_equal(pipe(p), 0);
-    srv.pid = fork();
-    assert_true(srv.pid >= 0);
-    if (srv.pid == 0) {
-        dup2(p[1], 1);
-        close(p[0]);
-        close(p[1]);
-        execlp("python3", "python3", py, "--script", empty, "--log", srv.log,
-               (char *)NULL);
-        _exit(127);
-    }
-    close(p[1]);
-    char line[32] = "";
-    size_t n = 0;
-    struct pollfd pf = { p[0], POLLIN, 0 };
-    while (n < sizeof line - 1 && poll(&pf, 1, 20000) > 0) {
-        ssize_t k = read(p[0], line + n, 1);
-        if (k <= 0 || line[n] == '\n')
-            break;
-        n++;
-    }
-    line[n] = '\0';
-    close(p[0]);
-    long port;
-    if (kb_parse_long(line, 1, 65535, &port) != KB_OK)
-        fail_msg("scripted_llm.py did not start (it printed '%s')", line);
-    srv.port = (unsigned)port;
+    char *argv[] = { "python3", py, "--script", empty, "--log", srv.log, NULL };
+    srv.port = tu_spawn_port(argv, &srv.pid);
     snprintf(srv.base, sizeof srv.base, "http://127.0.0.1:%u", srv.port);
     free(py);
     free(empty);

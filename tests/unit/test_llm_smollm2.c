@@ -38,30 +38,10 @@ static int server_up(void **state)
         return 77;
     }
     char *script = kb_path_join(tu_top(), "tests/llm/smollm2-server.py");
-    int p[2];
-    assert_int_equal(pipe(p), 0);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        dup2(p[1], 1);
-        close(p[0]);
-        close(p[1]);
-        execl(py, py, script, "--ctx", "2048", (char *)NULL);
-        _exit(127);
-    }
-    close(p[1]);
+    char *argv[] = { py, script, "--ctx", "2048", NULL };
     char line[256] = "";
-    size_t n = 0;
-    struct pollfd pf = { p[0], POLLIN, 0 };
     /* loading the model takes seconds, more on a busy machine */
-    while (n < sizeof line - 1 && poll(&pf, 1, 120000) > 0) {
-        ssize_t k = read(p[0], line + n, 1);
-        if (k <= 0 || line[n] == '\n')
-            break;
-        n++;
-    }
-    line[n] = '\0';
-    close(p[0]);
+    pid = tu_spawn_line(argv, line, sizeof line, 120000);
     free(py);
     free(script);
     if (!strncmp(line, "skipped:", 8)) {

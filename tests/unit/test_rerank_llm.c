@@ -40,33 +40,9 @@ static int setup(void **state)
     srv_log = kb_path_join(srv_dir, "requests.jsonl");
     char *empty = tu_write_fixture(srv_dir, "empty.json", "[]");
     char *py = kb_path_join(tu_top(), "tests/llm/scripted_llm.py");
-    int p[2];
-    assert_int_equal(pipe(p), 0);
-    srv_pid = fork();
-    assert_true(srv_pid >= 0);
-    if (srv_pid == 0) {
-        dup2(p[1], 1);
-        close(p[0]);
-        close(p[1]);
-        execlp("python3", "python3", py, "--script", empty, "--log", srv_log, (char *)NULL);
-        _exit(127);
-    }
-    close(p[1]);
-    char line[32] = "";
-    size_t n = 0;
-    struct pollfd pf = { p[0], POLLIN, 0 };
-    while (n < sizeof line - 1 && poll(&pf, 1, 20000) > 0) {
-        ssize_t k = read(p[0], line + n, 1);
-        if (k <= 0 || line[n] == '\n')
-            break;
-        n++;
-    }
-    line[n] = '\0';
-    close(p[0]);
-    long port;
-    if (kb_parse_long(line, 1, 65535, &port) != KB_OK)
-        fail_msg("scripted_llm.py did not start (it printed '%s')", line);
-    snprintf(srv_base, sizeof srv_base, "http://127.0.0.1:%ld", port);
+    char *argv[] = { "python3", py, "--script", empty, "--log", srv_log, NULL };
+    unsigned port = tu_spawn_port(argv, &srv_pid);
+    snprintf(srv_base, sizeof srv_base, "http://127.0.0.1:%u", port);
     free(py);
     free(empty);
 

@@ -19,6 +19,7 @@
 #include <arpa/inet.h>
 #include <ftw.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,6 +206,52 @@ static inline kb_store *tu_open_kb(const char *dir)
     if (kb_store_open(dir, KB_STORE_CREATE, &s, &err) != KB_OK)
         fail_msg("cannot open a KB in '%s': %s", dir, err.msg);
     return s;
+}
+
+/* ------------------------------------------------------------ servers */
+
+/* Starts argv (argv[0] found on PATH) as a child whose stdout's first
+ * line is what it has to say once it serves (a port, or "skipped: ...");
+ * that line, without its newline, goes into line (n bytes), waiting at
+ * most timeout_ms. Returns the child's pid (the caller kills and reaps
+ * it). */
+static inline pid_t tu_spawn_line(char *const argv[], char *line, size_t n, int timeout_ms)
+{
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(p[1], 1);
+        close(p[0]);
+        close(p[1]);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    close(p[1]);
+    size_t len = 0;
+    struct pollfd pf = { p[0], POLLIN, 0 };
+    while (len < n - 1 && poll(&pf, 1, timeout_ms) > 0) {
+        ssize_t k = read(p[0], line + len, 1);
+        if (k <= 0 || line[len] == '\n')
+            break;
+        len++;
+    }
+    line[len] = '\0';
+    close(p[0]);
+    return pid;
+}
+
+/* tu_spawn_line for a server that prints its port: the port, or the test
+ * fails naming what the child printed instead. */
+static inline unsigned tu_spawn_port(char *const argv[], pid_t *pid)
+{
+    char line[64] = "";
+    *pid = tu_spawn_line(argv, line, sizeof line, 20000);
+    long port;
+    if (kb_parse_long(line, 1, 65535, &port) != KB_OK)
+        fail_msg("%s did not start (it printed '%s')", argv[1] ? argv[1] : argv[0], line);
+    return (unsigned)port;
 }
 
 /* ------------------------------------------------------------ buffers */
