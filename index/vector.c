@@ -783,7 +783,8 @@ static kb_rc allowed_ids(kb_store *store, const kb_filter *filter,
         *n = 0;
         return rc;
     }
-    qsort(*ids, *n, sizeof **ids, cmp_i64);
+    if (*n > 1)   /* qsort of NULL, 0 is undefined */
+        qsort(*ids, *n, sizeof **ids, cmp_i64);
     return KB_OK;
 }
 
@@ -828,7 +829,7 @@ kb_rc kb_vec_search(kb_store *store, const float *q, int dim, size_t k,
         if (labels[i] < 0)
             continue;
         int64_t id = (int64_t)labels[i];
-        if (filtered && !bsearch(&id, allowed, nallowed, sizeof *allowed, cmp_i64))
+        if (filtered && (!nallowed || !bsearch(&id, allowed, nallowed, sizeof *allowed, cmp_i64)))
             continue;
         if ((rc = kb_hits_push(out, id, dist[i])) != KB_OK)
             break;

@@ -94,7 +94,7 @@ static int has_scheme(const char *s)
     if (!isalpha((unsigned char)*s))
         return 0;
     size_t n = 1;
-    while (isalnum((unsigned char)s[n]) || strchr("+-.", s[n]))
+    while (isalnum((unsigned char)s[n]) || (s[n] && strchr("+-.", s[n])))   /* strchr finds the NUL too */
         n++;
     return s[n] && strncmp(s + n, "://", 3) == 0;
 }

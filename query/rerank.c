@@ -478,7 +478,8 @@ kb_rc kb_rerank_local(kb_store *store, const char *query, const float *qvec,
             order[n] = fused->items[i];
             order[n++].score = floor_score - 1.0 - (double)i * 1e-6;
         }
-    memcpy(fused->items, order, n * sizeof *order);
+    if (n)   /* memcpy of NULL, 0 is undefined */
+        memcpy(fused->items, order, n * sizeof *order);
     fused->n = n;
 out:
     stmts_finalize(&st);

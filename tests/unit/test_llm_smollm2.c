@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 static pid_t pid;
-static char url[128];
+static char url[256];
 
 /* Starts the server; 77: the packages are missing (a line was printed). */
 static int server_up(void **state)
@@ -68,7 +68,7 @@ static void server_down(void)
 
 static void ask(kb_llm_api api, int stream)
 {
-    char full[160];
+    char full[320];
     snprintf(full, sizeof full, "%s%s", url,
              api == KB_LLM_ANTHROPIC ? "/v1/messages" : "/v1/chat/completions");
     kb_llm_opts o = {
