@@ -203,10 +203,25 @@ static cJSON *cached_answer(kb_result_cache *c, const kb_buf *key, double t0)
     return out;
 }
 
+static kb_rc run_checked(const kb_tool *tool, kb_tool_ctx *ctx, const cJSON *args,
+                         cJSON **out, kb_err *err);
+
 kb_rc kb_tool_run(const kb_tool *tool, kb_tool_ctx *ctx, const cJSON *args,
                   cJSON **out, kb_err *err)
 {
     *out = NULL;
+    cJSON *trimmed = NULL;
+    if (kb_tool_drop_empty(tool, args, &trimmed) != KB_OK)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    kb_rc rc = run_checked(tool, ctx, trimmed ? trimmed : args, out, err);
+    cJSON_Delete(trimmed);
+    return rc;
+}
+
+/* kb_tool_run once its empty arguments are gone. */
+static kb_rc run_checked(const kb_tool *tool, kb_tool_ctx *ctx, const cJSON *args,
+                         cJSON **out, kb_err *err)
+{
     ctx->cache_hit = 0;
     kb_rc rc = kb_tool_check_args(tool, args, err);
     if (rc != KB_OK)

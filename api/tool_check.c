@@ -354,3 +354,34 @@ kb_rc kb_tool_check_args(const kb_tool *tool, const cJSON *args, kb_err *err)
     cJSON_Delete(schema);
     return rc;
 }
+
+kb_rc kb_tool_drop_empty(const kb_tool *tool, const cJSON *args, cJSON **trimmed)
+{
+    *trimmed = NULL;
+    if (!cJSON_IsObject(args))
+        return KB_OK;
+    cJSON *schema = cJSON_Parse(tool->input_schema);
+    const cJSON *required = cJSON_GetObjectItemCaseSensitive(schema, "required");
+    kb_rc rc = schema ? KB_OK : KB_ERR_NOMEM;
+    const cJSON *a;
+    cJSON_ArrayForEach(a, args) {
+        if (rc != KB_OK || !cJSON_IsString(a) || a->valuestring[0])
+            continue;
+        int needed = 0;
+        const cJSON *r;
+        cJSON_ArrayForEach(r, required)
+            needed |= cJSON_IsString(r) && strcmp(r->valuestring, a->string) == 0;
+        if (needed)   /* the checker says what a required one must be */
+            continue;
+        if (!*trimmed && !(*trimmed = cJSON_Duplicate(args, 1)))
+            rc = KB_ERR_NOMEM;
+        else
+            cJSON_DeleteItemFromObjectCaseSensitive(*trimmed, a->string);
+    }
+    cJSON_Delete(schema);
+    if (rc != KB_OK) {
+        cJSON_Delete(*trimmed);
+        *trimmed = NULL;
+    }
+    return rc;
+}

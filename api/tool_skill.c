@@ -152,14 +152,6 @@ static const char *arg_str(const cJSON *args, const char *key)
     return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(args, key));
 }
 
-/* A filter's value, NULL when absent or "": agents under strict function
- * calling fill every field, and an empty filter means no filter. */
-static const char *arg_filter(const cJSON *args, const char *key)
-{
-    const char *s = arg_str(args, key);
-    return s && *s ? s : NULL;
-}
-
 /* Puts kb-speedup under "speedup": a number, or null when it is none. */
 static void put_speedup(cJSON *o, const char *speedup, int *ok)
 {
@@ -203,8 +195,8 @@ static kb_rc tool_skill_search(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
     const cJSON *k = cJSON_GetObjectItemCaseSensitive(args, "k");
     kb_skill_query q = { .run = kb_query_run, .text = arg_str(args, "query"),
                          .mode = KB_MODE_HYBRID, .k = cJSON_IsNumber(k) ? (int)k->valuedouble : 5,
-                         .arch = arg_filter(args, "arch"), .dtype = arg_filter(args, "dtype"),
-                         .ops = arg_filter(args, "ops"), .status = arg_filter(args, "status"),
+                         .arch = arg_str(args, "arch"), .dtype = arg_str(args, "dtype"),
+                         .ops = arg_str(args, "ops"), .status = arg_str(args, "status"),
                          .all = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(args, "all")),
                          .config = ctx->config };
     const char *mode = arg_str(args, "mode");
@@ -409,8 +401,8 @@ static kb_rc tool_skill_list(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
         return KB_ERR_NOTFOUND;
     const cJSON *k = cJSON_GetObjectItemCaseSensitive(args, "k");
     size_t max = cJSON_IsNumber(k) ? (size_t)k->valuedouble : lib->n;
-    kb_skill_query q = { .arch = arg_filter(args, "arch"), .dtype = arg_filter(args, "dtype"),
-                         .ops = arg_filter(args, "ops"), .status = arg_filter(args, "status"),
+    kb_skill_query q = { .arch = arg_str(args, "arch"), .dtype = arg_str(args, "dtype"),
+                         .ops = arg_str(args, "ops"), .status = arg_str(args, "status"),
                          .all = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(args, "all")) };
     cJSON *root = cJSON_CreateObject(), *arr = NULL;
     int ok = root && (arr = cJSON_AddArrayToObject(root, "skills"));

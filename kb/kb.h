@@ -792,6 +792,11 @@ const kb_tool *kb_tool_find(const char *name);
  * must be ("search: 'k' must be an integer from 1 to 50, not 0"); a schema
  * that uses a keyword this checker does not know is KB_ERR_INTERNAL. */
 kb_rc kb_tool_check_args(const kb_tool *tool, const cJSON *args, kb_err *err);
+/* An optional argument given as "" is absent (agents under strict function
+ * calling fill every field, "" for those they do not mean): *trimmed is a
+ * copy of args without them (caller frees), or NULL when args has none.
+ * KB_ERR_NOMEM when out of memory. kb_tool_run applies it. */
+kb_rc kb_tool_drop_empty(const kb_tool *tool, const cJSON *args, cJSON **trimmed);
 /* Checks args (kb_tool_check_args) and runs tool's handler; *out as for
  * kb_tool_fn (caller frees with cJSON_Delete; NULL on failure). The only
  * way a handler should be called. With ctx->results and a tool marked

@@ -324,6 +324,14 @@ static void test_search(void **state)
     assert_true(cJSON_GetArraySize(get(r, "results")) <= 10);
     cJSON_Delete(r);
 
+    /* an optional argument given as "" is absent (strict function calling
+     * fills every field): the default mode, not an enum error; a required
+     * one stays refused (test_bad_args) */
+    r = call_ok("search", "{\"query\":\"transpose\",\"mode\":\"\",\"rerank\":\"\"}");
+    assert_string_equal(get(r, "mode")->valuestring, "lexical");
+    assert_true(cJSON_GetArraySize(get(r, "results")) >= 1);
+    cJSON_Delete(r);
+
     /* filters: kinds, sources */
     r = call_ok("search", "{\"query\":\"transpose tile\",\"kinds\":[\"code\"]}");
     const cJSON *x;
