@@ -59,7 +59,7 @@ UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
 .PHONY: all deps test test-quick test-full unit cli layers check demo bench install clean
-all: $(BUILD)/kb $(BUILD)/kb.bash $(BUILD)/_kb $(BUILD)/kb.1
+all: $(BUILD)/kb $(BUILD)/kb.bash $(BUILD)/_kb $(BUILD)/kb.fish $(BUILD)/kb.1
 
 $(BUILD)/obj/%.o: %.c kb/kb.h
 	@mkdir -p $(dir $@)
@@ -78,6 +78,8 @@ $(BUILD)/kb.bash: $(BUILD)/kb
 	$(Q)$(BUILD)/kb completion bash > $@.tmp && mv -f $@.tmp $@
 $(BUILD)/_kb: $(BUILD)/kb
 	$(Q)$(BUILD)/kb completion zsh > $@.tmp && mv -f $@.tmp $@
+$(BUILD)/kb.fish: $(BUILD)/kb
+	$(Q)$(BUILD)/kb completion fish > $@.tmp && mv -f $@.tmp $@
 $(BUILD)/kb.1: $(BUILD)/kb
 	$(Q)$(BUILD)/kb manpage > $@.tmp && mv -f $@.tmp $@
 
@@ -179,11 +181,13 @@ install: all
 	cp -R corpus/tasks $(DESTDIR)$(PREFIX)/share/kb/
 	cp -RL corpus/skills $(DESTDIR)$(PREFIX)/share/kb/
 	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions \
-	  $(DESTDIR)$(PREFIX)/share/zsh/site-functions $(DESTDIR)$(PREFIX)/share/man/man1
+	  $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
+	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 644 $(BUILD)/kb.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/kb
 	install -m 644 $(BUILD)/_kb $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_kb
+	install -m 644 $(BUILD)/kb.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/kb.fish
 	install -m 644 $(BUILD)/kb.1 $(DESTDIR)$(PREFIX)/share/man/man1/kb.1
 	$(if $(wildcard $(BUILD)/kb-verify),install -m 755 $(BUILD)/kb-verify $(DESTDIR)$(PREFIX)/bin/kb-verify)
 
 clean:
-	rm -rf $(BUILD)/obj $(BUILD)/tests $(BUILD)/kb $(BUILD)/kb.bash $(BUILD)/_kb $(BUILD)/kb.1 $(BUILD)/kb-verify $(BUILD)/libkb.a build-asan build-fuzz
+	rm -rf $(BUILD)/obj $(BUILD)/tests $(BUILD)/kb $(BUILD)/kb.bash $(BUILD)/_kb $(BUILD)/kb.fish $(BUILD)/kb.1 $(BUILD)/kb-verify $(BUILD)/libkb.a build-asan build-fuzz

@@ -1,7 +1,7 @@
-/* cmd_completion.c - kb completion (bash, zsh) and kb manpage (kb.1): both
- * printed from the command table, so neither can drift from the options
- * the commands parse. make builds them into build/ and make install puts
- * them where bash-completion, zsh and man look. */
+/* cmd_completion.c - kb completion (bash, zsh, fish) and kb manpage
+ * (kb.1): all printed from the command table, so none can drift from the
+ * options the commands parse. make builds them into build/ and make
+ * install puts them where bash-completion, zsh, fish and man look. */
 #include "cli/cli.h"
 
 #include <ctype.h>
@@ -259,6 +259,125 @@ static void print_zsh(FILE *f, const kb_command *const *commands)
     fputs("    esac ;;\n  esac\n}\n\n_kb \"$@\"\n", f);
 }
 
+/* ------------------------------------------------------------------ fish */
+
+/* Prints s (n bytes) inside a single-quoted fish word ('\'' and '\\'
+ * are its only escapes). */
+static void put_fish(FILE *f, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '\'' || s[i] == '\\')
+            fputc('\\', f);
+        fputc(s[i], f);
+    }
+}
+
+/* One "complete" line per option of opts, offered where cond holds. */
+static void fish_options(FILE *f, const char *cond, const kb_option *opts)
+{
+    for (const kb_option *o = opts; o && o->name; o++) {
+        fputs("complete -c kb", f);
+        if (cond)
+            fprintf(f, " -n '%s'", cond);
+        if (o->key > 0 && o->key < 0x80 && isalnum(o->key))
+            fprintf(f, " -s %c", o->key);
+        fprintf(f, " -l %s", o->name);
+        int k = value_kind(o);
+        if (k == 1)
+            fputs(" -r -F", f);
+        else if (k == 2)
+            fputs(" -x -a '(__fish_complete_directories (commandline -ct))'", f);
+        else if (o->arg && strcmp(o->name, "color") == 0)
+            fputs(" -x -a 'auto always never'", f);
+        else if (o->arg)
+            fputs(" -x", f);
+        fputs(" -d '", f);
+        put_fish(f, o->help, (size_t)first_line(o->help));
+        fputs("'\n", f);
+    }
+}
+
+static void fish_command(FILE *f, const kb_command *cmd)
+{
+    char cond[128];
+    int n = snprintf(cond, sizeof cond, "__kb_is %s%s%s",
+                     cmd->parent ? cmd->parent->name : "", cmd->parent ? " " : "",
+                     cmd->name);
+    if (n < 0 || (size_t)n >= sizeof cond)
+        return;
+    fprintf(f, "\n# kb %s%s%s\n", cmd->parent ? cmd->parent->name : "",
+            cmd->parent ? " " : "", cmd->name);
+    fprintf(f, "complete -c kb -n '%s' -l help -d 'print the help'\n", cond);
+    fish_options(f, cond, cmd->options);
+    for (const kb_command *const *s = cmd->subcommands; s && *s; s++) {
+        fprintf(f, "complete -c kb -n '%s' -a %s -d '", cond, (*s)->name);
+        put_fish(f, (*s)->summary, strlen((*s)->summary));
+        fputs("'\n", f);
+    }
+    const char *op = cmd->operands;
+    if (op && strcmp(op, "source") == 0)
+        fprintf(f, "complete -c kb -n '%s' -F -a '(kb sources 2>/dev/null | "
+                "string match -rg \"^(\\S+)\\s\" | tail -n +2)'\n", cond);
+    else if (op && (strcmp(op, "file") == 0 || strcmp(op, "task") == 0))
+        fprintf(f, "complete -c kb -n '%s' -F\n", cond);
+    else if (op && strcmp(op, "dir") == 0)
+        fprintf(f, "complete -c kb -n '%s' -x -a '(__fish_complete_directories "
+                "(commandline -ct))'\n", cond);
+    for (const kb_command *const *s = cmd->subcommands; s && *s; s++)
+        fish_command(f, *s);
+}
+
+static void print_fish(FILE *f, const kb_command *const *commands)
+{
+    fputs("# fish completion for kb: made by 'kb completion fish' from kb's command\n"
+          "# table. Install as kb.fish in fish's vendor_completions.d, or:\n"
+          "# kb completion fish | source\n\n"
+          "# the command words so far (\"skill lint\"): global options and --kb's\n"
+          "# value skipped; a second word only after a command of subcommands\n"
+          "function __kb_path\n"
+          "    set -l path\n"
+          "    set -l skip 0\n"
+          "    for w in (commandline -opc)[2..-1]\n"
+          "        if test $skip = 1\n"
+          "            set skip 0\n"
+          "            continue\n"
+          "        end\n"
+          "        switch $w\n"
+          "            case --\n"
+          "                break\n"
+          "            case --kb --color\n"
+          "                set skip 1\n"
+          "                continue\n"
+          "            case '-*'\n"
+          "                continue\n"
+          "        end\n"
+          "        set -a path $w\n"
+          "        if test (count $path) = 2; or not contains -- $path[1]", f);
+    for (const kb_command *const *c = commands; *c; c++)
+        if ((*c)->subcommands)
+            fprintf(f, " %s", (*c)->name);
+    fputs("\n            break\n"
+          "        end\n"
+          "    end\n"
+          "    echo $path\n"
+          "end\n\n"
+          "# __kb_is WORDS: the command line so far is the command WORDS (none: no\n"
+          "# command yet)\n"
+          "function __kb_is\n"
+          "    set -l path (__kb_path)\n"
+          "    test \"$path\" = \"$argv\"\n"
+          "end\n\n"
+          "complete -c kb -f\n", f);
+    fish_options(f, NULL, kb_global_options);
+    for (const kb_command *const *c = commands; *c; c++) {
+        fprintf(f, "complete -c kb -n '__kb_is' -a %s -d '", (*c)->name);
+        put_fish(f, (*c)->summary, strlen((*c)->summary));
+        fputs("'\n", f);
+    }
+    for (const kb_command *const *c = commands; *c; c++)
+        fish_command(f, *c);
+}
+
 /* ------------------------------------------------------------------ man */
 
 /* Writes s (n bytes) as roff text: backslashes and dashes escaped, a line
@@ -365,13 +484,15 @@ static int cmd_completion(int argc, char **argv, const kb_cli *cli, const kb_com
     if (stop >= 0)
         return stop;
     if (ind + 1 != argc)
-        return kb_cli_usage_error(self, "name one shell: bash or zsh");
+        return kb_cli_usage_error(self, "name one shell: bash, zsh or fish");
     if (strcmp(argv[ind], "bash") == 0)
         print_bash(stdout, cli->commands);
     else if (strcmp(argv[ind], "zsh") == 0)
         print_zsh(stdout, cli->commands);
+    else if (strcmp(argv[ind], "fish") == 0)
+        print_fish(stdout, cli->commands);
     else
-        return kb_cli_usage_error(self, "no completion for '%s' (bash or zsh)",
+        return kb_cli_usage_error(self, "no completion for '%s' (bash, zsh or fish)",
                                   argv[ind]);
     return 0;
 }
@@ -379,11 +500,12 @@ static int cmd_completion(int argc, char **argv, const kb_cli *cli, const kb_com
 const kb_command kb_cmd_completion = {
     .name = "completion",
     .fn = cmd_completion,
-    .usage = "kb completion bash|zsh",
-    .summary = "print the shell completion script for bash or zsh",
+    .usage = "kb completion bash|zsh|fish",
+    .summary = "print the shell completion script for bash, zsh or fish",
     .options = no_options,
-    .notes = "bash: source <(kb completion bash); zsh: kb completion zsh > ~/.zfunc/_kb\n"
-             "(make install puts both where the shells look)\n",
+    .notes = "bash: source <(kb completion bash); zsh: kb completion zsh > ~/.zfunc/_kb;\n"
+             "fish: kb completion fish > ~/.config/fish/completions/kb.fish\n"
+             "(make install puts all three where the shells look)\n",
 };
 
 static int cmd_manpage(int argc, char **argv, const kb_cli *cli, const kb_command *self)

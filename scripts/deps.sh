@@ -17,7 +17,7 @@ packages=(
   libsqlite3-dev libcurl4-openssl-dev libcjson-dev libxml2-dev libmd4c-dev
   libyaml-dev libutf8proc-dev libopenblas-dev libblis-openmp-dev liblapack-dev
   libmicrohttpd-dev libfaiss-dev libssl-dev libcmocka-dev sqlite3 python3 python3-pip python3-venv
-  unzip curl time wrk
+  unzip curl time wrk fish
 )
 
 missing=()

@@ -41,7 +41,8 @@ make -s -C "$KB_TOP" install PREFIX=/usr/local DESTDIR="$dest" BUILD="$(basename
 out=$(cd "$KB_TMP" && "$dest/usr/local/bin/kb" sources --json) || fail "installed kb sources"
 contains "$out" '"id":"ptx-isa"'
 # ... the completion and the man page, made from the command table
-for f in share/bash-completion/completions/kb share/zsh/site-functions/_kb share/man/man1/kb.1; do
+for f in share/bash-completion/completions/kb share/zsh/site-functions/_kb \
+         share/fish/vendor_completions.d/kb.fish share/man/man1/kb.1; do
     [ -s "$dest/usr/local/$f" ] || fail "make install did not install $f"
 done
 contains "$(man -l "$dest/usr/local/share/man/man1/kb.1" 2>/dev/null)" "kb query"

@@ -87,8 +87,32 @@ contains "$out" "_kb_skill_lint()"
 if command -v zsh >/dev/null; then
     zsh -n <(printf '%s\n' "$out") || fail "the zsh completion does not parse"
 fi
-expect_rc 2 kb completion fish
-contains "$out" "no completion for 'fish'"
+# fish: from the same table; run by fish itself where it is installed
+expect_json 0 kb completion fish
+printf '%s\n' "$out" >"$KB_TMP/kb.fish"
+contains "$out" "complete -c kb -n '__kb_is skill lint' -l no-compile"
+if command -v fish >/dev/null; then
+    fish -n "$KB_TMP/kb.fish" || fail "the fish completion does not parse"
+    fish_words() {   # what fish offers for the command line "$1"
+        fish -c 'source $argv[1]; complete -C $argv[2]' "$KB_TMP/kb.fish" "$1" | cut -f1
+    }
+    contains "$(fish_words 'kb qu')" "query"
+    contains "$(fish_words 'kb skill li')" "lint"
+    contains "$(fish_words 'kb skill lint --no')" "--no-compile"
+    lacks "$(fish_words 'kb query --no')" "--no-compile"
+    contains "$(fish_words 'kb --kb /tmp skill li')" "lint"
+    contains "$(fish_words 'kb --color a')" "always"
+    for c in ingest query get status sources papers eval mcp verify serve; do
+        words=$(fish_words "kb $c -")
+        for o in $("$KB_BIN" "$c" --help | sed -n 's/^  \(-., \)\?\(--[a-z-]*\).*/\2/p'); do
+            contains "$words" "$o"
+        done
+    done
+else
+    echo "skip: running the fish completion (no fish)"
+fi
+expect_rc 2 kb completion tcsh
+contains "$out" "no completion for 'tcsh' (bash, zsh or fish)"
 
 # the man page: every command, and groff has nothing to say about it
 expect_json 0 kb manpage
