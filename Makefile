@@ -98,6 +98,8 @@ $(BUILD)/bench/%: tests/bench/%.c $(BUILD)/libkb.a
 # the encoder's always-inlined AVX helpers: no ABI is crossed; FMA in its
 # element-wise loops (ISO C mode turns contraction off)
 $(BUILD)/obj/index/bert.o: ALL_CFLAGS += -Wno-psabi -ffp-contract=fast
+# bert_gpu.o embeds the device code's text (.incbin), compiled at run time
+$(BUILD)/obj/index/bert_gpu.o: index/bert_gpu.cu
 # bert.o includes the chosen BLAS's cblas.h: rebuild it when BLAS changes
 $(BUILD)/obj/index/bert.o: $(BUILD)/blas.stamp
 $(BUILD)/blas.stamp: FORCE

@@ -357,6 +357,27 @@ void kb_bert_free(kb_bert *b)
     free(b);
 }
 
+void kb_bert_get_weights(const kb_bert *b, kb_bert_weights *w)
+{
+    *w = (kb_bert_weights){ b->word, b->pos, b->type, b->eln_w, b->eln_b,
+                            b->vocab, { { 0 } } };
+    for (int l = 0; l < NLAYER; l++) {
+        const layer *L = &b->L[l];
+        w->L[l].qkv_w = L->qkv_w;
+        w->L[l].qkv_b = L->qkv_b;
+        w->L[l].ao_w = L->ao_w;
+        w->L[l].ao_b = L->ao_b;
+        w->L[l].ln1_w = L->ln1_w;
+        w->L[l].ln1_b = L->ln1_b;
+        w->L[l].in_w = L->in_w;
+        w->L[l].in_b = L->in_b;
+        w->L[l].out_w = L->out_w;
+        w->L[l].out_b = L->out_b;
+        w->L[l].ln2_w = L->ln2_w;
+        w->L[l].ln2_b = L->ln2_b;
+    }
+}
+
 /* ------------------------------------------------------------ forward */
 
 /* y[rows][n] = x[rows][k] W^T, W being [n][k] (PyTorch's Linear layout). */

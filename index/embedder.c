@@ -32,6 +32,13 @@
 /* texts per forward pass, and tokens (32 x 256 activations at most) */
 #define BATCH_TEXTS 32
 #define BATCH_TOKENS (32 * KB_TOK_MAX_LEN)
+/* on a GPU: texts handed over at once by what stores vectors, and the
+ * fewest pending texts that are worth starting one for in auto mode (its
+ * start, NVRTC's compile included, costs about a second) */
+#define GPU_BATCH_TEXTS 2048
+#define GPU_MIN_TEXTS 256
+
+enum { DEV_AUTO, DEV_CPU, DEV_GPU };
 
 struct kb_embedder {
     int remote;
@@ -45,6 +52,11 @@ struct kb_embedder {
     int weights_checked;     /* the whole file hashed by this process */
     char *stamp;             /* DIR/.kb-verified2 */
     int32_t *ids;            /* [BATCH_TOKENS] */
+    int device;              /* DEV_*: where bulk embedding runs */
+    int gpu_tried;           /* kb_embedder_bulk looked for a GPU */
+    kb_bert_gpu *gpu;        /* found: bulk batches run there */
+    int32_t *gids;           /* [GPU_BATCH_TEXTS * KB_TOK_MAX_LEN] */
+    size_t *glens;           /* [GPU_BATCH_TEXTS] */
     /* remote */
     kb_remote *rem;
 };
@@ -272,13 +284,78 @@ kb_rc kb_embedder_open_config(const kb_config *cfg, kb_embedder **out,
         return kb_embedder_open_remote_opts(cfg->embed_url, cfg->embed_model,
                                             cfg->embed_api_key, &o, out, err);
     }
-    return kb_embedder_open_local(cfg->model_dir, cfg->threads, out, err);
+    kb_rc rc = kb_embedder_open_local(cfg->model_dir, cfg->threads, out, err);
+    if (rc == KB_OK && (rc = kb_embedder_set_device(*out, cfg->embed_device, err)) != KB_OK) {
+        kb_embedder_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+kb_rc kb_embedder_set_device(kb_embedder *e, const char *device, kb_err *err)
+{
+    if (!device || !*device || strcmp(device, "auto") == 0)
+        e->device = DEV_AUTO;
+    else if (strcmp(device, "cpu") == 0)
+        e->device = DEV_CPU;
+    else if (strcmp(device, "gpu") == 0)
+        e->device = DEV_GPU;
+    else
+        return kb_err_set(err, KB_ERR_USAGE, "bad KB_EMBED_DEVICE '%s': expected cpu, "
+                          "gpu or auto", device);
+    return KB_OK;
+}
+
+/* The GPU encoder and its buffers; on failure, says why it is the CPU
+ * (a warning when the GPU was asked for, a note in auto mode). */
+static void start_gpu(kb_embedder *e)
+{
+    kb_err err;
+    kb_err_clear(&err);
+    double t0 = kb_now_ms();
+    kb_rc rc = kb_bert_gpu_open(e->bert, 0, &e->gpu, &err);
+    if (rc == KB_OK) {
+        e->gids = malloc((size_t)GPU_BATCH_TEXTS * KB_TOK_MAX_LEN * sizeof *e->gids);
+        e->glens = malloc(GPU_BATCH_TEXTS * sizeof *e->glens);
+        if (!e->gids || !e->glens)
+            rc = kb_err_set(&err, KB_ERR_NOMEM, "out of memory");
+    }
+    if (rc == KB_OK) {
+        kb_log_info("embedding on the GPU (%s, ready in %.1f s)",
+                    kb_bert_gpu_name(e->gpu), (kb_now_ms() - t0) / 1000);
+        return;
+    }
+    kb_bert_gpu_free(e->gpu);
+    e->gpu = NULL;
+    if (e->device == DEV_GPU)
+        kb_log_warn("KB_EMBED_DEVICE is gpu, but %s: embedding on the CPU", err.msg);
+    else
+        kb_log_info("embedding on the CPU: %s", err.msg);
+}
+
+size_t kb_embedder_bulk(kb_embedder *e, size_t pending)
+{
+    if (e->remote || e->device == DEV_CPU)
+        return BATCH_TEXTS;
+    if (!e->gpu_tried && (e->device == DEV_GPU || pending >= GPU_MIN_TEXTS)) {
+        e->gpu_tried = 1;
+        start_gpu(e);
+    }
+    return e->gpu ? GPU_BATCH_TEXTS : BATCH_TEXTS;
+}
+
+const char *kb_embedder_device(const kb_embedder *e)
+{
+    return e->gpu ? kb_bert_gpu_name(e->gpu) : e->remote ? "remote" : "cpu";
 }
 
 void kb_embedder_free(kb_embedder *e)
 {
     if (!e)
         return;
+    kb_bert_gpu_free(e->gpu);
+    free(e->gids);
+    free(e->glens);
     kb_bert_free(e->bert);
     kb_tokenizer_free(e->tok);
     kb_st_close(&e->st);
@@ -308,11 +385,47 @@ const kb_tokenizer *kb_embedder_tokenizer(const kb_embedder *e)
     return e->remote ? NULL : e->tok;
 }
 
+/* Bulk batches on the GPU: GPU_BATCH_TEXTS texts tokenized at a time.
+ * A GPU that fails mid-way is let go with a warning, and the CPU does the
+ * rest. */
+static kb_rc embed_gpu(kb_embedder *e, const char *const *texts, size_t n,
+                       float *out, kb_err *err)
+{
+    for (size_t i = 0; i < n;) {
+        size_t nb = 0, used = 0, first = i;
+        double t0 = kb_now_ms();
+        for (; i < n && nb < GPU_BATCH_TEXTS; i++) {
+            size_t len = 0;
+            kb_tokenizer_encode(e->tok, texts[i] ? texts[i] : "", e->gids + used,
+                                KB_TOK_MAX_LEN, &len);
+            e->glens[nb++] = len;
+            used += len;
+        }
+        double t1 = kb_now_ms();
+        kb_err gerr;
+        kb_err_clear(&gerr);
+        kb_rc rc = kb_bert_gpu_encode(e->gpu, e->gids, e->glens, nb,
+                                      out + first * KB_BERT_DIM, &gerr);
+        kb_log_debug("embedder: %zu texts, %zu tokens: tokenized in %.0f ms, encoded "
+                     "on the GPU in %.0f ms", nb, used, t1 - t0, kb_now_ms() - t1);
+        if (rc != KB_OK) {
+            kb_log_warn("embedding on the GPU failed (%s): going on on the CPU", gerr.msg);
+            kb_bert_gpu_free(e->gpu);
+            e->gpu = NULL;
+            return kb_embedder_embed(e, texts + first, n - first,
+                                     out + first * KB_BERT_DIM, err);
+        }
+    }
+    return KB_OK;
+}
+
 kb_rc kb_embedder_embed(kb_embedder *e, const char *const *texts, size_t n,
                         float *out, kb_err *err)
 {
     if (e->remote)
         return kb_remote_embed(e->rem, texts, n, out, err);
+    if (e->gpu && n > 1)
+        return embed_gpu(e, texts, n, out, err);
     size_t lens[BATCH_TEXTS];
     size_t i = 0;
     while (i < n) {

@@ -88,6 +88,45 @@ void kb_bert_free(kb_bert *b);
 kb_rc kb_bert_encode(kb_bert *b, const int32_t *ids, const size_t *lens,
                      size_t batch, float *out, kb_err *err);
 
+#define KB_BERT_LAYERS 6
+#define KB_BERT_FF 1536
+#define KB_BERT_MAXPOS 512
+
+/* The encoder's weights, as it holds them (the query, key and value
+ * projections fused: [3 * DIM][DIM] and [3 * DIM]): what bert_gpu.c
+ * copies to the device. They live as long as b. */
+typedef struct {
+    const float *word, *pos, *type, *eln_w, *eln_b;
+    size_t vocab;
+    struct {
+        const float *qkv_w, *qkv_b, *ao_w, *ao_b, *ln1_w, *ln1_b;
+        const float *in_w, *in_b, *out_w, *out_b, *ln2_w, *ln2_b;
+    } L[KB_BERT_LAYERS];
+} kb_bert_weights;
+
+void kb_bert_get_weights(const kb_bert *b, kb_bert_weights *w);
+
+/* ------------------------------------------------------------ bert_gpu.c */
+
+/* The same encoder on a CUDA GPU: cuBLAS for the matrix products, a few
+ * kernels (index/bert_gpu.cu, compiled by NVRTC) for the rest. The driver,
+ * cuBLAS and NVRTC are opened at run time (dlopen): kb needs none of them
+ * to build or run. */
+typedef struct kb_bert_gpu kb_bert_gpu;
+
+/* Copies b's weights to GPU 0 (KB_CUDA_DEVICE picks another) and sizes a
+ * batch to its free memory (max_tokens > 0 caps it lower: tests).
+ * KB_ERR_GPU with why in err (no driver, no GPU, no cuBLAS or
+ * NVRTC, too little memory) when it cannot; free with kb_bert_gpu_free. */
+kb_rc kb_bert_gpu_open(const kb_bert *b, size_t max_tokens, kb_bert_gpu **out,
+                       kb_err *err);
+void kb_bert_gpu_free(kb_bert_gpu *g);
+/* The device's name ("NVIDIA H200"). */
+const char *kb_bert_gpu_name(const kb_bert_gpu *g);
+/* As kb_bert_encode, on the GPU, in as many passes as its memory needs. */
+kb_rc kb_bert_gpu_encode(kb_bert_gpu *g, const int32_t *ids, const size_t *lens,
+                         size_t batch, float *out, kb_err *err);
+
 /* ------------------------------------------------------------ embed_remote.c */
 
 typedef struct kb_remote kb_remote;
@@ -131,6 +170,19 @@ kb_rc kb_remote_embed(kb_remote *r, const char *const *texts, size_t n,
  * against the stamp. KB_ERR_MODEL "... truncated or corrupt" if they are
  * not the pinned weights; KB_OK for a remote embedder. */
 kb_rc kb_embedder_check_weights(kb_embedder *e, kb_err *err);
+
+/* Where a local embedder runs bulk embedding (device "cpu", "gpu" or
+ * "auto"; NULL or "" is auto): KB_ERR_USAGE for anything else.
+ * kb_embedder_open_config sets KB_EMBED_DEVICE's. */
+kb_rc kb_embedder_set_device(kb_embedder *e, const char *device, kb_err *err);
+/* Called by what is about to embed pending texts in bulk: starts the GPU
+ * encoder the first time when the device is gpu, or auto with at least
+ * 256 texts pending (a GPU that cannot be used is said once, on stderr,
+ * and the CPU embeds). Returns how many texts to hand kb_embedder_embed
+ * at a time. Queries never call it: they embed on the CPU. */
+size_t kb_embedder_bulk(kb_embedder *e, size_t pending);
+/* "cpu", "remote", or the GPU's name once kb_embedder_bulk started it. */
+const char *kb_embedder_device(const kb_embedder *e);
 
 /* The embedder's tokenizer, NULL for a remote one. */
 const kb_tokenizer *kb_embedder_tokenizer(const kb_embedder *e);

@@ -199,6 +199,27 @@ static char *embed_text(const char *heading_json, const char *text)
     return kb_buf_detach(&t);
 }
 
+/* One batch's vectors, in one transaction. */
+static kb_rc store_vectors(kb_store *store, sqlite3_stmt *ins, const int64_t *ids,
+                           const float *vecs, size_t n, int dim, kb_err *err)
+{
+    kb_rc rc = kb_store_begin(store, err);
+    if (rc != KB_OK)
+        return rc;
+    for (size_t i = 0; i < n && rc == KB_OK; i++) {
+        sqlite3_reset(ins);
+        sqlite3_bind_int64(ins, 1, ids[i]);
+        sqlite3_bind_blob(ins, 2, vecs + i * (size_t)dim,
+                          (int)((size_t)dim * sizeof *vecs), SQLITE_STATIC);
+        if (sqlite3_step(ins) != SQLITE_DONE)
+            rc = kb_store_db_error(store, err, "store an embedding");
+    }
+    if (rc == KB_OK)
+        return kb_store_commit(store, err);
+    kb_store_rollback(store);
+    return rc;
+}
+
 kb_rc kb_vec_embed_pending(kb_store *store, kb_embedder *emb,
                            kb_ingest_progress_fn progress, void *ctx,
                            size_t *embedded, kb_err *err)
@@ -209,13 +230,11 @@ kb_rc kb_vec_embed_pending(kb_store *store, kb_embedder *emb,
         return rc;
     int dim = kb_embedder_dim(emb);
     sqlite3_stmt *sel = NULL, *ins = NULL, *cnt = NULL;
-    float *vecs = malloc((size_t)EMBED_BATCH * (size_t)dim * sizeof *vecs);
-    char *texts[EMBED_BATCH] = { 0 };
-    int64_t ids[EMBED_BATCH];
+    float *vecs = NULL;
+    char **texts = NULL;
+    int64_t *ids = NULL;
     double t0 = kb_now_ms();
-    size_t total = 0;
-    if (!vecs)
-        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    size_t total = 0, batch = EMBED_BATCH;
     if ((rc = kb_store_prepare(store, "SELECT count(*) FROM chunks c WHERE NOT "
                                "EXISTS (SELECT 1 FROM embeddings e WHERE "
                                "e.chunk_id = c.id)", &cnt, err)) != KB_OK)
@@ -232,6 +251,16 @@ kb_rc kb_vec_embed_pending(kb_store *store, kb_embedder *emb,
     /* no vector from weights that were only sampled */
     if (total && (rc = kb_embedder_check_weights(emb, err)) != KB_OK)
         goto out;
+    /* a GPU takes larger batches */
+    if (total)
+        batch = kb_embedder_bulk(emb, total);
+    vecs = malloc(batch * (size_t)dim * sizeof *vecs);
+    texts = calloc(batch, sizeof *texts);
+    ids = malloc(batch * sizeof *ids);
+    if (!vecs || !texts || !ids) {
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        goto out;
+    }
     if ((rc = kb_store_prepare(store,
             "SELECT c.id, c.heading_path, c.text FROM chunks c WHERE NOT EXISTS"
             " (SELECT 1 FROM embeddings e WHERE e.chunk_id = c.id)"
@@ -245,8 +274,8 @@ kb_rc kb_vec_embed_pending(kb_store *store, kb_embedder *emb,
         size_t n = 0;
         int step = SQLITE_ROW;
         sqlite3_reset(sel);
-        sqlite3_bind_int(sel, 1, EMBED_BATCH);
-        while (n < EMBED_BATCH && (step = sqlite3_step(sel)) == SQLITE_ROW) {
+        sqlite3_bind_int(sel, 1, (int)batch);
+        while (n < batch && (step = sqlite3_step(sel)) == SQLITE_ROW) {
             ids[n] = sqlite3_column_int64(sel, 0);
             texts[n] = embed_text((const char *)sqlite3_column_text(sel, 1),
                                   (const char *)sqlite3_column_text(sel, 2));
@@ -266,21 +295,7 @@ kb_rc kb_vec_embed_pending(kb_store *store, kb_embedder *emb,
         }
         if (rc != KB_OK || n == 0)
             break;
-        if ((rc = kb_store_begin(store, err)) != KB_OK)
-            break;
-        for (size_t i = 0; i < n && rc == KB_OK; i++) {
-            sqlite3_reset(ins);
-            sqlite3_bind_int64(ins, 1, ids[i]);
-            sqlite3_bind_blob(ins, 2, vecs + i * (size_t)dim,
-                              (int)((size_t)dim * sizeof *vecs), SQLITE_STATIC);
-            if (sqlite3_step(ins) != SQLITE_DONE)
-                rc = kb_store_db_error(store, err, "store an embedding");
-        }
-        if (rc == KB_OK)
-            rc = kb_store_commit(store, err);
-        else
-            kb_store_rollback(store);
-        if (rc == KB_OK) {
+        if ((rc = store_vectors(store, ins, ids, vecs, n, dim, err)) == KB_OK) {
             *embedded += n;
             pr.docs_done = *embedded;
             pr.chunks = *embedded;
@@ -297,6 +312,8 @@ out:
     sqlite3_finalize(sel);
     sqlite3_finalize(ins);
     free(vecs);
+    free(texts);
+    free(ids);
     return rc;
 }
 

@@ -60,6 +60,11 @@ static const config_var vars[] = {
     { "KB_EMBED_TIMEOUT_MS", V_LONG, F(embed_timeout_ms), 1, 86400000L,
       "time limit of one embedding request, in ms",
       "60000" },
+    { "KB_EMBED_DEVICE", V_STR, F(embed_device), 0, 0,
+      "where the local model embeds a KB's chunks: cpu, gpu (CUDA, falling"
+      " back to the CPU with a warning) or auto (the GPU when one is found;"
+      " queries always embed on the CPU)",
+      "auto" },
     { "KB_RERANK_URL", V_STR, F(rerank_url), 0, 0,
       "a /v1/rerank URL (TEI, llama.cpp, vLLM, Jina, Cohere) that reorders"
       " hybrid's best sections",

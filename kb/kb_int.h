@@ -136,6 +136,8 @@ struct kb_config {
     char *embed_model;       /* KB_EMBED_MODEL */
     char *embed_api_key;     /* KB_EMBED_API_KEY: never printed */
     long embed_timeout_ms;   /* KB_EMBED_TIMEOUT_MS, 1-86400000; 60000 */
+    char *embed_device;      /* KB_EMBED_DEVICE: cpu, gpu or auto; NULL: auto
+                                (kb_embedder_open_config reads it) */
     char *rerank_url;        /* KB_RERANK_URL: a /v1/rerank endpoint; NULL:
                                 the local reranking stage alone */
     char *rerank_model;      /* KB_RERANK_MODEL */

@@ -552,6 +552,35 @@ static void test_query_latency(void **state)
     assert_true(best < 50);
 }
 
+/* KB_EMBED_DEVICE: cpu, gpu or auto, nothing else. On the CPU bulk
+ * batches are 32 texts; told gpu, the embedder finds one or says why not
+ * and embeds on the CPU; a query (one text) is the CPU's either way. */
+static void test_device(void **state)
+{
+    kb_err err;
+    kb_err_clear(&err);
+    assert_int_equal(kb_embedder_set_device(emb, "tpu", &err), KB_ERR_USAGE);
+    assert_string_equal(err.msg, "bad KB_EMBED_DEVICE 'tpu': expected cpu, gpu or auto");
+    assert_int_equal(kb_embedder_set_device(emb, "cpu", &err), KB_OK);
+    assert_int_equal(kb_embedder_bulk(emb, 100000), 32);
+    assert_string_equal(kb_embedder_device(emb), "cpu");
+    const char *q = "shared memory bank conflicts";
+    float want[384], got[384];
+    assert_int_equal(kb_embedder_embed(emb, &q, 1, want, &err), KB_OK);
+    kb_embedder *e = NULL;
+    assert_int_equal(kb_embedder_open_local(model_dir, 0, &e, &err), KB_OK);
+    assert_int_equal(kb_embedder_set_device(e, "gpu", &err), KB_OK);
+    size_t batch = kb_embedder_bulk(e, 1);
+    if (strcmp(kb_embedder_device(e), "cpu") == 0)
+        assert_int_equal(batch, 32);
+    else
+        assert_true(batch > 32);
+    assert_int_equal(kb_embedder_embed(e, &q, 1, got, &err), KB_OK);
+    assert_true(cosine(got, want) > 0.999999);
+    kb_embedder_free(e);
+    assert_int_equal(kb_embedder_set_device(emb, NULL, &err), KB_OK);
+}
+
 int main(void)
 {
     if (tu_no_model())
@@ -565,6 +594,7 @@ int main(void)
         cmocka_unit_test(test_tuned),
         cmocka_unit_test(test_vocab),
         cmocka_unit_test(test_query_latency),
+        cmocka_unit_test(test_device),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
