@@ -121,7 +121,9 @@ void kb_cli_puts_safe_pad(FILE *f, const char *s, int width)
 
 int kb_cli_fail(const kb_err *err)
 {
-    fprintf(stderr, "kb: %s\n", err->msg[0] ? err->msg : kb_rc_name(err->rc));
+    fputs("kb: ", stderr);
+    kb_fput_line_safe(stderr, err->msg[0] ? err->msg : kb_rc_name(err->rc));
+    fputc('\n', stderr);
     return kb_rc_exit_status(err->rc);
 }
 

@@ -2,9 +2,11 @@
 #include "cli/cli.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* One source of the manifest with its state in the KB (ss NULL: none);
  * NULL when out of memory. */
@@ -41,6 +43,29 @@ static const kb_option sources_options[] = {
     { NULL, 0, NULL, NULL },
 };
 
+/* The manifest given (--manifest, KB_MANIFEST: NULL for none) or the
+ * default one; without one here (outside kb's tree) an empty one, so that
+ * the KB's sources are still listed, those of files and URLs ingested ad
+ * hoc. */
+static kb_rc load_manifest(const char *given, kb_manifest *m, kb_err *err)
+{
+    char *path = given ? kb_strdup(given) : kb_manifest_default_path();
+    struct stat st;
+    kb_rc rc;
+    if (path && !given && stat(path, &st) != 0 && errno == ENOENT) {
+        memset(m, 0, sizeof *m);
+        fputs("kb: no manifest '", stderr);
+        kb_fput_line_safe(stderr, path);
+        fputs("' here: listing the KB's sources alone\n", stderr);
+        rc = KB_OK;
+    } else {
+        rc = path ? kb_manifest_load(path, m, err)
+                  : kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    }
+    free(path);
+    return rc;
+}
+
 static int cmd_sources(int argc, char **argv, const kb_cli *cli, const kb_command *self);
 
 const kb_command kb_cmd_sources = {
@@ -73,9 +98,7 @@ static int cmd_sources(int argc, char **argv, const kb_cli *cli, const kb_comman
     kb_manifest m;
     if (!manifest_path)
         manifest_path = cli->config->manifest;   /* KB_MANIFEST */
-    char *path = manifest_path ? kb_strdup(manifest_path) : kb_manifest_default_path();
-    kb_rc rc = kb_manifest_load(path, &m, &err);
-    free(path);
+    kb_rc rc = load_manifest(manifest_path, &m, &err);
     if (rc != KB_OK)
         return kb_cli_fail(&err);
     /* the KB is optional here: without one every source is 'not ingested' */
@@ -132,8 +155,9 @@ static int cmd_sources(int argc, char **argv, const kb_cli *cli, const kb_comman
                 arr = NULL;
             }
         } else {
-            printf("%-32s %-10s %6zu %7zu  %s\n", ss->id, "ad-hoc", ss->documents,
-                   ss->chunks, "(not in the manifest)");
+            kb_cli_puts_safe_pad(stdout, ss->id, 32);
+            printf(" %-10s %6zu %7zu  %s\n", "ad-hoc", ss->documents, ss->chunks,
+                   "(not in the manifest)");
         }
     }
     if (json) {

@@ -416,7 +416,8 @@ static const char *check_trailer(const char *data, size_t size, size_t *len)
  * reads. A file over max_bytes is not looked at. */
 static FaissIndex *read_index_file(const char *path, size_t max_bytes)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO planted there must not block the open */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         if (errno == ENOENT)
             kb_log_debug("vector index '%s' is missing: rebuilding it", path);
@@ -459,7 +460,10 @@ static FaissIndex *read_index_file(const char *path, size_t max_bytes)
     return index;
 }
 
-/* Removes vector files of other generations (they can never be used). */
+/* Removes vector files of other generations (they can never be used).
+ * The temp files of writers in flight are hidden names (".vectors.N.faiss
+ * .tmp.PID.XXXXXX"), never matched here: a concurrent rebuild's file is
+ * not pulled from under it; kb_sweep_temp removes those of killed ones. */
 static void remove_stale_files(kb_store *store, long long keep)
 {
     DIR *d = opendir(store->dir);
@@ -470,6 +474,11 @@ static void remove_stale_files(kb_store *store, long long keep)
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         if (strncmp(e->d_name, "vectors.", 8) != 0 || strcmp(e->d_name, want) == 0)
+            continue;
+        /* a later generation's file is a concurrent writer's, still wanted */
+        char *end = NULL;
+        long long g = strtoll(e->d_name + 8, &end, 10);
+        if (end != e->d_name + 8 && g > keep)
             continue;
         char *p = kb_path_join(store->dir, e->d_name);
         if (p)

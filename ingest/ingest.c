@@ -168,6 +168,18 @@ static kb_rc check_targets(ingest_run *r, char *const *targets, size_t ntargets,
             bare = 1;
     }
     kb_rc rc;
+    struct stat mst;
+    if (r->need_manifest && ntargets > 0 && stat(r->manifest_path, &mst) != 0 &&
+        errno == ENOENT) {
+        /* outside a tree with a manifest: the target itself is what is missing */
+        for (size_t i = 0; i < ntargets; i++) {
+            struct stat st;
+            if (!kb_ingest_is_url(targets[i]) && stat(targets[i], &st) != 0)
+                return kb_err_set(err, KB_ERR_NOTFOUND, "cannot find '%s': %s (and "
+                                  "there is no manifest '%s' here to name a source)",
+                                  targets[i], strerror(errno), r->manifest_path);
+        }
+    }
     if (r->need_manifest &&
         (rc = kb_manifest_load(r->manifest_path, &r->manifest, err)) != KB_OK)
         return rc;

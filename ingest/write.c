@@ -431,8 +431,8 @@ kb_rc kb_ingest_document(kb_store *store, const kb_ingest_opts *opts,
             rc = kb_err_set(err, rc, "out of memory");
             goto out;
         }
-        kb_log_warn("%s: %zu byte%s that are not UTF-8 stored as U+FFFD", name, bad,
-                    bad == 1 ? "" : "s");
+        kb_log_warn("%s: %zu %s not UTF-8 stored as U+FFFD", name, bad,
+                    bad == 1 ? "byte that is" : "bytes that are");
         kb_buf_release(&raw);
         raw = fixed;
     }

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdarg.h>
+#include <stdio.h>
 
 #include <cjson/cJSON.h>
 
@@ -92,14 +93,35 @@ char *kb_buf_finish(kb_buf *b, kb_rc rc);
 
 /* ------------------------------------------------------------------ util */
 
-/* Reads a whole file into b (appending); fails if it exceeds max_bytes. */
+/* Reads a whole file into b (appending); fails if it exceeds max_bytes.
+ * Only a regular file is read (a FIFO or device is refused without
+ * waiting on it), unless path names a stream on purpose: /dev/stdin,
+ * /dev/fd/N, /proc/self/fd/N. */
 kb_rc kb_read_file(const char *path, size_t max_bytes, kb_buf *b, kb_err *err);
 /* Writes data to path atomically: a temp file beside it made with
  * mkostemp (a fresh name, O_EXCL: a link planted there is never written
  * through), fsync, rename (a link at path is replaced, not followed). The
- * file gets its folder's permissions less execute (0600 in a 0700 KB). */
+ * file gets its folder's permissions less execute (0600 in a 0700 KB).
+ * The temp file is hidden and names its writer (".NAME.tmp.PID.XXXXXX"):
+ * a reader of the folder skips it, kb_sweep_temp removes it after a
+ * kill. */
 kb_rc kb_write_file_atomic(const char *path, const void *data, size_t len,
                            kb_err *err);
+/* What marks a temp file or folder of kb's: ".NAME" KB_TEMP_MARK "PID.XXXXXX". */
+#define KB_TEMP_MARK ".tmp."
+/* Makes a fresh temp folder beside path (".NAME.tmp.PID.XXXXXX", mode
+ * 0755 at most, as kb_mkdirs) and appends its path to out. */
+kb_rc kb_temp_dir(const char *path, kb_buf *out, kb_err *err) KB_MUST_CHECK;
+/* 1 if name (no folder part) is a temp name of kb's, *pid (may be NULL)
+ * its writer's process id. */
+int kb_temp_name(const char *name, long *pid);
+/* Removes the temp files and folders of dir whose writer is no longer
+ * running (killed part-way); a running writer's are left alone. Returns
+ * how many were removed. */
+size_t kb_sweep_temp(const char *dir);
+/* rm -rf path, never following a link; a missing path is nothing to do.
+ * 0, or -1 when something could not be removed. */
+int kb_rmtree(const char *path);
 /* mkdir -p; a new folder is 0755, never more open than the one it is
  * made in. */
 kb_rc kb_mkdirs(const char *path, kb_err *err);
@@ -178,6 +200,10 @@ kb_log_level kb_log_get_level(void);
 void kb_log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void kb_log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void kb_log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Writes s to f as one line for a terminal: control bytes (a line feed
+ * among them) are written escaped ("\\n", "\\x1b"). What the log and the
+ * CLI's error line print a message through. */
+void kb_fput_line_safe(FILE *f, const char *s);
 
 /* ------------------------------------------------------------------ config */
 

@@ -367,6 +367,20 @@ static kb_rc quick_check(kb_store *store, kb_err *err)
     return rc;
 }
 
+/* kb.sqlite is a regular file of the KB's own: a link (even a dangling
+ * one, which SQLite would create through, out of the KB) or a FIFO (which
+ * would block the open) is refused. *created: there is none yet. */
+static kb_rc db_file_check(const char *dbpath, int *created, kb_err *err)
+{
+    struct stat st;
+    *created = lstat(dbpath, &st) != 0;
+    if (*created || S_ISREG(st.st_mode))
+        return KB_OK;
+    return kb_err_set(err, KB_ERR_IO, "'%s' is %s: kb opens only a regular file of "
+                      "the KB's own there", dbpath,
+                      S_ISLNK(st.st_mode) ? "a symbolic link" : "not a regular file");
+}
+
 kb_rc kb_store_open(const char *dir, int flags, kb_store **out, kb_err *err)
 {
     *out = NULL;
@@ -379,9 +393,9 @@ kb_rc kb_store_open(const char *dir, int flags, kb_store **out, kb_err *err)
     store->readonly = (flags & KB_STORE_READONLY) != 0;
     char *dbpath = kb_path_join(dir, "kb.sqlite");
     kb_rc rc = KB_OK;
-    struct stat st;
-
-    int created = stat(dbpath, &st) != 0;
+    int created = 0;
+    if ((rc = db_file_check(dbpath, &created, err)) != KB_OK)
+        goto out;
     if (created) {
         if (!(flags & KB_STORE_CREATE)) {
             rc = kb_err_set(err, KB_ERR_NOTFOUND,
@@ -399,13 +413,14 @@ kb_rc kb_store_open(const char *dir, int flags, kb_store **out, kb_err *err)
     }
     int oflags = store->readonly ? SQLITE_OPEN_READONLY
                                  : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-    if (sqlite3_open_v2(dbpath, &store->db, oflags | SQLITE_OPEN_NOMUTEX,
-                        NULL) != SQLITE_OK) {
+    if (sqlite3_open_v2(dbpath, &store->db, oflags | SQLITE_OPEN_NOMUTEX |
+                        SQLITE_OPEN_NOFOLLOW, NULL) != SQLITE_OK) {
         rc = kb_err_set(err, KB_ERR_IO, "cannot open '%s': %s", dbpath,
                         store->db ? sqlite3_errmsg(store->db) : "out of memory");
         goto out;
     }
     sqlite3_busy_timeout(store->db, 10000);
+    kb_sweep_temp(dir);   /* what killed writers left (an index: megabytes) */
     /* a new database file gets its folder's permissions less execute, as
      * kb_write_file_atomic's files do; SQLite gives its -wal and -shm the
      * database's */

@@ -1,11 +1,14 @@
 /* util.c - errors, the growable buffer, files, hashing, small helpers. */
 #include "kb/kb.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <openssl/evp.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,18 +180,38 @@ char *kb_buf_finish(kb_buf *b, kb_rc rc)
 
 /* ------------------------------------------------------------------ files */
 
+/* 1 for a path that names a stream on purpose (/dev/stdin, /dev/fd/N,
+ * /proc/self/fd/N): read as it is; any other path must be a regular file,
+ * so that a FIFO planted where a file is expected never blocks kb. */
+static int names_stream(const char *path)
+{
+    return strncmp(path, "/dev/", 5) == 0 || strncmp(path, "/proc/self/fd/", 14) == 0;
+}
+
 kb_rc kb_read_file(const char *path, size_t max_bytes, kb_buf *b, kb_err *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    /* O_NONBLOCK: opening a FIFO for reading waits for a writer */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
         return kb_err_set(err, KB_ERR_IO, "cannot open '%s': %s", path,
                           strerror(errno));
-    kb_rc rc = KB_OK;
     struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        rc = kb_err_set(err, KB_ERR_IO, "cannot read '%s': Is a directory", path);
-        goto out;
+    if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode) ||
+        (!S_ISREG(st.st_mode) && !names_stream(path))) {
+        int dir = S_ISDIR(st.st_mode);
+        close(fd);
+        return kb_err_set(err, KB_ERR_IO, "cannot read '%s': %s", path,
+                          dir ? "Is a directory" : "not a regular file");
     }
+    int fl = fcntl(fd, F_GETFL);
+    FILE *f = fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0 ? NULL
+                                                                : fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return kb_err_set(err, KB_ERR_IO, "cannot open '%s': %s", path,
+                          strerror(errno));
+    }
+    kb_rc rc = KB_OK;
     if (max_bytes && st.st_size > 0 && (size_t)st.st_size > max_bytes) {
         rc = kb_err_set(err, KB_ERR_IO,
                         "'%s' is too large (%lld bytes, limit %zu)", path,
@@ -225,8 +248,13 @@ kb_rc kb_write_file_atomic(const char *path, const void *data, size_t len,
     kb_rc rc = KB_OK;
     int fd = -1;
     /* a fresh name, O_EXCL: nothing planted there (a link to elsewhere) is
-     * written through */
-    if (kb_buf_printf(&tmp, "%s.tmp.XXXXXX", path) != KB_OK) {
+     * written through; hidden, and naming its writer, so that readers of
+     * the folder pass over it and kb_sweep_temp removes it once the writer
+     * is gone (killed) */
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (kb_buf_printf(&tmp, "%.*s.%s" KB_TEMP_MARK "%ld.XXXXXX", (int)(base - path), path,
+                      base, (long)getpid()) != KB_OK) {
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
         goto out;
     }
@@ -285,6 +313,84 @@ out:
         unlink(tmp.data);
     kb_buf_release(&tmp);
     return rc;
+}
+
+/* ------------------------------------------------------------------ temp names */
+
+kb_rc kb_temp_dir(const char *path, kb_buf *out, kb_err *err)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t at = out->len;
+    if (kb_buf_printf(out, "%.*s.%s" KB_TEMP_MARK "%ld.XXXXXX", (int)(base - path), path,
+                      base, (long)getpid()) != KB_OK)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    if (!mkdtemp(out->data + at)) {
+        kb_rc rc = kb_err_set(err, KB_ERR_IO, "cannot make a folder beside '%s': %s",
+                              path, strerror(errno));
+        out->data[out->len = at] = '\0';
+        return rc;
+    }
+    chmod(out->data + at, 0755);
+    return KB_OK;
+}
+
+int kb_temp_name(const char *name, long *pid)
+{
+    if (name[0] != '.')
+        return 0;
+    /* the last mark: NAME itself may hold one */
+    const char *m = NULL;
+    for (const char *q = name; (q = strstr(q, KB_TEMP_MARK)) != NULL; q++)
+        m = q;
+    if (!m || m == name)
+        return 0;
+    const char *d = m + strlen(KB_TEMP_MARK), *e = d;
+    long v = 0;
+    while (*e >= '0' && *e <= '9' && e - d < 10)
+        v = v * 10 + (*e++ - '0');
+    if (e == d || *e != '.' || strlen(e + 1) != 6)
+        return 0;
+    if (pid)
+        *pid = v;
+    return 1;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(path) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+int kb_rmtree(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? 0 : -1;
+    return nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -1;
+}
+
+size_t kb_sweep_temp(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        long pid = 0;
+        if (!kb_temp_name(e->d_name, &pid) || pid <= 0 || pid == (long)getpid())
+            continue;
+        /* alive, or someone else's (EPERM): not ours to remove */
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char *p = kb_path_join(dir, e->d_name);
+        if (p && kb_rmtree(p) == 0)
+            n++;
+        free(p);
+    }
+    closedir(d);
+    return n;
 }
 
 kb_rc kb_mkdirs(const char *path, kb_err *err)
@@ -500,11 +606,39 @@ static kb_log_level log_level = KB_LOG_INFO;
 void kb_log_set_level(kb_log_level level) { log_level = level; }
 kb_log_level kb_log_get_level(void) { return log_level; }
 
+void kb_fput_line_safe(FILE *f, const char *s)
+{
+    for (const char *run = s;; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c && (c >= 0x20 || c == '\t') && c != 0x7F)
+            continue;
+        fwrite(run, 1, (size_t)(s - run), f);
+        if (!c)
+            return;
+        if (c == '\n')
+            fputs("\\n", f);
+        else
+            fprintf(f, "\\x%02x", c);
+        run = s + 1;
+    }
+}
+
+/* One line on stderr: what it quotes (a file name holding a line feed or
+ * an escape sequence) is escaped, never obeyed by the terminal. */
 static void log_v(const char *prefix, const char *fmt, va_list ap)
 {
+    char small[1024];
+    va_list aq;
+    va_copy(aq, ap);
+    int n = vsnprintf(small, sizeof small, fmt, aq);
+    va_end(aq);
+    char *big = n >= (int)sizeof small ? malloc((size_t)n + 1) : NULL;
+    if (big)
+        vsnprintf(big, (size_t)n + 1, fmt, ap);
     fputs(prefix, stderr);
-    vfprintf(stderr, fmt, ap);
+    kb_fput_line_safe(stderr, big ? big : small);
     fputc('\n', stderr);
+    free(big);
 }
 
 void kb_log_info(const char *fmt, ...)
