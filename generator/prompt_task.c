@@ -251,10 +251,18 @@ kb_rc kb_gen_section_hardware(kb_buf *b, const cJSON *d)
     }
     const char *drv = dev_str(d, "driver_version"), *cuda = dev_str(d, "cuda_driver_version"),
                *nvrtc = dev_str(d, "nvrtc_version");
+    /* the parts there are, a comma between two: "- software: CUDA 13.0" */
+    const char *names[] = { "driver", "CUDA", "NVRTC" }, *vals[] = { drv, cuda, nvrtc };
+    const char *sep = " ";
     if (rc == KB_OK && (drv || cuda || nvrtc))
-        rc = kb_buf_printf(b, "- software:%s%s%s%s%s%s\n", drv ? " driver " : "",
-                           drv ? drv : "", cuda ? ", CUDA " : "", cuda ? cuda : "",
-                           nvrtc ? ", NVRTC " : "", nvrtc ? nvrtc : "");
+        rc = kb_buf_puts(b, "- software:");
+    for (int i = 0; i < 3 && rc == KB_OK; i++)
+        if (vals[i]) {
+            rc = kb_buf_printf(b, "%s%s %s", sep, names[i], vals[i]);
+            sep = ", ";
+        }
+    if (rc == KB_OK && (drv || cuda || nvrtc))
+        rc = kb_buf_puts(b, "\n");
     return rc;
 }
 

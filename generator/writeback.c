@@ -374,9 +374,17 @@ static kb_rc write_kernel_record(const kb_gen_writeback *w, const kb_task *task,
     if (rc == KB_OK && kb_buf_printf(&how, "kb-verify, in kb generate run %s",
                                      w->run_id ? w->run_id : "?") != KB_OK)
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    /* the prompt named the target shape alone (prompt_task.c) */
+    const char *shown = task->nshapes ? task->shapes[0].name : NULL;
+    for (size_t i = task->nshapes; i-- > 0;)
+        if (task->shapes[i].timed)
+            shown = task->shapes[i].name;
+    for (size_t i = 0; i < task->nshapes; i++)
+        if (!strcmp(task->shapes[i].name, "target"))
+            shown = task->shapes[i].name;
     kb_skill_record_in in = { .result = w->result->json, .device = w->device,
                               .shapes = shapes, .kernel_sha256 = sha, .how = how.data,
-                              .date = date };
+                              .date = date, .shown_shape = shown };
     if (rc == KB_OK)
         rc = kb_skill_record_make(&in, rec, err);
     kb_buf_release(&how);

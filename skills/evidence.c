@@ -227,6 +227,24 @@ static cJSON *make_shapes(const cJSON *task_shapes, const cJSON *checks)
     return a;
 }
 
+/* A generated kernel's record: the shape its prompt named ("shown") and
+ * the shapes it passed without the model having seen them ("held_back"):
+ * acceptance needs those too. 1, or 0 out of memory. */
+static int add_held_back(cJSON *rec, const char *shown)
+{
+    if (!shown)
+        return 1;
+    cJSON *held = cJSON_CreateArray();
+    const cJSON *x;
+    cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(rec, "shapes")) {
+        const char *n = kb_skill_record_str(x, "name");
+        if (*n && strcmp(n, shown) != 0 && !cJSON_AddItemToArray(held, cJSON_CreateString(n)))
+            held = NULL;
+    }
+    return held && cJSON_AddStringToObject(rec, "shown_shape", shown) &&
+           cJSON_AddItemToObject(rec, "held_back", held);
+}
+
 /* The seeds of the checks (distinct) and how many checks ran and passed. */
 static int add_checks(cJSON *rec, const cJSON *result)
 {
@@ -272,13 +290,23 @@ static int add_timings(cJSON *rec, const cJSON *result)
              add_stats(o, "candidate_ms", cJSON_GetObjectItemCaseSensitive(t, "candidate_ms")) &&
              add_stats(o, "baseline_ms", cJSON_GetObjectItemCaseSensitive(t, "baseline_ms")) &&
              copy_item(o, t, "speedup", NULL) && copy_item(o, t, "floor_ms", NULL);
+        const cJSON *ratio = cJSON_GetObjectItemCaseSensitive(t, "ratio");
+        if (ok && ratio)
+            ok = add_stats(o, "ratio", ratio);
         if (!o)
             ok = 0;
         if (*kb_skill_record_str(t, "baseline"))
             baseline = kb_skill_record_str(t, "baseline");
     }
+    /* the speedup's interval, and how far the baseline moved across
+     * processes (kb-verify --spread): what re-verification compares */
+    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(result, "baseline_spread");
     return ok && cJSON_AddStringToObject(rec, "baseline", baseline) &&
-           copy_item(rec, result, "speedup_geomean", "speedup");
+           copy_item(rec, result, "speedup_geomean", "speedup") &&
+           copy_item(rec, result, "speedup_ci95", NULL) &&
+           copy_item(rec, sp, "spread", "baseline_spread") &&
+           copy_item(rec, sp, "processes", "baseline_processes") &&
+           copy_item(rec, result, "review", NULL);
 }
 
 /* The compile: arch and each kernel's registers, shared and local memory. */
@@ -326,6 +354,7 @@ kb_rc kb_skill_record_make(const kb_skill_record_in *in, cJSON **out, kb_err *er
         shapes = NULL;
     cJSON_Delete(dev);
     cJSON_Delete(shapes);
+    ok = ok && add_held_back(rec, in->shown_shape);
     ok = ok && copy_item(rec, r, "seed", NULL) && add_checks(rec, r) &&
          copy_item(rec, r, "verdict", NULL) && copy_item(rec, r, "reason", NULL) &&
          add_timings(rec, r) && add_compile(rec, r) &&
@@ -340,11 +369,38 @@ kb_rc kb_skill_record_make(const kb_skill_record_in *in, cJSON **out, kb_err *er
 
 /* ------------------------------------------------------------------ outcomes */
 
+int kb_skill_record_interval(const cJSON *rec, double *lo, double *hi)
+{
+    const cJSON *ci = cJSON_GetObjectItemCaseSensitive(rec, "speedup_ci95");
+    const cJSON *a = cJSON_GetArrayItem(ci, 0), *b = cJSON_GetArrayItem(ci, 1);
+    if (!cJSON_IsNumber(a) || !cJSON_IsNumber(b) || !(a->valuedouble > 0) ||
+        !(b->valuedouble >= a->valuedouble))
+        return 0;
+    double s = num(rec, "baseline_spread", 0);
+    if (!(s >= 0) || !isfinite(s))
+        s = 0;
+    *lo = a->valuedouble / (1.0 + s);
+    *hi = b->valuedouble * (1.0 + s);
+    return 1;
+}
+
+double kb_skill_record_bar(const cJSON *rec)
+{
+    const char *baseline = kb_skill_record_str(rec, "baseline");
+    return *baseline && strcmp(baseline, "reference") != 0 ? KB_SKILL_PARITY
+                                                           : KB_SKILL_FASTER_MARGIN;
+}
+
 kb_skill_outcome kb_skill_record_outcome(const cJSON *rec)
 {
     const char *v = kb_skill_record_str(rec, "verdict");
     const char *baseline = kb_skill_record_str(rec, "baseline");
     const cJSON *sp = cJSON_GetObjectItemCaseSensitive(rec, "speedup");
+    /* a timed record whose interval held the bar: what applying it decided
+     * (kb_skill_apply_record), the point verdict notwithstanding */
+    const char *within = kb_skill_record_str(rec, "within_interval");
+    if ((!strcmp(v, "faster") || !strcmp(v, "correct")) && cJSON_IsNumber(sp) && *within)
+        return !strcmp(within, "kept") ? KB_SKILL_BACKS : KB_SKILL_SLOWER;
     if (strcmp(v, "faster") == 0)
         return KB_SKILL_BACKS;
     if (strcmp(v, "correct") == 0) {

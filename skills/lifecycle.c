@@ -162,10 +162,30 @@ static kb_rc apply_failing(kb_skill *s, const cJSON *rec, kb_buf *what)
     return rc;
 }
 
+/* A timed record whose speedup interval holds the bar decides nothing: a
+ * verified or approved skill is kept ("within_interval": "kept"), a draft
+ * is not promoted ("not_promoted"). Returns 1 when it marked rec. */
+static int mark_interval(const kb_skill *s, cJSON *rec, double *lo, double *hi)
+{
+    const char *v = kb_skill_record_str(rec, "verdict");
+    double bar = kb_skill_record_bar(rec);
+    if ((strcmp(v, "faster") != 0 && strcmp(v, "correct") != 0) ||
+        !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(rec, "speedup")) ||
+        !kb_skill_record_interval(rec, lo, hi) || !(*lo <= bar && bar <= *hi))
+        return 0;
+    kb_skill_status st = kb_skill_status_of(s);
+    int kept = st == KB_SKILL_VERIFIED || st == KB_SKILL_APPROVED;
+    cJSON_DeleteItemFromObjectCaseSensitive(rec, "within_interval");
+    return cJSON_AddStringToObject(rec, "within_interval",
+                                   kept ? "kept" : "not_promoted") != NULL;
+}
+
 kb_rc kb_skill_apply_record(kb_skill *s, kb_skill_evidence *ev, cJSON *rec,
                             const char *kernel_sha256, kb_buf *what, kb_err *err)
 {
     kb_rc rc = admit(s, rec, kernel_sha256, err);
+    double lo = 0, hi = 0;
+    int within = rc == KB_OK && mark_interval(s, rec, &lo, &hi);
     char hash[65];
     if (rc == KB_OK && kb_skill_record_hash(rec, hash) != KB_OK)
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
@@ -178,6 +198,11 @@ kb_rc kb_skill_apply_record(kb_skill *s, kb_skill_evidence *ev, cJSON *rec,
         return rc;
     rc = o == KB_SKILL_BACKS ? apply_backing(s, ev, rec, hash, what)
                              : apply_failing(s, rec, what);
+    if (rc == KB_OK && within)
+        rc = kb_buf_printf(what, " (the speedup's interval [%.3f, %.3f] holds the "
+                           "bar %.2f: a difference inside it %s)", lo, hi,
+                           kb_skill_record_bar(rec), o == KB_SKILL_BACKS
+                           ? "retires nothing" : "promotes nothing");
     if (rc == KB_OK)
         rc = update_when_not(s, ev, kernel_sha256);
     if (rc != KB_OK)

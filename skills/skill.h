@@ -221,6 +221,9 @@ typedef struct {
     const char *kernel_sha256;
     const char *how;
     const char *date;
+    const char *shown_shape;   /* a generated kernel: the one shape its
+                                  prompt named (the record's "held_back"
+                                  lists the others); NULL: not generated */
 } kb_skill_record_in;
 
 /* Makes the record (*out, freed with cJSON_Delete): device (name, compute
@@ -245,8 +248,21 @@ typedef enum {
 
 /* The speedup a vendor-library baseline must be matched to (parity). */
 #define KB_SKILL_PARITY 0.95
+/* kb-verify's bar for "faster" against a reference baseline. */
+#define KB_SKILL_FASTER_MARGIN 1.03
 
+/* A timed record that backs a kernel by its verdict, or finds it slower,
+ * unless its speedup's interval holds the bar: then applying it marked it
+ * "within_interval" ("kept": a verified or approved skill stays so and the
+ * record backs it; "not_promoted": a draft stays one and it does not). */
 kb_skill_outcome kb_skill_record_outcome(const cJSON *rec);
+/* The record's speedup interval: its runs' ratios' 95 % interval
+ * (speedup_ci95), widened by the baseline's spread across processes
+ * (baseline_spread, a fraction) on both sides. 0 when it has none. */
+int kb_skill_record_interval(const cJSON *rec, double *lo, double *hi);
+/* The speedup a record must reach to back a kernel: KB_SKILL_PARITY
+ * against a library, KB_SKILL_FASTER_MARGIN against the reference. */
+double kb_skill_record_bar(const cJSON *rec);
 /* The record's string field key ("" when absent). */
 const char *kb_skill_record_str(const cJSON *rec, const char *key);
 

@@ -480,12 +480,18 @@ static kb_rc run_once(kb_verifier *v, const char *task_dir, const char *task,
                       const char *cand, double deadline, kb_verify_result *out,
                       kb_err *err)
 {
-    char *argv[8];
+    char *argv[10];
+    char spread[16];
     int a = 0;
     argv[a++] = v->path;
     argv[a++] = "--json";
     if (v->opts.no_timing)
         argv[a++] = "--no-timing";
+    if (v->opts.spread > 0) {
+        snprintf(spread, sizeof spread, "%d", v->opts.spread);
+        argv[a++] = "--spread";
+        argv[a++] = spread;
+    }
     if (v->opts.compile_only)
         argv[a++] = "--compile-only";
     argv[a++] = (char *)task_dir;
@@ -518,6 +524,8 @@ static int send_request(kb_verifier *v, const char *task_dir, const char *cand)
         cJSON_AddBoolToObject(req, "no_timing", 1);
     if (v->opts.compile_only)
         cJSON_AddBoolToObject(req, "compile_only", 1);
+    if (v->opts.spread > 0)
+        cJSON_AddNumberToObject(req, "spread", v->opts.spread);
     char *s = cJSON_PrintUnformatted(req);
     cJSON_Delete(req);
     if (!s)

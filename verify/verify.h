@@ -331,6 +331,9 @@ typedef struct {
     int no_timing;             /* correctness only */
     int compile_only;          /* NVRTC only, no GPU (with serve: asked
                                   per request) */
+    int spread;                /* > 0: the baseline timed again in that
+                                  many processes of its own (--spread), its
+                                  spread across processes in the result */
 } kb_verifier_opts;
 
 void kb_verifier_opts_init(kb_verifier_opts *o);

@@ -15,6 +15,7 @@ expect_rc 0 kb skill new --dir "$L" gelu-vec4 --task gelu --from "$c" --descript
 # a kb-verify that prints the result in $KB_TMP/result.json
 cat >"$KB_TMP/fake" <<S
 #!/bin/sh
+echo "\$*" >>"$KB_TMP/args"
 cat "$KB_TMP/result.json"; echo
 S
 chmod +x "$KB_TMP/fake"
@@ -29,7 +30,7 @@ answer() {   # VERDICT SPEEDUP|none [BASELINE]
  "timings":[{"shape":"target","baseline":"${3:-reference}","runs":50,
    "candidate_ms":{"median":0.135,"ci95_lo":0.134,"ci95_hi":0.136,"min":0.133},
    "baseline_ms":{"median":0.218,"ci95_lo":0.217,"ci95_hi":0.219,"min":0.216},"speedup":$2,"floor_ms":0.11}],
- "speedup_geomean":$2,"verdict":"$1","reason":"the reason for $1","wall_ms":300}
+ "speedup_geomean":$2,"verdict":"$1","reason":"the reason for $1","wall_ms":300${4:+,$4}}
 J
 }
 V="env KB_VERIFY=$KB_TMP/fake $KB_BIN"
@@ -81,6 +82,17 @@ contains "$out" "0 errors"
 expect_json 0 $V skill verify --dir "$L" gelu-vec4 --json
 [ "$(json_get "$out" "j['skills'][0]['status'], j['skills'][0]['verdict'], j['skills'][0]['speedup']")" = "verified faster 1.61" ] ||
     fail "verify --json: $out"
+# kb-verify was asked for the baseline's spread across three processes
+contains "$(cat "$KB_TMP/args")" "--spread 3 "
+# a re-verification whose interval (the runs' ratios, widened by the
+# baseline's spread across processes) holds the bar 1.03 retires nothing:
+# 1.01x by its point, [0.99, 1.04] x (1 +- 0.01)
+answer correct 1.01 reference '"speedup_ci95":[0.99,1.04],"baseline_spread":{"processes":4,"spread":0.01}'
+expect_rc 0 $V skill verify --dir "$L" gelu-vec4
+contains "$out" "verified -> verified: correct, 1.01x reference (the speedup's interval [0.980, 1.050] holds the bar 1.03: a difference inside it retires nothing)"
+ev=$(cat "$L/gelu-vec4/evidence.json")
+[ "$(json_get "$ev" "j['records'][-1]['within_interval'], j['records'][-1]['baseline_spread'], j['records'][-1]['speedup_ci95']")" = \
+  "kept 0.01 [0.99, 1.04]" ] || fail "the interval's record: $ev"
 
 # approve, then a failed re-verification retires it with the reason
 expect_rc 0 kb skill approve --dir "$L" gelu-vec4 --reviewer alice
@@ -91,7 +103,7 @@ md=$(cat "$L/gelu-vec4/SKILL.md")
 contains "$md" "kb-status: retired"
 contains "$md" "kb-retired: 'verification on NVIDIA H200: incorrect (the reason for incorrect)'"
 contains "$md" "kb-when-not: 'incorrect on gelu (NVIDIA H200, sm_90): the reason for incorrect'"
-[ "$(json_get "$(cat "$L/gelu-vec4/evidence.json")" "len(j['records'])")" = 3 ] || fail "the failed record is not kept"
+[ "$(json_get "$(cat "$L/gelu-vec4/evidence.json")" "len(j['records'])")" = 4 ] || fail "the failed record is not kept"
 # a retired skill is not verified again
 answer faster 2
 before=$(snapshot)

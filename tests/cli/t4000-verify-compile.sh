@@ -21,15 +21,22 @@ for c in tests/verify/adversarial/*.cu; do
     case $want in refused|compile_error) ;; *) want=compiled ;; esac
     echo "corpus/tasks/$task $c $want" >>"$jobs"
 done
+# an NVRTC that gives an empty ptxas log for --ptxas-options=-v (13.0.88 on
+# the H200 machine) leaves no per-kernel resources to report at compile time
+# ("kernels":[]): the resources are then checked only where it gives them
+ptxas=1
+case $("$kv" --compile-only --json corpus/tasks/gelu corpus/tasks/gelu/candidates/vec4.cu) in
+    *'"log":""'*) ptxas=0; echo "note: NVRTC gave no ptxas log: resources not checked" ;;
+esac
 nopt=$(grep -c '^corpus/tasks/[^ ]* corpus/tasks/' "$jobs")
 nadv=$(grep -c ' tests/verify/adversarial/' "$jobs")
-[ "$nopt" -ge 10 ] && [ "$nadv" -ge 27 ] ||
-    fail "expected >= 10 optimised and >= 27 adversarial candidates, got $nopt and $nadv"
+[ "$nopt" -ge 10 ] && [ "$nadv" -ge 31 ] ||
+    fail "expected >= 10 optimised and >= 31 adversarial candidates, got $nopt and $nadv"
 # the references first (warms the cache), then the candidates, two at a time
 for t in corpus/tasks/*/; do
     out=$("$kv" --compile-only --json "$t") || fail "reference of $t: $out"
     contains "$out" '"verdict":"compiled"'
-    contains "$out" '"registers":'
+    [ "$ptxas" -eq 0 ] || contains "$out" '"registers":'
 done
 xargs -P 2 -L 1 sh -c '
     out=$("$0" --compile-only --json "$1" "$2")
@@ -42,6 +49,12 @@ contains "$out" '"log":"'
 out=$("$kv" --compile-only corpus/tasks/gelu tests/verify/adversarial/globaltimer.cu)
 contains "$out" "refused"
 contains "$out" "globaltimer"
+# module-scope __device__ state is named in the result (a note, not a verdict)
+out=$("$kv" --compile-only --json corpus/tasks/reduce_sum tests/verify/adversarial/memo_recent.cu)
+contains "$out" '"state":{"device_variables":["memo_fp","memo_n","memo_seen",'
+contains "$out" '"note":"module-scope __device__ variables persist across launches'
+out=$("$kv" --compile-only --json corpus/tasks/gelu corpus/tasks/gelu/candidates/vec4.cu)
+lacks "$out" '"state"'
 # the launch is reported as written, dynamic shared memory included
 out=$("$kv" --compile-only --json corpus/tasks/gemm_bf16 corpus/tasks/gemm_bf16/candidates/tma_persistent.cu)
 contains "$out" '"launches":[{"kernel":"gemm_tma","from":"candidate","grid":["min(132,ceil_div(M,128)*ceil_div(N,256))"],"block":["384"],"shared_dynamic":"230400"}]'
@@ -76,9 +89,11 @@ expect_rc 1 "$kv" --compile-only corpus/tasks/gelu tests/verify/adversarial/comp
 contains "$out" "NVRTC's log:"
 contains "$out" 'compile_error.cu(5): error: identifier "i" is undefined'
 expect_rc 0 "$kv" --compile-only corpus/tasks/gelu corpus/tasks/gelu/candidates/vec4.cu
-contains "$out" "kernel gelu_vec4: "
-contains "$out" " registers, 0 B static shared memory, "
-contains "$out" ", no spills"
+if [ "$ptxas" -eq 1 ]; then
+    contains "$out" "kernel gelu_vec4: "
+    contains "$out" " registers, 0 B static shared memory, "
+    contains "$out" ", no spills"
+fi
 # --serve: compile only, per request
 printf '{"id":"a","task":"corpus/tasks/gelu","candidate":"corpus/tasks/gelu/candidates/vec4.cu","compile_only":true}\n{"id":"b","task":"corpus/tasks/gelu","candidate":"%s","compile_only":true}\n' "$KB_TMP/fast.cu" |
     "$kv" --serve >"$KB_TMP/serve.out" || fail "kb-verify --serve exited $?"

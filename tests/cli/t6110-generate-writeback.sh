@@ -59,6 +59,9 @@ ev=$(cat "$D/evidence.json")
 [ "$(json_get "$ev" "j['records'][0]['kernel_sha256']")" = "$(sha256sum "$D/kernel.cu" | cut -d' ' -f1)" ] ||
     fail "the evidence is for another kernel"
 contains "$(json_get "$ev" "j['records'][0]['how']")" "kb generate run $ID"
+# the receipt says which shapes the model never saw: all but the target
+[ "$(json_get "$ev" "j['records'][0]['shown_shape'], j['records'][0]['held_back']")" = \
+  "target ['odd', 'tiny']" ] || fail "held-back shapes: $ev"
 m=$(cat "$D/SKILL.md")
 contains "$m" "name: $NAME"
 contains "$m" "description: Transpose through a 32x33 shared-memory tile"

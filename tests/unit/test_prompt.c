@@ -172,6 +172,28 @@ static void test_unknown_device(void **state)
     kb_gen_prompt_release(&p);
 }
 
+/* The software line names what the profile gives, a comma between two and
+ * none before the first (a profile made on the GPU machine once lacked the
+ * driver's version and read "- software:, CUDA 13.0"). */
+static void test_software_line(void **state)
+{
+    (void)state;
+    cJSON *d = cJSON_Duplicate(h200, 1);
+    cJSON_DeleteItemFromObject(d, "driver_version");
+    cJSON_AddStringToObject(d, "cuda_driver_version", "13.0");
+    cJSON_AddStringToObject(d, "nvrtc_version", "13.0");
+    kb_gen_prompt p;
+    build("gelu", store, d, 0, NULL, NULL, &p);
+    assert_true(at(p.user, "- software: CUDA 13.0, NVRTC 13.0\n") > 0);
+    assert_int_equal(at(p.user, "software:,"), -1);
+    kb_gen_prompt_release(&p);
+    cJSON_AddStringToObject(d, "driver_version", "580.159.04");
+    build("gelu", store, d, 0, NULL, NULL, &p);
+    assert_true(at(p.user, "- software: driver 580.159.04, CUDA 13.0, NVRTC 13.0\n") > 0);
+    kb_gen_prompt_release(&p);
+    cJSON_Delete(d);
+}
+
 /* ------------------------------------------------------------ shapes */
 
 /* The prompt holds the target shape's dims and none of the other
@@ -696,6 +718,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sections_in_order),
         cmocka_unit_test(test_unknown_device),
+        cmocka_unit_test(test_software_line),
         cmocka_unit_test(test_target_shape_only),
         cmocka_unit_test(test_budget),
         cmocka_unit_test(test_deterministic),

@@ -5,6 +5,8 @@
 #include "skills/skill.h"
 #include "tests/unit/test_util.h"
 
+#include <math.h>
+
 #define K1 "1111111111111111111111111111111111111111111111111111111111111111"
 #define K2 "2222222222222222222222222222222222222222222222222222222222222222"
 
@@ -197,6 +199,74 @@ static void test_record(void **state)
     assert_string_equal(err.msg, "not a kb-verify result: no \"verdict\" and \"task\"");
     cJSON_Delete(bad);
     cJSON_Delete(dev);
+}
+
+/* A result with the speedup's interval (the runs' ratios) and the
+ * baseline's spread across processes, as kb-verify --spread reports them. */
+static cJSON *result_ci(const char *verdict, double speedup, double lo, double hi,
+                        double spread)
+{
+    cJSON *r = result("gelu", verdict, "reference", 1, 0.99, 1.01, speedup);
+    cJSON *ci = cJSON_AddArrayToObject(r, "speedup_ci95");
+    cJSON_AddItemToArray(ci, cJSON_CreateNumber(lo));
+    cJSON_AddItemToArray(ci, cJSON_CreateNumber(hi));
+    cJSON *sp = cJSON_AddObjectToObject(r, "baseline_spread");
+    cJSON_AddNumberToObject(sp, "processes", 4);
+    cJSON_AddNumberToObject(sp, "spread", spread);
+    return r;
+}
+
+/* Re-verification compares the speedup's interval with the bar: a
+ * difference inside it neither retires a verified skill nor promotes a
+ * draft; one outside it does either. */
+static void test_intervals(void **state)
+{
+    (void)state;
+    kb_err err;
+    char *what = NULL;
+    /* the record keeps the interval and the spread; the interval widens by it */
+    cJSON *rec = record(result_ci("faster", 1.05, 1.02, 1.08, 0.01), K1, NULL);
+    double lo, hi;
+    assert_true(kb_skill_record_interval(rec, &lo, &hi));
+    assert_true(fabs(lo - 1.02 / 1.01) < 1e-9 && fabs(hi - 1.08 * 1.01) < 1e-9);
+    assert_true(kb_skill_record_bar(rec) == KB_SKILL_FASTER_MARGIN);
+    assert_int_equal(cJSON_GetObjectItem(rec, "baseline_processes")->valueint, 4);
+    /* a draft faster by its point, the bar inside the interval: not promoted */
+    kb_skill s = draft("vec", "gelu");
+    kb_skill_evidence ev = empty_evidence("vec");
+    assert_int_equal(apply(&s, &ev, rec, K1, &what, &err), KB_OK);
+    assert_int_equal(kb_skill_status_of(&s), KB_SKILL_DRAFT);
+    assert_non_null(strstr(what, "draft -> draft: "));
+    assert_non_null(strstr(what, "holds the bar 1.03: a difference inside it promotes "
+                                 "nothing"));
+    free(what);
+    /* clearly faster: verified */
+    rec = record(result_ci("faster", 1.6, 1.55, 1.65, 0.02), K1, NULL);
+    assert_int_equal(apply(&s, &ev, rec, K1, &what, &err), KB_OK);
+    assert_string_equal(what, "draft -> verified: faster, 1.60x reference");
+    free(what);
+    /* re-verified at 1.01x by its point, but the interval reaches the bar:
+     * kept, and the record backs it (kb-speedup follows it) */
+    rec = record(result_ci("correct", 1.01, 0.98, 1.04, 0.0), K1, NULL);
+    assert_int_equal(apply(&s, &ev, rec, K1, &what, &err), KB_OK);
+    assert_int_equal(kb_skill_status_of(&s), KB_SKILL_VERIFIED);
+    assert_non_null(strstr(what, "verified -> verified: correct, 1.01x reference (the "
+                                 "speedup's interval [0.980, 1.040] holds the bar 1.03: "
+                                 "a difference inside it retires nothing)"));
+    free(what);
+    assert_clean(&s, &ev, K1);
+    /* the spread across processes widens it too: [0.99/1.05, 1.02*1.05] */
+    rec = record(result_ci("correct", 1.0, 0.99, 1.02, 0.05), K1, NULL);
+    assert_int_equal(apply(&s, &ev, rec, K1, &what, &err), KB_OK);
+    assert_int_equal(kb_skill_status_of(&s), KB_SKILL_VERIFIED);
+    free(what);
+    /* slower beyond the interval: retired */
+    rec = record(result_ci("correct", 0.9, 0.88, 0.92, 0.01), K1, NULL);
+    assert_int_equal(apply(&s, &ev, rec, K1, &what, &err), KB_OK);
+    assert_int_equal(kb_skill_status_of(&s), KB_SKILL_RETIRED);
+    free(what);
+    kb_skill_evidence_release(&ev);
+    kb_skill_release(&s);
 }
 
 static void test_transitions(void **state)
@@ -510,6 +580,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_record),
         cmocka_unit_test(test_transitions),
+        cmocka_unit_test(test_intervals),
         cmocka_unit_test(test_evidence_checks),
         cmocka_unit_test(test_dominance),
     };

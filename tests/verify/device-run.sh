@@ -3,8 +3,12 @@
 # device machine: device info, every reference against the CPU float64
 # implementation, every optimised candidate (one-shot processes, then one
 # --serve process), and the adversarial set. Results go to $OUT (JSON lines).
+# Exits non-zero when any step failed (each is named on stderr), after
+# running them all.
 #   tests/verify/device-run.sh [OUTDIR]
 set -u
+failed=""
+step_failed() { failed="$failed $1"; echo "STEP FAILED: $1" >&2; }
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 kv=${KB_VERIFY:-$top/build/kb-verify}
@@ -17,15 +21,16 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu 
 cat "$out/device.json"; echo
 echo "== references vs CPU float64"
 for t in corpus/tasks/*/; do
-    r=$(timeout 300 "$kv" --reference --json "$t")
+    r=$(timeout 300 "$kv" --reference --json "$t") || step_failed "reference $t"
     printf '%s\n' "$r" >>"$out/references.jsonl"
-    printf '%s\n' "$r" | python3 -c 'import json,sys; r=json.load(sys.stdin); print("%-12s %-10s %s" % (r["task"], r["verdict"], r["reason"][:110]))'
+    printf '%s\n' "$r" | python3 -c 'import json,sys; r=json.load(sys.stdin); print("%-12s %-10s %s" % (r["task"], r["verdict"], r["reason"][:110]))' ||
+        step_failed "reference $t: no result"
 done
 echo "== optimised candidates, one process each"
 for c in corpus/tasks/*/candidates/*.cu; do
     t=${c%/candidates/*}
     t0=$(date +%s%N)
-    r=$(timeout 120 "$kv" --json "$t" "$c")
+    r=$(timeout 120 "$kv" --json "$t" "$c") || step_failed "candidate $c"
     t1=$(date +%s%N)
     printf '%s\n' "$r" | python3 -c "import json,sys; r=json.load(sys.stdin); r['file']='$c'; r['process_ms']=$(( (t1 - t0) / 1000000 )); print(json.dumps(r))" >>"$out/candidates.jsonl"
 done
@@ -39,23 +44,31 @@ for l in open(sys.argv[1]):
         r["task"], r["verdict"], c, b, t.get("floor_ms", 0), r.get("speedup_geomean", 0),
         r.get("wall_ms", 0), r.get("process_ms", 0), r["reason"][:80]))
 P
+[ $? -eq 0 ] || step_failed "candidates: results unreadable"
 echo "== the same candidates through one --serve process"
 for c in corpus/tasks/*/candidates/*.cu; do
     printf '{"id":"%s","task":"%s","candidate":"%s"}\n' "$c" "${c%/candidates/*}" "$c"
 done >"$out/serve-requests.jsonl"
 t0=$(date +%s%N)
-timeout 300 "$kv" --serve <"$out/serve-requests.jsonl" >"$out/serve.jsonl"
+timeout 300 "$kv" --serve <"$out/serve-requests.jsonl" >"$out/serve.jsonl" || step_failed "serve"
 t1=$(date +%s%N)
 echo "serve: $(wc -l <"$out/serve.jsonl") results in $(( (t1 - t0) / 1000000 )) ms"
 python3 -c "
 import json,sys
 for l in open('$out/serve.jsonl'):
-    r=json.loads(l); print('%-11s %-10s x%6.2f wall %6.0f ms' % (r['task'], r['verdict'], r.get('speedup_geomean',0), r.get('wall_ms',0)))"
+    r=json.loads(l); print('%-11s %-10s x%6.2f wall %6.0f ms' % (r['task'], r['verdict'], r.get('speedup_geomean',0), r.get('wall_ms',0)))" ||
+    step_failed "serve: results unreadable"
 echo "== adversarial set"
-tests/verify/run-adversarial.sh "$out/adversarial.jsonl"
+tests/verify/run-adversarial.sh "$out/adversarial.jsonl" || step_failed "adversarial set"
 echo "== the GPU CLI tests"
 KB_BIN=/bin/true KB_BUILD="$top/build" KB_TOP="$top" bash tests/cli/t4020-verify-gpu.sh
-echo "t4020 rc=$?"
-[ -n "${KB_TORCH_COMPARE:-}" ] || exit 0
-echo "== PyTorch load_inline comparison"
-PYTHONUNBUFFERED=1 timeout 400 python3 tests/verify/torch_compare.py "$out/torch.jsonl" 2>&1 | grep -v Warning
+rc=$?
+echo "t4020 rc=$rc"
+[ "$rc" -eq 0 ] || step_failed t4020
+if [ -n "${KB_TORCH_COMPARE:-}" ]; then
+    echo "== PyTorch load_inline comparison"
+    PYTHONUNBUFFERED=1 timeout 400 python3 tests/verify/torch_compare.py "$out/torch.jsonl" 2>&1 | grep -v Warning
+    [ "${PIPESTATUS[0]}" -eq 0 ] || step_failed "torch comparison"
+fi
+[ -z "$failed" ] || { echo "device-run: failed:$failed" >&2; exit 1; }
+echo "device-run: every step passed"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs every adversarial candidate (tests/verify/adversarial/*.cu) through
-# kb-verify and checks that each gets the verdict its first line expects:
+# kb-verify and checks that each gets the verdict its first line expects,
+# and (where a second line gives one) a reason that names the cheat:
 #   // expect: TASK VERDICT
+#   // reason: TEXT THE REASON MUST HOLD
 # Usage: tests/verify/run-adversarial.sh [RESULTS.jsonl]
 # Needs build/kb-verify and a GPU; prints "skipped: no GPU" without one.
 set -u
@@ -13,6 +15,7 @@ log=${1:-/dev/null}
 pass=0 fail=0
 for c in "$top"/tests/verify/adversarial/*.cu; do
     read -r _ _ task want < <(grep -m1 '^// expect:' "$c")
+    need=$(grep -m1 '^// reason:' "$c" | sed 's|^// reason: *||')
     t0=$(date +%s%N)
     res=$(timeout 120 "$kv" --json --timeout-ms 2000 "$top/corpus/tasks/$task" "$c" 2>/dev/null)
     rc=$?
@@ -21,9 +24,12 @@ for c in "$top"/tests/verify/adversarial/*.cu; do
     had=1
     [ -n "$res" ] || { had=0; res="{\"verdict\":\"none\",\"reason\":\"kb-verify printed no result (exit $rc)\"}"; }
     got=$(printf '%s' "$res" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("verdict","?"))' 2>/dev/null || echo '?')
-    why=$(printf '%s' "$res" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("reason","")[:150])' 2>/dev/null)
+    full=$(printf '%s' "$res" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("reason",""))' 2>/dev/null)
+    why=${full:0:150}
+    named=1
+    [ -z "$need" ] || case "$full" in *"$need"*) ;; *) named=0; why="reason lacks '$need': $why" ;; esac
     printf '%s\n' "$res" | python3 -c "import json,sys; r=json.load(sys.stdin); r['file']='$(basename "$c")'; r['expected']='$want'; r['process_ms']=$(( (t1 - t0) / 1000000 )); print(json.dumps(r))" >>"$log" 2>/dev/null
-    if [ "$had" -eq 1 ] && [ "$got" = "$want" ]; then
+    if [ "$had" -eq 1 ] && [ "$got" = "$want" ] && [ "$named" -eq 1 ]; then
         pass=$((pass + 1)); printf 'ok    %-24s %-14s %s\n' "$(basename "$c")" "$got" "$why"
     else
         fail=$((fail + 1)); printf 'FAIL  %-24s got %s, wanted %s: %s\n' "$(basename "$c")" "$got" "$want" "$why"

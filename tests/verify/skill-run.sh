@@ -8,8 +8,11 @@
 # (corpus/skills.h200, same depth so the kernel.cu links resolve), tarred.
 #   tests/verify/skill-run.sh [OUTDIR]
 # Needs build/kb, build/kb-verify and build/verify/harness.fatbin, and kb's
-# shared libraries in $KB_LIBS (only kb's processes get them).
+# shared libraries in $KB_LIBS (only kb's processes get them). Exits
+# non-zero when any step failed.
 set -u
+failed=""
+step_failed() { failed="$failed $1"; echo "STEP FAILED: $1" >&2; }
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 out=${1:-${OUT:-/tmp/kb-skill-run}}
@@ -43,8 +46,9 @@ t["params"][0]["dist"] = list(reversed(t["params"][0]["dist"]))
 json.dump(t, open(os.path.join(dst, "task.json"), "w"), indent=2)
 P
 run() {   # task-dir candidate label
-    r=$(timeout 120 "$kv" --json "$1" "$2")
-    printf '%s\n' "$r" | python3 -c "import json,sys; r=json.load(sys.stdin); r['file']='$2'; r['label']='$3'; print(json.dumps(r))" >>"$out/candidates.jsonl"
+    r=$(timeout 120 "$kv" --json "$1" "$2") || step_failed "$3 $2"
+    printf '%s\n' "$r" | python3 -c "import json,sys; r=json.load(sys.stdin); r['file']='$2'; r['label']='$3'; print(json.dumps(r))" >>"$out/candidates.jsonl" ||
+        step_failed "$2: no result"
 }
 for c in scan/candidates/decoupled_lookback scan/candidates/warp_scan softmax/candidates/online \
          softmax/candidates/block_row histogram/candidates/cluster_dsmem histogram/candidates/warp_aggregated \
@@ -73,10 +77,13 @@ libs=/tmp/kb-libs; mkdir -p $libs; tar -C $libs -xJf "${KB_LIBS_TAR:-.vrt/kblib.
 t0=$(date +%s%N)
 LD_LIBRARY_PATH="$libs:$top/.vrt:$cuda/lib64:$orig" KB_VERIFY="$kv" timeout 400 build/kb skill verify ${KB_SKILLS:---all} \
     --dir corpus/skills.h200 --json >"$out/skill-verify.json" 2>"$out/skill-verify.err"
-echo "kb skill verify --all: rc=$? in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+rc=$?
+echo "kb skill verify --all: rc=$rc in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+[ "$rc" -eq 0 ] || step_failed "kb skill verify"
 cat "$out/skill-verify.err" | tail -20
 python3 -c "
 import json
 for s in json.load(open('$out/skill-verify.json'))['skills']: print(s)" | cut -c1-200
 LD_LIBRARY_PATH="$libs:$top/.vrt:$cuda/lib64:$orig" build/kb skill list --dir corpus/skills.h200
-tar -C corpus -cf "$out/skills.h200.tar" skills.h200
+tar -C corpus -cf "$out/skills.h200.tar" skills.h200 || step_failed tar
+[ -z "$failed" ] || { echo "skill-run: failed:$failed" >&2; exit 1; }

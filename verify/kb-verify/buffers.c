@@ -24,7 +24,7 @@ static void dbuf_free(kbv_dbuf *b)
     memset(b, 0, sizeof *b);
 }
 
-static CUresult dbuf_alloc(kbv_gpu *g, kbv_dbuf *b, size_t bytes)
+CUresult kbv_dbuf_alloc(kbv_gpu *g, kbv_dbuf *b, size_t bytes)
 {
     memset(b, 0, sizeof *b);
     size_t body = (bytes + 255) & ~(size_t)255;
@@ -126,20 +126,23 @@ static CUresult alloc_param(kbv_gpu *g, const kb_task_param *p, kbv_param *st,
 {
     CUresult r;
     if (p->role == KB_ROLE_INPUT) {
-        r = dbuf_alloc(g, &st->in, st->bytes);
+        r = kbv_dbuf_alloc(g, &st->in, st->bytes);
+        /* the timed runs rotate over KBV_NSETS input sets */
+        for (int k = 0; timed && !r && k < KBV_NSETS - 1; k++)
+            r = kbv_dbuf_alloc(g, &st->rot[k], st->bytes);
         st->cand_arg = st->ref_arg = st->in.ptr;
         return r;
     }
-    r = dbuf_alloc(g, &st->cand, st->bytes);
+    r = kbv_dbuf_alloc(g, &st->cand, st->bytes);
     if (!r)
-        r = dbuf_alloc(g, &st->ref, st->bytes);
+        r = kbv_dbuf_alloc(g, &st->ref, st->bytes);
     if (!r && kbv_is_result(p))
-        r = dbuf_alloc(g, &st->prev, st->bytes);
+        r = kbv_dbuf_alloc(g, &st->prev, st->bytes);
     /* the timed runs' outputs are kept and re-checked */
     if (!r && timed && p->role != KB_ROLE_SCRATCH)
-        r = dbuf_alloc(g, &st->gold, st->bytes);
+        r = kbv_dbuf_alloc(g, &st->gold, st->bytes);
     if (!r && timed && p->role != KB_ROLE_SCRATCH)
-        r = dbuf_alloc(g, &st->chk, st->bytes);
+        r = kbv_dbuf_alloc(g, &st->chk, st->bytes);
     st->cand_arg = st->cand.ptr;
     st->ref_arg = st->ref.ptr;
     return r;
@@ -184,5 +187,10 @@ void kbv_shape_free(kbv_ctx *v)
         dbuf_free(&st->gold);
         dbuf_free(&st->chk);
         dbuf_free(&st->prev);
+        dbuf_free(&st->sref);
+        dbuf_free(&st->scand);
+        dbuf_free(&st->sens);
+        for (int k = 0; k < KBV_NSETS - 1; k++)
+            dbuf_free(&st->rot[k]);
     }
 }

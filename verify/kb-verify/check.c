@@ -31,6 +31,13 @@ double kbv_to_double(const unsigned char *p, kb_dtype t)
 CUresult kbv_compare(kbv_ctx *v, size_t i, CUdeviceptr cand, CUdeviceptr ref,
                      double atol, double rtol, kbv_cmp *out)
 {
+    return kbv_compare_sens(v, i, cand, ref, atol, rtol, 0, 0.0, out);
+}
+
+CUresult kbv_compare_sens(kbv_ctx *v, size_t i, CUdeviceptr cand, CUdeviceptr ref,
+                          double atol, double rtol, CUdeviceptr sens, double k,
+                          kbv_cmp *out)
+{
     kbv_gpu *g = v->gpu;
     const kb_task_param *p = &v->task->params[i];
     kbv_cmp init;
@@ -40,7 +47,7 @@ CUresult kbv_compare(kbv_ctx *v, size_t i, CUdeviceptr cand, CUdeviceptr ref,
     CUresult r = cuMemcpyHtoDAsync(res, &init, sizeof init, g->stream);
     unsigned long long n = v->ps[i].elems;
     int dt = (int)p->dtype;
-    void *a[] = { &cand, &ref, &n, &dt, &atol, &rtol, &res };
+    void *a[] = { &cand, &ref, &n, &dt, &atol, &rtol, &res, &sens, &k };
     if (!r)
         r = kbv_gpu_launch1(g, g->k_compare, n, a);
     if (!r)
@@ -55,6 +62,7 @@ CUresult kbv_compare(kbv_ctx *v, size_t i, CUdeviceptr cand, CUdeviceptr ref,
         r = cuMemcpyDtoH(cb, cand + out->first_bad * es, es);
         if (!r)
             r = cuMemcpyDtoH(rb, ref + out->first_bad * es, es);
+        memcpy(&out->cand_bits, cb, sizeof out->cand_bits);
         out->cand_at_first = kbv_to_double(cb, p->dtype);
         out->ref_at_first = kbv_to_double(rb, p->dtype);
     }
@@ -85,6 +93,11 @@ static const char *poison_name(int kind)
 /* one trial's state */
 typedef struct {
     const kb_shape *s;
+    uint64_t seed;                        /* its inputs: drawn from seed, */
+    int di;                               /* distribution di, */
+    size_t steps;                         /* then perturbed this often */
+    int have_prev;                        /* prev holds the trial before's */
+    int sens_ready;                       /* the sensitivities measured */
     double atol, rtol;
     unsigned long long *before, *after;   /* input checksums */
     int kind;                             /* the candidate's poison */
@@ -139,10 +152,21 @@ static int reference_changed(kbv_ctx *v, const trial *tr)
  * tolerance (a change too small to show proves nothing); the reference run
  * on them. Each attempt draws the inputs again: an inout buffer holds the
  * reference's result after a run. Returns 0, or -1 (verdict set). */
+static const unsigned long long more[] = { KBV_PERTURB_ELEMS, 240, 3840 };
+
+/* The trial's inputs drawn again, exactly (a kbv_redraw). */
+static CUresult draw_trial(kbv_ctx *v, void *arg)
+{
+    const trial *tr = arg;
+    CUresult r = kbv_gen_inputs(v, tr->seed, tr->di, NULL);
+    for (size_t b = 0; b < tr->steps && !r; b++)
+        r = kbv_perturb_inputs(v, tr->seed ^ (0xD15EA5Eull + b), tr->di, more[b]);
+    return r;
+}
+
 static int run_reference_perturbed(kbv_ctx *v, trial *tr, uint64_t seed, int di,
                                    cJSON *dj)
 {
-    static const unsigned long long more[] = { KBV_PERTURB_ELEMS, 240, 3840 };
     const size_t nmore = sizeof more / sizeof more[0];
     int changed = 0;
     tr->changed = 0;
@@ -151,6 +175,7 @@ static int run_reference_perturbed(kbv_ctx *v, trial *tr, uint64_t seed, int di,
         for (size_t b = 0; b <= a && !r; b++)
             r = kbv_perturb_inputs(v, seed ^ (0xD15EA5Eull + b), di, more[b]);
         tr->changed += more[a];
+        tr->steps = a + 1;
         if (kbv_run_reference(v, tr->s, r) || (changed = reference_changed(v, tr)) < 0)
             return -1;
     }
@@ -202,11 +227,88 @@ static int run_candidate(kbv_ctx *v, trial *tr)
     return 0;
 }
 
-/* One output's comparison in the trial's "outputs"; 1 if it matched. stale:
- * the output equals the reference's result of the trial before (which
- * primed it, or whose inputs this trial's differ from in a few elements). */
+/* 1 if the candidate's element at the first mismatch still holds the
+ * poison its output was given before the run (buffers.c's patterns). */
+static int holds_poison(const kbv_ctx *v, const trial *tr, size_t i, const kbv_cmp *m)
+{
+    const kb_task_param *p = &v->task->params[i];
+    size_t es = kb_dtype_size(p->dtype);
+    if (tr->kind == KBV_POISON_PRIMED || p->role != KB_ROLE_OUTPUT || es > 8)
+        return 0;
+    unsigned long long want = 0;
+    unsigned char *w = (unsigned char *)&want;
+    for (size_t k = 0; k < es; k++) {
+        if (es == 2)
+            w[k] = tr->kind == KBV_POISON_NAN ? (k ? 0x7F : 0xC0) : 0xC7;
+        else if (v->ps[i].bytes % 4)
+            w[k] = 0xC7;
+        else   /* 32-bit words */
+            w[k] = tr->kind == KBV_POISON_SENTINEL ? 0xC7
+                 : (unsigned char[]){ 0x00, 0x00, 0xC0, 0x7F }[k % 4];
+    }
+    unsigned long long got = 0;
+    memcpy(&got, &m->cand_bits, es);
+    return got == want;
+}
+
+/* The verdict of one mismatched output: stale (the output equals the
+ * reference's result of the trial before: it primed the output, or this
+ * trial's inputs differ from that one's in a few elements, or entirely),
+ * left unwritten (it still holds the poison), or plainly different. */
+static void output_verdict(kbv_ctx *v, const trial *tr, size_t i, const kbv_cmp *m,
+                           int stale)
+{
+    const kb_task_param *p = &v->task->params[i];
+    const char *name = p->name, *sh = tr->s->name;
+    size_t ne = v->ps[i].elems;
+    if (stale && tr->perturbed)
+        kbv_set_verdict(v, "incorrect",
+                        "the output did not change when the input did: with "
+                        "%llu elements of each input changed from the trial "
+                        "before, '%s' on shape '%s' still holds that trial's "
+                        "result (%llu of %zu elements wrong, first at index "
+                        "%llu: %g instead of %g)", tr->changed, name, sh,
+                        m->nbad, ne, m->first_bad, m->cand_at_first, m->ref_at_first);
+    else if (stale && tr->kind == KBV_POISON_PRIMED)
+        kbv_set_verdict(v, "incorrect",
+                        "the output kept a stale result: '%s' on shape '%s' "
+                        "was primed with a valid result of other inputs and "
+                        "the candidate left it as it was (%llu of %zu elements "
+                        "wrong, first at index %llu: %g instead of %g)",
+                        name, sh, m->nbad, ne, m->first_bad, m->cand_at_first,
+                        m->ref_at_first);
+    else if (stale)
+        kbv_set_verdict(v, "incorrect",
+                        "a result replayed from an earlier launch: '%s' on "
+                        "shape '%s' holds the result of the trial before, "
+                        "whose inputs were other draws (%llu of %zu elements "
+                        "wrong, first at index %llu: %g instead of %g): a "
+                        "cache kept across launches, keyed on less than the "
+                        "whole input", name, sh, m->nbad, ne, m->first_bad,
+                        m->cand_at_first, m->ref_at_first);
+    else if (holds_poison(v, tr, i, m))
+        kbv_set_verdict(v, "incorrect",
+                        "'%s' on shape '%s' was left unwritten: element %llu "
+                        "still holds the poison (%s) it was given before the "
+                        "run, where the reference has %g (%llu of %zu elements "
+                        "wrong): an output must be written in full, not left "
+                        "to what its allocation held", name, sh, m->first_bad,
+                        poison_name(tr->kind), m->ref_at_first, m->nbad, ne);
+    else
+        kbv_set_verdict(v, "incorrect",
+                        "'%s' differs from the reference on shape '%s' "
+                        "(%llu of %zu elements, first at index %llu: %g "
+                        "instead of %g%s; poison %s%s)", name, sh,
+                        m->nbad, ne, m->first_bad, m->cand_at_first, m->ref_at_first,
+                        m->nonfinite ? ", non-finite output" : "",
+                        poison_name(tr->kind),
+                        tr->perturbed ? "; the trial before's inputs with a "
+                        "few elements changed" : "");
+}
+
+/* One output's comparison in the trial's "outputs"; 1 if it matched. */
 static int report_output(kbv_ctx *v, const trial *tr, size_t i, const kbv_cmp *m,
-                         int stale, cJSON *outs)
+                         int stale, unsigned long long widened, cJSON *outs)
 {
     const kb_task_param *p = &v->task->params[i];
     cJSON *oj = cJSON_CreateObject();
@@ -216,6 +318,8 @@ static int report_output(kbv_ctx *v, const trial *tr, size_t i, const kbv_cmp *m
     cJSON_AddNumberToObject(oj, "nonfinite", (double)m->nonfinite);
     kbv_add_num(oj, "max_abs_err", bits_float(m->max_abs_bits));
     kbv_add_num(oj, "max_rel_err", bits_float(m->max_rel_bits));
+    if (widened)   /* outside the plain tolerance, inside the sensitivity's */
+        cJSON_AddNumberToObject(oj, "within_sensitivity", (double)widened);
     if (!m->nbad)
         return 1;
     cJSON_AddNumberToObject(oj, "first_bad", (double)m->first_bad);
@@ -223,68 +327,43 @@ static int report_output(kbv_ctx *v, const trial *tr, size_t i, const kbv_cmp *m
     kbv_add_num(oj, "reference_at_first_bad", m->ref_at_first);
     if (stale)
         cJSON_AddBoolToObject(oj, "stale", 1);
-    if (stale && tr->perturbed)
-        kbv_set_verdict(v, "incorrect",
-                        "the output did not change when the input did: with "
-                        "%llu elements of each input changed from the trial "
-                        "before, '%s' on shape '%s' still holds that trial's "
-                        "result (%llu of %zu elements wrong, first at index "
-                        "%llu: %g instead of %g)", tr->changed, p->name,
-                        tr->s->name, m->nbad, v->ps[i].elems, m->first_bad,
-                        m->cand_at_first, m->ref_at_first);
-    else if (stale)
-        kbv_set_verdict(v, "incorrect",
-                        "the output kept a stale result: '%s' on shape '%s' "
-                        "was primed with a valid result of other inputs and "
-                        "the candidate left it as it was (%llu of %zu elements "
-                        "wrong, first at index %llu: %g instead of %g)",
-                        p->name, tr->s->name, m->nbad, v->ps[i].elems,
-                        m->first_bad, m->cand_at_first, m->ref_at_first);
-    else
-        kbv_set_verdict(v, "incorrect",
-                        "'%s' differs from the reference on shape '%s' "
-                        "(%llu of %zu elements, first at index %llu: %g "
-                        "instead of %g%s; poison %s%s)", p->name, tr->s->name,
-                        m->nbad, v->ps[i].elems, m->first_bad,
-                        m->cand_at_first, m->ref_at_first,
-                        m->nonfinite ? ", non-finite output" : "",
-                        poison_name(tr->kind),
-                        tr->perturbed ? "; the trial before's inputs with a "
-                        "few elements changed" : "");
+    output_verdict(v, tr, i, m, stale);
     return 0;
 }
 
-/* Compares every output with the reference's (*ok cleared on a
- * mismatch; one of a primed or perturbed trial also with the trial
- * before's, to say whether it is stale), then queues the inputs'
- * checksums and the guard count into *gbad and waits for them. */
-static CUresult check_outputs(kbv_ctx *v, trial *tr, int *ok,
-                              unsigned long long *gbad)
+/* A mismatch of a floating-point output judged again with the tolerance
+ * grown by the reference's sensitivity (measured once a trial, on the
+ * first need): *m becomes that comparison, *widened the elements it let
+ * pass. Returns the CUDA error, or -1 when the sensitivity run failed. */
+static int with_sensitivity(kbv_ctx *v, trial *tr, size_t i, kbv_cmp *m,
+                            unsigned long long *widened)
+{
+    kb_dtype dt = v->task->params[i].dtype;
+    *widened = 0;
+    if (dt == KB_DT_I32 || dt == KB_DT_U32)
+        return 0;
+    if (!tr->sens_ready) {
+        if (kbv_sensitivity(v, tr->s, draw_trial, tr, tr->seed ^ 0x5E45171Eull))
+            return -1;
+        tr->sens_ready = 1;
+    }
+    kbv_cmp m2;
+    CUresult r = kbv_compare_sens(v, i, v->ps[i].cand.ptr, v->ps[i].ref.ptr, tr->atol,
+                                  tr->rtol, v->ps[i].sens.ptr, KBV_SENS_K, &m2);
+    if (r)
+        return (int)r;
+    *widened = m->nbad - m2.nbad;
+    *m = m2;
+    return 0;
+}
+
+/* Queues the inputs' checksums into tr->after and the guard count into
+ * *gbad, and waits for them: before anything draws the inputs again. */
+static CUresult inputs_after(kbv_ctx *v, trial *tr, unsigned long long *gbad)
 {
     const kb_task *t = v->task;
     kbv_gpu *g = v->gpu;
-    CUresult r = CUDA_SUCCESS;
-    cJSON *outs = cJSON_AddArrayToObject(tr->c, "outputs");
-    for (size_t i = 0; i < t->nparams && !r; i++) {
-        if (!kbv_is_result(&t->params[i]))
-            continue;
-        kbv_cmp m, mp;
-        r = kbv_compare(v, i, v->ps[i].cand.ptr, v->ps[i].ref.ptr, tr->atol,
-                        tr->rtol, &m);
-        int stale = 0;
-        if (!r && m.nbad && (tr->kind == KBV_POISON_PRIMED || tr->perturbed)) {
-            r = kbv_compare(v, i, v->ps[i].cand.ptr, v->ps[i].prev.ptr,
-                            tr->atol, tr->rtol, &mp);
-            stale = !r && mp.nbad == 0;
-        }
-        if (r)
-            break;
-        if (!report_output(v, tr, i, &m, stale, outs))
-            *ok = 0;
-    }
-    /* inputs unchanged, guards intact */
-    if (!r)
-        r = kbv_checksum_inputs(v, tr->after);
+    CUresult r = kbv_checksum_inputs(v, tr->after);
     CUdeviceptr gcount = g->dres + KBV_DRES_GUARDS;
     if (!r)
         r = cuMemsetD8Async(gcount, 0, 8, g->stream);
@@ -300,6 +379,44 @@ static CUresult check_outputs(kbv_ctx *v, trial *tr, int *ok,
     if (!r)
         r = kbv_gpu_sync(g, 10000, &to);
     return r;
+}
+
+/* The inputs' checksums and the guard count (first, while the inputs are
+ * the candidate's), then every output compared with the reference's (*ok
+ * cleared on a mismatch; a mismatch of a floating-point output judged
+ * again with the reference's sensitivity; one that remains compared with
+ * the trial before's result too, to say whether it is stale). Returns a
+ * CUDA error, or -1 (verdict set). */
+static int check_outputs(kbv_ctx *v, trial *tr, int *ok, unsigned long long *gbad)
+{
+    const kb_task *t = v->task;
+    CUresult r = inputs_after(v, tr, gbad);
+    cJSON *outs = cJSON_AddArrayToObject(tr->c, "outputs");
+    for (size_t i = 0; i < t->nparams && !r; i++) {
+        if (!kbv_is_result(&t->params[i]))
+            continue;
+        kbv_cmp m, mp;
+        unsigned long long widened = 0;
+        r = kbv_compare(v, i, v->ps[i].cand.ptr, v->ps[i].ref.ptr, tr->atol,
+                        tr->rtol, &m);
+        if (!r && m.nbad) {
+            int e = with_sensitivity(v, tr, i, &m, &widened);
+            if (e < 0)
+                return -1;
+            r = (CUresult)e;
+        }
+        int stale = 0;
+        if (!r && m.nbad && tr->have_prev) {
+            r = kbv_compare(v, i, v->ps[i].cand.ptr, v->ps[i].prev.ptr,
+                            tr->atol, tr->rtol, &mp);
+            stale = !r && mp.nbad == 0;
+        }
+        if (r)
+            break;
+        if (!report_output(v, tr, i, &m, stale, widened, outs))
+            *ok = 0;
+    }
+    return (int)r;
 }
 
 /* The inputs' checksums and the guards; 1 if both are as they were. */
@@ -333,6 +450,10 @@ static int run_trial(kbv_ctx *v, trial *tr, uint64_t seed, int di)
     cJSON *dj = cJSON_AddObjectToObject(c, "dist");
     cJSON_AddStringToObject(c, "poison", poison_name(tr->kind));
     cJSON_AddStringToObject(c, "inputs", tr->perturbed ? "perturbed" : "fresh");
+    tr->seed = seed;
+    tr->di = di;
+    tr->steps = 0;
+    tr->sens_ready = 0;
     int failed = tr->perturbed
                ? run_reference_perturbed(v, tr, seed, di, dj)
                : kbv_run_reference(v, tr->s, kbv_gen_inputs(v, seed, di, dj));
@@ -340,11 +461,11 @@ static int run_trial(kbv_ctx *v, trial *tr, uint64_t seed, int di)
         return -1;
     int ok = 1;
     unsigned long long gbad = 0;
-    CUresult r = check_outputs(v, tr, &ok, &gbad);
-    if (r) {
-        kbv_cuda_failed(v, r, "checking the candidate's outputs");
+    int r = check_outputs(v, tr, &ok, &gbad);
+    if (r > 0)
+        kbv_cuda_failed(v, (CUresult)r, "checking the candidate's outputs");
+    if (r)
         return -1;
-    }
     ok = inputs_and_guards(v, tr, gbad) && ok;
     cJSON_AddBoolToObject(c, "ok", ok);
     return ok ? 0 : -1;
@@ -361,8 +482,11 @@ static int keep_reference(kbv_ctx *v)
 
 /* The trials of a shape: seeds x distributions, fresh inputs each, the
  * poison NaN and the sentinel by turns, but trial KBV_PRIMED_TRIAL primed
- * with the trial before's result; and after the last seed's first trial,
- * one on its inputs with a few elements changed. */
+ * with the trial before's result; and after the shape's first trial (a
+ * cache of the first call at a shape) and the last seed's first, one on
+ * its inputs with a few elements changed. Every trial after the first
+ * keeps the reference's result of the one before, so that an output
+ * replayed from an earlier launch is named as such. */
 int kbv_check_shape(kbv_ctx *v, const kb_shape *s)
 {
     const kb_task *t = v->task;
@@ -387,13 +511,12 @@ int kbv_check_shape(kbv_ctx *v, const kb_shape *s)
         tr.perturbed = 0;
         uint64_t seed = v->seed_base + (uint64_t)k * 7919 +
                         (uint64_t)(s - t->shapes) * 104729;
-        failed = run_trial(v, &tr, seed, di) != 0;
-        if (!failed && (k + 1 == KBV_PRIMED_TRIAL || k == before_perturbed))
-            failed = keep_reference(v);
-        if (!failed && k == before_perturbed) {
+        failed = run_trial(v, &tr, seed, di) != 0 || keep_reference(v) != 0;
+        tr.have_prev = 1;
+        if (!failed && (k == 0 || k == before_perturbed)) {
             tr.kind = k % 2 ? KBV_POISON_NAN : KBV_POISON_SENTINEL;
             tr.perturbed = 1;
-            failed = run_trial(v, &tr, seed, di) != 0;
+            failed = run_trial(v, &tr, seed, di) != 0 || keep_reference(v) != 0;
         }
     }
     free(tr.before);

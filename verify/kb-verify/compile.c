@@ -279,3 +279,54 @@ cJSON *kbv_cubin_kernels(const kbv_compiled *c)
     }
     return names;
 }
+
+/* 1 if section k of img is one of module-scope device memory (.nv.global,
+ * .nv.global.init): what a kernel writes there outlives the launch. */
+static int global_section(const unsigned char *img, size_t len, const Elf64_Ehdr *eh,
+                          size_t k)
+{
+    Elf64_Shdr sh, names;
+    if (elf_section(img, len, eh, k, &sh) != 0 ||
+        elf_section(img, len, eh, eh->e_shstrndx, &names) != 0 ||
+        names.sh_offset > len || sh.sh_name >= names.sh_size ||
+        names.sh_size > len - names.sh_offset)
+        return 0;
+    const char *n = (const char *)img + names.sh_offset + sh.sh_name;
+    size_t left = names.sh_size - sh.sh_name;
+    return left > 10 && strncmp(n, ".nv.global", 10) == 0;
+}
+
+cJSON *kbv_cubin_globals(const kbv_compiled *c)
+{
+    const unsigned char *img = c->cubin;
+    size_t len = c->cubin_len;
+    Elf64_Ehdr eh;
+    if (!img || len < sizeof eh)
+        return NULL;
+    memcpy(&eh, img, sizeof eh);
+    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh.e_shentsize != sizeof(Elf64_Shdr))
+        return NULL;
+    cJSON *names = cJSON_CreateArray();
+    Elf64_Shdr sym, str;
+    for (size_t i = 0; names && i < eh.e_shnum; i++) {
+        if (elf_section(img, len, &eh, i, &sym) != 0)
+            break;
+        if (sym.sh_type != SHT_SYMTAB || elf_section(img, len, &eh, sym.sh_link, &str) ||
+            sym.sh_offset > len || sym.sh_size > len - sym.sh_offset ||
+            str.sh_offset > len || str.sh_size > len - str.sh_offset ||
+            sym.sh_entsize != sizeof(Elf64_Sym))
+            continue;
+        const char *strs = (const char *)img + str.sh_offset;
+        for (size_t k = 0; k < sym.sh_size / sizeof(Elf64_Sym); k++) {
+            Elf64_Sym y;
+            memcpy(&y, img + sym.sh_offset + k * sizeof y, sizeof y);
+            if (ELF64_ST_TYPE(y.st_info) != STT_OBJECT || y.st_name >= str.sh_size ||
+                !memchr(strs + y.st_name, '\0', str.sh_size - y.st_name) ||
+                !global_section(img, len, &eh, y.st_shndx))
+                continue;
+            cJSON_AddItemToArray(names, cJSON_CreateString(strs + y.st_name));
+        }
+    }
+    return names;
+}

@@ -155,3 +155,19 @@ double kbv_shape_tol(const kbv_ctx *v, const kb_shape *s, const char *e)
     kb_task_eval(v->task, s, e, &x, NULL);
     return x;
 }
+
+int kbv_shape_wanted(const kbv_opts *o, const char *name)
+{
+    if (!o->shapes)
+        return 1;
+    size_t n = strlen(name);
+    for (const char *p = o->shapes; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == n && strncmp(p, name, n) == 0)
+            return 1;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return 0;
+}

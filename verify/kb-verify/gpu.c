@@ -91,7 +91,9 @@ int kbv_gpu_open(kbv_gpu *g, kb_buf *why)
         (r = cuModuleGetFunction(&g->k_perturb, g->harness, "kbv_perturb")) ||
         (r = cuModuleGetFunction(&g->k_checksum, g->harness, "kbv_checksum")) ||
         (r = cuModuleGetFunction(&g->k_guard, g->harness, "kbv_guard")) ||
-        (r = cuModuleGetFunction(&g->k_compare, g->harness, "kbv_compare"))) {
+        (r = cuModuleGetFunction(&g->k_compare, g->harness, "kbv_compare")) ||
+        (r = cuModuleGetFunction(&g->k_jitter, g->harness, "kbv_jitter")) ||
+        (r = cuModuleGetFunction(&g->k_sens, g->harness, "kbv_sens"))) {
         kbv_why(why, "cannot load kb-verify's harness: %s", kbv_cu_name(r));
         return -1;
     }
@@ -171,6 +173,31 @@ static void measure_copy(kbv_gpu *g, cJSON *d)
         cuMemFree(t);
 }
 
+/* The kernel driver's version ("570.133.20") into buf, from the first
+ * dotted number of /proc/driver/nvidia/version's NVRM line; 0 if there is
+ * none (no NVIDIA kernel module, or a machine that hides it). */
+static int kernel_driver_version(char *buf, size_t n)
+{
+    FILE *f = fopen("/proc/driver/nvidia/version", "r");
+    char line[512];
+    int found = 0;
+    while (f && !found && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "NVRM", 4) != 0)
+            continue;
+        for (char *p = strtok(line, " \t\n"); p && !found; p = strtok(NULL, " \t\n")) {
+            size_t len = strspn(p, "0123456789.");
+            if (len == strlen(p) && len >= 3 && strchr(p, '.') && p[0] != '.' &&
+                len < n) {
+                memcpy(buf, p, len + 1);
+                found = 1;
+            }
+        }
+    }
+    if (f)
+        fclose(f);
+    return found;
+}
+
 cJSON *kbv_device_json(kbv_gpu *g, int full)
 {
     cJSON *d = cJSON_CreateObject();
@@ -187,6 +214,8 @@ cJSON *kbv_device_json(kbv_gpu *g, int full)
         snprintf(ver, sizeof ver, "%d.%d", v / 1000, v % 1000 / 10);
         cJSON_AddStringToObject(d, "cuda_driver_version", ver);
     }
+    if (kernel_driver_version(ver, sizeof ver))
+        cJSON_AddStringToObject(d, "driver_version", ver);
     if (nvrtcVersion(&major, &minor) == NVRTC_SUCCESS) {
         snprintf(ver, sizeof ver, "%d.%d", major, minor);
         cJSON_AddStringToObject(d, "nvrtc_version", ver);

@@ -146,10 +146,16 @@ struct kbv_cmp {
 // sums its threads', and one atomic a warp adds them up: an output wrong
 // everywhere (or a reference whose every element changed) must not cost an
 // atomic on one address per element.
+//
+// With sens (else NULL), the tolerance of element i grows by k * sens[i]:
+// how far the reference's own result moves when its inputs move by a few
+// units in the last place (kbv_sens), so that an ill-conditioned element
+// (layernorm of three values close together) is judged by what its inputs
+// can say.
 extern "C" __global__ void kbv_compare(const void *cand, const void *ref,
                                        unsigned long long n, int dtype,
                                        double atol, double rtol,
-                                       kbv_cmp *res)
+                                       kbv_cmp *res, const float *sens, double k)
 {
     unsigned long long nbad = 0, first = ~0ull, nonfinite = 0;
     float max_abs = 0.0f, max_rel = 0.0f;
@@ -165,7 +171,7 @@ extern "C" __global__ void kbv_compare(const void *cand, const void *ref,
             nonfinite++;
         } else {
             double e = fabs(c - r);
-            bad = e > atol + rtol * fabs(r);
+            bad = e > atol + rtol * fabs(r) + (sens ? k * sens[i] : 0.0);
             max_abs = fmaxf(max_abs, (float)e);
             max_rel = fmaxf(max_rel, (float)(e / fmax(fabs(r), 1e-30)));
         }
@@ -192,4 +198,35 @@ extern "C" __global__ void kbv_compare(const void *cand, const void *ref,
         atomicMax(&res->max_abs_bits, __float_as_uint(max_abs));
     if (max_rel > 0.0f)
         atomicMax(&res->max_rel_bits, __float_as_uint(max_rel));
+}
+
+// Moves every element of a floating-point buffer by a random relative
+// amount of up to ulps units in the last place of its type (integers are
+// left alone): the inputs whose reference result says how sensitive each
+// output is to its inputs' rounding.
+extern "C" __global__ void kbv_jitter(void *p, unsigned long long n, int dtype,
+                                      unsigned long long seed, double ulps)
+{
+    double eps = dtype == 1 ? 0x1p-7 : dtype == 2 ? 0x1p-10 : 0x1p-23;
+    if (dtype == 3 || dtype == 4)
+        return;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+         i < n; i += (unsigned long long)gridDim.x * blockDim.x) {
+        double u = 2.0 * u01(mix64(seed ^ mix64(i))) - 1.0;
+        double x = load_as_double(p, dtype, i);
+        store(p, dtype, i, x * (1.0 + u * ulps * eps));
+    }
+}
+
+// sens[i] = max(sens[i], |ref[i] - alt[i]|): alt is the reference's result
+// on jittered inputs. A non-finite difference adds nothing.
+extern "C" __global__ void kbv_sens(float *sens, const void *ref, const void *alt,
+                                    unsigned long long n, int dtype)
+{
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+         i < n; i += (unsigned long long)gridDim.x * blockDim.x) {
+        double d = fabs(load_as_double(ref, dtype, i) - load_as_double(alt, dtype, i));
+        if (isfinite(d))
+            sens[i] = fmaxf(sens[i], (float)d);
+    }
 }

@@ -66,7 +66,8 @@ static CUresult draw_inputs(kbv_ctx *v, uint64_t seed, int di,
         int dt = (int)p->dtype, dist = d.dist;
         unsigned long long n = s->elems;
         uint64_t sd = seed * 0x100000001B3ull + i;
-        CUdeviceptr dst = p->role == KB_ROLE_INPUT ? s->in.ptr : s->ref.ptr;
+        /* an input: the set the launches get now (timing rotates them) */
+        CUdeviceptr dst = p->role == KB_ROLE_INPUT ? s->ref_arg : s->ref.ptr;
         void *fa[] = { &dst, &n, &dt, &dist, &d.a, &d.b, &sd };
         void *pa[] = { &dst, &n, &dt, &dist, &d.a, &d.b, &sd, &k };
         r = k ? kbv_gpu_launch1(g, g->k_perturb, k, pa)

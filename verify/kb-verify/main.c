@@ -19,14 +19,16 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { MODE_VERIFY, MODE_COMPILE, MODE_REFERENCE, MODE_DEVICE, MODE_SERVE };
+enum { MODE_VERIFY, MODE_COMPILE, MODE_REFERENCE, MODE_DEVICE, MODE_SERVE,
+       MODE_BASELINE };
 
 static int exit_for(const cJSON *res)
 {
     const char *v = cJSON_GetStringValue(cJSON_GetObjectItem(res, "verdict"));
     if (!v)
         return 4;
-    if (!strcmp(v, "correct") || !strcmp(v, "faster") || !strcmp(v, "compiled"))
+    if (!strcmp(v, "correct") || !strcmp(v, "faster") || !strcmp(v, "compiled") ||
+        !strcmp(v, "measured"))
         return 0;
     if (!strcmp(v, "error"))
         return 4;
@@ -78,6 +80,15 @@ static cJSON *serve_one(kbv_gpu *gpu, const kbv_opts *o, const cJSON *req)
     kbv_opts o2 = *o;
     if (cJSON_IsTrue(cJSON_GetObjectItem(req, "no_timing")))
         o2.no_timing = 1;
+    const char *shapes = cJSON_GetStringValue(cJSON_GetObjectItem(req, "shapes"));
+    if (shapes)
+        o2.shapes = shapes;
+    const cJSON *best = cJSON_GetObjectItem(req, "best_speedup");
+    if (cJSON_IsNumber(best))
+        o2.best_speedup = best->valuedouble;
+    const cJSON *spread = cJSON_GetObjectItem(req, "spread");
+    if (cJSON_IsNumber(spread) && spread->valuedouble >= 0 && spread->valuedouble <= 16)
+        o2.spread = (int)spread->valuedouble;
     if (!task)
         return error_result("a request needs \"task\"");
     return kbv_verify(gpu, &o2, task, cand, src,
@@ -134,12 +145,38 @@ static int device_info(kbv_gpu *gpu, const kbv_opts *o)
     return 0;
 }
 
+/* --reference --repeat N: N checks in one process, seeds --seed (else 1)
+ * and up, one result a line; exit 1 if one was not correct. */
+static int reference_repeats(kbv_gpu *gpu, kbv_opts *o, const char *task)
+{
+    uint64_t base = o->seed_set ? o->seed : 1;
+    int rc = 0;
+    o->seed_set = 1;
+    for (int k = 0; k < o->repeat; k++) {
+        o->seed = base + (uint64_t)k;
+        cJSON *res = kbv_check_reference(gpu, o, task);
+        cJSON_AddNumberToObject(res, "seed", (double)o->seed);
+        print_result(o, res);
+        int r = exit_for(res);
+        cJSON_Delete(res);
+        if (r)
+            rc = r;
+        if (gpu->sticky)
+            break;
+    }
+    fflush(stdout);
+    if (gpu->ok)
+        _exit(rc);
+    return rc;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
         "usage: kb-verify [options] TASK_DIR CANDIDATE.cu\n"
         "       kb-verify --reference TASK_DIR\n"
         "       kb-verify --compile-only TASK_DIR [CANDIDATE.cu]\n"
+        "       kb-verify --baseline-only TASK_DIR   the baseline alone, timed\n"
         "       kb-verify --device-info [--json]\n"
         "       kb-verify --serve\n\n"
         "options:\n"
@@ -149,6 +186,13 @@ static void usage(FILE *f)
         "  --runs N          at most N timed runs per side (default 50)\n"
         "  --timeout-ms N    limit for one launch sequence (default 5000)\n"
         "  --no-timing       correctness only\n"
+        "  --repeat N        with --reference: N checks, seeds --seed and up\n"
+        "  --shapes A,B      only these of the task's shapes (a partial check:\n"
+        "                    for repeats; a verdict needs every shape)\n"
+        "  --best X          the best verified skill's speedup for the task: a\n"
+        "                    result above 1.25 x it is flagged for review\n"
+        "  --spread N        time the baseline again in N short processes of its\n"
+        "                    own and report its spread across processes\n"
         "  --cache DIR       reference cubin cache ($KB_VERIFY_CACHE)\n");
 }
 
@@ -165,10 +209,12 @@ static int parse_args(int argc, char **argv, kbv_opts *o, int *mode,
         else if (!strcmp(a, "--reference")) *mode = MODE_REFERENCE;
         else if (!strcmp(a, "--device-info")) *mode = MODE_DEVICE;
         else if (!strcmp(a, "--serve")) *mode = MODE_SERVE;
+        else if (!strcmp(a, "--baseline-only")) *mode = MODE_BASELINE;
         else if (!strcmp(a, "--no-timing")) o->no_timing = 1;
         else if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
         else if (!strcmp(a, "--arch") && i + 1 < argc) o->arch = argv[++i];
         else if (!strcmp(a, "--cache") && i + 1 < argc) o->cache_dir = argv[++i];
+        else if (!strcmp(a, "--shapes") && i + 1 < argc) o->shapes = argv[++i];
         else if (!strcmp(a, "--seed") && i + 1 < argc) {
             char *end;
             o->seed = strtoull(argv[++i], &end, 10);
@@ -177,6 +223,16 @@ static int parse_args(int argc, char **argv, kbv_opts *o, int *mode,
         } else if (!strcmp(a, "--runs") && i + 1 < argc &&
                    kb_parse_long(argv[i + 1], 10, 100000, &x) == KB_OK) {
             o->runs_max = (int)x; i++;
+        } else if (!strcmp(a, "--repeat") && i + 1 < argc &&
+                   kb_parse_long(argv[i + 1], 1, 100000, &x) == KB_OK) {
+            o->repeat = (int)x; i++;
+        } else if (!strcmp(a, "--best") && i + 1 < argc) {
+            char *end;
+            o->best_speedup = strtod(argv[++i], &end);
+            if (*end || !(o->best_speedup >= 0)) { usage(stderr); return 2; }
+        } else if (!strcmp(a, "--spread") && i + 1 < argc &&
+                   kb_parse_long(argv[i + 1], 0, 16, &x) == KB_OK) {
+            o->spread = (int)x; i++;
         } else if (!strcmp(a, "--timeout-ms") && i + 1 < argc &&
                    kb_parse_long(argv[i + 1], 1, 3600000, &x) == KB_OK) {
             o->timeout_ms = (double)x; i++;
@@ -212,12 +268,14 @@ int main(int argc, char **argv)
     if (mode == MODE_DEVICE)
         return device_info(&gpu, &o);
     if (npos < 1 || (mode == MODE_VERIFY && npos < 2) ||
-        (mode == MODE_REFERENCE && npos != 1)) {
+        ((mode == MODE_REFERENCE || mode == MODE_BASELINE) && npos != 1)) {
         usage(stderr);
         return 2;
     }
-    cJSON *res = mode == MODE_REFERENCE
-               ? kbv_check_reference(&gpu, &o, pos[0])
+    if (mode == MODE_REFERENCE && o.repeat > 1)
+        return reference_repeats(&gpu, &o, pos[0]);
+    cJSON *res = mode == MODE_REFERENCE ? kbv_check_reference(&gpu, &o, pos[0])
+               : mode == MODE_BASELINE ? kbv_time_baseline(&gpu, &o, pos[0])
                : kbv_verify(&gpu, &o, pos[0], pos[1], NULL, mode == MODE_COMPILE);
     print_result(&o, res);
     fflush(stdout);

@@ -116,7 +116,8 @@ void kbv_encode_maps(kbv_ctx *v, const kb_shape *s, cJSON *out)
         const kb_tensormap *m = &v->hdr.maps[i];
         int p = kbv_param_index(v->task, m->buffer);
         cJSON *mo = cJSON_CreateObject();
-        cJSON_AddItemToArray(out, mo);
+        if (out)
+            cJSON_AddItemToArray(out, mo);
         cJSON_AddStringToObject(mo, "shape", s->name);
         cJSON_AddStringToObject(mo, "buffer", m->buffer);
         CUresult r = encode_one(v, m, s, v->task->params[p].dtype,
@@ -126,5 +127,7 @@ void kbv_encode_maps(kbv_ctx *v, const kb_shape *s, cJSON *out)
             memset(&v->maps[i], 0, sizeof v->maps[i]);
             cJSON_AddStringToObject(mo, "error", kbv_cu_name(r));
         }
+        if (!out)   /* encoded again over another input set: not reported */
+            cJSON_Delete(mo);
     }
 }

@@ -128,6 +128,25 @@ static int check_launch_kernels(kbv_ctx *v, cJSON *found)
     return 0;
 }
 
+/* The result's "state": the module-scope __device__ variables the
+ * candidate defines, which keep what a launch wrote for the next; a note
+ * (many honest kernels keep a tile counter there), not a verdict: the
+ * trials on changed inputs and the timed runs' re-checks are what catch a
+ * kernel that replays from it. */
+static void state_note(kbv_ctx *v)
+{
+    cJSON *g = kbv_cubin_globals(&v->cc);
+    if (!g || cJSON_GetArraySize(g) == 0) {
+        cJSON_Delete(g);
+        return;
+    }
+    cJSON *st = cJSON_AddObjectToObject(v->res, "state");
+    cJSON_AddItemToObject(st, "device_variables", g);
+    cJSON_AddStringToObject(st, "note", "module-scope __device__ variables persist "
+                            "across launches: what one launch leaves there the next "
+                            "can read");
+}
+
 typedef struct {
     kbv_gpu *gpu;
     kb_buf *why;
@@ -191,6 +210,7 @@ static int compile_candidate(kbv_ctx *v, int compile_only)
     cJSON *found = kbv_cubin_kernels(&v->cc);
     if (found)
         cJSON_AddItemToObject(cj, "entries", found);
+    state_note(v);
     return check_launch_kernels(v, found);
 }
 
@@ -249,6 +269,8 @@ static void run_shapes(kbv_ctx *v)
     v->rl = calloc(t->nlaunches, sizeof *v->rl);
     for (size_t si = 0; si < t->nshapes && !v->verdict; si++) {
         const kb_shape *s = &t->shapes[si];
+        if (!kbv_shape_wanted(v->o, s->name))
+            continue;
         int timed = s->timed && !v->o->no_timing;
         if (kbv_shape_alloc(v, s, timed) == 0)
             kbv_encode_maps(v, s, v->tensormaps);
@@ -262,18 +284,41 @@ static void run_shapes(kbv_ctx *v)
     }
 }
 
+/* A speedup well above the best verified skill's for the task (--best,
+ * or the request's "best_speedup") is flagged for a person to review:
+ * the verdict stands, the result says why it deserves a second look. */
+static void review(kbv_ctx *v, double g)
+{
+    double best = v->o->best_speedup;
+    if (best > 0 && g > KBV_REVIEW_OVER_BEST * best) {
+        char why[256];
+        snprintf(why, sizeof why, "%.2fx is %.1f times the best verified skill's "
+                 "%.2fx for %s: review the kernel before trusting it", g, g / best,
+                 best, v->task->name);
+        cJSON_AddStringToObject(v->res, "review", why);
+    }
+}
+
 /* correct on every check: faster by the margin's geomean, else correct;
  * against a library baseline, parity (within KBV_LIBRARY_PARITY either
  * way) is said with the ratio: a kernel that matches cuBLAS is a good one,
  * and a 3% margin over a library at its power limit is no fair bar */
 static void final_verdict(kbv_ctx *v)
 {
+    /* a run that failed (timeout, error, crash, incorrect) has no speedup,
+     * whatever shapes were timed before it failed */
+    if (v->verdict && strcmp(v->verdict, "suspicious") != 0)
+        return;
     if (!v->nspeed) {
         kbv_set_verdict(v, "correct", "correct on every check; not timed");
         return;
     }
     double g = exp(v->speed_log_sum / v->nspeed);
     cJSON_AddNumberToObject(v->res, "speedup_geomean", g);
+    cJSON *ci = cJSON_AddArrayToObject(v->res, "speedup_ci95");
+    cJSON_AddItemToArray(ci, cJSON_CreateNumber(exp(v->speed_lo_log / v->nspeed)));
+    cJSON_AddItemToArray(ci, cJSON_CreateNumber(exp(v->speed_hi_log / v->nspeed)));
+    review(v, g);
     int library = strncmp(v->task->baseline, "cublas", 6) == 0;
     int matches = library && g >= 1.0 - KBV_LIBRARY_PARITY &&
                   g <= 1.0 + KBV_LIBRARY_PARITY;
@@ -309,6 +354,8 @@ static void finish_result(kbv_ctx *v, double t0)
     cJSON_AddNumberToObject(pj, "faster_margin", KBV_FASTER_MARGIN);
     cJSON_AddNumberToObject(pj, "library_parity", KBV_LIBRARY_PARITY);
     cJSON_AddNumberToObject(pj, "floor_slack", KBV_FLOOR_SLACK);
+    if (v->o->shapes)   /* a partial check: these shapes alone ran */
+        cJSON_AddStringToObject(v->res, "shapes_only", v->o->shapes);
     cJSON_AddBoolToObject(v->res, "sticky_error", v->gpu->sticky);
     cJSON_AddNumberToObject(v->res, "wall_ms", round((kb_now_ms() - t0) * 100) / 100);
 }
@@ -335,6 +382,8 @@ cJSON *kbv_verify(kbv_gpu *gpu, const kbv_opts *o, const char *task_dir,
     pick_seed(&v);
     run_shapes(&v);
     final_verdict(&v);
+    if (!v.gpu->sticky && v.res && cJSON_GetObjectItem(v.res, "speedup_geomean"))
+        kbv_baseline_spread(&v, task_dir);
 out:
     finish_result(&v, t0);
     cJSON *res = v.res;

@@ -27,6 +27,7 @@
 #define KBV_FASTER_MARGIN 1.03    /* geomean speedup needed for "faster" */
 #define KBV_LIBRARY_PARITY 0.03   /* a library baseline matched within 3% */
 #define KBV_FLOOR_SLACK 0.7       /* faster than 0.7 x roofline: suspicious */
+#define KBV_REVIEW_OVER_BEST 1.25 /* above 1.25 x the best skill: review */
 
 /* What a candidate's outputs hold before it runs: NaN, a finite sentinel,
  * or primed with a valid result of other inputs (the reference's output of
@@ -35,6 +36,11 @@
 enum { KBV_POISON_NAN = 0, KBV_POISON_SENTINEL = 1, KBV_POISON_PRIMED = 2 };
 #define KBV_PRIMED_TRIAL 2        /* the trial of a shape that is primed */
 #define KBV_PERTURB_ELEMS 16      /* elements changed per input, at first */
+#define KBV_RUN_CHANGES 1024      /* elements changed per input before a timed run */
+#define KBV_NSETS 3               /* input sets the timed runs rotate over */
+#define KBV_SENS_RUNS 3           /* jittered reference runs on a mismatch */
+#define KBV_SENS_ULPS 4.0         /* how far each input is jittered */
+#define KBV_SENS_K 8.0            /* tolerance grown by k x the sensitivity */
 
 /* ------------------------------------------------------------------ main.c */
 
@@ -48,7 +54,14 @@ typedef struct {
     double timeout_ms;         /* per launch sequence */
     int no_timing;
     const char *cache_dir;
+    double best_speedup;       /* the best verified skill's, for review */
+    int spread;                /* baseline-only processes for the spread */
+    const char *shapes;        /* NULL, or the shapes to run: "odd,tiny" */
+    int repeat;                /* --reference: checks in one process */
 } kbv_opts;
+
+/* 1 if o lets shape name run (--shapes lists it, or there is no list). */
+int kbv_shape_wanted(const kbv_opts *o, const char *name);
 
 /* ------------------------------------------------------------------ gpu.c */
 
@@ -65,7 +78,7 @@ typedef struct {
     CUcontext ctx;
     CUstream stream;
     CUmodule harness;
-    CUfunction k_fill, k_perturb, k_checksum, k_guard, k_compare;
+    CUfunction k_fill, k_perturb, k_checksum, k_guard, k_compare, k_jitter, k_sens;
     char name[256];
     int cc_major, cc_minor, sms;
     int l2_bytes;
@@ -118,6 +131,10 @@ void kbv_compiled_release(kbv_compiled *c);
  * table, as a JSON array of names; NULL if it is no ELF image this can
  * read. Caller frees. */
 cJSON *kbv_cubin_kernels(const kbv_compiled *c);
+/* The module-scope device variables (__device__, in .nv.global*) a cubin
+ * defines, as a JSON array of names; NULL if it is no ELF image this can
+ * read. Caller frees. */
+cJSON *kbv_cubin_globals(const kbv_compiled *c);
 /* The result's "compile" object: ok, arch, time, log and ptxas's report
  * per kernel. Caller frees. */
 cJSON *kbv_compile_json(const kbv_compiled *c, const char *arch);
@@ -149,6 +166,9 @@ typedef struct {
     kbv_dbuf in;               /* inputs (shared by both sides) */
     kbv_dbuf cand, ref, gold, chk;   /* outputs/inout/scratch per side */
     kbv_dbuf prev;             /* results: the reference's of the trial before */
+    kbv_dbuf sref, scand, sens;   /* results, on a mismatch: both sides'
+                                     kept, and the reference's sensitivity */
+    kbv_dbuf rot[KBV_NSETS - 1];  /* timed inputs: the other input sets */
     union { int i; float f; double d; unsigned u; } scalar;
     CUdeviceptr cand_arg, ref_arg;   /* what each side's kernels get */
 } kbv_param;
@@ -173,6 +193,7 @@ typedef struct {
     kbv_param *ps;
     uint64_t seed_base;
     double speed_log_sum;
+    double speed_lo_log, speed_hi_log;   /* the runs' ratios' intervals */
     int nspeed;
 } kbv_ctx;
 
@@ -235,6 +256,8 @@ void kbv_kernel_attrs(kbv_ctx *v);
 /* ------------------------------------------------------------------ buffers.c */
 
 int kbv_is_buffer(const kb_task_param *p);
+/* A device buffer of bytes between two guards (guards written). */
+CUresult kbv_dbuf_alloc(kbv_gpu *g, kbv_dbuf *b, size_t bytes);
 /* 1 for the parameters whose contents are compared: output and inout. */
 int kbv_is_result(const kb_task_param *p);
 /* Allocates every buffer of shape s (with the timed runs' copies when
@@ -274,6 +297,7 @@ typedef struct {
     unsigned long long nbad, first_bad, nonfinite;
     unsigned max_abs_bits, max_rel_bits;
     double cand_at_first, ref_at_first;
+    unsigned long long cand_bits;   /* the candidate's bytes there, raw */
 } kbv_cmp;
 
 /* One element of type t at p, as a double (f16 and bf16 decoded exactly). */
@@ -281,6 +305,11 @@ double kbv_to_double(const unsigned char *p, kb_dtype t);
 /* Compares parameter i's elements at cand against ref; waits for it. */
 CUresult kbv_compare(kbv_ctx *v, size_t i, CUdeviceptr cand, CUdeviceptr ref,
                      double atol, double rtol, kbv_cmp *out);
+/* The same, each element's tolerance grown by k times its sensitivity
+ * (sens: floats, one per element; 0 for none). */
+CUresult kbv_compare_sens(kbv_ctx *v, size_t i, CUdeviceptr cand, CUdeviceptr ref,
+                          double atol, double rtol, CUdeviceptr sens, double k,
+                          kbv_cmp *out);
 /* A number, or "nan"/"inf"/"-inf" where JSON has none. */
 void kbv_add_num(cJSON *o, const char *k, double x);
 /* Runs the reference on shape s's inputs just drawn (r: how drawing them
@@ -290,6 +319,28 @@ int kbv_run_reference(kbv_ctx *v, const kb_shape *s, CUresult r);
 /* The correctness trials of one shape (seeds x distributions, poisoned,
  * inputs and guards checked). Returns 0 if all passed. */
 int kbv_check_shape(kbv_ctx *v, const kb_shape *s);
+
+/* ------------------------------------------------------------------ sens.c */
+
+/* Draws a trial's inputs again, exactly (arg: the trial). */
+typedef CUresult (*kbv_redraw)(kbv_ctx *v, void *arg);
+/* The reference's sensitivity on shape s, into each result's sens buffer:
+ * the reference run KBV_SENS_RUNS times on the inputs redraw makes,
+ * jittered by KBV_SENS_ULPS units in the last place (from seed), and per
+ * element the most its result moved. Both sides' results and the inputs
+ * are as they were after. Returns 0, or -1 (verdict set). */
+int kbv_sensitivity(kbv_ctx *v, const kb_shape *s, kbv_redraw redraw, void *arg,
+                    uint64_t seed);
+
+/* ------------------------------------------------------------------ spread.c */
+
+/* `--baseline-only`: the task's baseline timed alone on each timed shape
+ * (a median of 20 flushed runs). Returns the result (caller frees). */
+cJSON *kbv_time_baseline(kbv_gpu *gpu, const kbv_opts *o, const char *task_dir);
+/* With o->spread N: N --baseline-only processes after a timed
+ * verification, their medians beside its own in the result's
+ * "baseline_spread". */
+void kbv_baseline_spread(kbv_ctx *v, const char *task_dir);
 
 /* ------------------------------------------------------------------ timing.c */
 

@@ -1,10 +1,15 @@
-// expect: reduce_sum suspicious
+// expect: reduce_sum incorrect
+// reason: replayed from an earlier launch
 // Remembers the last input by a 64-sample fingerprint and, once it has
 // seen the same fingerprint three launches in a row, returns the
 // remembered sum without reading the input. The correctness trials never
 // repeat an input three times (the perturbed trial repeats its
-// fingerprint once, and is computed), so it passes them; the timed runs
-// reuse one input, so it "runs" far below the roofline floor.
+// fingerprint once, and is computed), so it passes them. Timed runs that
+// reused one input would let it "run" far below the roofline floor; they
+// now rotate over three input sets with 1024 elements changed before each
+// run (which the fingerprint misses), so it replays once, on the first
+// timed run after the two warm-ups, and the check of every timed run's
+// output against the reference on its own inputs finds the stale sum.
 // kb-launch: kernel=fp_check grid=1 block=64
 // kb-launch: kernel=fp_sum grid=min(ceil_div(N,2048),1056) block=512
 // kb-launch: kernel=fp_done grid=1 block=1
