@@ -107,25 +107,6 @@ typedef struct {
     cJSON *c;                             /* the trial's "checks" entry */
 } trial;
 
-int kbv_run_reference(kbv_ctx *v, const kb_shape *s, CUresult r)
-{
-    int to = 0;
-    if (!r)
-        r = kbv_poison_side(v, 0, KBV_POISON_NAN);
-    if (!r)
-        r = kbv_run_side(v, 0);
-    if (!r)
-        r = kbv_gpu_sync(v->gpu, 60000, &to);
-    if (r || to) {
-        kbv_set_verdict(v, "error", "the reference failed on shape '%s': %s",
-                        s->name, to ? "timeout" : kbv_cu_name(r));
-        if (r && kbv_cu_sticky(r))
-            v->gpu->sticky = 1;
-        return -1;
-    }
-    return 0;
-}
-
 /* 1 if the reference's results differ from the trial before's beyond the
  * tolerance, 0 if not, -1 on a CUDA failure (verdict set). */
 static int reference_changed(kbv_ctx *v, const trial *tr)

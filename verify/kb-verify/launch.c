@@ -1,7 +1,9 @@
 /* launch.c - launch sequences: resolved for a shape (grid, block, dynamic
  * shared memory), run on the stream with each side's arguments, and
  * reported in the result as written, with the driver's per-kernel
- * resources. */
+ * resources; and the reference run on a shape's inputs (its outputs
+ * poisoned first), which the trials, the sensitivity runs and --reference
+ * share. */
 #include "verify/kb-verify/verify_int.h"
 
 #include <stdlib.h>
@@ -157,4 +159,23 @@ void kbv_kernel_attrs(kbv_ctx *v)
             cJSON_AddNumberToObject(k, at[a].key, x);
         }
     }
+}
+
+int kbv_run_reference(kbv_ctx *v, const kb_shape *s, CUresult r)
+{
+    int to = 0;
+    if (!r)
+        r = kbv_poison_side(v, 0, KBV_POISON_NAN);
+    if (!r)
+        r = kbv_run_side(v, 0);
+    if (!r)
+        r = kbv_gpu_sync(v->gpu, 60000, &to);
+    if (r || to) {
+        kbv_set_verdict(v, "error", "the reference failed on shape '%s': %s",
+                        s->name, to ? "timeout" : kbv_cu_name(r));
+        if (r && kbv_cu_sticky(r))
+            v->gpu->sticky = 1;
+        return -1;
+    }
+    return 0;
 }

@@ -247,6 +247,10 @@ CUresult kbv_run_side(kbv_ctx *v, int cand);
 /* Queues nl launches of one side's sequence: which[0..nl) (indices), or
  * with which NULL the first nl. */
 CUresult kbv_run_part(kbv_ctx *v, int cand, const size_t *which, size_t nl);
+/* Runs the reference on shape s's inputs just drawn (r: how drawing them
+ * went), its outputs poisoned first, and waits for it. Returns 0, or -1
+ * with the "error" verdict set (the device sticky when the error is). */
+int kbv_run_reference(kbv_ctx *v, const kb_shape *s, CUresult r);
 /* The result's "launches": the candidate's sequence as written. */
 void kbv_launches_json(kbv_ctx *v);
 /* Adds the driver's per-kernel resources of the candidate's launched
@@ -312,10 +316,6 @@ CUresult kbv_compare_sens(kbv_ctx *v, size_t i, CUdeviceptr cand, CUdeviceptr re
                           kbv_cmp *out);
 /* A number, or "nan"/"inf"/"-inf" where JSON has none. */
 void kbv_add_num(cJSON *o, const char *k, double x);
-/* Runs the reference on shape s's inputs just drawn (r: how drawing them
- * went), its outputs poisoned first, and waits for it. Returns 0, or -1
- * with the "error" verdict set (the device sticky when the error is). */
-int kbv_run_reference(kbv_ctx *v, const kb_shape *s, CUresult r);
 /* The correctness trials of one shape (seeds x distributions, poisoned,
  * inputs and guards checked). Returns 0 if all passed. */
 int kbv_check_shape(kbv_ctx *v, const kb_shape *s);
