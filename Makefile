@@ -38,13 +38,22 @@ BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
 BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
 endif
 
+# LAPACK (FAISS's few calls into it) linked statically where Debian's
+# reference LAPACK is installed (liblapack-dev): the shared one brings in
+# OpenBLAS, whose 16,000 symbol relocations cost every fresh kb process
+# about a third of its start (BENCHMARKS.md, Fresh-process queries); its
+# BLAS calls go to the BLAS above
+MULTIARCH   := $(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
+LAPACK_A    := $(wildcard /usr/lib/$(MULTIARCH)/lapack/liblapack.a)
+LAPACK_LIBS := $(if $(LAPACK_A),$(LAPACK_A) -lgfortran,-llapack)
+
 FAISS_CAPI := $(BUILD)/faiss-capi
 WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS  ?= -O2 -g
 ALL_CFLAGS  = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -I. -isystem $(FAISS_CAPI)/include \
               $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(BLAS_CFLAGS) -include kb/banned.h
 LIBS    = $(FAISS_CAPI)/libfaiss_c.a -lfaiss -lstdc++ -lgomp \
-          $(shell pkg-config --libs $(PKGS) 2>/dev/null) $(BLAS_LIBS) -llapack -lm -lpthread
+          $(shell pkg-config --libs $(PKGS) 2>/dev/null) $(BLAS_LIBS) $(LAPACK_LIBS) -lm -lpthread
 LDFLAGS ?=
 
 # Every .c of the library rooms goes into libkb.a. The command layer,

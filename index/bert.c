@@ -42,8 +42,10 @@ void bli_thread_set_num_threads(int64_t n);
 #define MAXPOS 512
 
 typedef struct {
-    float *qkv_w;            /* [3H][H]: query, key, value weights fused */
-    float *qkv_b;            /* [3H] */
+    const float *qkv_w[3];   /* [H][H] each: query, key, value (in the
+                                mapping: nothing is copied, so opening
+                                costs no pass over the weights) */
+    float qkv_b[3 * H];      /* their biases, fused */
     const float *ao_w, *ao_b, *ln1_w, *ln1_b;
     const float *in_w, *in_b, *out_w, *out_b, *ln2_w, *ln2_b;
 } layer;
@@ -317,14 +319,8 @@ kb_rc kb_bert_open(const kb_safetensors *st, int threads, kb_bert **out,
         if (!L->ao_w || !L->ao_b || !L->ln1_w || !L->ln1_b || !L->in_w ||
             !L->in_b || !L->out_w || !L->out_b || !L->ln2_w || !L->ln2_b)
             goto fail;
-        L->qkv_w = malloc(3 * H * H * sizeof(float));
-        L->qkv_b = malloc(3 * H * sizeof(float));
-        if (!L->qkv_w || !L->qkv_b) {
-            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-            goto fail;
-        }
         for (int k = 0; k < 3; k++) {
-            memcpy(L->qkv_w + (size_t)k * H * H, qkv[2 * k], H * H * sizeof(float));
+            L->qkv_w[k] = qkv[2 * k];
             memcpy(L->qkv_b + k * H, qkv[2 * k + 1], H * sizeof(float));
         }
     }
@@ -346,10 +342,6 @@ void kb_bert_free(kb_bert *b)
 {
     if (!b)
         return;
-    for (int l = 0; l < NLAYER; l++) {
-        free(b->L[l].qkv_w);
-        free(b->L[l].qkv_b);
-    }
     if (b->work)
         for (int i = 0; i < b->nthreads; i++)
             free(b->work[i].ws);
@@ -359,11 +351,17 @@ void kb_bert_free(kb_bert *b)
 
 void kb_bert_get_weights(const kb_bert *b, kb_bert_weights *w)
 {
-    *w = (kb_bert_weights){ b->word, b->pos, b->type, b->eln_w, b->eln_b,
-                            b->vocab, { { 0 } } };
+    memset(w, 0, sizeof *w);
+    w->word = b->word;
+    w->pos = b->pos;
+    w->type = b->type;
+    w->eln_w = b->eln_w;
+    w->eln_b = b->eln_b;
+    w->vocab = b->vocab;
     for (int l = 0; l < NLAYER; l++) {
         const layer *L = &b->L[l];
-        w->L[l].qkv_w = L->qkv_w;
+        for (int k = 0; k < 3; k++)
+            w->L[l].qkv_w[k] = L->qkv_w[k];
         w->L[l].qkv_b = L->qkv_b;
         w->L[l].ao_w = L->ao_w;
         w->L[l].ao_b = L->ao_b;
@@ -380,12 +378,19 @@ void kb_bert_get_weights(const kb_bert *b, kb_bert_weights *w)
 
 /* ------------------------------------------------------------ forward */
 
-/* y[rows][n] = x[rows][k] W^T, W being [n][k] (PyTorch's Linear layout). */
+/* y[rows][n] = x[rows][k] W^T, W being [n][k] (PyTorch's Linear layout);
+ * y's rows are ldy floats apart. */
+static void linear_ld(const float *x, const float *w, float *y, size_t rows,
+                      size_t n, size_t k, size_t ldy)
+{
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)n,
+                (int)k, 1.0f, x, (int)k, w, (int)k, 0.0f, y, (int)ldy);
+}
+
 static void linear(const float *x, const float *w, float *y, size_t rows,
                    size_t n, size_t k)
 {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)n,
-                (int)k, 1.0f, x, (int)k, w, (int)k, 0.0f, y, (int)n);
+    linear_ld(x, w, y, rows, n, k, n);
 }
 
 /* One worker's share: sequences [s0, s1) of the batch, their ids from
@@ -444,7 +449,8 @@ static void forward(job *jb)
     const float scale = 1.0f / sqrtf((float)DHEAD);
     for (int l = 0; l < NLAYER; l++) {
         const layer *L = &b->L[l];
-        linear(x, L->qkv_w, qkv, T, 3 * H, H);
+        for (int k = 0; k < 3; k++)
+            linear_ld(x, L->qkv_w[k], qkv + k * H, T, H, H, 3 * H);
         add_bias(qkv, L->qkv_b, T, 3 * H);
         size_t r0 = 0;
         for (size_t s = 0; s < batch; s++) {

@@ -312,7 +312,12 @@ static kb_rc upload_weights(kb_bert_gpu *g, const kb_bert *b, kb_err *err)
     PUT(g->eln_b, w.eln_b, H);
     for (int l = 0; l < KB_BERT_LAYERS; l++) {
         dlayer *D = &g->L[l];
-        PUT(D->qkv_w, w.L[l].qkv_w, 3 * H * H);
+        /* fused on the device: query, key and value rows back to back */
+        CUdeviceptr kv;
+        PUT(D->qkv_w, w.L[l].qkv_w[0], H * H);
+        PUT(kv, w.L[l].qkv_w[1], H * H);
+        PUT(kv, w.L[l].qkv_w[2], H * H);
+        (void)kv;
         PUT(D->qkv_b, w.L[l].qkv_b, 3 * H);
         PUT(D->ao_w, w.L[l].ao_w, H * H);
         PUT(D->ao_b, w.L[l].ao_b, H);

@@ -93,13 +93,13 @@ kb_rc kb_bert_encode(kb_bert *b, const int32_t *ids, const size_t *lens,
 #define KB_BERT_MAXPOS 512
 
 /* The encoder's weights, as it holds them (the query, key and value
- * projections fused: [3 * DIM][DIM] and [3 * DIM]): what bert_gpu.c
- * copies to the device. They live as long as b. */
+ * projections [DIM][DIM] each, their biases fused: [3 * DIM]): what
+ * bert_gpu.c copies to the device. They live as long as b. */
 typedef struct {
     const float *word, *pos, *type, *eln_w, *eln_b;
     size_t vocab;
     struct {
-        const float *qkv_w, *qkv_b, *ao_w, *ao_b, *ln1_w, *ln1_b;
+        const float *qkv_w[3], *qkv_b, *ao_w, *ao_b, *ln1_w, *ln1_b;
         const float *in_w, *in_b, *out_w, *out_b, *ln2_w, *ln2_b;
     } L[KB_BERT_LAYERS];
 } kb_bert_weights;
@@ -298,6 +298,25 @@ void kb_vec_release(kb_store *store);
  * and holds every one of them (or the KB has none); else KB_ERR_INDEX
  * saying what is wrong with it (a query would rebuild it). */
 kb_rc kb_vec_check_file(kb_store *store, kb_err *err);
+
+/* ------------------------------------------------------------ vec_stamp.c */
+
+struct stat;
+/* The stamp of an index file checked whole: its identity (st), its
+ * generation, the SHA-256 of each 256 KiB block of its bytes
+ * data[0, size), and the ntotal vectors it holds. NULL out of memory;
+ * caller frees. */
+char *kb_vec_stamp_make(const struct stat *st, long long gen, const void *data,
+                        size_t size, size_t ntotal);
+/* 1 when the KB's stamp is of the file of status st and generation gen,
+ * mapped at data, and two of its blocks still hash as recorded: then
+ * *ntotal is the vectors it holds. 0: check the file whole. */
+int kb_vec_stamp_check(kb_store *store, const struct stat *st, long long gen,
+                       const void *data, size_t *ntotal);
+/* Keeps stamp in the KB's meta; best effort (a KB opened read-only saves
+ * it through a writer's handle that never waits; one that cannot be
+ * written keeps none, and its files are checked whole each time). */
+void kb_vec_stamp_save(kb_store *store, const char *stamp);
 
 /* ------------------------------------------------------------ eval.c */
 

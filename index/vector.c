@@ -382,9 +382,10 @@ static kb_rc serialize_index(const FaissIndex *index, kb_buf *out, kb_err *err)
     return rc;
 }
 
-/* Checks the trailer of an index file's bytes data[0, size); returns NULL
- * if they are whole (*len: the FAISS bytes), else why not. */
-static const char *check_trailer(const char *data, size_t size, size_t *len)
+/* Reads the trailer of an index file's bytes data[0, size) without
+ * checking the digest; returns NULL if it is well formed and says the
+ * file's length (*len: the FAISS bytes), else why not. */
+static const char *read_trailer(const char *data, size_t size, size_t *len)
 {
     static const char no_sum[] = "has no checksum (written by an older kb, or cut short)";
     if (size < TRAILER_LEN)
@@ -401,24 +402,50 @@ static const char *check_trailer(const char *data, size_t size, size_t *len)
     }
     if (n != size - TRAILER_LEN)
         return "is not the size it was written with";
-    char hex[65];
-    if (tree_digest(data, n, hex) != 0)
-        return "cannot be checked (out of memory)";
-    if (memcmp(hex, t + 21, 64) != 0 || t[85] != '\n')
-        return "does not match its checksum (damaged)";
     *len = n;
     return NULL;
 }
+
+/* Checks the trailer and the digest of an index file's bytes data[0,
+ * size); returns NULL if they are whole (*len: the FAISS bytes), else why
+ * not. */
+static const char *check_trailer(const char *data, size_t size, size_t *len)
+{
+    const char *why = read_trailer(data, size, len);
+    if (why)
+        return why;
+    const char *t = data + size - TRAILER_LEN + sizeof TRAILER_MAGIC - 1;
+    char hex[65];
+    if (tree_digest(data, *len, hex) != 0)
+        return "cannot be checked (out of memory)";
+    if (memcmp(hex, t + 21, 64) != 0 || t[85] != '\n')
+        return "does not match its checksum (damaged)";
+    return NULL;
+}
+
+/* How read_index_file may trust a file (NULL: check it whole, say why
+ * not in the log). */
+typedef struct {
+    kb_store *store;
+    long long gen;
+    int stamped;    /* in: read the file only if its stamp (vec_stamp.c)
+                       matches, silently NULL if not; else check it whole
+                       and make its stamp */
+    size_t count;   /* out (stamped): the vectors the stamp says it holds */
+    char *stamp;    /* out (checked whole): its stamp, caller frees */
+} vec_trust;
 
 /* FAISS's index from the file at path if it is whole, else NULL (having
  * said why in the log). The file is mapped, not copied, checked, and
  * given to FAISS from the same memory, so what was checked is what FAISS
  * reads. A file over max_bytes is not looked at. */
-static FaissIndex *read_index_file(const char *path, size_t max_bytes)
+static FaissIndex *read_index_file(const char *path, size_t max_bytes, vec_trust *t)
 {
     /* O_NONBLOCK: a FIFO planted there must not block the open */
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
+        if (t && t->stamped)
+            return NULL;
         if (errno == ENOENT)
             kb_log_debug("vector index '%s' is missing: rebuilding it", path);
         else
@@ -439,6 +466,9 @@ static FaissIndex *read_index_file(const char *path, size_t max_bytes)
         why = "is empty";
     else if ((map = mmap(NULL, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0)) == MAP_FAILED)
         why = "cannot be mapped";
+    else if (t && t->stamped)
+        why = kb_vec_stamp_check(t->store, &st, t->gen, map, &t->count)
+                  ? read_trailer(map, size, &len) : "";
     else
         why = check_trailer(map, size, &len);
     close(fd);
@@ -452,7 +482,10 @@ static FaissIndex *read_index_file(const char *path, size_t max_bytes)
         }
         if (f)
             fclose(f);
-    } else {
+        if (index && t && !t->stamped)
+            t->stamp = kb_vec_stamp_make(&st, t->gen, map, size,
+                                         (size_t)faiss_Index_ntotal(index));
+    } else if (!t || !t->stamped) {
         kb_log_warn("vector index '%s' %s: rebuilding it from kb.sqlite", path, why);
     }
     if (map != MAP_FAILED)
@@ -575,6 +608,26 @@ out:
 
 static kb_rc write_and_install(kb_store *store, FaissIndex *index, int dim, kb_err *err);
 
+/* Stamps the index file just written at path (its bytes) for the next
+ * process, when it holds every stored vector of generation gen: the
+ * vectors did not change while it was built. */
+static void stamp_written(kb_store *store, const char *path, long long gen,
+                          const kb_buf *bytes, size_t ntotal)
+{
+    struct stat st;
+    size_t count = 0;
+    kb_err err;
+    kb_err_clear(&err);
+    if (stat(path, &st) != 0 || (size_t)st.st_size != bytes->len ||
+        kb_vec_count(store, &count, &err) != KB_OK || count != ntotal ||
+        meta_ll(store, "vec_generation") != gen)
+        return;
+    char *stamp = kb_vec_stamp_make(&st, gen, bytes->data, bytes->len, ntotal);
+    if (stamp)
+        kb_vec_stamp_save(store, stamp);
+    free(stamp);
+}
+
 kb_rc kb_vec_rebuild(kb_store *store, kb_err *err)
 {
     long long dim = meta_ll(store, "embedder_dim");
@@ -601,8 +654,10 @@ static kb_rc write_and_install(kb_store *store, FaissIndex *index, int dim, kb_e
     if (!path)
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     else if ((rc = serialize_index(index, &bytes, err)) == KB_OK &&
-             (rc = kb_write_file_atomic(path, bytes.data, bytes.len, err)) == KB_OK)
+             (rc = kb_write_file_atomic(path, bytes.data, bytes.len, err)) == KB_OK) {
         remove_stale_files(store, gen);
+        stamp_written(store, path, gen, &bytes, (size_t)faiss_Index_ntotal(index));
+    }
     kb_buf_release(&bytes);
     kb_rc irc = vec_install(store, index, dim, gen, err);
     if (rc == KB_OK)
@@ -689,7 +744,7 @@ kb_rc kb_vec_check_file(kb_store *store, kb_err *err)
                         "the next query rebuilds it", path);
     } else {
         size_t max_bytes = (count + 1) * ((size_t)dim * sizeof(float) + 1024) + (1u << 20);
-        FaissIndex *index = read_index_file(path, max_bytes);
+        FaissIndex *index = read_index_file(path, max_bytes, NULL);
         if (!index)
             rc = kb_err_set(err, KB_ERR_INDEX, "'%s' cannot be used (see above): the "
                             "next query rebuilds it", path);
@@ -718,16 +773,31 @@ static kb_rc vec_load(kb_store *store, int dim, kb_err *err)
     if (loaded && loaded->generation == gen)
         return KB_OK;
     kb_vec_release(store);
-    size_t count = 0;   /* once per load, not per query */
-    kb_rc crc = kb_vec_count(store, &count, err);
-    if (crc != KB_OK)
-        return crc;
     char *path = index_path(store, gen);
     if (!path)
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    /* FAISS's own bytes for a flat index, with room for a graph's links */
-    size_t max_bytes = (count + 1) * ((size_t)dim * sizeof(float) + 1024) + (1u << 20);
-    FaissIndex *index = read_index_file(path, max_bytes);
+    /* a stamped file is trusted as it stands; else the vectors are
+     * counted (a scan of the table) and the file checked whole, once per
+     * load, not per query */
+    vec_trust t = { store, gen, 1, 0, NULL };
+    FaissIndex *index = read_index_file(path, SIZE_MAX, &t);
+    size_t count = t.count;
+    if (index && (faiss_Index_d(index) != dim ||
+                  (size_t)faiss_Index_ntotal(index) != count)) {
+        faiss_Index_free(index);   /* the stamp of another file */
+        index = NULL;
+    }
+    if (!index) {
+        kb_rc crc = kb_vec_count(store, &count, err);
+        if (crc != KB_OK) {
+            free(path);
+            return crc;
+        }
+        /* FAISS's own bytes for a flat index, with room for a graph's links */
+        size_t max_bytes = (count + 1) * ((size_t)dim * sizeof(float) + 1024) + (1u << 20);
+        t.stamped = 0;
+        index = read_index_file(path, max_bytes, &t);
+    }
     if (index && (faiss_Index_d(index) != dim ||
                   (size_t)faiss_Index_ntotal(index) != count)) {
         kb_log_warn("vector index '%s' holds %lld vectors of %d dimensions, not"
@@ -736,7 +806,10 @@ static kb_rc vec_load(kb_store *store, int dim, kb_err *err)
                     count, dim);
         faiss_Index_free(index);
         index = NULL;
+    } else if (index && t.stamp) {
+        kb_vec_stamp_save(store, t.stamp);
     }
+    free(t.stamp);
     free(path);
     if (!index) {
         if (!store->readonly || access(store->dir, W_OK) == 0) {
