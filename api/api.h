@@ -18,9 +18,9 @@
 const kb_tool *kb_api_tools(size_t *n);
 /* 1 if a server offers tool over transport (KB_TOOL_MCP, KB_TOOL_REST):
  * the tool says it is offered there, and an opt-in one (verify: it runs
- * kernels) only when the server opted in. A tool that needs a skill
- * library is offered without one (as before the one table): its answer
- * then says the server serves none. */
+ * kernels) only when the server opted in. A tool that answers from the
+ * skill library alone (KB_TOOL_NEEDS_LIBRARY) is left out by an MCP
+ * server that serves none; REST's routes answer that it serves none. */
 int kb_api_offered(const kb_tool *tool, unsigned transport, int opt_in);
 
 /* What a server attaches to its stores for the tools that need it. */

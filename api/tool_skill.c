@@ -495,7 +495,8 @@ static const kb_tool tools[] = {
       "...) as skill:// resources with their sha256 digests; kernel true adds "
       "the kernel's source.",
       get_input, get_output, 1, tool_skill_get, 0,
-      KB_TOOL_MCP | KB_TOOL_REST | KB_TOOL_NEEDS_SKILLS },
+      KB_TOOL_MCP | KB_TOOL_REST | KB_TOOL_NEEDS_SKILLS |
+      KB_TOOL_NEEDS_LIBRARY },
     /* REST's own: GET /v1/skills without a query, and a file of a skill
      * (what /mcp serves as resources, so not MCP tools) */
     { "skill_list",
@@ -504,13 +505,15 @@ static const kb_tool tools[] = {
       "or status (retired skills only when asked for: status or all), at most k. mode is "
       "a search's and changes nothing here.",
       list_input, list_output, 1, tool_skill_list, 0,
-      KB_TOOL_REST | KB_TOOL_NEEDS_SKILLS },
+      KB_TOOL_REST | KB_TOOL_NEEDS_SKILLS |
+      KB_TOOL_NEEDS_LIBRARY },
     { "skill_file",
       "One file of a skill (SKILL.md, kernel.cu, evidence.json, ...): the "
       "bytes /mcp serves as the resource skill://NAME/FILE, as text (or "
       "base64), with its size and sha256 digest.",
       file_input, file_output, 1, tool_skill_file, 0,
-      KB_TOOL_REST | KB_TOOL_NEEDS_SKILLS },
+      KB_TOOL_REST | KB_TOOL_NEEDS_SKILLS |
+      KB_TOOL_NEEDS_LIBRARY },
 };
 
 const kb_tool *kb_api_skill_tools(size_t *n)

@@ -156,8 +156,7 @@ static char *task_dir(const verify_settings *v, const kb_config *cfg,
     }
     char *dir = NULL;
     if (!v->tasks_dir) {
-        char *manifest = cfg && cfg->manifest ? kb_strdup(cfg->manifest)
-                                              : kb_manifest_default_path();
+        char *manifest = kb_manifest_path(cfg, NULL);
         if (!manifest)
             kb_err_set(err, KB_ERR_NOMEM, "out of memory");
         else if (kb_task_find(task, manifest, &dir, err) != KB_OK)

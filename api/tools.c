@@ -15,10 +15,10 @@
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
-#define SEARCH_K_MAX 50
+#define SEARCH_K_MAX KB_TOOL_SEARCH_K_MAX
 #define QUERY_MAX_CHARS 65536
-#define BUDGET_MIN 1000
-#define BUDGET_MAX 200000
+#define BUDGET_MIN KB_TOOL_BUDGET_MIN
+#define BUDGET_MAX KB_TOOL_BUDGET_MAX
 /* A token of a result is taken as 3 bytes of its JSON: fewer than the 4
  * of English prose, since code, identifiers and JSON's escapes cut into
  * more tokens - a budget should not be overrun by the estimate. */

@@ -119,14 +119,6 @@ void kb_cli_puts_safe_pad(FILE *f, const char *s, int width)
     free(text);
 }
 
-int kb_cli_fail(const kb_err *err)
-{
-    fputs("kb: ", stderr);
-    kb_fput_line_safe(stderr, err->msg[0] ? err->msg : kb_rc_name(err->rc));
-    fputc('\n', stderr);
-    return kb_rc_exit_status(err->rc);
-}
-
 /* "kb skill lint": the words that call cmd. */
 static void print_path(FILE *f, const kb_command *cmd)
 {
@@ -135,6 +127,38 @@ static void print_path(FILE *f, const kb_command *cmd)
     else
         fputs("kb", f);
     fprintf(f, " %s", cmd->name);
+}
+
+/* The command running, for its messages' "kb COMMAND: " (NULL before one
+ * is chosen: "kb: "). */
+static const kb_command *running;
+
+/* "kb query: " (or "kb: ") on stderr. */
+static void error_prefix(void)
+{
+    if (running)
+        print_path(stderr, running);
+    else
+        fputs("kb", stderr);
+    fputs(": ", stderr);
+}
+
+int kb_cli_fail(const kb_err *err)
+{
+    error_prefix();
+    kb_fput_line_safe(stderr, err->msg[0] ? err->msg : kb_rc_name(err->rc));
+    fputc('\n', stderr);
+    return kb_rc_exit_status(err->rc);
+}
+
+void kb_cli_errorf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    error_prefix();
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
 }
 
 int kb_cli_usage_error(const kb_command *cmd, const char *fmt, ...)
@@ -178,6 +202,12 @@ static void demo_kb_hint(const char *dir, kb_err *err)
     free(db);
     free(demo);
     free(exe);
+}
+
+char *kb_cli_data(const kb_cli *cli, const char *name)
+{
+    char *found = kb_store_data_find(cli->config, cli->kb_dir, name);
+    return found ? found : kb_path_join("corpus", name);
 }
 
 kb_rc kb_cli_open_store(const kb_cli *cli, int flags, kb_store **store,
@@ -620,6 +650,13 @@ static int dispatch(const kb_command *cmd, int argc, char **argv, const kb_cli *
         kb_buf_release(&names);
         return status;
     }
+    /* its errors and warnings say which command they are of */
+    running = cmd;
+    char name[64];
+    const char *parent = cmd->parent ? cmd->parent->name : NULL;
+    snprintf(name, sizeof name, "kb %s%s%s", parent ? parent : "", parent ? " " : "",
+             cmd->name);
+    kb_log_set_name(name);
     return cmd->fn(argc, argv, cli, cmd);
 }
 
@@ -693,6 +730,18 @@ int kb_cli_main(int argc, char **argv, const kb_command *const *commands)
         return kb_cli_fail(&err);
     if (!cli.kb_dir)
         cli.kb_dir = cfg.kb_dir;
+    else if (strcmp(cli.kb_dir, cfg.kb_dir) != 0) {
+        /* --kb is the KB for the library too (kb_store_data_find) */
+        char *d = kb_strdup(cli.kb_dir);
+        if (!d) {
+            kb_config_release(&cfg);
+            kb_err_set(&err, KB_ERR_NOMEM, "out of memory");
+            return kb_cli_fail(&err);
+        }
+        free(cfg.kb_dir);
+        cfg.kb_dir = d;
+        cli.kb_dir = cfg.kb_dir;
+    }
     cli.config = &cfg;
     cli.color = color >= 0 ? color
                            : isatty(STDOUT_FILENO) && !cfg.no_color && !cfg.term_dumb;

@@ -133,8 +133,11 @@ int kb_cli_main(int argc, char **argv, const kb_command *const *commands);
 
 /* Prints the command's usage and help to f. */
 void kb_cli_usage(const kb_command *cmd, int to_stderr);
-/* Prints "kb: MSG" for err on stderr and returns the exit status for it. */
+/* Prints "kb COMMAND: MSG" for err on stderr ("kb: MSG" before a command
+ * runs) and returns the exit status for it. */
 int kb_cli_fail(const kb_err *err);
+/* An error's line on stderr with the same "kb COMMAND: " before it. */
+void kb_cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints a usage error ("kb CMD: MSG") and the usage line; returns 2. */
 int kb_cli_usage_error(const kb_command *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -142,6 +145,11 @@ int kb_cli_usage_error(const kb_command *cmd, const char *fmt, ...)
  * kb_store_open's flags. */
 kb_rc kb_cli_open_store(const kb_cli *cli, int flags, kb_store **store,
                         kb_err *err);
+/* kb's own data (name: "sources.json", "tasks", "skills") for this
+ * command line: kb_store_data_find with its KB, else "corpus/NAME" (the
+ * usual place, for the message that says it is not there). Caller frees;
+ * NULL out of memory. */
+char *kb_cli_data(const kb_cli *cli, const char *name);
 /* Prints root as one line of JSON on stdout and frees it (root may be
  * NULL: out of memory). Returns KB_OK, or KB_ERR_NOMEM with err set. */
 kb_rc kb_cli_print_json(cJSON *root, kb_err *err);
@@ -171,9 +179,13 @@ extern const kb_command kb_cmd_ingest, kb_cmd_query, kb_cmd_get, kb_cmd_status,
 int cmd_tool_json(const kb_cli *cli, const char *tool, cJSON *args);
 /* The same on store, an open KB (NULL: the command line's, opened
  * read-only), with extra (NULL: none) added to the result object under
- * extra_key. Frees args and extra; the store stays the caller's. */
+ * extra_key, and seen (NULL: none) shown the result and the store before
+ * it is printed (kb query keeps its results for kb get @N). Frees args
+ * and extra; the store stays the caller's. */
+typedef void (*cmd_tool_seen_fn)(void *ctx, kb_store *store, const cJSON *result);
 int cmd_tool_json_on(const kb_cli *cli, kb_store *store, const char *tool,
-                     cJSON *args, const char *extra_key, cJSON *extra);
+                     cJSON *args, const char *extra_key, cJSON *extra,
+                     cmd_tool_seen_fn seen, void *seen_ctx);
 
 /* cli/cmd_skill_lib.c: what the kb skill files share (cmd_skill.c, the
  * entries; cmd_skill_new.c, kb skill new; cmd_skill_verify.c, kb skill
@@ -193,13 +205,16 @@ typedef struct {
     kb_skill_lib lib;
     kb_skill_diags d;
     kb_err err;
+    char *found[2];            /* --dir and --tasks when not given: the
+                                  library and tasks kb_cli_data found */
 } cmd_skill_run;
 /* Readies r (released with cmd_skill_end, whatever this returns) and
  * parses argv (argv[0] is the subcommand) with self's option table into
- * opts' places. Returns -1 to go on, or the exit status to stop with (a
- * usage error reported, --help printed). */
-int cmd_skill_begin(const kb_command *self, int argc, char **argv, const cmd_skill_opt *opts,
-                    cmd_skill_run *r);
+ * opts' places; a "dir" or "tasks" option left unset (NULL) is the
+ * library or the tasks kb_cli_data finds. Returns -1 to go on, or the
+ * exit status to stop with (a usage error reported, --help printed). */
+int cmd_skill_begin(const kb_command *self, const kb_cli *cli, int argc, char **argv,
+                    const cmd_skill_opt *opts, cmd_skill_run *r);
 void cmd_skill_end(cmd_skill_run *r);
 /* The entry NAME names: a skill of lib by name, else a path (added). */
 kb_skill_entry *cmd_skill_find(kb_skill_lib *lib, const char *name, kb_skill_diags *d,

@@ -93,8 +93,7 @@ static void check_sources(doctor *d, const kb_cli *cli)
 {
     kb_err err;
     kb_err_clear(&err);
-    char *path = cli->config->manifest ? kb_strdup(cli->config->manifest)
-                                       : kb_manifest_default_path();
+    char *path = kb_manifest_path(cli->config, cli->kb_dir);
     kb_manifest m;
     if (!path || kb_manifest_load(path, &m, &err) != KB_OK) {
         say(d, 2, "manifest: %s", path ? err.msg : "out of memory");
@@ -185,6 +184,25 @@ static void check_gpu(doctor *d, const kb_cli *cli)
     kb_verifier_free(v);
 }
 
+/* The tasks and the skill library, where every command finds them
+ * (kb_store_data_find): kb prompt, kb generate and the servers' skill
+ * tools need them wherever kb is run from. */
+static void check_data(doctor *d, const kb_cli *cli)
+{
+    static const char *const names[] = { "tasks", "skills" };
+    for (size_t i = 0; i < 2; i++) {
+        char *dir = kb_store_data_find(cli->config, cli->kb_dir, names[i]);
+        if (dir)
+            say(d, 0, "%s: %s", names[i], dir);
+        else
+            say(d, 1, "%s: none found (looked in corpus/ here, beside the manifest, "
+                "beside kb and in its share/kb): %s", names[i],
+                i == 0 ? "kb prompt and kb generate need a task's folder"
+                       : "no skill library for kb skill and the servers' skill tools");
+        free(dir);
+    }
+}
+
 static int cmd_doctor(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
     int stop = kb_cli_no_options(self, argc, argv, NULL);
@@ -195,6 +213,7 @@ static int cmd_doctor(int argc, char **argv, const kb_cli *cli, const kb_command
     check_model(&d, cli);
     check_kb(&d, cli);
     check_sources(&d, cli);
+    check_data(&d, cli);
     check_gpu(&d, cli);
     printf("%s\n", d.failed ? "something to fix: see FAIL above"
                    : d.warned ? "kb works; see warn above for what it lacks"

@@ -759,7 +759,7 @@ static int cmd_eval(int argc, char **argv, const kb_cli *cli, const kb_command *
     const mode_run *failed = none_ran(modes, nmodes);
     if (rc == KB_OK && failed) {
         /* no mode could run: that is a failure of the command */
-        fprintf(stderr, "kb: %s\n", failed->err.msg);
+        kb_cli_errorf("%s", failed->err.msg);
         status = kb_rc_exit_status(failed->err.rc ? failed->err.rc
                                                   : KB_ERR_INTERNAL);
     }

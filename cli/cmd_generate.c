@@ -12,7 +12,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define DEFAULT_SKILLS "corpus/skills"
 
 typedef struct {
     int tty;
@@ -218,7 +217,7 @@ static const kb_option generate_options[] = {
     { "compile-only", KB_OPT_LONG('c'), NULL, "NVRTC only (no GPU): 'compiled' is the goal, nothing\n"
       "is written back" },
     { "out", KB_OPT_LONG('o'), "DIR", "the runs folder (default KB/runs)" },
-    { "skills", KB_OPT_LONG('S'), "DIR", "where a win is written (default corpus/skills)" },
+    { "skills", KB_OPT_LONG('S'), "DIR", "where a win is written (default: corpus/skills where kb finds it)" },
     { "no-write", KB_OPT_LONG('W'), NULL, "write no skill" },
     { "replay", KB_OPT_LONG('R'), "RUN", "re-run RUN's transcript against its recorded replies\n"
       "(a run id in the runs folder, or its folder); no LLM" },
@@ -319,7 +318,6 @@ static int parse_args(int argc, char **argv, const kb_command *self, gen_args *a
 {
     memset(a, 0, sizeof *a);
     kb_gen_opts_init(&a->g);
-    a->skills = DEFAULT_SKILLS;
     a->timeout = 120;
     int c;
     kb_getopt go;
@@ -360,8 +358,7 @@ static int parse_args(int argc, char **argv, const kb_command *self, gen_args *a
 static kb_rc find_task(const kb_cli *cli, const char *task, char **task_dir, char **tasks_dir,
                        kb_err *err)
 {
-    char *manifest = cli->config && cli->config->manifest ? kb_strdup(cli->config->manifest)
-                                                          : kb_manifest_default_path();
+    char *manifest = kb_manifest_path(cli->config, cli->kb_dir);
     kb_rc rc = manifest ? kb_task_find(task, manifest, task_dir, err)
                         : kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     free(manifest);
@@ -451,7 +448,7 @@ static int cmd_generate(int argc, char **argv, const kb_cli *cli, const kb_comma
         return status;
     kb_err err;
     kb_err_clear(&err);
-    char *task_dir = NULL, *tasks_dir = NULL, *runs = NULL;
+    char *task_dir = NULL, *tasks_dir = NULL, *runs = NULL, *skills = NULL;
     kb_store *store = NULL;
     kb_verifier *ver = NULL;
     cJSON *device = NULL;
@@ -475,6 +472,10 @@ static int cmd_generate(int argc, char **argv, const kb_cli *cli, const kb_comma
     a.g.config = cli->config;
     a.g.verifier = ver;
     a.g.device = device;
+    /* a win goes into the library kb finds, not a corpus/ of the
+     * working directory's */
+    if (!a.skills && !a.no_write)
+        a.skills = skills = kb_cli_data(cli, "skills");
     a.g.skills_dir = a.no_write ? NULL : a.skills;
     if (a.dry) {
         const char *base = strrchr(task_dir, '/');
@@ -492,5 +493,6 @@ out:
     free(task_dir);
     free(tasks_dir);
     free(runs);
+    free(skills);
     return status;
 }

@@ -20,7 +20,9 @@ const kb_command kb_cmd_get = {
     .usage = "kb get [--json [--budget TOKENS]] [--section] CHUNK_ID|@RANK",
     .summary = "print a whole chunk, or with --section its whole section",
     .options = get_options,
-    .notes = "@RANK is a result of the last 'kb query' (in this KB): kb get @1.\n",
+    .notes = "@RANK is a result of the last 'kb query' (in this KB, with or without\n"
+             "--json), numbered as it printed them, its skills after its results:\n"
+             "kb get @1.\n",
     .operands = "chunk",
 };
 
@@ -46,18 +48,28 @@ static int last_result(const kb_cli *cli, const kb_command *self, long rank, lon
                                     "'kb query' here first");
         goto out;
     }
-    for (long r = 1; (line = nl + 1) && *line; r++) {
+    const char *text = NULL;   /* the query, when the file says it */
+    long r = 1;
+    for (; (line = nl + 1) && *line; ) {
         nl = strchr(line, '\n');
         if (!nl)
             break;
         *nl = '\0';
-        if (r == rank) {
+        if (line[0] == '#') {
+            text = line[1] == ' ' ? line + 2 : line + 1;
+            continue;
+        }
+        if (r++ == rank) {
             if (kb_parse_long(line, 1, 0x7fffffffL, id) != KB_OK)
                 break;
             goto out;
         }
     }
-    status = kb_cli_usage_error(self, "the last query has no result @%ld", rank);
+    if (text)
+        status = kb_cli_usage_error(self, "the last query, '%.80s', has %ld result%s: "
+                                    "no @%ld", text, r - 1, r == 2 ? "" : "s", rank);
+    else
+        status = kb_cli_usage_error(self, "the last query has no result @%ld", rank);
 out:
     kb_buf_release(&b);
     free(path);
@@ -76,10 +88,12 @@ static int cmd_get(int argc, char **argv, const kb_cli *cli, const kb_command *s
         case KB_OPT_LONG('j'): json = 1; break;
         case KB_OPT_LONG('s'): section = 1; break;
         case KB_OPT_LONG('b'):
-            /* the number's range is the get tool's to check */
-            if (kb_parse_long(g.arg, 1, 1000000000L, &budget) != KB_OK)
-                return kb_cli_usage_error(self, "--budget wants a number of tokens, "
-                                          "not '%s'", g.arg);
+            /* the get tool's range, said in the CLI's words */
+            if (kb_parse_long(g.arg, KB_TOOL_BUDGET_MIN, KB_TOOL_BUDGET_MAX,
+                              &budget) != KB_OK)
+                return kb_cli_usage_error(self, "--budget wants a number of tokens "
+                                          "from %d to %d, not '%s'", KB_TOOL_BUDGET_MIN,
+                                          KB_TOOL_BUDGET_MAX, g.arg);
             break;
         }
     }

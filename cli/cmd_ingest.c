@@ -94,7 +94,7 @@ static void suggest_source(const kb_cli *cli, const kb_ingest_opts *opts,
     kb_err err;
     kb_err_clear(&err);
     char *path = opts->manifest_path ? kb_strdup(opts->manifest_path)
-                                     : kb_manifest_default_path();
+                                     : kb_manifest_path(cli->config, cli->kb_dir);
     kb_rc rc = path ? kb_manifest_load(path, &m, &err) : KB_ERR_NOMEM;
     free(path);
     if (rc != KB_OK)
@@ -255,17 +255,17 @@ static int cmd_ingest(int argc, char **argv, const kb_cli *cli, const kb_command
     /* exit 3 says some items failed and the rest succeeded: when nothing
      * could be read at all, the run failed */
     if (rc == KB_ERR_PARTIAL && stats.docs_changed + stats.docs_unchanged == 0) {
-        fprintf(stderr, "kb: nothing could be ingested; first failure: %s\n", err.msg);
+        kb_cli_errorf("nothing could be ingested; first failure: %s", err.msg);
         return 1;
     }
     if (rc == KB_ERR_PARTIAL) {
         /* each failure was reported above as it happened; quiet, once here */
         if (cli->quiet || ps.json || !(stats.sources_failed || stats.docs_failed))
             /* quiet, or a failure no line above told (the embedding pass) */
-            fprintf(stderr, "kb: some sources or documents failed; first: %s\n", err.msg);
+            kb_cli_errorf("some sources or documents failed; first: %s", err.msg);
         else
-            fprintf(stderr, "kb: %zu source%s and %zu document%s failed (above); the "
-                    "rest was ingested\n", stats.sources_failed,
+            kb_cli_errorf("%zu source%s and %zu document%s failed (above); the "
+                    "rest was ingested", stats.sources_failed,
                     stats.sources_failed == 1 ? "" : "s", stats.docs_failed,
                     stats.docs_failed == 1 ? "" : "s");
         return kb_rc_exit_status(rc);

@@ -59,7 +59,7 @@ static kb_rc serve_line(stdio_server *srv, const char *line, size_t len)
 /* Answers a line of len bytes that was over the limit, and skipped. */
 static kb_rc refuse_line(stdio_server *srv, size_t len)
 {
-    kb_log_warn("kb mcp: a message of %zu bytes refused (the limit is %u)", len,
+    kb_log_warn("a message of %zu bytes refused (the limit is %u)", len,
                 KB_MCP_MESSAGE_MAX);
     char *text = kb_mcp_oversized_reply(len);
     kb_rc rc = text ? write_line(text, &srv->err)
@@ -130,7 +130,7 @@ static const kb_option mcp_options[] = {
     { "tasks", KB_OPT_LONG('t'), "DIR", "verify's tasks (default: where kb verify finds them)" },
     { "timeout", KB_OPT_LONG('T'), "S", "verify's wall-clock limit per candidate (default 120)" },
     { "skills", KB_OPT_LONG('s'), "DIR", "the skill library served as skill:// resources and\n"
-      "to skill_get (default corpus/skills, when there)" },
+      "to skill_get (default: corpus/skills where kb finds it)" },
     { "no-skills", KB_OPT_LONG('S'), NULL, "serve no skill library" },
     { NULL, 0, NULL, NULL },
 };
@@ -177,7 +177,12 @@ static int cmd_mcp(int argc, char **argv, const kb_cli *cli, const kb_command *s
                                   "need --allow-verify");
     if (no_skills && opts.skills_dir)
         return kb_cli_usage_error(self, "--skills and --no-skills: pick one");
-    opts.skills_dir = kb_skill_pub_dir(opts.skills_dir, no_skills);
+    /* the library where kb finds it: an agent host starts kb mcp in its
+     * user's project, where corpus/skills is not */
+    char *found = opts.skills_dir || no_skills
+                      ? NULL : kb_store_data_find(cli->config, cli->kb_dir, "skills");
+    if (found)
+        opts.skills_dir = found;
 
     /* a reader that went away is a write error, not a signal */
     signal(SIGPIPE, SIG_IGN);
@@ -209,5 +214,6 @@ static int cmd_mcp(int argc, char **argv, const kb_cli *cli, const kb_command *s
     kb_mcp_free(srv.server);
     kb_store_close(store);
     kb_result_cache_free(results);
+    free(found);
     return rc == KB_OK ? 0 : kb_cli_fail(&srv.err);
 }

@@ -40,10 +40,12 @@ static int cmd_papers(int argc, char **argv, const kb_cli *cli, const kb_command
         switch (c) {
         case KB_OPT_LONG('s'): section = g.arg; break;
         case KB_OPT_LONG('w'): words = g.arg; break;
-        case KB_OPT_LONG('b'):   /* the number's range is the papers tool's to check */
-            if (kb_parse_long(g.arg, 1, 1000000000L, &budget) != KB_OK)
-                return kb_cli_usage_error(self, "--budget wants a number of "
-                                          "tokens, not '%s'", g.arg);
+        case KB_OPT_LONG('b'):   /* the papers tool's range, in the CLI's words */
+            if (kb_parse_long(g.arg, KB_TOOL_BUDGET_MIN, KB_TOOL_BUDGET_MAX,
+                              &budget) != KB_OK)
+                return kb_cli_usage_error(self, "--budget wants a number of tokens "
+                                          "from %d to %d, not '%s'", KB_TOOL_BUDGET_MIN,
+                                          KB_TOOL_BUDGET_MAX, g.arg);
             break;
         case KB_OPT_LONG('j'): json = 1; break;
         }

@@ -98,9 +98,9 @@ static void print_similar(const kb_cli *cli, const kb_result *x)
 
 /* One result: "LABEL. [source] heading path", its links, its text. */
 static void print_result(const kb_cli *cli, const kb_query_opts *opts, const kb_result *x,
-                         const char *label, int explain)
+                         const char *label, size_t rank, int explain)
 {
-    printf("%s%s%d.%s %s[", BOLD(cli), label, x->rank, RESET(cli), CYAN(cli));
+    printf("%s%s%zu.%s %s[", BOLD(cli), label, rank, RESET(cli), CYAN(cli));
     kb_cli_puts_safe(stdout, x->source);
     printf("]%s ", RESET(cli));
     for (size_t d = 0; d < x->depth; d++) {
@@ -171,12 +171,13 @@ static void print_human(const kb_cli *cli, const kb_query_opts *opts,
         return;
     }
     for (size_t i = 0; i < r->n; i++)
-        print_result(cli, opts, &r->items[i], "", explain);
+        print_result(cli, opts, &r->items[i], "", i + 1, explain);
     if (r->nskills)   /* apart: the library's techniques, after the documentation */
         printf("%sskills from the library ('kb skill show NAME' has the whole):%s\n\n",
                BOLD(cli), RESET(cli));
+    /* numbered on from the results: kb get @N reaches them too */
     for (size_t i = 0; i < r->nskills; i++)
-        print_result(cli, opts, &r->skills[i], "skill ", explain);
+        print_result(cli, opts, &r->skills[i], "skill ", r->n + i + 1, explain);
     if (cli->quiet && !explain)
         return;
     printf("%s%zu result%s", DIM(cli), r->n, r->n == 1 ? "" : "s");
@@ -214,18 +215,33 @@ static void print_expansion(const kb_cli *cli, const kb_expansion *x)
     printf("%s\n", RESET(cli));
 }
 
-/* Keeps the results' chunk ids, best first, for 'kb get @N': the file
- * last-query in the state folder, its first line the KB's folder. A KB
- * that cannot keep it loses nothing but the shorthand. */
-static void save_last(const kb_cli *cli, const kb_store *store, const kb_results *r)
+/* Keeps the chunk ids of a query's results, best first, then its skills
+ * (as they are numbered), for 'kb get @N': the file last-query in the
+ * state folder, its first line the KB's folder, its second "# " and the
+ * query (for kb get's messages); with --json too, so that @N is never an
+ * older query's. A KB that cannot keep it loses nothing but the
+ * shorthand. */
+typedef struct {
+    const kb_cli *cli;
+    const char *text;       /* the query */
+    long long *ids;
+    size_t n;
+} last_query;
+
+static void save_last(const last_query *q, const kb_store *store)
 {
+    const kb_cli *cli = q->cli;
     kb_buf b;
     kb_buf_init(&b, 0);
     kb_err err;
     kb_err_clear(&err);
-    kb_rc rc = kb_buf_printf(&b, "%s\n", kb_store_dir(store));
-    for (size_t i = 0; i < r->n && rc == KB_OK; i++)
-        rc = kb_buf_printf(&b, "%lld\n", (long long)r->items[i].chunk_id);
+    kb_rc rc = kb_buf_printf(&b, "%s\n# ", kb_store_dir(store));
+    for (const char *t = q->text; rc == KB_OK && *t; t++)   /* one line */
+        rc = kb_buf_putc(&b, *t == '\n' || *t == '\r' ? ' ' : *t);
+    if (rc == KB_OK)
+        rc = kb_buf_putc(&b, '\n');
+    for (size_t i = 0; i < q->n && rc == KB_OK; i++)
+        rc = kb_buf_printf(&b, "%lld\n", q->ids[i]);
     char *path = kb_path_join(cli->config->state_dir, "last-query");
     if (rc == KB_OK && path && kb_mkdirs(cli->config->state_dir, &err) == KB_OK)
         rc = kb_write_file_atomic(path, b.data, b.len, &err);
@@ -233,6 +249,46 @@ static void save_last(const kb_cli *cli, const kb_store *store, const kb_results
         kb_log_debug("cannot keep the last query: %s", err.msg[0] ? err.msg : "no memory");
     free(path);
     kb_buf_release(&b);
+}
+
+/* save_last for a list printed: its results, then its skills. */
+static void save_results(const kb_cli *cli, const char *text, const kb_store *store,
+                         const kb_results *r)
+{
+    long long *ids = calloc(r->n + r->nskills + 1, sizeof *ids);
+    if (!ids)
+        return;
+    for (size_t i = 0; i < r->n; i++)
+        ids[i] = r->items[i].chunk_id;
+    for (size_t i = 0; i < r->nskills; i++)
+        ids[r->n + i] = r->skills[i].chunk_id;
+    last_query q = { cli, text, ids, r->n + r->nskills };
+    save_last(&q, store);
+    free(ids);
+}
+
+/* cmd_tool_seen_fn: save_last for the search tool's object (--json): the
+ * chunk_id of each of its results, then of its skills. */
+static void save_json(void *ctx, kb_store *store, const cJSON *out)
+{
+    last_query *q = ctx;
+    const cJSON *lists[] = { cJSON_GetObjectItemCaseSensitive(out, "results"),
+                             cJSON_GetObjectItemCaseSensitive(out, "skills") };
+    size_t max = (size_t)cJSON_GetArraySize(lists[0]) + (size_t)cJSON_GetArraySize(lists[1]);
+    if (!(q->ids = calloc(max + 1, sizeof *q->ids)))
+        return;
+    q->n = 0;
+    for (size_t l = 0; l < 2; l++) {
+        const cJSON *e;
+        cJSON_ArrayForEach(e, lists[l]) {
+            const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "chunk_id");
+            if (cJSON_IsNumber(id) && q->n < max)
+                q->ids[q->n++] = (long long)id->valuedouble;
+        }
+    }
+    save_last(q, store);
+    free(q->ids);
+    q->ids = NULL;
 }
 
 /* The search tool's arguments for the command line's options (mode NULL:
@@ -274,7 +330,7 @@ static cJSON *search_args(const kb_query_opts *opts, const char *mode, long budg
 }
 
 static const kb_option query_options[] = {
-    { "k", 'k', "N", "number of results (default 10)" },
+    { "k", 'k', "N", "number of results, 1-50 (default 10)" },
     { "mode", KB_OPT_LONG('m'), "MODE", "hybrid (default), lexical or vector" },
     { "source", KB_OPT_LONG('s'), "ID", "only this source (repeatable)" },
     { "kind", KB_OPT_LONG('K'), "KIND", "only text, code, table, paper or skill (repeatable)" },
@@ -295,6 +351,8 @@ static const kb_option query_options[] = {
     { "budget", KB_OPT_LONG('b'), "TOKENS", "with --json: whole results, best first, within\n"
       "about TOKENS tokens (1000-200000; default: no limit)" },
     { "file", KB_OPT_LONG('F'), "FILE", "the query is FILE's text ('-': standard input)" },
+    { "exit-code", KB_OPT_LONG('E'), NULL, "grep's convention, for scripts: exit 1 when nothing\n"
+      "matches, 2 on an error" },
     { NULL, 0, NULL, NULL },
 };
 
@@ -308,7 +366,9 @@ const kb_command kb_cmd_query = {
     .options = query_options,
     .notes = "A query that starts with '-' goes after '--': kb query -- -arch=sm_90\n"
              "'-' alone reads the query from standard input: make 2>&1 | kb query -\n"
-             "'kb get @N' prints the Nth result of the last query in full.\n",
+             "'kb get @N' prints the Nth result of the last query in full.\n"
+             "Exit status: 0, also when nothing matches (with --exit-code: 1), 1 on an\n"
+             "error, 2 on a usage error (with --exit-code: 2 on any error).\n",
     .operands = "text",
 };
 
@@ -318,6 +378,8 @@ typedef struct {
     kb_query_opts opts;
     kb_search searches[KB_QUERY_MAX_SEARCHES];
     int json, explain, expand;
+    int exit_code;         /* --exit-code: grep's exit status */
+    size_t found;          /* results and skills found */
     const char *mode;      /* as given; NULL: not given */
     const char *file;      /* --file, or "-" for standard input */
     long budget;           /* 0: none */
@@ -367,9 +429,10 @@ static int take_option(const kb_command *self, query_args *a, int c,
     kb_kind kind;
     switch (c) {
     case 'k':
-        if (kb_parse_long(arg, 1, 1000, &k) != KB_OK)
-            return kb_cli_usage_error(self, "-k wants a number from 1 to "
-                                      "1000, not '%s'", arg);
+        /* one range for the list and --json (the search tool's) */
+        if (kb_parse_long(arg, 1, KB_TOOL_SEARCH_K_MAX, &k) != KB_OK)
+            return kb_cli_usage_error(self, "-k wants a number from 1 to %d, "
+                                      "not '%s'", KB_TOOL_SEARCH_K_MAX, arg);
         a->opts.k = (int)k;
         break;
     case KB_OPT_LONG('m'):
@@ -387,10 +450,11 @@ static int take_option(const kb_command *self, query_args *a, int c,
         a->opts.filter.kinds |= 1u << kind;
         break;
     case KB_OPT_LONG('b'):
-        /* the number's range is the search tool's to check */
-        if (kb_parse_long(arg, 1, 1000000000L, &a->budget) != KB_OK)
-            return kb_cli_usage_error(self, "--budget wants a number of "
-                                      "tokens, not '%s'", arg);
+        if (kb_parse_long(arg, KB_TOOL_BUDGET_MIN, KB_TOOL_BUDGET_MAX,
+                          &a->budget) != KB_OK)
+            return kb_cli_usage_error(self, "--budget wants a number of tokens "
+                                      "from %d to %d, not '%s'", KB_TOOL_BUDGET_MIN,
+                                      KB_TOOL_BUDGET_MAX, arg);
         break;
     case KB_OPT_LONG('L'):
     case KB_OPT_LONG('V'):
@@ -398,6 +462,7 @@ static int take_option(const kb_command *self, query_args *a, int c,
         return add_search(self, a, c, arg);
     case KB_OPT_LONG('F'): a->file = arg; break;
     case KB_OPT_LONG('j'): a->json = 1; break;
+    case KB_OPT_LONG('E'): a->exit_code = 1; break;
     case KB_OPT_LONG('e'): a->explain = 1; break;
     case KB_OPT_LONG('f'): a->opts.snippet = 0; break;
     case KB_OPT_LONG('R'): a->opts.no_rerank = 1; break;
@@ -534,7 +599,9 @@ static int run_query(const kb_cli *cli, query_args *a)
             cJSON_Delete(args);
             args = NULL;   /* out of memory, said by cmd_tool_json_on */
         }
-        status = cmd_tool_json_on(cli, store, "search", args, "expansion", xj);
+        last_query q = { cli, a->opts.text, NULL, 0 };
+        status = cmd_tool_json_on(cli, store, "search", args, "expansion", xj, save_json, &q);
+        a->found = q.n;
     } else if (rc == KB_OK && !store) {
         rc = kb_cli_open_store(cli, KB_STORE_READONLY, &store, &err);
     }
@@ -544,7 +611,8 @@ static int run_query(const kb_cli *cli, query_args *a)
         print_human(cli, &a->opts, &res, a->explain);
         if (a->expand && !cli->quiet)
             print_expansion(cli, &x);
-        save_last(cli, store, &res);
+        save_results(cli, a->opts.text, store, &res);
+        a->found = res.n + res.nskills;
     }
     kb_results_release(&res);
     kb_expansion_release(&x);
@@ -574,5 +642,7 @@ static int cmd_query(int argc, char **argv, const kb_cli *cli, const kb_command 
     if (status < 0)
         status = run_query(cli, &a);
     kb_buf_release(&text);
+    if (a.exit_code)   /* grep's: 0 found, 1 nothing found, 2 trouble */
+        status = status ? 2 : a.found ? 0 : 1;
     return status;
 }

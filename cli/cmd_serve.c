@@ -191,7 +191,7 @@ static const kb_option serve_options_table[] = {
     { "drain-timeout", KB_OPT_LONG('d'), "S", "on SIGTERM or SIGINT, wait this long for the\n"
       "requests in flight (default 10), then exit 0" },
     { "skills", KB_OPT_LONG('s'), "DIR", "the skill library /mcp serves as skill:// resources\n"
-      "(default corpus/skills, when there)" },
+      "(default: corpus/skills where kb finds it)" },
     { "no-skills", KB_OPT_LONG('S'), NULL, "serve no skill library" },
     { NULL, 0, NULL, NULL },
 };
@@ -224,7 +224,7 @@ static int cmd_serve(int argc, char **argv, const kb_cli *cli, const kb_command 
 
     kb_err err;
     kb_err_clear(&err);
-    char *token = NULL, *dir = NULL;
+    char *token = NULL, *dir = NULL, *found = NULL;
     kb_server *srv = NULL;
     kb_mcp *mcp = NULL;
     kb_mcp_http *mcp_http = NULL;
@@ -260,7 +260,9 @@ static int cmd_serve(int argc, char **argv, const kb_cli *cli, const kb_command 
         /* the tables served: REST's, then the MCP transport's /mcp */
         kb_mcp_opts mo;
         kb_mcp_opts_init(&mo);
-        mo.skills_dir = kb_skill_pub_dir(so.skills_dir, so.no_skills);
+        mo.skills_dir = so.skills_dir;
+        if (!so.skills_dir && !so.no_skills)
+            mo.skills_dir = found = kb_store_data_find(cli->config, cli->kb_dir, "skills");
         const kb_serve_route *rest = kb_rest_routes(&n);
         if (kb_serve_opts_add(&o, rest, n) != KB_OK)
             rc = kb_err_set(&err, KB_ERR_INTERNAL, "too many route tables");
@@ -308,5 +310,6 @@ out:
         free(token);
     }
     free(dir);
+    free(found);
     return rc == KB_OK ? 0 : kb_cli_fail(&err);
 }

@@ -13,8 +13,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define DEFAULT_DIR "corpus/skills"
-#define DEFAULT_TASKS "corpus/tasks"
 
 /* ------------------------------------------------------------------ output */
 
@@ -139,14 +137,14 @@ static kb_rc lint_entry(const kb_skill_entry *e, const char *tasks, kb_verifier 
 
 static int sub_lint(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
-    const char *dir = DEFAULT_DIR, *tasks = DEFAULT_TASKS;
+    const char *dir = NULL, *tasks = NULL;
     int json = 0, no_compile = 0, strict = 0;
     const cmd_skill_opt opts[] = {
         { "dir", &dir, NULL }, { "tasks", &tasks, NULL }, { "json", NULL, &json },
         { "no-compile", NULL, &no_compile }, { "strict", NULL, &strict }, { NULL, NULL, NULL }
     };
     cmd_skill_run r;
-    int status = cmd_skill_begin(self, argc, argv, opts, &r);
+    int status = cmd_skill_begin(self, cli, argc, argv, opts, &r);
     if (status >= 0)
         return status;
     status = 0;
@@ -244,15 +242,16 @@ static int save_entry(kb_skill_entry *e)
 
 /* approve and retire: one skill, the one value the step needs (--reviewer,
  * --reason), the transition, SKILL.md written. */
-static int change_one(int argc, char **argv, const kb_command *self, int approve)
+static int change_one(int argc, char **argv, const kb_cli *cli, const kb_command *self,
+                      int approve)
 {
-    const char *dir = DEFAULT_DIR, *value = NULL;
+    const char *dir = NULL, *value = NULL;
     const char *opt = approve ? "reviewer" : "reason";
     const cmd_skill_opt opts[] = {
         { "dir", &dir, NULL }, { opt, &value, NULL }, { NULL, NULL, NULL }
     };
     cmd_skill_run r;
-    int status = cmd_skill_begin(self, argc, argv, opts, &r);
+    int status = cmd_skill_begin(self, cli, argc, argv, opts, &r);
     if (status >= 0)
         return status;
     status = 0;
@@ -278,13 +277,13 @@ static int change_one(int argc, char **argv, const kb_command *self, int approve
 static int sub_approve(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
     (void)cli;
-    return change_one(argc, argv, self, 1);
+    return change_one(argc, argv, cli, self, 1);
 }
 
 static int sub_retire(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
     (void)cli;
-    return change_one(argc, argv, self, 0);
+    return change_one(argc, argv, cli, self, 0);
 }
 
 /* ------------------------------------------------------------------ list, show */
@@ -397,14 +396,14 @@ static void print_row(const kb_skill_lib *lib, const kb_skill_entry *e, long use
 
 static int sub_list(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
-    const char *dir = DEFAULT_DIR, *want = NULL, *task = NULL;
+    const char *dir = NULL, *want = NULL, *task = NULL;
     int json = 0, all = 0;
     const cmd_skill_opt opts[] = {
         { "dir", &dir, NULL }, { "status", &want, NULL }, { "task", &task, NULL },
         { "all", NULL, &all }, { "json", NULL, &json }, { NULL, NULL, NULL }
     };
     cmd_skill_run r;
-    int status = cmd_skill_begin(self, argc, argv, opts, &r);
+    int status = cmd_skill_begin(self, cli, argc, argv, opts, &r);
     if (status >= 0)
         return status;
     status = 0;
@@ -506,13 +505,13 @@ static void show_record(const cJSON *r)
 
 static int sub_show(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
-    const char *dir = DEFAULT_DIR;
+    const char *dir = NULL;
     int json = 0;
     const cmd_skill_opt opts[] = {
         { "dir", &dir, NULL }, { "json", NULL, &json }, { NULL, NULL, NULL }
     };
     cmd_skill_run r;
-    int status = cmd_skill_begin(self, argc, argv, opts, &r);
+    int status = cmd_skill_begin(self, cli, argc, argv, opts, &r);
     if (status >= 0)
         return status;
     status = 0;
@@ -549,14 +548,14 @@ static int sub_show(int argc, char **argv, const kb_cli *cli, const kb_command *
 
 static int sub_export(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
-    const char *dir = DEFAULT_DIR, *want = "verified";
+    const char *dir = NULL, *want = "verified";
     int json = 0;
     const cmd_skill_opt opts[] = {
         { "dir", &dir, NULL }, { "status", &want, NULL }, { "json", NULL, &json },
         { NULL, NULL, NULL }
     };
     cmd_skill_run r;
-    int status = cmd_skill_begin(self, argc, argv, opts, &r);
+    int status = cmd_skill_begin(self, cli, argc, argv, opts, &r);
     if (status >= 0)
         return status;
     status = 0;
@@ -655,14 +654,14 @@ static int sub_search(int argc, char **argv, const kb_cli *cli, const kb_command
         { "all", NULL, &q.all }, { "json", NULL, &json }, { NULL, NULL, NULL }
     };
     cmd_skill_run r;
-    int status = cmd_skill_begin(self, argc, argv, opts, &r);
+    int status = cmd_skill_begin(self, cli, argc, argv, opts, &r);
     if (status >= 0)
         return status;
     status = 0;
     long n;
     kb_skill_status st;
     if (k && kb_parse_long(k, 1, 50, &n) != KB_OK)
-        return kb_cli_usage_error(self, "--k wants a number from 1 to 50, not '%s'", k);
+        return kb_cli_usage_error(self, "-k wants a number from 1 to 50, not '%s'", k);
     if (k)
         q.k = (int)n;
     if (mode && kb_mode_parse(mode, &q.mode) != 0)
@@ -702,8 +701,8 @@ static int sub_search(int argc, char **argv, const kb_cli *cli, const kb_command
 
 /* ------------------------------------------------------------------ entries */
 
-#define OPT_DIR { "dir", KB_OPT_LONG('d'), "DIR", "the library (default corpus/skills)" }
-#define OPT_TASKS { "tasks", KB_OPT_LONG('t'), "DIR", "the tasks (default corpus/tasks)" }
+#define OPT_DIR { "dir", KB_OPT_LONG('d'), "DIR", "the library (default: corpus/skills where kb finds it)" }
+#define OPT_TASKS { "tasks", KB_OPT_LONG('t'), "DIR", "the tasks (default: corpus/tasks where kb finds it)" }
 #define OPT_JSON { "json", KB_OPT_LONG('j'), NULL, "print JSON" }
 #define OPT_END { NULL, 0, NULL, NULL }
 

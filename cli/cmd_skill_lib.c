@@ -9,13 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEFAULT_DIR "corpus/skills"
-
 /* ------------------------------------------------------------------ the preamble */
 
-int cmd_skill_begin(const kb_command *self, int argc, char **argv, const cmd_skill_opt *opts,
-                    cmd_skill_run *r)
+int cmd_skill_begin(const kb_command *self, const kb_cli *cli, int argc, char **argv,
+                    const cmd_skill_opt *opts, cmd_skill_run *r)
 {
+    r->found[0] = r->found[1] = NULL;
     r->pos = NULL;
     r->npos = 0;
     kb_skill_lib_init(&r->lib);
@@ -39,6 +38,18 @@ int cmd_skill_begin(const kb_command *self, int argc, char **argv, const cmd_ski
     }
     if (c < 0)
         return g.status;
+    /* the library and the tasks where kb finds them (not the working
+     * directory's alone) */
+    for (const cmd_skill_opt *b = opts; b->name; b++) {
+        int tasks = strcmp(b->name, "tasks") == 0;
+        if (b->str && !*b->str && (tasks || strcmp(b->name, "dir") == 0)) {
+            if (!(r->found[tasks] = kb_cli_data(cli, tasks ? "tasks" : "skills"))) {
+                kb_err_set(&r->err, KB_ERR_NOMEM, "out of memory");
+                return kb_cli_fail(&r->err);
+            }
+            *b->str = r->found[tasks];
+        }
+    }
     r->pos = (const char **)(argv + g.ind);
     r->npos = argc - g.ind;
     return -1;
@@ -48,6 +59,8 @@ void cmd_skill_end(cmd_skill_run *r)
 {
     kb_skill_diags_release(&r->d);
     kb_skill_lib_release(&r->lib);
+    free(r->found[0]);
+    free(r->found[1]);
 }
 
 /* ------------------------------------------------------------------ output */
@@ -95,6 +108,6 @@ kb_skill_entry *cmd_skill_find(kb_skill_lib *lib, const char *name, kb_skill_dia
         return &lib->items[lib->n - 1];
     if (!err->rc)
         kb_err_set(err, KB_ERR_NOTFOUND, "no skill '%s' in '%s'", name,
-                   lib->dir ? lib->dir : DEFAULT_DIR);
+                   lib->dir ? lib->dir : "corpus/skills");
     return NULL;
 }

@@ -12,8 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define DEFAULT_DIR "corpus/skills"
-#define DEFAULT_TASKS "corpus/tasks"
 #define KERNEL_MAX_BYTES (1u << 20)
 
 static const char new_body[] =
@@ -94,7 +92,7 @@ static kb_rc make_draft(const char *dir, const char *name, const kb_task *t,
 
 int cmd_skill_new(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
-    const char *dir = DEFAULT_DIR, *tasks = DEFAULT_TASKS, *task = NULL, *from = NULL;
+    const char *dir = NULL, *tasks = NULL, *task = NULL, *from = NULL;
     const char *author = NULL, *desc = NULL;
     int json = 0;
     const cmd_skill_opt opts[] = {
@@ -103,7 +101,7 @@ int cmd_skill_new(int argc, char **argv, const kb_cli *cli, const kb_command *se
         { "json", NULL, &json }, { NULL, NULL, NULL }
     };
     cmd_skill_run r;
-    int status = cmd_skill_begin(self, argc, argv, opts, &r);
+    int status = cmd_skill_begin(self, cli, argc, argv, opts, &r);
     if (status >= 0)
         return status;
     status = 0;

@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEFAULT_DIR "corpus/skills"
-#define DEFAULT_TASKS "corpus/tasks"
 
 static cJSON *read_json_file(const char *path, kb_err *err)
 {
@@ -58,7 +56,7 @@ static kb_rc verify_entry(kb_skill_entry *e, const kb_skill_verify_opts *o, cJSO
     } else if (rc == KB_OK) {
         printf("%s: %s\n", cmd_skill_name(e), what.data ? what.data : "");
     } else {
-        fprintf(stderr, "kb: %s\n", err.msg);
+        kb_cli_errorf("%s", err.msg);
     }
     kb_buf_release(&what);
     kb_buf_release(&verdict);
@@ -67,7 +65,7 @@ static kb_rc verify_entry(kb_skill_entry *e, const kb_skill_verify_opts *o, cJSO
 
 int cmd_skill_verify(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
-    const char *dir = DEFAULT_DIR, *tasks = DEFAULT_TASKS, *timeout = NULL;
+    const char *dir = NULL, *tasks = NULL, *timeout = NULL;
     const char *from = NULL, *device = NULL;
     int json = 0, all = 0;
     const cmd_skill_opt opts[] = {
@@ -76,7 +74,7 @@ int cmd_skill_verify(int argc, char **argv, const kb_cli *cli, const kb_command 
         { "device-info", &device, NULL }, { NULL, NULL, NULL }
     };
     cmd_skill_run r;
-    int status = cmd_skill_begin(self, argc, argv, opts, &r);
+    int status = cmd_skill_begin(self, cli, argc, argv, opts, &r);
     if (status >= 0)
         return status;
     status = 0;

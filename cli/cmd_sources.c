@@ -38,23 +38,24 @@ static cJSON *source_json(const kb_source *s, const kb_source_status *ss,
 }
 
 static const kb_option sources_options[] = {
-    { "manifest", KB_OPT_LONG('m'), "FILE", "sources manifest (default corpus/sources.json)" },
+    { "manifest", KB_OPT_LONG('m'), "FILE", "sources manifest (default: corpus/sources.json where kb\nfinds it)" },
     { "json", KB_OPT_LONG('j'), NULL, "print JSON" },
     { NULL, 0, NULL, NULL },
 };
 
-/* The manifest given (--manifest, KB_MANIFEST: NULL for none) or the
- * default one; without one here (outside kb's tree) an empty one, so that
+/* The manifest given (--manifest, KB_MANIFEST: NULL for none) or the one
+ * kb finds (kb_manifest_path); without one anywhere an empty one, so that
  * the KB's sources are still listed, those of files and URLs ingested ad
  * hoc. */
-static kb_rc load_manifest(const char *given, kb_manifest *m, kb_err *err)
+static kb_rc load_manifest(const kb_cli *cli, const char *given, kb_manifest *m,
+                           kb_err *err)
 {
-    char *path = given ? kb_strdup(given) : kb_manifest_default_path();
+    char *path = given ? kb_strdup(given) : kb_manifest_path(cli->config, cli->kb_dir);
     struct stat st;
     kb_rc rc;
     if (path && !given && stat(path, &st) != 0 && errno == ENOENT) {
         memset(m, 0, sizeof *m);
-        fputs("kb: no manifest '", stderr);
+        fputs("kb sources: no manifest '", stderr);
         kb_fput_line_safe(stderr, path);
         fputs("' here: listing the KB's sources alone\n", stderr);
         rc = KB_OK;
@@ -98,7 +99,7 @@ static int cmd_sources(int argc, char **argv, const kb_cli *cli, const kb_comman
     kb_manifest m;
     if (!manifest_path)
         manifest_path = cli->config->manifest;   /* KB_MANIFEST */
-    kb_rc rc = load_manifest(manifest_path, &m, &err);
+    kb_rc rc = load_manifest(cli, manifest_path, &m, &err);
     if (rc != KB_OK)
         return kb_cli_fail(&err);
     /* the KB is optional here: without one every source is 'not ingested' */

@@ -4,11 +4,12 @@
 
 int cmd_tool_json(const kb_cli *cli, const char *tool, cJSON *args)
 {
-    return cmd_tool_json_on(cli, NULL, tool, args, NULL, NULL);
+    return cmd_tool_json_on(cli, NULL, tool, args, NULL, NULL, NULL, NULL);
 }
 
 int cmd_tool_json_on(const kb_cli *cli, kb_store *store, const char *tool,
-                     cJSON *args, const char *extra_key, cJSON *extra)
+                     cJSON *args, const char *extra_key, cJSON *extra,
+                     cmd_tool_seen_fn seen, void *seen_ctx)
 {
     kb_err err;
     kb_err_clear(&err);
@@ -28,6 +29,8 @@ int cmd_tool_json_on(const kb_cli *cli, kb_store *store, const char *tool,
         else
             rc = kb_err_set(&err, KB_ERR_NOMEM, "out of memory");
     }
+    if (rc == KB_OK && seen)
+        seen(seen_ctx, store, out);
     if (rc == KB_OK)
         rc = kb_cli_print_json(out, &err);   /* frees out */
     else

@@ -52,7 +52,7 @@ static int verify_one(const kb_cli *cli, kb_verifier *v, const char *task,
     if (find_task(cli, task, &dir, &err) != KB_OK)
         return kb_cli_fail(&err);
     if (access(cand, R_OK) != 0) {
-        fprintf(stderr, "kb: cannot open '%s': %s\n", cand, strerror(errno));
+        kb_cli_errorf("cannot open '%s': %s", cand, strerror(errno));
         free(dir);
         return 1;
     }

@@ -348,7 +348,7 @@ static cJSON *run_summary(kb_gen_state *R, kb_rc rc, const char *stop, kb_err *e
         kb_err werr;
         kb_err_clear(&werr);
         if (tmp && write_back(R, tmp, &werr) != KB_OK)
-            kb_log_warn("kb generate: the winning kernel was not written back: %s",
+            kb_log_warn("the winning kernel was not written back: %s",
                         werr.msg);
         summary = make_summary(R, stop);
         if (summary && tmp) {

@@ -704,8 +704,7 @@ kb_rc kb_gen_task_dir(const kb_config *config, const char *tasks_dir, const char
         free(path);
         return rc;
     }
-    char *manifest = config && config->manifest ? kb_strdup(config->manifest)
-                                                : kb_manifest_default_path();
+    char *manifest = kb_manifest_path(config, NULL);
     if (!manifest)
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     kb_rc rc = kb_task_find(task, manifest, dir, err);

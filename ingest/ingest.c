@@ -316,6 +316,19 @@ static kb_rc open_chunk_tokenizer(const char *mdir, kb_tokenizer **tok, kb_err *
 
 /* Runs every job that was planned, recording each source's pass. A failing
  * source is counted and the rest proceed, unless the store itself fails. */
+/* The manifest the KB is built from, kept in its meta ("manifest", a
+ * whole path) for kb_store_data_find: a command run from another folder
+ * finds the tasks and skills beside it. */
+static kb_rc record_manifest(ingest_run *r, kb_err *err)
+{
+    if (!r->need_manifest || !r->manifest_path)
+        return KB_OK;
+    char *real = realpath(r->manifest_path, NULL);
+    kb_rc rc = real ? kb_store_meta_set(r->store, "manifest", real, err) : KB_OK;
+    free(real);
+    return rc;
+}
+
 static kb_rc run_jobs(ingest_run *r, kb_err *err)
 {
     for (size_t j = 0; j < r->njobs; j++) {
@@ -416,7 +429,7 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
         return kb_err_set(err, KB_ERR_USAGE, "ingest needs a configuration");
     }
     r.manifest_path = opts->manifest_path ? kb_strdup(opts->manifest_path)
-                                          : kb_manifest_default_path();
+                                          : kb_manifest_path(opts->config, kb_store_dir(store));
     r.mirror = opts->mirror_dir;
     if (r.mirror && !*r.mirror)
         r.mirror = NULL;
@@ -446,6 +459,8 @@ kb_rc kb_ingest_run(kb_store *store, const kb_ingest_opts *opts,
         rc = plan_jobs(&r, targets, ntargets, err);
     if (rc == KB_OK)
         rc = run_jobs(&r, err);
+    if (rc == KB_OK)
+        rc = record_manifest(&r, err);
     if (rc == KB_OK && (opts->embed || opts->reembed)) {
         kb_err eerr;
         kb_err_clear(&eerr);

@@ -165,17 +165,9 @@ const kb_source *kb_manifest_find(const kb_manifest *m, const char *id)
     return NULL;
 }
 
-/* KB_MANIFEST is the caller's (kb_config's manifest), not looked at here. */
-char *kb_manifest_default_path(void)
+char *kb_manifest_path(const kb_config *cfg, const char *kb_dir)
 {
-    if (access("corpus/sources.json", R_OK) == 0)
-        return kb_strdup("corpus/sources.json");
-    /* an installed kb: PREFIX/bin/kb reads PREFIX/share/kb/sources.json */
-    char *exe = kb_exe_dir();
-    char *path = exe ? kb_path_join(exe, "../share/kb/sources.json") : NULL;
-    free(exe);
-    if (path && access(path, R_OK) == 0)
-        return path;
-    free(path);
-    return kb_strdup("corpus/sources.json");
+    char *path = kb_store_data_find(cfg, kb_dir, "sources.json");
+    /* none anywhere: the usual place, for the message that names it */
+    return path ? path : kb_strdup("corpus/sources.json");
 }

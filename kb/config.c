@@ -38,7 +38,7 @@ static const config_var vars[] = {
       "$XDG_DATA_HOME/kb, else ~/.local/share/kb" },
     { "KB_MANIFEST", V_STR, F(manifest), 0, 0,
       "the sources manifest (--manifest FILE wins)",
-      "corpus/sources.json, else the installed one" },
+      "sources.json where kb finds its data (kb doctor)" },
     { "KB_MIRROR", V_STR, F(mirror), 0, 0,
       "a local mirror of the sources (--mirror DIR wins)",
       "none (the sources' URLs are fetched)" },

@@ -156,6 +156,23 @@ char *kb_path_join(const char *a, const char *b);
  * installed beside it (caller frees; NULL if it cannot be told or out of
  * memory). */
 char *kb_exe_dir(void);
+/* Where kb's own data is: the sources manifest ("sources.json"), the
+ * kernel tasks ("tasks") and the skill library ("skills"), laid out alike
+ * in a checkout's corpus/ and an installation's PREFIX/share/kb. The
+ * folders looked in, in order (kb_data_dirs lists those there, at most
+ * KB_DATA_DIRS, each once; the caller frees each):
+ *   1. the folder of manifest (KB_MANIFEST), when given;
+ *   2. corpus/ in the working directory (a checkout);
+ *   3. the folder of built, when given (the manifest the KB was built
+ *      with: kb_store_data_find reads it from the KB);
+ *   4. corpus/ beside the executable's folder (build/kb of a checkout);
+ *   5. share/kb beside it (PREFIX/bin/kb of `make install`).
+ * kb_data_find: the first folder's name that exists (caller frees), or
+ * NULL. Commands and servers call kb_store_data_find, which says what
+ * manifest and built are. */
+#define KB_DATA_DIRS 5
+size_t kb_data_dirs(const char *manifest, const char *built, char *dirs[KB_DATA_DIRS]);
+char *kb_data_find(const char *name, const char *manifest, const char *built);
 /* Makes room for need elements of elem bytes in the array whose address
  * is arrp (a T **), of capacity *cap: grows by doubling (at least 8). On
  * failure returns KB_ERR_NOMEM and leaves the array and *cap untouched.
@@ -196,6 +213,9 @@ void kb_json_push_str(cJSON *a, const char *s, int *ok);
 /* Diagnostics on stderr (library code may log; it never prints to stdout). */
 typedef enum { KB_LOG_QUIET = 0, KB_LOG_INFO = 1, KB_LOG_DEBUG = 2 } kb_log_level;
 void kb_log_set_level(kb_log_level level);
+/* The program's words ("kb query") that a warning starts with, as an
+ * error does: "kb query: warning: ..."; NULL or "": "warning: ..." alone. */
+void kb_log_set_name(const char *name);
 kb_log_level kb_log_get_level(void);
 void kb_log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void kb_log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -343,6 +363,12 @@ kb_rc kb_store_open(const char *dir, int flags, kb_store **out, kb_err *err);
 void kb_store_close(kb_store *store);
 const char *kb_store_dir(const kb_store *store);
 
+/* kb_data_find (above) for a command or a server: manifest is KB_MANIFEST
+ * (which is itself the answer for "sources.json"), built the manifest the
+ * KB in kb_dir (NULL: cfg's) was last ingested from, as the KB records
+ * it. The path (caller frees), or NULL when no folder has name. */
+char *kb_store_data_find(const kb_config *cfg, const char *kb_dir, const char *name);
+
 /* ------------------------------------------------------------------ manifest */
 
 typedef struct {
@@ -379,9 +405,12 @@ typedef struct {
 kb_rc kb_manifest_load(const char *path, kb_manifest *m, kb_err *err);
 void kb_manifest_release(kb_manifest *m);
 const kb_source *kb_manifest_find(const kb_manifest *m, const char *id);
-/* The default manifest path: corpus/sources.json next to the working
- * directory, else beside the installed data. Caller frees. */
-char *kb_manifest_default_path(void);
+/* The manifest to use: KB_MANIFEST, else sources.json where
+ * kb_store_data_find finds it (the working directory's corpus/, the
+ * manifest the KB in kb_dir (NULL: cfg's) was built from, beside the
+ * executable, the installed share/kb), else "corpus/sources.json" (for
+ * the error that names it). Caller frees; NULL out of memory. */
+char *kb_manifest_path(const kb_config *cfg, const char *kb_dir);
 
 /* ------------------------------------------------------------------ ingest */
 
@@ -776,6 +805,12 @@ void kb_result_cache_stats(kb_result_cache *c, kb_lru_stats *out);
 /* What an agent's context gets by default: a result under ~8,000 tokens
  * (Claude Code warns at 10,000). */
 #define KB_TOOL_BUDGET_DEFAULT 8000
+/* The search tool's limits, which kb query checks too (the same in text
+ * and --json, said in the CLI's words): k from 1 to KB_TOOL_SEARCH_K_MAX,
+ * budget_tokens from KB_TOOL_BUDGET_MIN to KB_TOOL_BUDGET_MAX. */
+#define KB_TOOL_SEARCH_K_MAX 50
+#define KB_TOOL_BUDGET_MIN 1000
+#define KB_TOOL_BUDGET_MAX 200000
 
 /* A handler: runs the operation with args (an object already checked
  * against the tool's input_schema by kb_tool_run) and sets *out to the
@@ -807,6 +842,9 @@ typedef struct {
                                      it runs kernels on the GPU */
 #define KB_TOOL_NEEDS_SKILLS 8u   /* the skill library attached first */
 #define KB_TOOL_NEEDS_VERIFY 16u  /* verify's settings attached first */
+#define KB_TOOL_NEEDS_LIBRARY 32u /* answers from the skill library alone:
+                                     not offered by a server that serves
+                                     none (skill_get) */
 
 /* The tool of table[0..n) named name, or NULL. */
 const kb_tool *kb_tool_lookup(const kb_tool *table, size_t n, const char *name);

@@ -78,6 +78,10 @@ kb_rc kb_store_db_error(kb_store *store, kb_err *err, const char *what);
 char *kb_store_meta_get(kb_store *store, const char *key);
 kb_rc kb_store_meta_set(kb_store *store, const char *key, const char *value,
                         kb_err *err);
+/* The meta value key of the KB in dir, read without opening it as a
+ * store (no lock, no schema, nothing created): NULL when there is no KB
+ * there or no such key. Caller frees. */
+char *kb_store_dir_meta(const char *dir, const char *key);
 /* The text of the first chunk (by ord) of the document that holds chunk
  * chunk_id, "" when there is none; *out freed by the caller. */
 /* The id of the first chunk of the document at path in source (a skill's
@@ -126,7 +130,7 @@ kb_rc kb_store_doc_chunks(kb_store *store, long long chunk_id, kb_store_chunk_fn
 struct kb_config {
     char *kb_dir;            /* KB_DIR, else $XDG_DATA_HOME/kb, else
                                 ~/.local/share/kb: never NULL once loaded */
-    char *manifest;          /* KB_MANIFEST; NULL: kb_manifest_default_path() */
+    char *manifest;          /* KB_MANIFEST; NULL: kb_manifest_path() */
     char *mirror;            /* KB_MIRROR; NULL: sources come from their URLs */
     char *model_dir;         /* KB_MODEL_DIR, kept even when empty (then no
                                 model is found), else

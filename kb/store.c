@@ -184,6 +184,43 @@ char *kb_store_meta_get(kb_store *store, const char *key)
     return value;
 }
 
+char *kb_store_dir_meta(const char *dir, const char *key)
+{
+    char *dbpath = dir ? kb_path_join(dir, "kb.sqlite") : NULL;
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    char *value = NULL;
+    /* read-only, never created: no KB there is no value */
+    if (dbpath && access(dbpath, R_OK) == 0 &&
+        sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
+                        NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?", -1, &st,
+                           NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            value = kb_strdup((const char *)sqlite3_column_text(st, 0));
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    free(dbpath);
+    return value;
+}
+
+char *kb_store_data_find(const kb_config *cfg, const char *kb_dir, const char *name)
+{
+    const char *manifest = cfg ? cfg->manifest : NULL;
+    /* KB_MANIFEST is the manifest, there or not: its error names it */
+    if (manifest && strcmp(name, "sources.json") == 0)
+        return kb_strdup(manifest);
+    const char *dir = kb_dir && *kb_dir ? kb_dir : cfg ? cfg->kb_dir : NULL;
+    char *own = dir ? NULL : kb_config_env_kb_dir();
+    char *built = kb_store_dir_meta(dir ? dir : own, "manifest");
+    char *found = kb_data_find(name, manifest, built);
+    free(built);
+    free(own);
+    return found;
+}
+
 kb_rc kb_store_meta_set(kb_store *store, const char *key, const char *value,
                         kb_err *err)
 {

@@ -579,6 +579,65 @@ char *kb_exe_dir(void)
     return NULL;
 }
 
+/* The folder that holds path (a file), or NULL for no path. */
+static char *dir_of(const char *path)
+{
+    if (!path || !*path)
+        return NULL;
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return kb_strdup(".");
+    return kb_strndup(path, slash == path ? 1 : (size_t)(slash - path));
+}
+
+size_t kb_data_dirs(const char *manifest, const char *built, char *dirs[KB_DATA_DIRS])
+{
+    char *exe = kb_exe_dir();
+    char *cand[KB_DATA_DIRS] = {
+        dir_of(manifest), kb_strdup("corpus"), dir_of(built),
+        exe ? kb_path_join(exe, "../corpus") : NULL,
+        exe ? kb_path_join(exe, "../share/kb") : NULL,
+    };
+    free(exe);
+    size_t n = 0;
+    for (size_t i = 0; i < KB_DATA_DIRS; i++) {
+        /* beside the executable: a path without "..", for messages */
+        char *real = i >= 3 && cand[i] ? realpath(cand[i], NULL) : NULL;
+        if (real) {
+            free(cand[i]);
+            cand[i] = real;
+        } else if (i >= 3) {
+            free(cand[i]);      /* not there */
+            cand[i] = NULL;
+        }
+        /* the same folder twice is looked at once */
+        for (size_t j = 0; cand[i] && j < n; j++)
+            if (strcmp(dirs[j], cand[i]) == 0) {
+                free(cand[i]);
+                cand[i] = NULL;
+            }
+        if (cand[i])
+            dirs[n++] = cand[i];
+    }
+    return n;
+}
+
+char *kb_data_find(const char *name, const char *manifest, const char *built)
+{
+    char *dirs[KB_DATA_DIRS];
+    size_t n = kb_data_dirs(manifest, built, dirs);
+    char *found = NULL;
+    for (size_t i = 0; i < n; i++) {
+        char *p = found ? NULL : kb_path_join(dirs[i], name);
+        if (p && access(p, F_OK) == 0)
+            found = p;
+        else
+            free(p);
+        free(dirs[i]);
+    }
+    return found;
+}
+
 double kb_now_ms(void)
 {
     struct timespec ts;
@@ -602,6 +661,12 @@ kb_rc kb_parse_long(const char *s, long min, long max, long *out)
 /* ------------------------------------------------------------------ logging */
 
 static kb_log_level log_level = KB_LOG_INFO;
+static char log_name[64];   /* "kb query": before a warning's "warning: " */
+
+void kb_log_set_name(const char *name)
+{
+    snprintf(log_name, sizeof log_name, "%s", name ? name : "");
+}
 
 void kb_log_set_level(kb_log_level level) { log_level = level; }
 kb_log_level kb_log_get_level(void) { return log_level; }
@@ -665,6 +730,8 @@ void kb_log_warn(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
+    if (log_name[0])
+        fprintf(stderr, "%s: ", log_name);
     log_v("warning: ", fmt, ap);
     va_end(ap);
 }

@@ -126,6 +126,15 @@ static kb_rc tool_entry(cJSON *arr, const kb_tool *tool, kb_err *err)
     return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
 }
 
+/* Is tool offered over MCP by m? Not verify unless opted in, not a tool
+ * that answers from the skill library when m serves none (it could only
+ * fail: kb mcp started where no library is found). */
+static int offered(const kb_mcp *m, const kb_tool *tool)
+{
+    return kb_api_offered(tool, KB_TOOL_MCP, m->allow_verify) &&
+           (m->skills || !(tool->flags & KB_TOOL_NEEDS_LIBRARY));
+}
+
 kb_rc kb_mcp_open(const kb_mcp_opts *opts, kb_mcp **out, kb_err *err)
 {
     *out = NULL;
@@ -157,7 +166,7 @@ kb_rc kb_mcp_open(const kb_mcp_opts *opts, kb_mcp **out, kb_err *err)
     size_t n = 0;
     const kb_tool *all = kb_api_tools(&n);
     for (size_t i = 0; rc == KB_OK && i < n; i++) {
-        if (!kb_api_offered(&all[i], KB_TOOL_MCP, m->allow_verify))
+        if (!offered(m, &all[i]))
             continue;
         rc = tool_entry(m->tools, &all[i], err);
         if (rc == KB_OK && (rc = kb_buf_printf(&names, "%s%s", names.len ? ", " : "",
@@ -209,7 +218,7 @@ kb_rc kb_mcp_attach(const kb_mcp *m, kb_store *store, kb_err *err)
 static const kb_tool *find_tool(const kb_mcp *m, const char *name)
 {
     const kb_tool *tool = kb_tool_find(name);
-    return tool && kb_api_offered(tool, KB_TOOL_MCP, m->allow_verify) ? tool : NULL;
+    return tool && offered(m, tool) ? tool : NULL;
 }
 
 /* ------------------------------------------------------------------ sessions */

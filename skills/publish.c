@@ -217,17 +217,6 @@ kb_rc kb_skill_pub_load(const char *dir, kb_skill_pub **out, kb_err *err)
     return KB_OK;
 }
 
-const char *kb_skill_pub_dir(const char *given, int none)
-{
-    struct stat st;
-    if (none)
-        return NULL;
-    if (given)
-        return given;
-    return stat(KB_SKILL_PUB_DEFAULT, &st) == 0 && S_ISDIR(st.st_mode)
-               ? KB_SKILL_PUB_DEFAULT : NULL;
-}
-
 const kb_skill_pub_skill *kb_skill_pub_find(const kb_skill_pub *lib, const char *name)
 {
     for (size_t i = 0; lib && i < lib->n; i++)

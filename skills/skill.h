@@ -516,11 +516,6 @@ typedef struct {
  * with kb_skill_pub_free. */
 kb_rc kb_skill_pub_load(const char *dir, kb_skill_pub **out, kb_err *err);
 void kb_skill_pub_free(kb_skill_pub *lib);
-/* The library folder a server serves: given (--skills DIR) if not NULL,
- * else KB_SKILL_PUB_DEFAULT when it is a folder here, else NULL; none
- * set (--no-skills): NULL. */
-#define KB_SKILL_PUB_DEFAULT "corpus/skills"
-const char *kb_skill_pub_dir(const char *given, int none);
 /* The skill called name, or NULL. */
 const kb_skill_pub_skill *kb_skill_pub_find(const kb_skill_pub *lib, const char *name);
 /* The file whose URI is uri (and its skill in *skill, may be NULL), or

@@ -516,17 +516,10 @@ kb_rc kb_task_find(const char *arg, const char *manifest, char **dir, kb_err *er
     kb_buf_init(&looked, 0);
     int got = try_place(&looked, NULL, arg, dir);
     /* a name, not a path: the tasks folders that kb knows of */
-    char *roots[3] = { NULL, kb_strdup("corpus"), NULL };
-    if (manifest) {
-        const char *slash = strrchr(manifest, '/');
-        roots[0] = slash ? kb_strndup(manifest, (size_t)(slash - manifest + 1))
-                         : kb_strdup(".");
-    }
-    char *exe = kb_exe_dir();
-    roots[2] = exe ? kb_path_join(exe, "../share/kb") : NULL;
-    free(exe);
+    char *roots[KB_DATA_DIRS];
+    size_t nroots = kb_data_dirs(manifest, NULL, roots);
     char *tail = kb_path_join("tasks", arg);
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < nroots; i++) {
         roots[i] = real_path(roots[i]);
         if (got == 0 && !strchr(arg, '/') && roots[i])
             got = tail ? try_place(&looked, roots[i], tail, dir) : -1;

@@ -110,10 +110,10 @@ void kb_task_free(kb_task *t);
 void kb_launches_free(kb_launch *l, size_t n);
 
 /* Finds the task directory that arg names: arg itself when it holds a
- * task.json; else, for a name (no '/'), tasks/NAME beside the manifest
- * (when manifest is given: kb_config's, or the default one), then under
- * corpus/ (the working directory) and PREFIX/share/kb/ (beside an
- * installed PREFIX/bin). On success *dir is the caller's to free; else
+ * task.json; else, for a name (no '/'), tasks/NAME in the folders
+ * kb_data_dirs lists for manifest (when given: kb_manifest_path's):
+ * beside it, corpus/ of the working directory, corpus/ beside the
+ * executable's folder, PREFIX/share/kb/ beside an installed PREFIX/bin. On success *dir is the caller's to free; else
  * KB_ERR_NOTFOUND with every place looked in, or KB_ERR_NOMEM. */
 kb_rc kb_task_find(const char *arg, const char *manifest, char **dir, kb_err *err);
 

@@ -78,8 +78,10 @@ contains "$out" "two\\nlines.md"
 printf '# Odd\n\nA byte \377 that is not UTF-8.\n' >odd.md
 expect_rc 0 kb ingest --no-embed odd.md
 contains "$out" "1 byte that is not UTF-8"
-expect_rc 0 kb sources
-contains "$out" "no manifest"
+# (a copy of kb with no corpus/ beside it: build/kb finds the checkout's)
+mkdir -p lone && cp "$KB_BIN" lone/kb
+expect_rc 0 lone/kb sources
+contains "$out" "kb sources: no manifest"
 contains "$out" "local"
 contains "$out" "ad-hoc"
 echo ok

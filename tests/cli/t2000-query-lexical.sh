@@ -82,7 +82,7 @@ assert len(json.dumps(b, separators=(',', ':'), ensure_ascii=False).encode()) <=
 assert b['results'] == a['results'][:len(b['results'])]
 PY
 expect_rc 2 kb query --json --budget 999 x
-contains "$out" "'budget_tokens' must be an integer from 1000 to 200000, not 999"
+contains "$out" "kb query: --budget wants a number of tokens from 1000 to 200000, not '999'"
 expect_rc 2 kb query --budget 2000 x
 contains "$out" "--budget needs --json"
 # sub-queries: fused with the query's own list
@@ -117,9 +117,15 @@ expect_rc 2 kb query -k 0 x
 expect_rc 2 kb query --kind poem x
 contains "$out" "unknown kind 'poem'"
 expect_rc 2 kb query --mode fuzzy x
-# --json is the search tool's result: its arguments' rules, its messages
-expect_rc 2 kb query --json -k 51 x
-contains "$out" "search: 'k' must be an integer from 1 to 50, not 51"
+# one -k range for the list and --json (the search tool's), said in the
+# CLI's words: the command and its option (issue 26 item 12)
+for j in "" --json; do
+    expect_rc 2 kb query $j -k 51 x
+    contains "$out" "kb query: -k wants a number from 1 to 50, not '51'"
+    lacks "$out" "'k' must be"
+done
+expect_rc 1 kb --kb "$KB_TMP/none" query x
+contains "$out" "kb query: no KB in"
 expect_rc 2 kb query
 
 # human output: rank, source, heading path, link; no colour when not a terminal
