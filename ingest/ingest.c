@@ -105,6 +105,7 @@ typedef struct {
     char *manifest_path;
     kb_manifest manifest;    /* loaded when a target needs it */
     int need_manifest;
+    int from_manifest;       /* some job is a source of the manifest */
     ingest_job *jobs;        /* one per source or target */
     size_t njobs, nplanned;  /* jobs made so far, jobs the run will have */
     kb_tokenizer *tok;       /* NULL: chunk sizes estimated */
@@ -292,6 +293,7 @@ static kb_rc plan_jobs(ingest_run *r, char *const *targets, size_t ntargets,
         const kb_source *src = r->need_manifest ? kb_manifest_find(&r->manifest, t)
                                                 : NULL;
         ingest_job *job = &r->jobs[r->njobs++];   /* released with the run */
+        r->from_manifest |= src != NULL;
         rc = src ? plan_source(r, src, job, err) : plan_target(r, t, job, err);
     }
     return rc;
@@ -321,7 +323,7 @@ static kb_rc open_chunk_tokenizer(const char *mdir, kb_tokenizer **tok, kb_err *
  * finds the tasks and skills beside it. */
 static kb_rc record_manifest(ingest_run *r, kb_err *err)
 {
-    if (!r->need_manifest || !r->manifest_path)
+    if (!r->from_manifest || !r->manifest_path)
         return KB_OK;
     char *real = realpath(r->manifest_path, NULL);
     kb_rc rc = real ? kb_store_meta_set(r->store, "manifest", real, err) : KB_OK;

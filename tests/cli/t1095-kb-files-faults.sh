@@ -67,19 +67,19 @@ if [ "${KB_MODEL_DIR-unset}" != "" ]; then
     rm -rf "$KB_DIR"
 fi
 
-# messages outside a tree with a manifest (the working folder has none)
-expect_rc 1 kb ingest --no-embed /missing.md
+# messages outside a tree with a manifest (the working folder has none;
+# a copy of kb with no corpus/ beside it: build/kb finds the checkout's)
+mkdir -p lone && cp "$KB_BIN" lone/kb
+expect_rc 1 lone/kb ingest --no-embed /missing.md
 contains "$out" "cannot find '/missing.md': No such file or directory"
 lacks "$out" "cannot open 'corpus/sources.json'"
 nl="$(printf 'two\nlines.md')"
-expect_rc 1 kb ingest --no-embed "$nl"
+expect_rc 1 lone/kb ingest --no-embed "$nl"
 contains "$out" "two\\nlines.md"
 [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] || fail "the path's line feed printed raw: $out"
 printf '# Odd\n\nA byte \377 that is not UTF-8.\n' >odd.md
 expect_rc 0 kb ingest --no-embed odd.md
 contains "$out" "1 byte that is not UTF-8"
-# (a copy of kb with no corpus/ beside it: build/kb finds the checkout's)
-mkdir -p lone && cp "$KB_BIN" lone/kb
 expect_rc 0 lone/kb sources
 contains "$out" "kb sources: no manifest"
 contains "$out" "local"
