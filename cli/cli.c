@@ -300,30 +300,33 @@ void kb_cli_usage(const kb_command *cmd, int to_stderr)
     }
 }
 
-/* The edit distance of a and b, or a large number past 64 bytes. */
+/* The edit distance of a and b, two letters swapped counting as one edit
+ * (optimal string alignment: "lsit" is one from "list", two from "lint"),
+ * or a large number past 64 bytes. */
 static size_t edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
     if (la > 64 || lb > 64)
         return 1000;
-    size_t row[65];
+    size_t rows[3][65];   /* row i of the table in rows[i % 3] */
     for (size_t j = 0; j <= lb; j++)
-        row[j] = j;
+        rows[0][j] = j;
     for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
+        size_t *cur = rows[i % 3], *prev = rows[(i + 2) % 3], *two = rows[(i + 1) % 3];
+        cur[0] = i;
         for (size_t j = 1; j <= lb; j++) {
-            size_t up = row[j];
-            size_t best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best)
-                best = up + 1;
-            if (row[j - 1] + 1 < best)
-                best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
+            size_t best = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            if (prev[j] + 1 < best)
+                best = prev[j] + 1;
+            if (cur[j - 1] + 1 < best)
+                best = cur[j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                two[j - 2] + 1 < best)
+                best = two[j - 2] + 1;
+            cur[j] = best;
         }
     }
-    return row[lb];
+    return rows[la % 3][lb];
 }
 
 const char *kb_cli_similar(const char *word, const char *const *names, size_t n)

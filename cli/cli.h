@@ -165,6 +165,9 @@ void kb_cli_puts_safe(FILE *f, const char *s);
  * column of text from documents (the escapes count towards the width). */
 void kb_cli_puts_safe_pad(FILE *f, const char *s, int width);
 
+/* "s" after a count that is not 1: "%zu chunk%s", n, KB_S(n). */
+#define KB_S(n) ((n) == 1 ? "" : "s")
+
 /* The commands' entries, one file each. */
 extern const kb_command kb_cmd_ingest, kb_cmd_query, kb_cmd_get, kb_cmd_status,
     kb_cmd_sources, kb_cmd_papers, kb_cmd_eval, kb_cmd_verify, kb_cmd_skill,

@@ -46,8 +46,9 @@ static void check_kb(doctor *d, const kb_cli *cli)
         kb_store_close(store);
         return;
     }
-    say(d, st.documents ? 0 : 1, "KB %s: %zu sources, %zu documents, %zu chunks%s",
-        kb_store_dir(store), st.n, st.documents, st.chunks,
+    say(d, st.documents ? 0 : 1, "KB %s: %zu source%s, %zu document%s, %zu chunk%s%s",
+        kb_store_dir(store), st.n, KB_S(st.n), st.documents, KB_S(st.documents), st.chunks,
+        KB_S(st.chunks),
         st.documents ? "" : " (empty: run 'kb ingest')");
     if (st.embeddings == 0)
         say(d, 1, "vectors: none, so search is lexical ('kb ingest' without --no-embed "

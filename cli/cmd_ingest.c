@@ -36,8 +36,8 @@ static void on_progress(const kb_ingest_progress *p, void *ctx)
             if (ps->drawn)
                 fputs("\r\033[K", stderr);
             ps->drawn = 0;
-            fprintf(stderr, "embeddings: %zu chunks in %.1fs (%.1f chunks/s)\n",
-                    p->docs_done, secs, rate);
+            fprintf(stderr, "embeddings: %zu chunk%s in %.1fs (%.1f chunks/s)\n",
+                    p->docs_done, KB_S(p->docs_done), secs, rate);
         }
         return;
     }

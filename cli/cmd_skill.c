@@ -366,21 +366,56 @@ static cJSON *skill_json(const kb_skill_lib *lib, const kb_skill_entry *e, int f
     return o;
 }
 
+/* The widths of list's columns: each as wide as its widest value (a long
+ * name or task no longer pushes the columns after it out of line). */
+typedef struct {
+    int name, task, speedup, arch;
+} list_widths;
+
+/* kb-speedup as list shows it: "1.61x", "-" for none, "?" when it is not
+ * a number (the note says so). */
+static const char *speedup_cell(const kb_skill_entry *e, char *buf, size_t n)
+{
+    const char *sp = cmd_skill_meta(e, "kb-speedup", NULL);
+    double x;
+    if (!sp)
+        return "-";
+    if (!kb_skill_speedup_parse(sp, &x))
+        return "?";
+    snprintf(buf, n, "%sx", sp);
+    return buf;
+}
+
+static int widest(int w, const char *s)
+{
+    int n = (int)strlen(s);
+    return n > w ? n : w;
+}
+
+static void list_widen(list_widths *w, const kb_skill_entry *e)
+{
+    char sp[32];
+    const char *t = cmd_skill_meta(e, "kb-task", "");
+    w->name = widest(w->name, cmd_skill_name(e));
+    w->task = widest(w->task, *t ? t : "-");
+    w->speedup = widest(w->speedup, speedup_cell(e, sp, sizeof sp));
+    w->arch = widest(w->arch, cmd_skill_meta(e, "kb-arch", "-"));
+}
+
 /* list's line of e: name, status, task, speedup, arch (kb-arch), how
  * often kb generate's prompts carried it and won, what dominates it. */
-static void print_row(const kb_skill_lib *lib, const kb_skill_entry *e, long used, long won)
+static void print_row(const kb_skill_lib *lib, const kb_skill_entry *e, long used, long won,
+                      const list_widths *w)
 {
     kb_skill_status st = e->ok ? kb_skill_status_of(&e->skill) : KB_SKILL_DRAFT;
     const char *t = cmd_skill_meta(e, "kb-task", "");
-    char uw[48];
+    char uw[48], sp[32];
     snprintf(uw, sizeof uw, "%ld/%ld", used, won);
-    char sp[32] = "-";
-    if (cmd_skill_meta(e, "kb-speedup", NULL))
-        snprintf(sp, sizeof sp, "%sx", cmd_skill_meta(e, "kb-speedup", ""));
-    printf("%-34s %-9s %-11s %8s %-6s %8s ", cmd_skill_name(e),
-           e->ok ? kb_skill_status_name(st) : "?", *t ? t : "-", sp,
-           cmd_skill_meta(e, "kb-arch", "-"), uw);
-    const char *sep = "";
+    const char *spc = speedup_cell(e, sp, sizeof sp);
+    printf("%-*s %-9s %-*s %*s %-*s %8s", w->name, cmd_skill_name(e),
+           e->ok ? kb_skill_status_name(st) : "?", w->task, *t ? t : "-", w->speedup, spc,
+           w->arch, cmd_skill_meta(e, "kb-arch", "-"), uw);
+    const char *sep = " ";
     for (size_t j = 0; j < lib->n; j++) {
         if (kb_skill_dominates(&lib->items[j], e))
             printf("%sdominated by %s", sep, cmd_skill_name(&lib->items[j])), sep = "; ";
@@ -388,10 +423,26 @@ static void print_row(const kb_skill_lib *lib, const kb_skill_entry *e, long use
             printf("%sdominates %s", sep, cmd_skill_name(&lib->items[j])), sep = "; ";
     }
     if (!e->ok)
-        printf("%sdoes not parse: kb skill lint %s", sep, e->dir);
+        printf("%sdoes not parse: kb skill lint %s", sep, e->dir), sep = "; ";
     else if (st == KB_SKILL_RETIRED)
-        printf("%sretired: %s", sep, cmd_skill_meta(e, "kb-retired", "no reason recorded"));
+        printf("%sretired: %s", sep, cmd_skill_meta(e, "kb-retired", "no reason recorded")),
+            sep = "; ";
+    if (e->ok && *spc == '?')
+        printf("%skb-speedup '%s' is not a number: kb skill lint %s", sep,
+               cmd_skill_meta(e, "kb-speedup", ""), e->dir);
     putchar('\n');
+}
+
+/* Does list show e: of status *want (NULL: any), of task (NULL: any), and
+ * retired only with all or when asked for by status? */
+static int listed(const kb_skill_entry *e, const kb_skill_status *want, const char *task,
+                  int all)
+{
+    kb_skill_status st = e->ok ? kb_skill_status_of(&e->skill) : KB_SKILL_DRAFT;
+    if ((want && (!e->ok || st != *want)) ||
+        (task && strcmp(cmd_skill_meta(e, "kb-task", ""), task) != 0))
+        return 0;
+    return want || all || st != KB_SKILL_RETIRED;
 }
 
 static int sub_list(int argc, char **argv, const kb_cli *cli, const kb_command *self)
@@ -430,15 +481,18 @@ static int sub_list(int argc, char **argv, const kb_cli *cli, const kb_command *
     }
     cJSON *root = json ? cJSON_CreateObject() : NULL;
     cJSON *arr = root ? cJSON_AddArrayToObject(root, "skills") : NULL;
+    list_widths w = { 4, 4, 7, 4 };   /* the headings' */
+    for (size_t i = 0; i < r.lib.n; i++)
+        if (listed(&r.lib.items[i], want ? &wst : NULL, task, all))
+            list_widen(&w, &r.lib.items[i]);
     if (!json)
-        printf("%-34s %-9s %-11s %8s %-6s %8s %s\n", "name", "status", "task", "speedup",
-               "arch", "used/won", "note");
+        printf("%-*s %-9s %-*s %*s %-*s %8s %s\n", w.name, "name", "status", w.task, "task",
+               w.speedup, "speedup", w.arch, "arch", "used/won", "note");
     size_t shown = 0, hidden = 0;
     for (size_t i = 0; i < r.lib.n; i++) {
         const kb_skill_entry *e = &r.lib.items[i];
         kb_skill_status st = e->ok ? kb_skill_status_of(&e->skill) : KB_SKILL_DRAFT;
-        const char *t = cmd_skill_meta(e, "kb-task", "");
-        if ((want && (!e->ok || st != wst)) || (task && strcmp(t, task) != 0))
+        if (!listed(e, want ? &wst : NULL, task, 1))
             continue;
         if (!want && !all && st == KB_SKILL_RETIRED) {
             hidden++;
@@ -460,7 +514,7 @@ static int sub_list(int argc, char **argv, const kb_cli *cli, const kb_command *
                 arr = NULL;
             continue;
         }
-        print_row(&r.lib, e, used, won);
+        print_row(&r.lib, e, used, won, &w);
     }
     if (json) {
         if (!arr || !cJSON_AddNumberToObject(root, "hidden_retired", (double)hidden)) {

@@ -142,9 +142,11 @@ int cmd_skill_new(int argc, char **argv, const kb_cli *cli, const kb_command *se
     } else {
         printf("%s: a draft in %s for task '%s'%s\n", name, sdir, task,
                from ? ", kernel.cu from the file given" : " (add its kernel.cu)");
+        /* a library named by --dir is named again: verify finds NAME there */
         if (!cli->quiet)
             fprintf(stderr, "next: fill in SKILL.md, then 'kb skill lint %s' and "
-                    "'kb skill verify %s'\n", sdir, name);
+                    "'kb skill verify%s%s %s'\n", sdir, r.found[0] ? "" : " --dir ",
+                    r.found[0] ? "" : dir, name);
     }
     kb_task_free(t);
     free(tdir);

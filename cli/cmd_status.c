@@ -60,8 +60,9 @@ static int cmd_status(int argc, char **argv, const kb_cli *cli, const kb_command
          * words) escaped for the terminal */
         fputs("KB ", stdout);
         kb_cli_puts_safe(stdout, kb_store_dir(store));
-        printf(": %zu sources, %zu documents, %zu chunks, %zu papers, "
-               "%.1f MB on disk\n", st.n, st.documents, st.chunks, st.papers,
+        printf(": %zu source%s, %zu document%s, %zu chunk%s, %zu paper%s, "
+               "%.1f MB on disk\n", st.n, KB_S(st.n), st.documents, KB_S(st.documents),
+               st.chunks, KB_S(st.chunks), st.papers, KB_S(st.papers),
                (double)st.disk_bytes / 1e6);
         if (st.embeddings == 0) {
             printf("embeddings: none (search is lexical; 'kb ingest' without "
