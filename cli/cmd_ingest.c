@@ -1,5 +1,5 @@
-/* cmd_ingest.c - kb ingest: progress on a terminal, a summary line per
- * source otherwise, a JSON summary on request. */
+/* cmd_ingest.c - kb ingest: progress (a line redrawn on a terminal, else
+ * one every 15 s), a summary line per source, a JSON summary on request. */
 #include "cli/cli.h"
 
 #include <math.h>
@@ -13,7 +13,31 @@ typedef struct {
     const kb_cli *cli;
     int json;
     int drawn;      /* a progress line is on the screen */
+    int mode;       /* PROGRESS_*: how progress is shown */
+    double last_ms; /* when the last plain line was printed (0: none yet) */
 } progress_state;
+
+/* git's convention: on a terminal one line redrawn; otherwise (a log, a
+ * pipe) a plain line at once and then every PROGRESS_EVERY_MS, so that
+ * minutes of embedding are not silent; --progress and --no-progress
+ * choose. */
+enum { PROGRESS_NONE, PROGRESS_REDRAW, PROGRESS_LINES };
+#define PROGRESS_EVERY_MS 15000.0
+
+/* One progress line, text, as ps->mode says. */
+static void show(progress_state *ps, const char *text)
+{
+    if (ps->mode == PROGRESS_REDRAW) {
+        fprintf(stderr, "\r\033[K%s", text);
+        ps->drawn = 1;
+    } else if (ps->mode == PROGRESS_LINES) {
+        double now = kb_now_ms();
+        if (ps->last_ms > 0 && now - ps->last_ms < PROGRESS_EVERY_MS)
+            return;
+        ps->last_ms = now;
+        fprintf(stderr, "%s\n", text);
+    }
+}
 
 static void on_progress(const kb_ingest_progress *p, void *ctx)
 {
@@ -22,16 +46,14 @@ static void on_progress(const kb_ingest_progress *p, void *ctx)
         return;
     double secs = p->elapsed_ms / 1000.0;
     double rate = secs > 0 ? (double)p->docs_done / secs : 0;
+    double eta = rate > 0 && p->docs_total > p->docs_done
+                     ? (double)(p->docs_total - p->docs_done) / rate : 0;
+    char line[512];
     int embedding = strcmp(p->source, "embeddings") == 0;
     if (embedding) {
-        /* one line that redraws on a terminal; quiet otherwise until done */
-        if (ps->cli->progress) {
-            double eta = rate > 0 && p->docs_total > p->docs_done
-                             ? (double)(p->docs_total - p->docs_done) / rate : 0;
-            fprintf(stderr, "\r\033[Kembedding: %zu/%zu chunks, %.1f chunks/s, "
-                    "ETA %.0fs", p->docs_done, p->docs_total, rate, eta);
-            ps->drawn = 1;
-        }
+        snprintf(line, sizeof line, "embedding: %zu/%zu chunks, %.1f chunks/s, ETA %.0fs",
+                 p->docs_done, p->docs_total, rate, eta);
+        show(ps, line);
         if (p->docs_done == p->docs_total) {
             if (ps->drawn)
                 fputs("\r\033[K", stderr);
@@ -42,14 +64,11 @@ static void on_progress(const kb_ingest_progress *p, void *ctx)
         return;
     }
     if (!p->finished) {
-        if (!ps->cli->progress)
-            return;
-        double eta = rate > 0 && p->docs_total > p->docs_done
-                         ? (double)(p->docs_total - p->docs_done) / rate : 0;
-        fprintf(stderr, "\r\033[K[%zu/%zu] %s: %zu/%zu documents, %zu chunks, "
-                "%.1f docs/s, ETA %.0fs", p->source_index + 1, p->nsources,
-                p->source, p->docs_done, p->docs_total, p->chunks, rate, eta);
-        ps->drawn = 1;
+        snprintf(line, sizeof line, "[%zu/%zu] %s: %zu/%zu documents, %zu chunk%s, "
+                 "%.1f docs/s, ETA %.0fs", p->source_index + 1, p->nsources,
+                 p->source, p->docs_done, p->docs_total, p->chunks, KB_S(p->chunks),
+                 rate, eta);
+        show(ps, line);
         return;
     }
     if (ps->drawn)
@@ -170,6 +189,9 @@ static const kb_option ingest_options[] = {
     { "reembed", KB_OPT_LONG('R'), NULL, "drop every vector and embed again (new model)" },
     { "index", KB_OPT_LONG('I'), "KIND", "FAISS index: Flat (exact, default) or e.g. HNSW32" },
     { "json", KB_OPT_LONG('j'), NULL, "print a JSON summary" },
+    { "progress", KB_OPT_LONG('p'), NULL, "progress on stderr: a line redrawn on a terminal,\n"
+      "else one every 15 s (the default)" },
+    { "no-progress", KB_OPT_LONG('P'), NULL, "no progress, only each source's summary" },
     { NULL, 0, NULL, NULL },
 };
 
@@ -189,7 +211,7 @@ static int cmd_ingest(int argc, char **argv, const kb_cli *cli, const kb_command
     kb_ingest_opts opts = { 0 };
     opts.embed = 1;
     progress_state ps = { .cli = cli };
-    int c;
+    int c, progress = 1;
     kb_getopt g;
     kb_getopt_init(&g, self, argc, argv);
     while ((c = kb_getopt_next(&g)) > 0) {
@@ -202,10 +224,14 @@ static int cmd_ingest(int argc, char **argv, const kb_cli *cli, const kb_command
         case KB_OPT_LONG('R'): opts.reembed = 1; break;
         case KB_OPT_LONG('I'): opts.index_kind = g.arg; break;
         case KB_OPT_LONG('j'): ps.json = 1; break;
+        case KB_OPT_LONG('p'): progress = 1; break;
+        case KB_OPT_LONG('P'): progress = 0; break;
         }
     }
     if (c < 0)
         return g.status;
+    ps.mode = !progress ? PROGRESS_NONE
+              : isatty(STDERR_FILENO) ? PROGRESS_REDRAW : PROGRESS_LINES;
     opts.progress = on_progress;
     opts.progress_ctx = &ps;
     opts.config = cli->config;
