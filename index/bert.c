@@ -40,8 +40,9 @@ void bli_thread_set_num_threads(int64_t n);
 #define FF 1536
 #define NLAYER 6
 #define MAXPOS 512
-/* a batch this large fuses the attention's input weights (fuse_qkv); a
- * query never does, so a fresh `kb query` copies no weights */
+/* a batch this large, or a second call (a server, a bulk pass), fuses the
+ * attention's input weights (fuse_qkv); a fresh `kb query`'s one short
+ * call never does, and copies no weights */
 #define FUSE_MIN_TOKENS 1024
 
 typedef struct {
@@ -62,6 +63,7 @@ struct kb_bert {
     size_t vocab;
     layer L[NLAYER];
     int nthreads;            /* workers for a batch */
+    unsigned encodes;        /* kb_bert_encode calls so far */
     struct work {
         float *ws;           /* work space */
         size_t tokens;       /* tokens it has room for */
@@ -542,7 +544,7 @@ kb_rc kb_bert_encode(kb_bert *b, const int32_t *ids, const size_t *lens,
         if (ids[t] < 0 || (size_t)ids[t] >= b->vocab)
             return kb_err_set(err, KB_ERR_INTERNAL, "token id %d out of range",
                               (int)ids[t]);
-    if (T >= FUSE_MIN_TOKENS && !b->L[0].qkv_fused)
+    if ((T >= FUSE_MIN_TOKENS || b->encodes++ > 0) && !b->L[0].qkv_fused)
         fuse_qkv(b);
     /* split the sequences into nw runs of about T / nw tokens */
     size_t nw = (size_t)b->nthreads < batch ? (size_t)b->nthreads : batch;
