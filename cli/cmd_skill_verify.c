@@ -94,7 +94,7 @@ int cmd_skill_verify(int argc, char **argv, const kb_cli *cli, const kb_command 
             return kb_cli_usage_error(self, "bad --timeout '%s'", timeout);
         vo.timeout_s = (double)secs;
     }
-    kb_skill_verify_opts go = { .tasks_dir = tasks, .from_result = from };
+    kb_skill_verify_opts go = { .tasks_dir = tasks, .from_result = from, .lib = &r.lib };
     cJSON *dev = NULL, *root = NULL, *arr = NULL;
     kb_rc rc = kb_skill_lib_load(dir, &r.lib, &r.d, &r.err);
     if (rc == KB_OK && device && !(dev = read_json_file(device, &r.err)))

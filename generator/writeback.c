@@ -350,6 +350,26 @@ static kb_rc make_folder(const kb_gen_writeback *w, const char *name, char **dir
     return rc;
 }
 
+/* The best speedup of a verified skill of skills_dir for the task on the
+ * record's architecture (0: none, or no library there): a generated
+ * kernel well above it is flagged for review. */
+static double best_skill(const kb_gen_writeback *w, const kb_task *task, const cJSON *rec)
+{
+    kb_skill_lib lib;
+    kb_skill_diags d;
+    kb_err e;
+    kb_skill_lib_init(&lib);
+    kb_skill_diags_init(&d);
+    kb_err_clear(&e);
+    double best = kb_skill_lib_load(w->skills_dir, &lib, &d, &e) == KB_OK
+        ? kb_skill_lib_best_speedup(&lib, task->name, kb_skill_record_str(
+              cJSON_GetObjectItemCaseSensitive(rec, "device"), "arch"), NULL)
+        : 0;
+    kb_skill_lib_release(&lib);
+    kb_skill_diags_release(&d);
+    return best;
+}
+
 /* kernel.cu in tmp (its SHA-256 into sha), and the evidence record of the
  * verification the loop ran (*rec, the caller's). */
 static kb_rc write_kernel_record(const kb_gen_writeback *w, const kb_task *task,
@@ -387,6 +407,8 @@ static kb_rc write_kernel_record(const kb_gen_writeback *w, const kb_task *task,
                               .date = date, .shown_shape = shown };
     if (rc == KB_OK)
         rc = kb_skill_record_make(&in, rec, err);
+    if (rc == KB_OK && kb_skill_record_review(*rec, best_skill(w, task, *rec)) < 0)
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     kb_buf_release(&how);
     cJSON_Delete(shapes);
     return rc;

@@ -369,6 +369,20 @@ kb_rc kb_skill_record_make(const kb_skill_record_in *in, cJSON **out, kb_err *er
 
 /* ------------------------------------------------------------------ outcomes */
 
+int kb_skill_record_review(cJSON *rec, double best)
+{
+    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(rec, "speedup");
+    if (!(best > 0) || !cJSON_IsNumber(sp) || !(sp->valuedouble > KB_SKILL_REVIEW_OVER * best) ||
+        strcmp(kb_skill_record_str(rec, "verdict"), "faster") != 0)
+        return 0;
+    char why[256];
+    snprintf(why, sizeof why, "%.2fx is %.1f times the best verified skill's %.2fx for %s: "
+             "review the kernel before trusting it", sp->valuedouble, sp->valuedouble / best,
+             best, kb_skill_record_str(rec, "task"));
+    cJSON_DeleteItemFromObjectCaseSensitive(rec, "review");
+    return cJSON_AddStringToObject(rec, "review", why) ? 1 : -1;
+}
+
 int kb_skill_record_interval(const cJSON *rec, double *lo, double *hi)
 {
     const cJSON *ci = cJSON_GetObjectItemCaseSensitive(rec, "speedup_ci95");

@@ -204,6 +204,25 @@ int kb_skill_dominates(const kb_skill_entry *a, const kb_skill_entry *b)
     return shared > 0;
 }
 
+double kb_skill_lib_best_speedup(const kb_skill_lib *lib, const char *task, const char *arch,
+                                 const char *except_sha256)
+{
+    double best = 0;
+    for (size_t i = 0; lib && task && i < lib->n; i++) {
+        const kb_skill_entry *e = &lib->items[i];
+        const char *t = e->ok ? kb_skill_get(&e->skill, "kb-task") : NULL;
+        const cJSON *r = live(e) ? backing(e) : NULL;
+        if (!r || !t || strcmp(t, task) != 0 ||
+            (except_sha256 && strcmp(e->kernel_sha256, except_sha256) == 0) ||
+            (arch && *arch && strcmp(kb_skill_entry_arch(e), arch) != 0))
+            continue;
+        const cJSON *sp = cJSON_GetObjectItemCaseSensitive(r, "speedup");
+        if (cJSON_IsNumber(sp) && sp->valuedouble > best)
+            best = sp->valuedouble;
+    }
+    return best;
+}
+
 kb_rc kb_skill_lib_check(const kb_skill_lib *lib, kb_skill_diags *d)
 {
     kb_rc rc = KB_OK;

@@ -256,6 +256,15 @@ typedef enum {
  * "within_interval" ("kept": a verified or approved skill stays so and the
  * record backs it; "not_promoted": a draft stays one and it does not). */
 kb_skill_outcome kb_skill_record_outcome(const cJSON *rec);
+/* A speedup this many times the best verified skill's for the task is
+ * flagged for a person's review. */
+#define KB_SKILL_REVIEW_OVER 1.25
+/* Flags rec for review ("review": why) when it is faster and its speedup
+ * is above KB_SKILL_REVIEW_OVER times best (> 0: the best verified
+ * skill's for its task, kb_skill_lib_best_speedup). The verdict stands: a
+ * person looks at the kernel before trusting it. Returns 1 when it
+ * flagged it, 0 when not, -1 out of memory. */
+int kb_skill_record_review(cJSON *rec, double best);
 /* The record's speedup interval: its runs' ratios' 95 % interval
  * (speedup_ci95), widened by the baseline's spread across processes
  * (baseline_spread, a fraction) on both sides. 0 when it has none. */
@@ -369,6 +378,11 @@ const char *kb_skill_entry_arch(const kb_skill_entry *e);
  * bound below b's lower bound). Two skills of the same kernel.cu never
  * dominate each other: their records differ by noise. */
 int kb_skill_dominates(const kb_skill_entry *a, const kb_skill_entry *b);
+/* The best speedup of a verified or approved skill of lib for task on
+ * arch (NULL or "": any), from each one's latest backing record, skipping
+ * the kernel except_sha256 (may be NULL); 0 when there is none. */
+double kb_skill_lib_best_speedup(const kb_skill_lib *lib, const char *task, const char *arch,
+                                 const char *except_sha256);
 /* Library-wide findings: a skill another dominates, and near-duplicates
  * (the same kernel.cu for the same task and bottleneck). */
 kb_rc kb_skill_lib_check(const kb_skill_lib *lib, kb_skill_diags *d)
@@ -405,6 +419,9 @@ typedef struct {
     const cJSON *device;         /* the device profile (kb-verify
                                     --device-info --json) for the record;
                                     NULL: the result's own device */
+    const kb_skill_lib *lib;     /* the library: a speedup well above its
+                                    best verified skill for the task is
+                                    flagged for review (may be NULL) */
 } kb_skill_verify_opts;
 
 /* Verifies a library entry: kb-verify runs its kernel.cu against its

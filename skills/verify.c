@@ -211,10 +211,21 @@ kb_rc kb_skill_verify(kb_skill_entry *e, const kb_skill_verify_opts *o, kb_buf *
     kb_buf_release(&how);
     if (rc == KB_OK && verdict)
         rc = kb_buf_puts(verdict, kb_skill_record_str(rec, "verdict"));
+    /* well above the library's best for the task: flagged for review */
+    int review = rc == KB_OK ? kb_skill_record_review(rec, kb_skill_lib_best_speedup(
+        o->lib, kb_skill_record_str(rec, "task"), kb_skill_record_str(
+            cJSON_GetObjectItemCaseSensitive(rec, "device"), "arch"), sha)) : 0;
+    if (review < 0)
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    char why[256] = "";
+    if (review > 0)
+        snprintf(why, sizeof why, "%s", kb_skill_record_str(rec, "review"));
     if (rc == KB_OK) {
         rc = kb_skill_apply_record(&e->skill, &e->evidence, rec, sha, what, err);
         rec = NULL;     /* taken */
     }
+    if (rc == KB_OK && review > 0)
+        rc = kb_buf_printf(what, "; review: %s", why);
     /* the evidence first: a SKILL.md never names a record that is not
      * written */
     if (rc == KB_OK)

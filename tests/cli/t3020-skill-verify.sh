@@ -141,3 +141,16 @@ contains "$out" "gelu-two: draft -> verified: faster, 1.90x reference"
 lacks "$out" "gelu-vec4"
 # kb-verify answers for gelu, not transpose: refused for that one
 contains "$out" "the result is for task 'gelu', not 'tiled-transpose''s kb-task 'transpose'"
+
+# a speedup well above the best verified skill's for the task (1.25 times
+# gelu-two's 1.90x) is flagged for review: the verdict stands, the record
+# and the line say so; one of the same kernel is no comparison
+sed 's|^// GELU|// GELU (a copy)|' "$c" >"$KB_TMP/copy.cu"
+expect_rc 0 kb skill new --dir "$L" gelu-three --task gelu --from "$KB_TMP/copy.cu" --description "Three."
+answer faster 3.0
+expect_rc 0 $V skill verify --dir "$L" gelu-three
+contains "$out" "gelu-three: draft -> verified: faster, 3.00x reference; review: 3.00x is 1.6 times the best verified skill's 1.90x for gelu: review the kernel before trusting it"
+[ "$(json_get "$(cat "$L/gelu-three/evidence.json")" "j['records'][-1]['review'][:18]")" = "3.00x is 1.6 times" ] || fail "no review in the record"
+answer faster 2.2
+expect_rc 0 $V skill verify --dir "$L" gelu-two
+lacks "$out" "review"

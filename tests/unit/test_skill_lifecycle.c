@@ -267,6 +267,19 @@ static void test_intervals(void **state)
     free(what);
     kb_skill_evidence_release(&ev);
     kb_skill_release(&s);
+
+    /* review: faster and above 1.25 times the best verified skill's */
+    rec = record(result_ci("faster", 3.0, 2.9, 3.1, 0.0), K1, NULL);
+    assert_int_equal(kb_skill_record_review(rec, 0), 0);      /* no skill to compare */
+    assert_int_equal(kb_skill_record_review(rec, 2.5), 0);    /* 1.2 times */
+    assert_int_equal(kb_skill_record_review(rec, 2.0), 1);
+    assert_string_equal(kb_skill_record_str(rec, "review"), "3.00x is 1.5 times the best "
+                        "verified skill's 2.00x for gelu: review the kernel before "
+                        "trusting it");
+    cJSON_Delete(rec);
+    rec = record(result_ci("correct", 3.0, 2.9, 3.1, 0.0), K1, NULL);
+    assert_int_equal(kb_skill_record_review(rec, 1.0), 0);    /* only a faster one */
+    cJSON_Delete(rec);
 }
 
 static void test_transitions(void **state)
