@@ -29,7 +29,7 @@ else
 Q := @
 endif
 
-PKGS    := sqlite3 libcurl libcjson libxml-2.0 md4c yaml-0.1 libutf8proc libmicrohttpd libcrypto
+PKGS    := sqlite3 libcurl libcjson libxml-2.0 md4c yaml-0.1 libutf8proc libmicrohttpd libcrypto hiredis
 ifeq ($(BLAS),blis)
 BLAS_CFLAGS := -I/usr/include/$(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)/blis-openmp -DKB_BLAS_BLIS
 BLAS_LIBS   := -lblis

@@ -224,6 +224,7 @@ static kb_rc tool_verify(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
     kb_verifier_opts o;
     kb_verifier_opts_init(&o);
     o.kb_verify = ctx->config ? ctx->config->verify : NULL;
+    o.queue = ctx->config ? ctx->config->queue : NULL;   /* KB_QUEUE */
     o.timeout_s = v->timeout_s;
     o.compile_only = cJSON_IsTrue(cJSON_GetObjectItem(args, "compile_only"));
     o.no_timing = cJSON_IsTrue(cJSON_GetObjectItem(args, "no_timing"));
@@ -235,7 +236,7 @@ static kb_rc tool_verify(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
     if (rc == KB_OK)
         rc = kb_verifier_open(&o, &verifier, err);
     if (rc == KB_OK)
-        rc = kb_verifier_run(verifier, dir, path, &r, err);
+        rc = kb_jobq_verify(verifier, dir, path, &r, err);
     if (rc == KB_OK) {
         /* the temporary file is gone once answered: the candidate is the
          * source the caller passed */

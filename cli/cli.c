@@ -621,10 +621,13 @@ static int has_word(const kb_command *cmd, int argc, char **argv, const char *wo
  * else its function. */
 static int dispatch(const kb_command *cmd, int argc, char **argv, const kb_cli *cli)
 {
-    if (cmd->subcommands && argc >= 2 && argv[1][0] != '-') {
-        const kb_command *sub = find_command(cmd->subcommands, argv[1]);
-        if (sub)
-            return dispatch(sub, argc - 1, argv + 1, cli);
+    /* a command of subcommands that is a command of its own too (kb
+     * verify TASK ...) takes a word that is no subcommand itself */
+    const kb_command *sub = cmd->subcommands && argc >= 2 && argv[1][0] != '-'
+                                ? find_command(cmd->subcommands, argv[1]) : NULL;
+    if (sub)
+        return dispatch(sub, argc - 1, argv + 1, cli);
+    if (cmd->subcommands && !cmd->fn && argc >= 2 && argv[1][0] != '-') {
         const char *like = similar_command(cmd->subcommands, argv[1]);
         const char *of = cmd->parent ? cmd->parent->name : "kb";
         if (like)

@@ -174,6 +174,12 @@ extern const kb_command kb_cmd_ingest, kb_cmd_query, kb_cmd_get, kb_cmd_status,
     kb_cmd_serve, kb_cmd_mcp, kb_cmd_rm, kb_cmd_config, kb_cmd_doctor, kb_cmd_completion,
     kb_cmd_manpage, kb_cmd_prompt, kb_cmd_generate, kb_cmd_tune;
 
+/* cli/cmd_verify_queue.c: kb verify worker and kb verify queue, whose
+ * entries are cmd_verify.c's (the subcommands of kb verify). */
+int cmd_verify_worker(int argc, char **argv, const kb_cli *cli, const kb_command *self);
+int cmd_verify_queue(int argc, char **argv, const kb_cli *cli, const kb_command *self);
+extern const kb_option cmd_verify_worker_options[], cmd_verify_queue_options[];
+
 /* cli/cmd_tool.c: the --json of a command that is a tool (kb.h,
  * "tools"): runs the tool named tool with args on the KB of the command
  * line, opened read-only, and prints its result object as one line of

@@ -399,6 +399,7 @@ static kb_rc open_deps(const kb_cli *cli, gen_args *a, kb_llm_opts *llm, kb_stor
     kb_verifier_opts vo;
     kb_verifier_opts_init(&vo);
     vo.kb_verify = cli->config ? cli->config->verify : NULL;
+    vo.queue = cli->config ? cli->config->queue : NULL;   /* KB_QUEUE */
     vo.timeout_s = a->timeout;
     vo.serve = 1;
     vo.compile_only = a->g.compile_only;

@@ -88,6 +88,7 @@ int cmd_skill_verify(int argc, char **argv, const kb_cli *cli, const kb_command 
     /* a receipt records how far its baseline moves across processes: three
      * short baseline-only processes after each timed verification */
     vo.spread = 3;
+    vo.queue = cli->config->queue;   /* KB_QUEUE */
     long secs;
     if (timeout) {
         if (kb_parse_long(timeout, 1, 86400, &secs) != KB_OK)

@@ -44,7 +44,7 @@ static int verdict_status(kb_verify_verdict v)
 }
 
 static int verify_one(const kb_cli *cli, kb_verifier *v, const char *task,
-                      const char *cand, int json)
+                      const char *cand, int json, int no_wait)
 {
     kb_err err;
     kb_err_clear(&err);
@@ -56,9 +56,19 @@ static int verify_one(const kb_cli *cli, kb_verifier *v, const char *task,
         free(dir);
         return 1;
     }
+    if (no_wait) {   /* the job's id and state: kb verify queue ID waits */
+        char id[65];
+        kb_job_state st;
+        kb_rc rc = kb_jobq_verify_submit(v, dir, cand, id, &st, &err);
+        free(dir);
+        if (rc != KB_OK)
+            return kb_cli_fail(&err);
+        printf("%s %s\n", id, kb_job_state_name(st));
+        return 0;
+    }
     kb_verify_result r;
     kb_verify_result_init(&r);
-    kb_rc rc = kb_verifier_run(v, dir, cand, &r, &err);
+    kb_rc rc = kb_jobq_verify(v, dir, cand, &r, &err);
     free(dir);
     if (rc == KB_OK && json) {
         rc = kb_cli_print_json(r.json, &err);
@@ -313,26 +323,58 @@ static kb_rc read_results(suite *s, const char *dir, kb_err *err)
     return KB_OK;
 }
 
-/* Every candidate of every task through v; progress on stderr unless
- * json. Returns KB_OK, or the error of a run that could not be made. */
+/* With a queue: every candidate submitted before any is waited for, so
+ * the workers have them all; ids[] gets their job ids in suite order. */
+static kb_rc submit_all(suite *s, kb_verifier *v, char (**ids)[65], kb_err *err)
+{
+    size_t n = 0, at = 0;
+    for (size_t i = 0; i < s->n; i++)
+        n += s->ts[i].ncands;
+    if (!(*ids = calloc(n ? n : 1, sizeof **ids)))
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < s->n; i++)
+        for (size_t k = 0; k < s->ts[i].ncands; k++) {
+            kb_job_state st;
+            kb_rc rc = kb_jobq_verify_submit(v, s->ts[i].dir, s->ts[i].cands[k],
+                                             (*ids)[at++], &st, err);
+            if (rc != KB_OK)
+                return rc;
+        }
+    return KB_OK;
+}
+
+/* Every candidate of every task through v (through its queue when it has
+ * one); progress on stderr unless json. Returns KB_OK, or the error of a
+ * run that could not be made. */
 static kb_rc run_candidates(suite *s, kb_verifier *v, int json, kb_err *err)
 {
     kb_verify_result r;
     kb_verify_result_init(&r);
+    char (*ids)[65] = NULL;
+    size_t at = 0;
+    if (kb_verifier_queue(v) && submit_all(s, v, &ids, err) != KB_OK) {
+        free(ids);
+        return err->rc;
+    }
     for (size_t i = 0; i < s->n; i++)
         for (size_t k = 0; k < s->ts[i].ncands; k++) {
-            kb_rc rc = kb_verifier_run(v, s->ts[i].dir, s->ts[i].cands[k], &r, err);
-            if (rc != KB_OK)
+            kb_rc rc = ids ? kb_jobq_verify_wait(v, ids[at++], &r, err)
+                           : kb_verifier_run(v, s->ts[i].dir, s->ts[i].cands[k], &r, err);
+            if (rc != KB_OK) {
+                free(ids);
                 return rc;
+            }
             if (!json)
                 fprintf(stderr, "%-12s %-14s %s\n", s->ts[i].name,
                         r.verdict_name, s->ts[i].cands[k]);
             if (tally(s, &r) != KB_OK) {
                 kb_verify_result_release(&r);
+                free(ids);
                 return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
             }
             consider(&s->ts[i], &r);
         }
+    free(ids);
     return KB_OK;
 }
 
@@ -494,8 +536,35 @@ static const kb_option verify_options[] = {
     { "no-timing", KB_OPT_LONG('n'), NULL, "correctness only" },
     { "compile-only", KB_OPT_LONG('C'), NULL, "NVRTC only: no GPU needed, nothing runs" },
     { "timeout", KB_OPT_LONG('t'), "S", "wall-clock limit per candidate (default 120)" },
+    { "queue", KB_OPT_LONG('Q'), "URL", "verify through this queue's workers (default KB_QUEUE; inproc: here)" },
+    { "no-wait", KB_OPT_LONG('W'), NULL, "with a queue: print the job's id and state, do not wait" },
     { NULL, 0, NULL, NULL },
 };
+
+/* the subcommands' functions and options are in cmd_verify_queue.c */
+static const kb_command worker_cmd = {
+    .name = "worker",
+    .fn = cmd_verify_worker,
+    .usage = "kb verify worker [--queue URL] [--gpu LIST] [options]",
+    .summary = "claim verification jobs from a queue and run them (one kb-verify per GPU slot)",
+    .options = cmd_verify_worker_options,
+    .parent = &kb_cmd_verify,
+    .notes = "Runs until stopped (SIGTERM, SIGINT: the jobs in flight finish first),\n"
+             "--drain or --max-jobs. A job that gets no result from kb-verify is tried\n"
+             "again, then put in the dead letter. docs/verify.md has systemd, Slurm and\n"
+             "Kubernetes recipes.\n",
+};
+
+static const kb_command queue_cmd = {
+    .name = "queue",
+    .fn = cmd_verify_queue,
+    .usage = "kb verify queue [--queue URL] [--json] [JOB...]",
+    .summary = "a verification queue: its counts and dead letter, or jobs' states and results",
+    .options = cmd_verify_queue_options,
+    .parent = &kb_cmd_verify,
+};
+
+static const kb_command *const verify_subs[] = { &worker_cmd, &queue_cmd, NULL };
 
 static int cmd_verify(int argc, char **argv, const kb_cli *cli, const kb_command *self);
 
@@ -506,17 +575,23 @@ const kb_command kb_cmd_verify = {
     .summary = "verify a candidate kernel on the GPU (runs kb-verify), or a task suite",
     .options = verify_options,
     .operands = "task",
+    .subcommands = verify_subs,
+    .notes = "With a queue (--queue or KB_QUEUE: sqlite:PATH, redis://HOST:PORT/KEY) the\n"
+             "candidate is a job that `kb verify worker` runs, on this host or another;\n"
+             "a candidate verified before (the same task, mode and source) gets its\n"
+             "result again.\n",
 };
 
 static int cmd_verify(int argc, char **argv, const kb_cli *cli, const kb_command *self)
 {
-    int json = 0, c;
+    int json = 0, no_wait = 0, c;
     const char *suite_dir = NULL, *cands = NULL, *results = NULL;
     const char *pos[2] = { NULL, NULL };
     int npos = 0;
     kb_verifier_opts opts;
     kb_verifier_opts_init(&opts);
     opts.kb_verify = cli->config->verify;   /* KB_VERIFY */
+    opts.queue = cli->config->queue;        /* KB_QUEUE */
     kb_getopt g;
     kb_getopt_init(&g, self, argc, argv);
     while ((c = kb_getopt_next(&g)) > 0) {
@@ -529,6 +604,8 @@ static int cmd_verify(int argc, char **argv, const kb_cli *cli, const kb_command
         case KB_OPT_LONG('s'): suite_dir = g.arg; break;
         case KB_OPT_LONG('c'): cands = g.arg; break;
         case KB_OPT_LONG('r'): results = g.arg; break;
+        case KB_OPT_LONG('Q'): opts.queue = strcmp(g.arg, "inproc") ? g.arg : NULL; break;
+        case KB_OPT_LONG('W'): no_wait = 1; break;
         case KB_OPT_LONG('t'):
             if (kb_parse_long(g.arg, 1, 86400, &x) != KB_OK)
                 return kb_cli_usage_error(self, "bad --timeout '%s'", g.arg);
@@ -549,13 +626,15 @@ static int cmd_verify(int argc, char **argv, const kb_cli *cli, const kb_command
         return kb_cli_usage_error(self, "--suite needs --candidates DIR or --results DIR");
     if (!suite_dir && npos != 2)
         return kb_cli_usage_error(self, "need TASK and CANDIDATE.cu");
+    if (no_wait && (suite_dir || !opts.queue || !*opts.queue))
+        return kb_cli_usage_error(self, "--no-wait is for one candidate, with a queue");
     kb_verifier *v = NULL;
     kb_err err;
     kb_err_clear(&err);
     if (kb_verifier_open(&opts, &v, &err) != KB_OK)
         return kb_cli_fail(&err);
     int status = suite_dir ? run_suite(self, suite_dir, cands, results, v, json)
-                           : verify_one(cli, v, pos[0], pos[1], json);
+                           : verify_one(cli, v, pos[0], pos[1], json, no_wait);
     kb_verifier_free(v);
     return status;
 }

@@ -265,6 +265,7 @@ static kb_rc run_setup(kb_gen_state *R, kb_verifier **own_verifier, kb_err *err)
         kb_verifier_opts vo;
         kb_verifier_opts_init(&vo);
         vo.kb_verify = kb_verifier_path(o->verifier);
+        vo.queue = kb_verifier_queue(o->verifier);
         vo.serve = 1;
         vo.compile_only = R->eff.compile_only;
         if ((rc = kb_verifier_open(&vo, own_verifier, err)) != KB_OK)

@@ -166,7 +166,7 @@ static kb_rc verify_attempt(kb_gen_state *R, kb_gen_attempt *a, const char *abs,
                             double *verify_ms, kb_err *err)
 {
     double tv = kb_now_ms();
-    kb_rc rc = kb_verifier_run(R->eff.verifier, R->eff.task_dir, abs, &a->r, err);
+    kb_rc rc = kb_jobq_verify(R->eff.verifier, R->eff.task_dir, abs, &a->r, err);
     *verify_ms += kb_now_ms() - tv;
     if (rc != KB_OK)
         return rc;

@@ -85,6 +85,10 @@ static const config_var vars[] = {
     { "KB_VERIFY", V_STR, F(verify), 0, 0,
       "the kb-verify executable",
       "kb-verify beside kb, else on the PATH" },
+    { "KB_QUEUE", V_STR, F(queue), 0, 0,
+      "where candidates are verified: sqlite:PATH or redis://HOST:PORT/KEY,"
+      " served by `kb verify worker`",
+      "none (in process)" },
     { "KB_LLM_URL", V_STR, F(llm_url), 0, 0,
       "the LLM: a /v1/chat/completions or /v1/messages URL",
       "none" },

@@ -151,6 +151,8 @@ struct kb_config {
     long rerank_timeout_ms;  /* KB_RERANK_TIMEOUT_MS, 1-86400000; 30000 */
     char *verify;            /* KB_VERIFY; NULL: kb-verify beside kb, else
                                 on the PATH */
+    char *queue;             /* KB_QUEUE: the verification queue's URL;
+                                NULL: in process (verify/verify.h, jobq.c) */
     char *llm_url;           /* KB_LLM_URL: the generator's LLM endpoint */
     char *llm_model;         /* KB_LLM_MODEL */
     char *llm_api_key;       /* KB_LLM_API_KEY: never printed */

@@ -128,7 +128,7 @@ static kb_rc get_result(const kb_skill_entry *e, const kb_skill_verify_opts *o,
     *when = time(NULL);
     kb_verify_result r;
     kb_verify_result_init(&r);
-    kb_rc rc = kb_verifier_run(o->verifier, task_dir, kernel, &r, err);
+    kb_rc rc = kb_jobq_verify(o->verifier, task_dir, kernel, &r, err);
     if (rc == KB_OK && r.verdict == KB_VERIFY_ERROR)
         rc = kb_err_set(err, KB_ERR_GPU, "cannot verify '%s': %s; nothing changed",
                         skill_name(e), *r.reason ? r.reason : "kb-verify gave no verdict");
@@ -312,7 +312,7 @@ kb_rc kb_skill_check_compile(const kb_skill_entry *e, const char *tasks_dir,
         kb_verify_result_init(&r);
         kb_err rerr;
         kb_err_clear(&rerr);
-        rc = kb_verifier_run(v, dir, src, &r, &rerr);
+        rc = kb_jobq_verify(v, dir, src, &r, &rerr);
         kb_buf msg;
         kb_buf_init(&msg, 0);
         if (rc == KB_OK && r.verdict != KB_VERIFY_COMPILED) {

@@ -244,7 +244,8 @@ static void close_pair(int p[2])
 /* In the child: stdout to the pipe, stdin from the other pipe or
  * /dev/null, stderr to /dev/null when quiet, its own process group (a
  * kill reaches what it started). */
-static void child_exec(char *const argv[], int po[2], int pi[2], int quiet)
+static void child_exec(char *const argv[], char *const envp[], int po[2],
+                       int pi[2], int quiet)
 {
     dup2(po[1], STDOUT_FILENO);
     if (pi[0] >= 0) {
@@ -262,7 +263,10 @@ static void child_exec(char *const argv[], int po[2], int pi[2], int quiet)
     close_pair(po);
     close_pair(pi);
     setpgid(0, 0);
-    execvp(argv[0], argv);
+    if (envp)
+        execvpe(argv[0], argv, envp);
+    else
+        execvp(argv[0], argv);
     fprintf(stderr, "kb: cannot run '%s': %s\n", argv[0], strerror(errno));
     _exit(127);
 }
@@ -270,15 +274,16 @@ static void child_exec(char *const argv[], int po[2], int pi[2], int quiet)
 /* Starts argv with its stdout on a pipe (and, with want_stdin, its stdin
  * on another; quiet: its stderr dropped). Returns 0, or -1 (no pipe, no
  * fork). */
-static int child_start(child *c, char *const argv[], int want_stdin, int quiet)
+static int child_start(child *c, char *const argv[], char *const envp[],
+                       int want_stdin, int quiet)
 {
     int po[2] = { -1, -1 }, pi[2] = { -1, -1 };
     memset(c, 0, sizeof *c);
     c->in = c->out = -1;
     kb_buf_init(&c->pending, 64u << 20);
-    if (pipe(po) != 0)
+    if (pipe2(po, O_CLOEXEC) != 0)   /* no other child inherits it */
         return -1;
-    if (want_stdin && pipe(pi) != 0) {
+    if (want_stdin && pipe2(pi, O_CLOEXEC) != 0) {
         close_pair(po);
         return -1;
     }
@@ -289,7 +294,7 @@ static int child_start(child *c, char *const argv[], int want_stdin, int quiet)
         return -1;
     }
     if (pid == 0)
-        child_exec(argv, po, pi, quiet);
+        child_exec(argv, envp, po, pi, quiet);
     close(po[1]);
     c->out = po[0];
     if (want_stdin) {
@@ -382,7 +387,50 @@ struct kb_verifier {
     char *path;
     kb_verifier_opts opts;
     child srv;        /* the --serve process, started on demand */
+    char *gpu, *queue;    /* opts' strings, owned */
+    char **envp;      /* the child's environment with its GPU; NULL: ours */
+    void *slot;       /* kb_verifier_set_slot's */
+    void (*slot_free)(void *);
 };
+
+extern char **environ;
+
+/* Our environment with CUDA_VISIBLE_DEVICES=gpu, built before any fork
+ * (a child of a threaded program must not allocate). NULL out of memory. */
+static char **env_with_gpu(const char *gpu)
+{
+    size_t n = 0;
+    while (environ && environ[n])
+        n++;
+    char **e = calloc(n + 2, sizeof *e);
+    kb_buf b;
+    kb_buf_init(&b, 0);
+    if (!e || kb_buf_printf(&b, "CUDA_VISIBLE_DEVICES=%s", gpu) != KB_OK) {
+        free(e);
+        kb_buf_release(&b);
+        return NULL;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "CUDA_VISIBLE_DEVICES=", 21) != 0 &&
+            strncmp(environ[i], "KB_VERIFY_DEVICE=", 17) != 0)
+            e[k++] = environ[i];   /* borrowed: the environment outlives v */
+    e[k] = kb_buf_detach(&b);
+    return e;
+}
+
+/* Frees what env_with_gpu made: its own entry is the last one. */
+static void env_free(char **e)
+{
+    if (!e)
+        return;
+    size_t n = 0;
+    while (e[n])
+        n++;
+    if (n)
+        free(e[n - 1]);
+    free(e);
+}
 
 void kb_verifier_opts_init(kb_verifier_opts *o)
 {
@@ -420,6 +468,20 @@ kb_rc kb_verifier_open(const kb_verifier_opts *opts, kb_verifier **out, kb_err *
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     }
     v->opts.kb_verify = v->path;
+    int nomem = 0;
+    if (opts->gpu && *opts->gpu) {
+        v->gpu = kb_strdup(opts->gpu);
+        v->envp = v->gpu ? env_with_gpu(opts->gpu) : NULL;
+        nomem |= !v->envp;
+    }
+    if (opts->queue && *opts->queue)
+        nomem |= !(v->queue = kb_strdup(opts->queue));
+    v->opts.gpu = v->gpu;
+    v->opts.queue = v->queue;
+    if (nomem) {
+        kb_verifier_free(v);
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    }
     v->srv.pid = 0;
     v->srv.in = v->srv.out = -1;
     *out = v;
@@ -431,12 +493,47 @@ const char *kb_verifier_path(const kb_verifier *v)
     return v->path;
 }
 
+const kb_verifier_opts *kb_verifier_opts_get(const kb_verifier *v)
+{
+    return &v->opts;
+}
+
+void kb_verifier_set_run(kb_verifier *v, int compile_only, int no_timing,
+                         double timeout_s)
+{
+    v->opts.compile_only = compile_only;
+    v->opts.no_timing = no_timing;
+    if (timeout_s > 0)
+        v->opts.timeout_s = timeout_s;
+}
+
+const char *kb_verifier_queue(const kb_verifier *v)
+{
+    return v->queue;
+}
+
+void *kb_verifier_slot(const kb_verifier *v)
+{
+    return v->slot;
+}
+
+void kb_verifier_set_slot(kb_verifier *v, void *p, void (*free_fn)(void *))
+{
+    v->slot = p;
+    v->slot_free = free_fn;
+}
+
 void kb_verifier_free(kb_verifier *v)
 {
     if (!v)
         return;
     if (v->srv.pid > 0)
         child_end(&v->srv, 0);
+    if (v->slot && v->slot_free)
+        v->slot_free(v->slot);
+    env_free(v->envp);
+    free(v->gpu);
+    free(v->queue);
     free(v->path);
     free(v);
 }
@@ -498,7 +595,7 @@ static kb_rc run_once(kb_verifier *v, const char *task_dir, const char *task,
     argv[a++] = (char *)cand;
     argv[a] = NULL;
     child c;
-    if (child_start(&c, argv, 0, 0) != 0) {
+    if (child_start(&c, argv, v->envp, 0, 0) != 0) {
         kb_buf_release(&c.pending);
         return synthesise(out, task, cand, "error", "cannot start kb-verify", err);
     }
@@ -551,7 +648,7 @@ static kb_rc run_serve(kb_verifier *v, const char *task_dir, const char *task,
 {
     if (v->srv.pid <= 0) {
         char *argv[] = { v->path, "--serve", NULL };
-        if (child_start(&v->srv, argv, 1, 0) != 0) {
+        if (child_start(&v->srv, argv, v->envp, 1, 0) != 0) {
             kb_buf_release(&v->srv.pending);
             return synthesise(out, task, cand, "error",
                               "cannot start kb-verify --serve", err);
@@ -593,7 +690,7 @@ kb_rc kb_verifier_device_info(kb_verifier *v, cJSON **out, kb_err *err)
     *out = NULL;
     char *argv[] = { v->path, "--device-info", "--json", NULL };
     child c;
-    if (child_start(&c, argv, 0, 1) != 0) {
+    if (child_start(&c, argv, v->envp, 0, 1) != 0) {
         kb_buf_release(&c.pending);
         return kb_err_set(err, KB_ERR_NOTFOUND, "cannot start '%s'", v->path);
     }

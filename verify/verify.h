@@ -334,6 +334,10 @@ typedef struct {
     int spread;                /* > 0: the baseline timed again in that
                                   many processes of its own (--spread), its
                                   spread across processes in the result */
+    const char *gpu;           /* CUDA_VISIBLE_DEVICES for the child (an
+                                  ordinal or a UUID); NULL: inherited */
+    const char *queue;         /* KB_QUEUE: where kb_jobq_verify sends the
+                                  candidate (jobq.c); NULL or "": run here */
 } kb_verifier_opts;
 
 void kb_verifier_opts_init(kb_verifier_opts *o);
@@ -359,8 +363,195 @@ kb_rc kb_verifier_run(kb_verifier *v, const char *task_dir,
  * KB_ERR_GPU when it has no GPU (exit 4) or says nothing usable; *out
  * NULL then. */
 kb_rc kb_verifier_device_info(kb_verifier *v, cJSON **out, kb_err *err);
+/* The options v was opened with (its strings v's own). */
+const kb_verifier_opts *kb_verifier_opts_get(const kb_verifier *v);
+/* The mode and time limit of the runs that follow (a worker's jobs each
+ * have their own; timeout_s <= 0 keeps v's). */
+void kb_verifier_set_run(kb_verifier *v, int compile_only, int no_timing,
+                         double timeout_s);
+/* The queue URL v was opened with (opts.queue), NULL when none. */
+const char *kb_verifier_queue(const kb_verifier *v);
+/* A slot for what a room above keeps with v (jobq.c's open queue): the
+ * pointer set before, NULL at first; free_fn (may be NULL) is called on p
+ * by kb_verifier_free (SQLite's sqlite3_set_clientdata). */
+void *kb_verifier_slot(const kb_verifier *v);
+void kb_verifier_set_slot(kb_verifier *v, void *p, void (*free_fn)(void *));
 /* Ends a --serve child (its input closed; killed if it lingers) and
  * frees v. v may be NULL. */
 void kb_verifier_free(kb_verifier *v);
+
+/* ------------------------------------------------------------------ jobq.c */
+/* kb_jobq: the one queue every path that verifies goes through (`kb
+ * verify`, the generator's samples, `kb skill verify`, the verify tool).
+ * Three backends, chosen by a URL (KB_QUEUE, docs/verify.md "The queue"):
+ *   ""/NULL, "inproc"          in process: the caller's kb_verifier runs
+ *                              the candidate itself (as before the queue)
+ *   sqlite:PATH                a SQLite table for one machine (jobq_sqlite.c)
+ *   redis://HOST[:PORT][/KEY]  Redis Streams for a team (jobq_redis.c)
+ * A job is a task, the candidate's source and its options; its id is the
+ * SHA-256 of those (the candidate's hash), so a second submission of the
+ * same candidate is the same job and gets the same result. A worker claims
+ * a job with a lease, extends it while the job runs, and completes it
+ * (the first result recorded is the only one) or fails it; a job whose
+ * lease expires is claimed again; one delivered max_deliveries times
+ * without a result goes to the dead letter with its reason.
+ *
+ * A kb_jobq handle is used by one thread at a time (open one per thread).
+ * Memory: kb_job's strings are owned (kb_job_release); strings returned
+ * through char ** are the caller's to free. */
+
+typedef struct kb_jobq kb_jobq;
+
+typedef enum {
+    KB_JOB_NONE = 0,           /* no such job */
+    KB_JOB_PENDING,            /* waiting for a worker */
+    KB_JOB_LEASED,             /* a worker holds it */
+    KB_JOB_DONE,               /* its result is recorded */
+    KB_JOB_DEAD                /* in the dead letter, with its reason */
+} kb_job_state;
+
+const char *kb_job_state_name(kb_job_state s);
+
+/* One job, as submitted and as claimed. */
+typedef struct {
+    char id[65];               /* the candidate's hash (kb_job_make) */
+    char *task;                /* the task's name */
+    char *task_dir;            /* where the submitter found it */
+    char *candidate;           /* the submitter's path: names the result */
+    char *source;              /* the candidate's text */
+    int compile_only, no_timing;
+    double timeout_s;          /* the submitter's limit (0: the worker's) */
+    /* set by a claim */
+    int deliveries;            /* claims of it so far, this one included */
+    char *lease;               /* the backend's handle on the claim */
+} kb_job;
+
+/* Makes the job for candidate_path against the task in task_dir (its
+ * source read, its id computed). *j is released first; on success the
+ * caller releases it. */
+kb_rc kb_job_make(kb_job *j, const char *task_dir, const char *candidate_path,
+                  int compile_only, int no_timing, double timeout_s, kb_err *err);
+void kb_job_release(kb_job *j);
+
+typedef struct {
+    double lease_s;            /* a claim's lease (<= 0: 60) */
+    int max_deliveries;        /* then the dead letter (<= 0: 3) */
+    const char *consumer;      /* the worker's name (NULL: host:pid) */
+} kb_jobq_opts;
+
+void kb_jobq_opts_init(kb_jobq_opts *o);
+/* Opens the queue url names (above); o may be NULL (defaults). *out is
+ * freed with kb_jobq_close. KB_ERR_USAGE for a URL of no known kind,
+ * KB_ERR_DB / KB_ERR_NET when the store cannot be reached. */
+kb_rc kb_jobq_open(const char *url, const kb_jobq_opts *o, kb_jobq **out,
+                   kb_err *err);
+void kb_jobq_close(kb_jobq *q);
+/* 1 for a queue that workers serve (sqlite, redis), 0 in process. */
+int kb_jobq_remote(const kb_jobq *q);
+/* Its URL as given ("inproc" in process). */
+const char *kb_jobq_url(const kb_jobq *q);
+
+/* Submits j. *state is the job's state after it: KB_JOB_PENDING for a new
+ * job, else the state of the job already there (a duplicate: its result,
+ * when done, is the answer). */
+kb_rc kb_jobq_submit(kb_jobq *q, const kb_job *j, kb_job_state *state,
+                     kb_err *err);
+/* Claims one job into *j (released first) with a lease of o.lease_s: one
+ * whose lease expired first, else the oldest pending. gpu: this worker
+ * runs kernels (it takes GPU jobs, then compile-only ones), else it takes
+ * compile-only jobs alone. Waits up to wait_ms for one; *got 0 when none
+ * came. A job delivered max_deliveries times goes to the dead letter here
+ * instead ("its lease expired N times"). */
+kb_rc kb_jobq_claim(kb_jobq *q, int gpu, int wait_ms, kb_job *j, int *got,
+                    kb_err *err);
+/* Extends the lease of j, held by this consumer, by o.lease_s. */
+kb_rc kb_jobq_extend(kb_jobq *q, const kb_job *j, kb_err *err);
+/* Records result (JSON text) for j and acknowledges the claim. *recorded
+ * (may be NULL) is 1 when this was the job's first result, 0 when one was
+ * there (the job ran twice: the first stands). */
+kb_rc kb_jobq_complete(kb_jobq *q, const kb_job *j, const char *result,
+                       int *recorded, kb_err *err);
+/* j ran without a result (kb-verify crashed, hung, could not start):
+ * back to the queue for another try, or, once delivered max_deliveries
+ * times, to the dead letter with reason. *dead (may be NULL) says which. */
+kb_rc kb_jobq_fail(kb_jobq *q, const kb_job *j, const char *reason, int *dead,
+                   kb_err *err);
+/* Returns jobs whose lease expired to the queue (those past
+ * max_deliveries to the dead letter); *n how many (may be NULL). Redis
+ * reclaims in kb_jobq_claim (XAUTOCLAIM) and counts them here. */
+kb_rc kb_jobq_reclaim(kb_jobq *q, long *n, kb_err *err);
+/* The state of job id; with it, in *text (may be NULL; the caller frees,
+ * NULL when there is none) its result when done, its reason when dead. */
+kb_rc kb_jobq_status(kb_jobq *q, const char *id, kb_job_state *state,
+                     char **text, kb_err *err);
+
+typedef struct {
+    long pending, leased, done, dead;
+} kb_jobq_counts;
+
+kb_rc kb_jobq_count(kb_jobq *q, kb_jobq_counts *c, kb_err *err);
+/* The dead letter: [{"id","task","candidate","deliveries","reason"}] in
+ * *out (the caller's, cJSON_Delete). */
+kb_rc kb_jobq_dead(kb_jobq *q, cJSON **out, kb_err *err);
+
+/* Waits up to timeout_s for job id's result and parses it into out:
+ * kb-verify's result, or for a dead job one made here (verdict "error",
+ * the dead letter's reason). KB_ERR_NOTFOUND for no such job. */
+kb_rc kb_jobq_wait(kb_jobq *q, const char *id, double timeout_s,
+                   kb_verify_result *out, kb_err *err);
+
+/* What every path that verifies calls instead of kb_verifier_run: with no
+ * queue (kb_verifier_queue(v) unset) it is kb_verifier_run; with one, the
+ * candidate is submitted (its duplicate's result reused) and its result
+ * waited for. The queue is opened once per verifier and kept in its slot. */
+kb_rc kb_jobq_verify(kb_verifier *v, const char *task_dir,
+                     const char *candidate_path, kb_verify_result *out,
+                     kb_err *err);
+/* Submits without waiting: *id (65 bytes) gets the job's id, *state its
+ * state (a duplicate may be done already). In process (no queue) this is
+ * KB_ERR_USAGE. */
+kb_rc kb_jobq_verify_submit(kb_verifier *v, const char *task_dir,
+                            const char *candidate_path, char id[65],
+                            kb_job_state *state, kb_err *err);
+/* kb_jobq_wait on v's queue. */
+kb_rc kb_jobq_verify_wait(kb_verifier *v, const char *id, kb_verify_result *out,
+                          kb_err *err);
+
+/* ---------------------------------------------------------------- worker.c */
+/* `kb verify worker`: claims jobs from a queue and runs them through one
+ * kb-verify --serve child per slot: `slots` slots on each GPU of gpus
+ * (each child sees its GPU alone through CUDA_VISIBLE_DEVICES), plus
+ * compile_threads slots that take compile-only jobs (NVRTC, no GPU) so a
+ * GPU slot never waits on them. A heartbeat extends the leases of the
+ * jobs in flight. A result names where it was measured (the "queue"
+ * object: job id, host, worker, GPU UUID and name, driver and CUDA
+ * versions, deliveries). A job that gets no result from kb-verify (it
+ * crashed, hung past its time limit) is failed: retried, then dead. */
+
+typedef struct {
+    const char *queue;         /* the URL (required, not in process) */
+    kb_jobq_opts q;
+    const char *kb_verify;     /* the executable (NULL: as the verifier) */
+    char **gpus;               /* CUDA_VISIBLE_DEVICES values, one a GPU */
+    size_t ngpus;
+    int slots;                 /* per GPU (<= 0: 1) */
+    int compile_threads;       /* compile-only slots */
+    double timeout_s;          /* per job when the job sets none (120) */
+    int drain;                 /* exit once the queue is empty */
+    long max_jobs;             /* exit after this many (0: no limit) */
+    volatile int *stop;        /* set (by a signal): finish and exit */
+    /* each job's end: "done"/"dead"/"retry", the job, the verdict or
+     * reason; called under a lock, from the slots' threads */
+    void (*log)(void *arg, const char *what, const kb_job *j, const char *text);
+    void *log_arg;
+} kb_worker_opts;
+
+typedef struct {
+    long claimed, completed, duplicates, failed, dead;
+} kb_worker_stats;
+
+void kb_worker_opts_init(kb_worker_opts *o);
+/* Runs the worker until drained, max_jobs, or *stop. */
+kb_rc kb_worker_run(const kb_worker_opts *o, kb_worker_stats *st, kb_err *err);
 
 #endif /* KB_VERIFY_H */

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# tier: ci
+# The queue's faults on both backends (SQLite, a real redis-server), with
+# compile-only jobs: a worker killed with SIGKILL in the middle of a job,
+# N times over N jobs; each of those jobs is reclaimed once its lease
+# expires and finished by another worker: N results, 0 lost, 0 twice. A
+# poisoned job (its kb-verify never answers within the limit and is
+# killed) is tried max-deliveries times and then goes to the dead letter
+# with its reason; the worker that ran it goes on to the next job, and a
+# submitter waiting on it gets an error result with the reason.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/jobq-lib.sh"
+start_redis
+N=3
+for Q in "sqlite:$KB_TMP/q.sqlite" "redis://127.0.0.1:$REDIS_PORT/t4110"; do
+    make_cands $N softmax
+    ids=()
+    for c in "${CANDS[@]}"; do submit "$Q" softmax "$c"; ids+=("$id"); done
+    # N workers, each killed (-9) as soon as it has claimed a job
+    for k in $(seq $N); do
+        start_worker "$KB_TMP/k$k.log" --queue "$Q" --lease 2 --max-deliveries 5
+        wait_for "$KB_TMP/k$k.log" ' claim '
+        kill -9 "$WPID"; wait "$WPID" 2>/dev/null
+    done
+    killed=$(cat "$KB_TMP"/k*.log)
+    [ "$(grep -c ' claim ' <<<"$killed")" -eq $N ] || fail "$Q: $killed"
+    lacks "$killed" ' done '
+    # one more worker: the killed workers' jobs come back past their lease
+    expect_rc 0 "$KB_BIN" verify worker --queue "$Q" --lease 2 --max-deliveries 5 --drain
+    survivor=$out
+    [ "$(grep -c ' done ' <<<"$survivor")" -eq $N ] || fail "$Q: $N results wanted: $survivor"
+    lacks "$survivor" 'worker duplicate'
+    j=$("$KB_BIN" verify queue --queue "$Q" --json "${ids[@]}")
+    got=$(json_get "$j" "(sorted(x['state'] for x in j['jobs']), sum(x['result']['queue']['deliveries'] > 1 for x in j['jobs']), len(set(x['result']['queue']['job'] for x in j['jobs'])))")
+    [ "$got" = "(['done', 'done', 'done'], $N, $N)" ] ||
+        fail "$Q: after $N kills: $got (states, jobs delivered again, distinct results)"
+    c=$(queue_json "$Q")
+    [ "$(json_get "$c" "(j['pending'], j['leased'], j['done'], j['dead'])")" = "(0, 0, $N, 0)" ] ||
+        fail "$Q: $N kills, $N jobs: $c"
+    echo "$Q: $N kills, $N jobs, 0 lost, 0 duplicated"
+    # a poisoned job: killed at its 1 s limit, twice, then dead; the
+    # worker goes on to a good job after it
+    submit "$Q" gelu "$KB_TOP/tests/verify/queue/hang.cu" --timeout 1
+    poison=$id
+    make_cands 1 gelu
+    submit "$Q" gelu "${CANDS[0]}"
+    good=$id
+    expect_rc 0 "$KB_BIN" verify worker --queue "$Q" --max-deliveries 2 --drain
+    w=$out
+    [ "$(grep -c "retry ${poison:0:16}" <<<"$w")" -eq 1 ] || fail "$Q: one retry wanted: $w"
+    contains "$w" "dead ${poison:0:16} gelu: no result within 1 s: kb-verify was killed"
+    contains "$w" "done ${good:0:16} gelu: compiled"
+    c=$(queue_json "$Q")
+    [ "$(json_get "$c" "(j['dead'], j['dead_letter'][0]['id'], j['dead_letter'][0]['deliveries'], j['dead_letter'][0]['task'])")" = "(1, '$poison', 2, 'gelu')" ] ||
+        fail "$Q: the dead letter: $c"
+    contains "$(json_get "$c" "j['dead_letter'][0]['reason']")" "no result within 1 s"
+    # a submitter waiting on it gets an error that says why
+    expect_rc 4 "$KB_BIN" verify --queue "$Q" --compile-only --timeout 1 "$KB_TOP/corpus/tasks/gelu" "$KB_TOP/tests/verify/queue/hang.cu"
+    contains "$out" "no result within 1 s"
+    rm -rf "$KB_TMP/cands" "$KB_TMP"/k*.log*
+done
+echo ok
