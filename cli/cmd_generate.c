@@ -206,6 +206,7 @@ static int dry_run(const kb_gen_opts *g, const char *task_name, int json)
 static const kb_option generate_options[] = {
     { "samples", KB_OPT_LONG('n'), "N", "candidates requested at once per round (1-64; default 4)" },
     { "rounds", KB_OPT_LONG('r'), "R", "rounds of feedback (1-100; default 3)" },
+    { "workers", KB_OPT_LONG('w'), "N", "with a queue (KB_QUEUE): candidates in flight at once (1-64)" },
     { "strategy", KB_OPT_LONG('s'), "S", "refine (the best so far, with every verdict; default)\n"
       "or population (parents drawn from the best few, one per\ntechnique)" },
     { "population", KB_OPT_LONG('P'), "N", "kernels population keeps (default 4)" },
@@ -262,6 +263,12 @@ static int parse_number(const kb_command *self, const kb_getopt *go, int c, gen_
             return *status = kb_cli_usage_error(self, "--samples must be 1 to 64, not '%s'",
                                                 go->arg), 1;
         a->g.samples = (int)v;
+        break;
+    case KB_OPT_LONG('w'):
+        if (kb_parse_long(go->arg, 1, 64, &v) != KB_OK)
+            return *status = kb_cli_usage_error(self, "--workers must be 1 to 64, not '%s'",
+                                                go->arg), 1;
+        a->g.workers = (int)v;
         break;
     case KB_OPT_LONG('r'):
         if (kb_parse_long(go->arg, 1, 100, &v) != KB_OK)

@@ -254,6 +254,9 @@ typedef struct {
     int compile_only;         /* the verifier only compiles: "compiled" is
                                  the goal and nothing is written back */
     int samples, rounds;      /* <= 0: 4 and 3 */
+    int workers;              /* with a queue (the verifier's KB_QUEUE): the
+                                 candidates in flight at once, submitted as
+                                 their replies come; <= 1: one at a time */
     kb_gen_strategy strategy;
     int population;           /* kernels kept by population; <= 0: 4 */
     long budget_tokens;       /* no round starts once the run has used
@@ -315,6 +318,8 @@ typedef struct {
     char *file;               /* the kernel, relative to the run's folder */
     long dup_of;              /* the attempt first verified with this hash */
     int verified;
+    char job[65];             /* its queue job while in flight, else "" */
+    double submitted_ms;
     kb_verify_result r;
     char technique[96];
     char *parent_skill;       /* the retrieved skill its line refines */

@@ -124,7 +124,7 @@ static void find_duplicate(const kb_gen_state *R, kb_gen_attempt *a)
     for (size_t i = 0; i < R->nat && a->dup_of < 0; i++)
         if (&R->at[i] != a && R->at[i].x.status == KB_EXTRACT_OK && !R->at[i].llm_error &&
             R->at[i].dup_of < 0 && strcmp(R->at[i].hash, a->hash) == 0 &&
-            R->at[i].verified)
+            (R->at[i].verified || R->at[i].job[0]))   /* or in flight */
             a->dup_of = (long)i;
 }
 
@@ -161,15 +161,44 @@ static kb_rc candidate_event(kb_gen_state *R, const kb_gen_attempt *a, kb_err *e
     return KB_OK;
 }
 
-/* Verifies a's kernel (at abs) and writes its verdict event. */
+/* 1 when candidates go to the queue's workers several at a time. */
+static int pipelined(const kb_gen_state *R)
+{
+    return R->eff.workers > 1 && kb_verifier_queue(R->eff.verifier);
+}
+
+/* Verifies a's kernel (at abs) and writes its verdict event; pipelined,
+ * it is only submitted (its job in a->job): verdict_of finishes it. */
+static kb_rc verdict_of(kb_gen_state *R, kb_gen_attempt *a, double *verify_ms,
+                        kb_err *err);
+
 static kb_rc verify_attempt(kb_gen_state *R, kb_gen_attempt *a, const char *abs,
                             double *verify_ms, kb_err *err)
 {
-    double tv = kb_now_ms();
+    a->submitted_ms = kb_now_ms();
+    if (pipelined(R)) {
+        kb_job_state st;
+        return kb_jobq_verify_submit(R->eff.verifier, R->eff.task_dir, abs, a->job,
+                                     &st, err);
+    }
     kb_rc rc = kb_jobq_verify(R->eff.verifier, R->eff.task_dir, abs, &a->r, err);
-    *verify_ms += kb_now_ms() - tv;
-    if (rc != KB_OK)
-        return rc;
+    *verify_ms += kb_now_ms() - a->submitted_ms;
+    return rc == KB_OK ? verdict_of(R, a, verify_ms, err) : rc;
+}
+
+/* a's verdict event, its result waited for first when it is in flight. */
+static kb_rc verdict_of(kb_gen_state *R, kb_gen_attempt *a, double *verify_ms,
+                        kb_err *err)
+{
+    double tv = a->submitted_ms;
+    if (a->job[0]) {
+        double w = kb_now_ms();
+        kb_rc rc = kb_jobq_verify_wait(R->eff.verifier, a->job, &a->r, err);
+        a->job[0] = '\0';
+        *verify_ms += kb_now_ms() - w;
+        if (rc != KB_OK)
+            return rc;
+    }
     a->verified = 1;
     int ok;
     cJSON *e = kb_gen_event("verdict", a->key, &ok);
@@ -593,9 +622,29 @@ static kb_gen_slot *await_reply(round_ctx *c, const kb_gen_attempt *a)
 
 /* The replies in sample order, each verified as it comes; *failed: the
  * requests that failed. On a failure the rest are only awaited. */
+/* What follows a's verdict: the counts, the floor, the progress line. */
+static void after_verdict(kb_gen_state *R, kb_gen_attempt *a, int *stop_floor)
+{
+    count(R, a);
+    if (at_floor(R, a))
+        *stop_floor = 1;
+    if (R->eff.progress) {
+        R->pg.event = "verdict";
+        R->pg.sample = a->sample + 1;
+        R->pg.verdict = kb_gen_outcome(R, a);
+        R->eff.progress(&R->pg, R->eff.progress_ctx);
+    }
+}
+
+/* The replies in sample order, each verified as it comes; *failed: the
+ * requests that failed. On a failure the rest are only awaited. With a
+ * queue and workers > 1 a reply's kernel is submitted as it comes and up
+ * to workers are in flight; their verdicts follow in sample order. */
 static kb_rc round_replies(kb_gen_state *R, round_ctx *c, int *stop_floor, int *failed,
                            kb_rc rc, kb_err *err)
 {
+    size_t next = c->first;   /* the first attempt whose verdict is not in */
+    int inflight = 0;
     for (size_t i = c->first; i < R->nat; i++) {
         kb_gen_attempt *a = &R->at[i];
         kb_gen_slot *sl = await_reply(c, a);
@@ -609,16 +658,16 @@ static kb_rc round_replies(kb_gen_state *R, round_ctx *c, int *stop_floor, int *
         }
         *failed += a->llm_error != NULL;
         rc = extract_verify(R, a, &c->extract_ms, &c->verify_ms, err);
-        if (rc != KB_OK)
-            continue;
-        count(R, a);
-        if (at_floor(R, a))
-            *stop_floor = 1;
-        if (R->eff.progress) {
-            R->pg.event = "verdict";
-            R->pg.sample = a->sample + 1;
-            R->pg.verdict = kb_gen_outcome(R, a);
-            R->eff.progress(&R->pg, R->eff.progress_ctx);
+        inflight += a->job[0] != '\0';
+        for (; rc == KB_OK && next <= i && (inflight >= R->eff.workers || !pipelined(R) ||
+                                             i + 1 == R->nat); next++) {
+            kb_gen_attempt *b = &R->at[next];
+            if (b->job[0]) {
+                inflight--;
+                rc = verdict_of(R, b, &c->verify_ms, err);
+            }
+            if (rc == KB_OK)
+                after_verdict(R, b, stop_floor);
         }
     }
     return rc;
