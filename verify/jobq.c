@@ -238,6 +238,10 @@ kb_rc kb_jobq_verify_submit(kb_verifier *v, const char *task_dir,
     const kb_verifier_opts *o = kb_verifier_opts_get(v);
     rc = kb_job_make(&j, task_dir, candidate_path, o->compile_only, o->no_timing,
                      o->timeout_s, err);
+    if (rc == KB_OK && o->spread > 0 && !o->compile_only) {   /* another job: id again */
+        j.spread = o->spread;
+        rc = kb_job_rehash(&j, err);
+    }
     if (rc == KB_OK)
         rc = kb_jobq_submit(q, &j, state, err);
     if (rc == KB_OK)

@@ -37,6 +37,8 @@ static kb_rc job_hash(kb_job *j)
     kb_rc rc = kb_buf_printf(&b, "kb-job 1%c%s%c%s%c", 0, j->task, 0,
                              j->compile_only ? "compile" : j->no_timing ?
                              "no-timing" : "verify", 0);
+    if (rc == KB_OK && j->spread > 0)
+        rc = kb_buf_printf(&b, "spread %d%c", j->spread, 0);
     if (rc == KB_OK)
         rc = kb_buf_puts(&b, j->source);
     if (rc == KB_OK)
@@ -89,6 +91,8 @@ char *jobq_job_encode(const kb_job *j)
     kb_json_put_str(o, "source", j->source, &ok);
     kb_json_put_bool(o, "compile_only", j->compile_only, &ok);
     kb_json_put_bool(o, "no_timing", j->no_timing, &ok);
+    if (j->spread > 0)
+        kb_json_put_num(o, "spread", j->spread, &ok);
     kb_json_put_num(o, "timeout_s", j->timeout_s, &ok);
     char *s = ok ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
@@ -122,6 +126,8 @@ kb_rc jobq_job_decode(const char *spec, kb_job *j, kb_err *err)
     j->source = dup_str(o, "source", &ok);
     j->compile_only = cJSON_IsTrue(cJSON_GetObjectItem(o, "compile_only"));
     j->no_timing = cJSON_IsTrue(cJSON_GetObjectItem(o, "no_timing"));
+    const cJSON *sp = cJSON_GetObjectItem(o, "spread");
+    j->spread = cJSON_IsNumber(sp) ? (int)sp->valuedouble : 0;
     const cJSON *t = cJSON_GetObjectItem(o, "timeout_s");
     j->timeout_s = cJSON_IsNumber(t) ? t->valuedouble : 0;
     cJSON_Delete(o);
@@ -131,6 +137,11 @@ kb_rc jobq_job_decode(const char *spec, kb_job *j, kb_err *err)
                           "candidate or source");
     }
     return KB_OK;
+}
+
+kb_rc kb_job_rehash(kb_job *j, kb_err *err)
+{
+    return job_hash(j) == KB_OK ? KB_OK : kb_err_set(err, KB_ERR_NOMEM, "out of memory");
 }
 
 const char *jobq_job_kind(const kb_job *j)

@@ -507,6 +507,11 @@ void kb_verifier_set_run(kb_verifier *v, int compile_only, int no_timing,
         v->opts.timeout_s = timeout_s;
 }
 
+void kb_verifier_set_spread(kb_verifier *v, int spread)
+{
+    v->opts.spread = spread;
+}
+
 const char *kb_verifier_queue(const kb_verifier *v)
 {
     return v->queue;

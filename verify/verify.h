@@ -369,6 +369,8 @@ const kb_verifier_opts *kb_verifier_opts_get(const kb_verifier *v);
  * have their own; timeout_s <= 0 keeps v's). */
 void kb_verifier_set_run(kb_verifier *v, int compile_only, int no_timing,
                          double timeout_s);
+/* The spread of the runs that follow (kb_verifier_opts.spread). */
+void kb_verifier_set_spread(kb_verifier *v, int spread);
 /* The queue URL v was opened with (opts.queue), NULL when none. */
 const char *kb_verifier_queue(const kb_verifier *v);
 /* A slot for what a room above keeps with v (jobq.c's open queue): the
@@ -420,6 +422,7 @@ typedef struct {
     char *candidate;           /* the submitter's path: names the result */
     char *source;              /* the candidate's text */
     int compile_only, no_timing;
+    int spread;                /* the verifier's spread (--spread) */
     double timeout_s;          /* the submitter's limit (0: the worker's) */
     /* set by a claim */
     int deliveries;            /* claims of it so far, this one included */
@@ -432,6 +435,8 @@ typedef struct {
 kb_rc kb_job_make(kb_job *j, const char *task_dir, const char *candidate_path,
                   int compile_only, int no_timing, double timeout_s, kb_err *err);
 void kb_job_release(kb_job *j);
+/* j's id computed again after its fields were changed (spread). */
+kb_rc kb_job_rehash(kb_job *j, kb_err *err);
 
 typedef struct {
     double lease_s;            /* a claim's lease (<= 0: 60) */

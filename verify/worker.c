@@ -233,6 +233,7 @@ static kb_rc run_job(slot *s, const kb_job *j, kb_err *err)
         set_inflight(s, j);
         kb_verifier_set_run(s->v, j->compile_only, j->no_timing,
                             j->timeout_s > 0 ? j->timeout_s : w->o->timeout_s);
+        kb_verifier_set_spread(s->v, j->spread);
         rc = kb_verifier_run(s->v, dir, path.data, &r, &jerr);
         set_inflight(s, NULL);
         unlink(path.data);
