@@ -11,7 +11,7 @@
 #   make fuzz       each fuzz target for FUZZ_SECONDS (60) under libFuzzer
 #   make demo       deps, build, ingest the mirror, answer a query
 #   make bench      the figures of BENCHMARKS.md
-#   make install PREFIX=/usr/local DESTDIR=
+#   make install PREFIX=/usr/local DESTDIR=   (make uninstall, the same)
 #   V=1 shows full commands.
 
 PREFIX  ?= /usr/local
@@ -29,7 +29,7 @@ else
 Q := @
 endif
 
-PKGS    := sqlite3 libcurl libcjson libxml-2.0 md4c yaml-0.1 libutf8proc libmicrohttpd libcrypto hiredis
+PKGS    := sqlite3 libcurl libcjson libxml-2.0 md4c yaml-0.1 libutf8proc libmicrohttpd libcrypto hiredis libzip
 ifeq ($(BLAS),blis)
 BLAS_CFLAGS := -I/usr/include/$(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)/blis-openmp -DKB_BLAS_BLIS
 BLAS_LIBS   := -lblis
@@ -67,7 +67,7 @@ MAIN_OBJ := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps test test-quick test-full unit cli layers check demo bench install clean
+.PHONY: all deps test test-quick test-full unit cli layers check demo bench install uninstall clean
 all: $(BUILD)/kb $(BUILD)/kb.bash $(BUILD)/_kb $(BUILD)/kb.fish $(BUILD)/kb.1
 
 $(BUILD)/obj/%.o: %.c kb/kb.h
@@ -199,6 +199,16 @@ install: all
 	install -m 644 $(BUILD)/kb.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/kb.fish
 	install -m 644 $(BUILD)/kb.1 $(DESTDIR)$(PREFIX)/share/man/man1/kb.1
 	$(if $(wildcard $(BUILD)/kb-verify),install -m 755 $(BUILD)/kb-verify $(DESTDIR)$(PREFIX)/bin/kb-verify)
+
+# what make install put there, and the model 'kb model fetch --system'
+# put in PREFIX/share/kb/models (kb's own folder goes whole)
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/kb $(DESTDIR)$(PREFIX)/bin/kb-verify \
+	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions/kb \
+	  $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_kb \
+	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/kb.fish \
+	  $(DESTDIR)$(PREFIX)/share/man/man1/kb.1
+	rm -rf $(DESTDIR)$(PREFIX)/share/kb
 
 clean:
 	rm -rf $(BUILD)/obj $(BUILD)/tests $(BUILD)/kb $(BUILD)/kb.bash $(BUILD)/_kb $(BUILD)/kb.fish $(BUILD)/kb.1 $(BUILD)/kb-verify $(BUILD)/libkb.a build-asan build-fuzz

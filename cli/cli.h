@@ -172,7 +172,7 @@ void kb_cli_puts_safe_pad(FILE *f, const char *s, int width);
 extern const kb_command kb_cmd_ingest, kb_cmd_query, kb_cmd_get, kb_cmd_status,
     kb_cmd_sources, kb_cmd_papers, kb_cmd_eval, kb_cmd_verify, kb_cmd_skill,
     kb_cmd_serve, kb_cmd_mcp, kb_cmd_rm, kb_cmd_config, kb_cmd_doctor, kb_cmd_completion,
-    kb_cmd_manpage, kb_cmd_prompt, kb_cmd_generate, kb_cmd_tune;
+    kb_cmd_manpage, kb_cmd_prompt, kb_cmd_generate, kb_cmd_tune, kb_cmd_model;
 
 /* cli/cmd_verify_queue.c: kb verify worker and kb verify queue, whose
  * entries are cmd_verify.c's (the subcommands of kb verify). */

@@ -158,7 +158,7 @@ static kb_rc check_base(const kb_cli *cli, const char *base, kb_err *err)
     kb_rc rc = kb_embedder_open_local(base, cli->config->threads, &e, err);
     if (rc == KB_OK && strcmp(kb_embedder_name(e), KB_EMBEDDER_BASE) != 0)
         rc = kb_err_set(err, KB_ERR_MODEL, "KB_MODEL_DIR '%s' holds a tuned model; "
-                        "tune from the base model (its default directory, 'make deps')",
+                        "tune from the base model (its default directory, 'kb model fetch')",
                         base);
     kb_embedder_free(e);
     return rc;
@@ -169,7 +169,7 @@ static int tune_run(const kb_cli *cli, const kb_command *self, const tune_args *
     const char *base = cli->config->model_dir;
     if (!a->pairs_only && (!base || !*base))
         return kb_cli_usage_error(self, "no base model: KB_MODEL_DIR is empty "
-                                  "(run 'make deps' or set it)");
+                                  "(run 'kb model fetch' or set it)");
     kb_err err;
     kb_err_clear(&err);
     kb_buf dflt;

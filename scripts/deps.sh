@@ -16,8 +16,8 @@ packages=(
   build-essential pkg-config dpkg-dev
   libsqlite3-dev libcurl4-openssl-dev libcjson-dev libxml2-dev libmd4c-dev
   libyaml-dev libutf8proc-dev libopenblas-dev libblis-openmp-dev liblapack-dev
-  libmicrohttpd-dev libfaiss-dev libssl-dev libcmocka-dev libhiredis-dev sqlite3 python3 python3-pip python3-venv
-  redis-server redis-tools
+  libmicrohttpd-dev libfaiss-dev libssl-dev libzip-dev libcmocka-dev libhiredis-dev sqlite3 python3 python3-pip python3-venv
+  redis-server redis-tools debhelper fakeroot
   unzip curl time wrk fish
 )
 

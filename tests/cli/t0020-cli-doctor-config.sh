@@ -26,7 +26,8 @@ contains "$out" "warn  index Flat:"
 contains "$out" "something to fix"
 expect_rc 1 env KB_MODEL_DIR="$KB_TMP/no-model" "$KB_BIN" doctor
 contains "$out" "FAIL  model:"
-contains "$out" "make deps"
+contains "$out" "kb model fetch"
+lacks "$out" "make deps"
 expect_rc 1 env KB_MIRROR="$KB_TMP/no-mirror" "$KB_BIN" doctor
 contains "$out" "FAIL  mirror $KB_TMP/no-mirror:"
 expect_rc 1 env KB_DIR="$KB_TMP/none" "$KB_BIN" doctor

@@ -46,7 +46,7 @@ if [ -f "$model/vocab.txt" ]; then
     head -n 1000 "$model/vocab.txt" > "$KB_TMP/model/vocab.txt"
     printf '# Vocab\n\nChunked by a cut vocabulary.\n' > "$KB_TMP/vocab.md"
     KB_MODEL_DIR="$KB_TMP/model" expect_rc 1 kb ingest --no-embed "$KB_TMP/vocab.md"
-    contains "$out" "vocab.txt' is truncated or corrupt; run 'make deps'"
+    contains "$out" "vocab.txt' is truncated or corrupt; run 'kb model fetch'"
     [ "$(sql "SELECT count(*) FROM documents WHERE key = '$KB_TMP/vocab.md'")" = 0 ] ||
         fail "a document was chunked with a damaged vocabulary"
     # no vocabulary at all: sizes are estimated, as before

@@ -90,7 +90,7 @@ lacks "$out" "timings"
 # no model: the default query answers lexically, and says how to fix it
 expect_rc 0 env KB_MODEL_DIR="$KB_TMP/no-model" "$KB_BIN" query warp shuffle
 contains "$out" "warning: answering lexically"
-contains "$out" "make deps"
+contains "$out" "kb model fetch"
 contains "$out" "__shfl_down_sync"
 expect_json 0 env KB_MODEL_DIR="$KB_TMP/no-model" "$KB_BIN" query --json warp shuffle
 [ "$(json_get "$out" "j['mode']")" = lexical ] || fail "mode without a model: $out"

@@ -125,7 +125,7 @@ expect_json 0 kb query --json "thread block clusters"
 # fails after the documents were stored: t1050)
 before=$(sql "SELECT max(id) FROM chunks")
 expect_rc 1 env KB_MODEL_DIR="$KB_TMP/nomodel" "$KB_BIN" ingest -q --manifest "$MANIFEST" hopper-tuning-guide --force
-contains "$out" "make deps"
+contains "$out" "kb model fetch"
 lacks "$out" "stored but not embedded"
 [ "$(sql "SELECT max(id) FROM chunks")" = "$before" ] ||
     fail "documents were written though the model was missing"

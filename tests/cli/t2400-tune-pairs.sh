@@ -74,7 +74,7 @@ expect_rc 1 kb tune --python true --out "$KB_TMP/t5"
 contains "$out" "wrote no model"
 # the base must be the base: not a missing model, not a tuned one
 ( export KB_MODEL_DIR="$KB_TMP/no-model"; expect_rc 1 kb tune --out "$KB_TMP/t7"
-  contains "$out" "make deps"; [ ! -e "$KB_TMP/t7" ] || fail "wrote into t7 without a base" ) || exit 1
+  contains "$out" "kb model fetch"; [ ! -e "$KB_TMP/t7" ] || fail "wrote into t7 without a base" ) || exit 1
 real=$(kb config 2>/dev/null | awk '$1 == "KB_MODEL_DIR" {print $2}')
 mkdir -p "$KB_TMP/fake-tuned"
 ln -s "$real/model.safetensors" "$KB_TMP/fake-tuned/model.safetensors"

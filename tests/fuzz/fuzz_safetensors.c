@@ -23,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         kb_st_close(&st);
     } else {
-        fuzz_check(err.rc == KB_ERR_MODEL && strstr(err.msg, "make deps"));
+        fuzz_check(err.rc == KB_ERR_MODEL && strstr(err.msg, "kb model fetch"));
     }
     return 0;
 }

@@ -191,7 +191,7 @@ static void expect_model_error(const char *dir, const char *what)
     assert_int_equal(kb_embedder_open_local(dir, 1, &e, &err), KB_ERR_MODEL);
     assert_null(e);
     fprintf(stderr, "%s: %s\n", what, err.msg);
-    assert_non_null(strstr(err.msg, "make deps"));
+    assert_non_null(strstr(err.msg, "kb model fetch"));
     assert_non_null(strstr(err.msg, "KB_MODEL_DIR"));
 }
 

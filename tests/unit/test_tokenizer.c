@@ -128,7 +128,7 @@ static void test_missing_vocab(void **state)
     assert_null(t);
     assert_non_null(strstr(err.msg, "'/nonexistent/vocab.txt'"));
     assert_non_null(strstr(err.msg, "No such file or directory"));
-    assert_non_null(strstr(err.msg, "make deps"));
+    assert_non_null(strstr(err.msg, "kb model fetch"));
 }
 
 int main(void)
