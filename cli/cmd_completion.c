@@ -316,8 +316,8 @@ static void fish_command(FILE *f, const kb_command *cmd)
     }
     const char *op = cmd->operands;
     if (op && strcmp(op, "source") == 0)
-        fprintf(f, "complete -c kb -n '%s' -F -a '(kb sources 2>/dev/null | "
-                "string match -rg \"^(\\S+)\\s\" | tail -n +2)'\n", cond);
+        fprintf(f, "complete -c kb -n '%s' -F -a '(command -q kb; and kb sources "
+                "2>/dev/null | string match -rg \"^(\\S+)\\s\" | tail -n +2)'\n", cond);
     else if (op && (strcmp(op, "file") == 0 || strcmp(op, "task") == 0))
         fprintf(f, "complete -c kb -n '%s' -F\n", cond);
     else if (op && strcmp(op, "dir") == 0)

