@@ -21,10 +21,13 @@ static void print_diags(const kb_skill_diags *d)
     for (size_t i = 0; i < d->n; i++) {
         const kb_skill_diag *x = &d->items[i];
         const char *sev = x->severity == KB_SKILL_ERROR ? "error" : "warning";
+        /* a file's name and what a message quotes of it, escaped */
+        kb_fput_line_safe(stderr, x->file);
         if (x->line > 0)
-            fprintf(stderr, "%s:%d: %s: %s (%s)\n", x->file, x->line, sev, x->msg, x->rule);
-        else
-            fprintf(stderr, "%s: %s: %s (%s)\n", x->file, sev, x->msg, x->rule);
+            fprintf(stderr, ":%d", x->line);
+        fprintf(stderr, ": %s: ", sev);
+        kb_fput_line_safe(stderr, x->msg);
+        fprintf(stderr, " (%s)\n", x->rule);
     }
 }
 

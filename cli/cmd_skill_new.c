@@ -6,6 +6,7 @@
 #include "verify/verify.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,11 +40,12 @@ static kb_rc make_draft(const char *dir, const char *name, const kb_task *t,
     kb_buf body, kernel;
     kb_buf_init(&body, 0);
     kb_buf_init(&kernel, 0);
-    char *sdir = kb_path_join(dir, name);
-    char *cu = sdir ? kb_path_join(sdir, "kernel.cu") : NULL;
+    kb_buf tmp;
+    kb_buf_init(&tmp, 0);
+    char *sdir = kb_path_join(dir, name), *cu = NULL;
     struct stat st;
-    kb_rc rc = cu ? KB_OK : kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    if (rc == KB_OK && stat(sdir, &st) == 0)
+    kb_rc rc = sdir ? KB_OK : kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    if (rc == KB_OK && lstat(sdir, &st) == 0)
         rc = kb_err_set(err, KB_ERR_IO, "'%s' already exists", sdir);
     if (rc == KB_OK && from)
         rc = kb_read_file(from, KERNEL_MAX_BYTES, &kernel, err);
@@ -67,21 +69,33 @@ static kb_rc make_draft(const char *dir, const char *name, const kb_task *t,
             r = kb_buf_printf(&body, new_body, name, name);
         if (r == KB_OK)
             r = kb_skill_set_body(&s, body.data);
-        if (r == KB_OK && !(s.path = kb_path_join(sdir, "SKILL.md")))
-            r = KB_ERR_NOMEM;
         if (r != KB_OK)
             rc = kb_err_set(err, r, "out of memory");
     }
-    if (rc == KB_OK)
-        rc = kb_mkdirs(sdir, err);
+    /* built whole in a hidden temp folder and renamed into place: a kill
+     * leaves the library as it was (the temp folder swept next time),
+     * never a half-made draft that blocks making it again */
+    if (rc == KB_OK && (rc = kb_mkdirs(dir, err)) == KB_OK) {
+        kb_sweep_temp(dir);
+        rc = kb_temp_dir(sdir, &tmp, err);
+    }
+    if (rc == KB_OK && (!(s.path = kb_path_join(tmp.data, "SKILL.md")) ||
+                        !(cu = kb_path_join(tmp.data, "kernel.cu"))))
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     if (rc == KB_OK && from)
         rc = kb_write_file_atomic(cu, kernel.data ? kernel.data : "", kernel.len, err);
     if (rc == KB_OK)
         rc = kb_skill_save(&s, err);
+    if (rc == KB_OK && renameat2(AT_FDCWD, tmp.data, AT_FDCWD, sdir, RENAME_NOREPLACE) != 0)
+        rc = kb_err_set(err, KB_ERR_IO, errno == EEXIST ? "'%s' already exists"
+                        : "cannot put '%s' in place", sdir);
+    if (rc != KB_OK && tmp.len)
+        kb_rmtree(tmp.data);
     if (rc == KB_OK) {
         *out_dir = sdir;
         sdir = NULL;
     }
+    kb_buf_release(&tmp);
     free(sdir);
     free(cu);
     kb_buf_release(&body);

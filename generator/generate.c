@@ -338,10 +338,12 @@ static kb_rc run_rounds(kb_gen_state *R, const char **stop, kb_err *err)
     return rc;
 }
 
-/* The summary of a run that went to its end (rc: how it ended), the
- * winner written back first when there is one to write. */
-static cJSON *run_summary(kb_gen_state *R, kb_rc rc, const char *stop, kb_err *err)
+/* The summary of a run that went to its end (*rcp: how it ended), the
+ * winner written back first when there is one to write; a winner that
+ * could not be written back fails the run (*rcp), its summary kept. */
+static cJSON *run_summary(kb_gen_state *R, kb_rc *rcp, const char *stop, kb_err *err)
 {
+    kb_rc rc = *rcp;
     cJSON *summary;
     if (rc == KB_OK && R->best >= 0 && R->eff.skills_dir && !R->eff.compile_only &&
         !R->eff.replay) {   /* a replay checks verdicts; its run wrote the skill */
@@ -349,8 +351,8 @@ static cJSON *run_summary(kb_gen_state *R, kb_rc rc, const char *stop, kb_err *e
         kb_err werr;
         kb_err_clear(&werr);
         if (tmp && write_back(R, tmp, &werr) != KB_OK)
-            kb_log_warn("the winning kernel was not written back: %s",
-                        werr.msg);
+            *rcp = kb_err_set(err, werr.rc, "the winning kernel was not written back: %s",
+                              werr.msg);
         summary = make_summary(R, stop);
         if (summary && tmp) {
             cJSON *sk = cJSON_DetachItemFromObject(tmp, "skill");
@@ -444,7 +446,7 @@ kb_rc kb_gen_run(const kb_gen_opts *o, cJSON **summary, kb_err *err)
     if (rc != KB_OK)
         goto out;
     rc = run_rounds(&R, &stop, err);
-    if ((*summary = run_summary(&R, rc, stop, err)) != NULL)
+    if ((*summary = run_summary(&R, &rc, stop, err)) != NULL)
         rc = write_summary(&R, *summary, rc, err);
     else if (rc == KB_OK)
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");

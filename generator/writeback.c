@@ -11,6 +11,8 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -185,6 +187,30 @@ static void tame(char *s, size_t max)
     }
 }
 
+/* The LLM's text with its control bytes (an escape sequence, a NUL, a
+ * lone CR) written as visible "\x1b": SKILL.md is text a reviewer reads
+ * in a terminal, and lint refuses control bytes. Line feeds and tabs
+ * stay; a CRLF is a line feed. Frees *s; NULL out of memory. */
+static char *escape_controls(char *s)
+{
+    if (!s)
+        return NULL;
+    kb_buf b;
+    kb_buf_init(&b, 0);
+    kb_rc rc = KB_OK;
+    for (const char *p = s; *p && rc == KB_OK; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '\r' && p[1] == '\n')
+            continue;
+        if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F)
+            rc = kb_buf_printf(&b, "\\x%02x", c);
+        else
+            rc = kb_buf_putc(&b, (char)c);
+    }
+    free(s);
+    return kb_buf_finish(&b, rc);
+}
+
 static kb_rc parse_writeup(const char *text, writeup *u)
 {
     memset(u, 0, sizeof *u);
@@ -193,8 +219,9 @@ static kb_rc parse_writeup(const char *text, writeup *u)
     u->name = field(text, "NAME");
     u->description = field(text, "DESCRIPTION");
     tame(u->description, KB_SKILL_DESCRIPTION_MAX);
+    u->description = escape_controls(u->description);
     for (int i = 0; i < 3; i++)
-        u->sections[i] = section(text, section_titles[i]);
+        u->sections[i] = escape_controls(section(text, section_titles[i]));
     return KB_OK;
 }
 
@@ -327,25 +354,20 @@ static kb_rc make_body(const kb_gen_writeback *w, const char *name, const writeu
     return rc;
 }
 
-/* The skill's folder: skills_dir/name (*dir), made under a temporary
- * name (*tmp) and renamed into place whole. Both the caller's. */
+/* The skill's folder: skills_dir/name (*dir), made under a hidden temp
+ * name (*tmp: kb_temp_dir's, swept after a kill) and renamed into place
+ * whole. Both the caller's. */
 static kb_rc make_folder(const kb_gen_writeback *w, const char *name, char **dir, char **tmp,
                          kb_err *err)
 {
     kb_buf tmpl;
     kb_buf_init(&tmpl, 0);
     kb_rc rc = KB_OK;
-    if (!(*dir = kb_path_join(w->skills_dir, name)) ||
-        kb_buf_printf(&tmpl, "%s/.%s.tmp-XXXXXX", w->skills_dir, name) != KB_OK)
+    if (!(*dir = kb_path_join(w->skills_dir, name)))
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    else if (!mkdtemp(tmpl.data))
-        rc = kb_err_set(err, KB_ERR_IO, "cannot create a folder in '%s': %s", w->skills_dir,
-                        strerror(errno));
-    if (rc == KB_OK) {
-        chmod(tmpl.data, 0755);
-        if (!(*tmp = kb_buf_detach(&tmpl)))
-            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    }
+    else if ((rc = kb_temp_dir(*dir, &tmpl, err)) == KB_OK &&
+             !(*tmp = kb_buf_detach(&tmpl)))
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     kb_buf_release(&tmpl);
     return rc;
 }
@@ -484,17 +506,66 @@ static kb_rc index_skill(const kb_gen_writeback *w, char *dir, kb_err *err)
     return KB_OK;
 }
 
-/* A folder that did not make it, removed. */
-static void remove_folder(const char *tmp)
+/* One try at writing the skill: a free name picked, the folder made under
+ * a temp name and renamed to it without replacing anything. *taken: the
+ * name was taken between the pick and the rename (another write-back,
+ * racing): nothing written, try again. On success *name and *dir are the
+ * caller's. */
+static kb_rc write_once(const kb_gen_writeback *w, const kb_task *task, const writeup *u,
+                        char **name, char **dir, int *taken, kb_err *err)
 {
-    const char *files[] = { "kernel.cu", "evidence.json", "SKILL.md" };
-    for (size_t i = 0; i < 3; i++) {
-        char *f = kb_path_join(tmp, files[i]);
-        if (f)
-            unlink(f);
-        free(f);
+    kb_skill s;
+    kb_skill_init(&s);
+    kb_skill_evidence ev;
+    kb_skill_evidence_init(&ev);
+    kb_buf what;
+    kb_buf_init(&what, 0);
+    char *tmp = NULL, sha[65];
+    cJSON *rec = NULL;
+    *taken = 0;
+    kb_rc rc = pick_name(w, task->name, u, name, err);
+    if (rc == KB_OK)
+        rc = make_folder(w, *name, dir, &tmp, err);
+    if (rc == KB_OK)
+        rc = write_kernel_record(w, task, tmp, sha, &rec, err);
+    if (rc == KB_OK)
+        rc = kb_skill_evidence_load(tmp, *name, &ev, NULL, err);
+    if (rc == KB_OK)
+        rc = set_skill(w, task, u, *name, tmp, &s, err);
+    /* the lifecycle sets kb-speedup, kb-evidence and kb-when-not from the
+     * record; the skill stays a draft: an LLM wrote its text, a person
+     * reviews it */
+    if (rc == KB_OK) {
+        rc = kb_skill_apply_record(&s, &ev, rec, sha, &what, err);
+        rec = NULL;
     }
-    rmdir(tmp);
+    if (rc == KB_OK && kb_skill_set(&s, "kb-status", "draft") != KB_OK)
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    if (rc == KB_OK)
+        rc = kb_skill_evidence_save(&ev, err);
+    if (rc == KB_OK)
+        rc = kb_skill_save(&s, err);
+    /* RENAME_NOREPLACE: a plain rename would also replace an empty folder */
+    if (rc == KB_OK && renameat2(AT_FDCWD, tmp, AT_FDCWD, *dir, RENAME_NOREPLACE) != 0) {
+        if (errno == EEXIST || errno == ENOTEMPTY)
+            *taken = 1;
+        else
+            rc = kb_err_set(err, KB_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, *dir,
+                            strerror(errno));
+    }
+    if (tmp && (rc != KB_OK || *taken))
+        kb_rmtree(tmp);
+    if (rc != KB_OK || *taken) {
+        free(*name);
+        free(*dir);
+        *name = *dir = NULL;
+    }
+    free(tmp);
+    cJSON_Delete(rec);
+    kb_skill_release(&s);
+    kb_skill_evidence_release(&ev);
+    kb_buf_release(&what);
+    return rc;
 }
 
 kb_rc kb_gen_write_skill(const kb_gen_writeback *w, char **name_out, char **dir_out,
@@ -511,63 +582,28 @@ kb_rc kb_gen_write_skill(const kb_gen_writeback *w, char **name_out, char **dir_
     kb_task *task = NULL;
     writeup u;
     memset(&u, 0, sizeof u);
-    kb_skill s;
-    kb_skill_init(&s);
-    kb_skill_evidence ev;
-    kb_skill_evidence_init(&ev);
-    kb_buf what;
-    kb_buf_init(&what, 0);
-    char *name = NULL, *dir = NULL, *tmp = NULL;
-    char sha[65];
-    cJSON *rec = NULL;
+    char *name = NULL, *dir = NULL;
     kb_rc rc = kb_task_load(w->task_dir, &task, err);
     if (rc == KB_OK)
         rc = parse_writeup(w->writeup, &u);
     if (rc == KB_OK)
         rc = kb_mkdirs(w->skills_dir, err);
     if (rc == KB_OK)
-        rc = pick_name(w, task->name, &u, &name, err);
-    if (rc == KB_OK)
-        rc = make_folder(w, name, &dir, &tmp, err);
-    if (rc == KB_OK)
-        rc = write_kernel_record(w, task, tmp, sha, &rec, err);
-    if (rc == KB_OK)
-        rc = kb_skill_evidence_load(tmp, name, &ev, NULL, err);
-    if (rc == KB_OK)
-        rc = set_skill(w, task, &u, name, tmp, &s, err);
-    /* the lifecycle sets kb-speedup, kb-evidence and kb-when-not from the
-     * record; the skill stays a draft: an LLM wrote its text, a person
-     * reviews it */
+        kb_sweep_temp(w->skills_dir);     /* what killed write-backs left */
+    int taken = 1;
+    for (int tries = 0; rc == KB_OK && taken && tries < 100; tries++)
+        rc = write_once(w, task, &u, &name, &dir, &taken, err);
+    if (rc == KB_OK && taken)
+        rc = kb_err_set(err, KB_ERR_IO, "no free skill name in '%s': other write-backs "
+                        "took each one picked", w->skills_dir);
     if (rc == KB_OK) {
-        rc = kb_skill_apply_record(&s, &ev, rec, sha, &what, err);
-        rec = NULL;
-    }
-    if (rc == KB_OK && kb_skill_set(&s, "kb-status", "draft") != KB_OK)
-        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    if (rc == KB_OK)
-        rc = kb_skill_evidence_save(&ev, err);
-    if (rc == KB_OK)
-        rc = kb_skill_save(&s, err);
-    if (rc == KB_OK && rename(tmp, dir) != 0)
-        rc = kb_err_set(err, KB_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, dir,
-                        strerror(errno));
-    if (rc == KB_OK) {
-        free(tmp);
-        tmp = NULL;
         rc = index_skill(w, dir, err);
         *name_out = name;
         *dir_out = dir;
         name = dir = NULL;
     }
-    if (tmp)
-        remove_folder(tmp);
-    free(tmp);
     free(name);
     free(dir);
-    cJSON_Delete(rec);
-    kb_skill_release(&s);
-    kb_skill_evidence_release(&ev);
-    kb_buf_release(&what);
     writeup_release(&u);
     kb_task_free(task);
     return rc;

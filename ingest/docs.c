@@ -2,6 +2,7 @@
  * folder beside the manifest or a mirror, walked once each) or its URL,
  * and the targets of the command line as ingest reads them. */
 #include "ingest/ingest_int.h"
+#include "skills/skill.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -154,6 +155,8 @@ typedef struct {
     size_t nlinks, caplinks;
     size_t failed;           /* subfolders that could not be read */
     kb_err first;            /* the first of them */
+    char *skill_root;        /* in a skill folder: where its links may lead
+                                (skills/files.c's rule, every reader's) */
 } walk;
 
 /* Adds st's folder to the walk: 1 if it is new, 0 if it was read
@@ -189,6 +192,17 @@ static kb_rc walk_defer(walk *w, char *full, char *rel, char *url_rel, kb_err *e
 
 static kb_rc walk_folder(walk *w, const char *dir, const char *rel,
                          const char *url_rel, kb_err *err);
+
+/* The root a skill folder's links may lead into (kb_skill_root) when dir
+ * holds a SKILL.md, else NULL. Caller frees. */
+static char *skill_root_of(const char *dir)
+{
+    char *md = kb_path_join(dir, "SKILL.md");
+    struct stat st;
+    char *root = md && lstat(md, &st) == 0 ? kb_skill_root(dir) : NULL;
+    free(md);
+    return root;
+}
 
 /* walk_folder of a folder below the walk's root: one that cannot be read
  * is counted and reported, and the others proceed. */
@@ -241,16 +255,25 @@ static kb_rc walk_folder(walk *w, const char *dir, const char *rel,
     }
     qsort(names, n, sizeof *names, kb_cmp_str);
     kb_rc rc = KB_OK;
+    /* a skill folder (contributed through git: untrusted): its links are
+     * followed only into the repository that holds it */
+    char *own_root = w->skill_root ? NULL : skill_root_of(dir);
+    if (own_root)
+        w->skill_root = own_root;
     for (size_t i = 0; i < n; i++) {
         char *full = kb_path_join(dir, names[i]);
         char *r = kb_path_join(rel, names[i]);
         char *ur = *url_rel ? kb_path_join(url_rel, names[i]) : kb_strdup(names[i]);
         struct stat lst, st;
+        const char *why = NULL;
         if (!full || !r || !ur) {
             if (rc == KB_OK)
                 rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
         } else if (rc != KB_OK || lstat(full, &lst) != 0 || stat(full, &st) != 0) {
             /* after a failure, or a dangling link: nothing to add */
+        } else if (w->skill_root && (why = kb_skill_path_check(w->skill_root, full, &st))) {
+            kb_log_warn("skipping '%s': %s (a skill's links are followed only into "
+                        "'%s')", full, why, w->skill_root);
         } else if (S_ISDIR(st.st_mode) && S_ISLNK(lst.st_mode)) {
             rc = walk_defer(w, full, r, ur, err);
             full = r = ur = NULL;
@@ -272,6 +295,10 @@ static kb_rc walk_folder(walk *w, const char *dir, const char *rel,
         free(names[i]);
     }
     free(names);
+    if (own_root) {
+        w->skill_root = NULL;
+        free(own_root);
+    }
     return rc;
 }
 

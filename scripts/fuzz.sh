@@ -51,6 +51,7 @@ seed fts_match tests/bench/short-queries.json
 seed jsonrpc tests/mcp/cases/*.in
 seed http tests/fuzz/regress/http/*
 seed skill corpus/skills/*/SKILL.md tests/fixtures/skills/cases/*.md
+seed skill_dir tests/fuzz/regress/skill_dir/*
 seed extract tests/fixtures/llm/replies/*.md tests/fixtures/generate/replies/*.md
 mkdir -p "$fb/seeds/fts_match" "$fb/seeds/tokenizer" "$fb/seeds/safetensors"
 python3 - "$fb/seeds" "${KB_MODEL_DIR-$HOME/.cache/kb/models/all-MiniLM-L6-v2}" <<'PY'

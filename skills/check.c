@@ -197,6 +197,46 @@ static kb_rc check_body(const kb_skill *s, kb_skill_diags *d)
     return rc;
 }
 
+/* The first control byte of t (not tab, line feed, or a CRLF's CR), or
+ * NULL: an escape sequence in SKILL.md is obeyed by the terminal of every
+ * reviewer and agent that prints it. */
+static const char *control_byte(const char *t)
+{
+    for (; t && *t; t++) {
+        unsigned char c = (unsigned char)*t;
+        if ((c < 0x20 && c != '\t' && c != '\n' && !(c == '\r' && t[1] == '\n')) ||
+            c == 0x7F)
+            return t;
+    }
+    return NULL;
+}
+
+/* Control bytes in the values and the body: one finding each. */
+static kb_rc check_controls(const kb_skill *s, kb_skill_diags *d)
+{
+    kb_rc rc = KB_OK;
+    const char *at;
+    for (int k = 0; k < KB_SKILL_NKEYS && rc == KB_OK; k++)
+        if ((at = control_byte(s->fields[k])) != NULL)
+            rc = kb_skill_diag_add(d, s->path, s->lines[k], KB_SKILL_ERROR, "text",
+                                   "'%s' holds a control byte (0x%02x): write it escaped",
+                                   kb_skill_key_name((kb_skill_key)k), (unsigned char)*at);
+    for (size_t i = 0; i < s->nmeta && rc == KB_OK; i++)
+        if ((at = control_byte(s->meta[i].value)) != NULL)
+            rc = kb_skill_diag_add(d, s->path, s->meta[i].line, KB_SKILL_ERROR, "text",
+                                   "metadata '%s' holds a control byte (0x%02x): write it "
+                                   "escaped", s->meta[i].key, (unsigned char)*at);
+    if (rc == KB_OK && (at = control_byte(s->body)) != NULL) {
+        int line = s->body_line;
+        for (const char *p = s->body; p < at; p++)
+            line += *p == '\n';
+        rc = kb_skill_diag_add(d, s->path, line, KB_SKILL_ERROR, "text", "a control byte "
+                               "(0x%02x) in the text: a terminal that prints it obeys it; "
+                               "write it escaped", (unsigned char)*at);
+    }
+    return rc;
+}
+
 /* Placeholders `kb skill new` wrote that are still there. */
 static kb_rc check_todo(const kb_skill *s, kb_skill_diags *d)
 {
@@ -224,5 +264,7 @@ kb_rc kb_skill_check(const kb_skill *s, kb_skill_diags *d)
         rc = check_body(s, d);
     if (rc == KB_OK)
         rc = check_todo(s, d);
+    if (rc == KB_OK)
+        rc = check_controls(s, d);
     return rc;
 }

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define EVIDENCE_MAX_BYTES (16u << 20)
 
@@ -88,16 +89,23 @@ kb_rc kb_skill_evidence_load(const char *dir, const char *name,
     kb_rc rc = KB_OK;
     if (!(ev->path = kb_path_join(dir, "evidence.json")))
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    FILE *probe = rc == KB_OK ? fopen(ev->path, "rb") : NULL;
-    if (probe) {
-        fclose(probe);
+    struct stat st;   /* not opened to probe: a FIFO would block the open */
+    if (rc == KB_OK && stat(ev->path, &st) == 0) {
         ev->exists = 1;
         rc = kb_read_file(ev->path, EVIDENCE_MAX_BYTES, &text, err);
-        if (rc == KB_OK && !(ev->root = cJSON_Parse(text.data ? text.data : "")))
-            rc = kb_skill_diag_add(d, ev->path, 0, KB_SKILL_ERROR, "evidence",
-                                   "not JSON (near byte %zu)",
-                                   (size_t)(cJSON_GetErrorPtr() ?
-                                            cJSON_GetErrorPtr() - text.data : 0));
+        /* an empty file's text is "", not text.data (NULL): the error
+         * pointer is measured from what was parsed */
+        const char *src = text.data ? text.data : "";
+        if (rc == KB_OK && !(ev->root = cJSON_Parse(src))) {
+            const char *at = cJSON_GetErrorPtr();
+            size_t off = at && at >= src && at <= src + text.len ? (size_t)(at - src) : 0;
+            if (!text.len)
+                rc = kb_skill_diag_add(d, ev->path, 0, KB_SKILL_ERROR, "evidence",
+                                       "empty: not JSON");
+            else
+                rc = kb_skill_diag_add(d, ev->path, 0, KB_SKILL_ERROR, "evidence",
+                                       "not JSON (near byte %zu)", off);
+        }
     } else if (rc == KB_OK) {
         ev->root = cJSON_CreateObject();
         if (!ev->root || !cJSON_AddNumberToObject(ev->root, "kb_evidence", 1) ||

@@ -1,32 +1,23 @@
 /* export.c - a folder of skills an agent loads as they are (a project's
  * .claude/skills/ or .agents/skills/), evidence and kernels with them.
- * Each skill is copied under a temporary name and renamed into place, so
- * a failed export leaves the previous one whole. */
+ * Each skill is copied into a hidden temp folder beside its place and
+ * swapped in with one renameat2(RENAME_EXCHANGE), so a kill at any point
+ * leaves the agent's folder with the old export or the new one, never
+ * neither; the temp folders a kill leaves are hidden and swept by the next
+ * export. Only what the library's rule lets be read is copied
+ * (skills/files.c): a skill whose folder holds a link out of the
+ * repository or a loop is not exported. */
 #include "skills/skill.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #define EXPORT_FILE_MAX (32u << 20)
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path) == 0 ? 0 : -1;
-}
-
-/* rm -rf path; a missing path is nothing to do. */
-static void rmtree(const char *path)
-{
-    struct stat st;
-    if (lstat(path, &st) == 0)
-        nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 static kb_rc copy_file(const char *from, const char *to, mode_t mode, kb_err *err)
 {
@@ -42,83 +33,70 @@ static kb_rc copy_file(const char *from, const char *to, mode_t mode, kb_err *er
     return rc;
 }
 
-/* Copies the files and folders of from (not hidden ones) into to, which
- * exists. */
-static kb_rc copy_tree(const char *from, const char *to, kb_err *err)
+/* Copies the listed files and folders of e into to, which exists. */
+static kb_rc copy_files(const kb_skill_entry *e, const char *to, kb_err *err)
 {
-    DIR *d = opendir(from);
-    if (!d)
-        return kb_err_set(err, KB_ERR_IO, "cannot open folder '%s': %s", from,
-                          strerror(errno));
     kb_rc rc = KB_OK;
-    struct dirent *e;
-    while (rc == KB_OK && (e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.')
-            continue;
-        char *src = kb_path_join(from, e->d_name), *dst = kb_path_join(to, e->d_name);
-        struct stat st;
-        if (!src || !dst)
+    for (size_t i = 0; rc == KB_OK && i < e->files.n; i++) {
+        const kb_skill_file *f = &e->files.items[i];
+        char *dst = kb_path_join(to, f->rel);
+        if (!dst)
             rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-        else if (stat(src, &st) != 0)
-            rc = kb_err_set(err, KB_ERR_IO, "cannot read '%s': %s", src, strerror(errno));
-        else if (S_ISDIR(st.st_mode))
-            rc = mkdir(dst, 0755) == 0 ? copy_tree(src, dst, err)
-                 : kb_err_set(err, KB_ERR_IO, "cannot make '%s': %s", dst, strerror(errno));
-        else if (S_ISREG(st.st_mode))
-            rc = copy_file(src, dst, st.st_mode, err);
-        free(src);
+        else if (f->dir && mkdir(dst, 0755) != 0)
+            rc = kb_err_set(err, KB_ERR_IO, "cannot make '%s': %s", dst, strerror(errno));
+        else if (!f->dir)
+            rc = copy_file(f->path, dst, f->mode, err);
         free(dst);
     }
-    closedir(d);
     return rc;
 }
 
-/* Exports one skill folder: copied into dir/.NAME.XXXXXX, then renamed to
- * dir/NAME (an older dir/NAME moved aside first, removed after). */
-static kb_rc export_one(const kb_skill_entry *e, const char *dir, kb_err *err)
+/* Puts the folder tmp at dst in one step: exchanged with what is there
+ * (then in tmp, removed), or renamed when nothing is. A file system
+ * without RENAME_EXCHANGE gets two renames. */
+static kb_rc swap_in(const char *tmp, const char *dst, kb_err *err)
 {
-    const char *name = e->skill.fields[KB_SKILL_NAME];
-    kb_buf tmp, old;
-    kb_buf_init(&tmp, 0);
+    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dst, RENAME_EXCHANGE) == 0) {
+        kb_rmtree(tmp);          /* the old export; a kill leaves it to the sweep */
+        return KB_OK;
+    }
+    if (errno == ENOENT && renameat2(AT_FDCWD, tmp, AT_FDCWD, dst, RENAME_NOREPLACE) == 0)
+        return KB_OK;
+    if (errno != EINVAL && errno != ENOSYS && errno != EEXIST)
+        return kb_err_set(err, KB_ERR_IO, "cannot put '%s' in place: %s", dst,
+                          strerror(errno));
+    kb_buf old;
     kb_buf_init(&old, 0);
-    char *dst = kb_path_join(dir, name);
-    kb_rc rc = dst ? kb_buf_printf(&tmp, "%s/.%s.XXXXXX", dir, name) : KB_ERR_NOMEM;
-    if (rc == KB_OK)
-        rc = kb_buf_printf(&old, "%s/.%s.old.XXXXXX", dir, name);
-    if (rc != KB_OK) {
-        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    if (!mkdtemp(tmp.data)) {
-        rc = kb_err_set(err, KB_ERR_IO, "cannot make a folder in '%s': %s", dir,
-                        strerror(errno));
-        goto out;
-    }
-    chmod(tmp.data, 0755);
-    if ((rc = copy_tree(e->dir, tmp.data, err)) != KB_OK)
-        goto out;
-    struct stat st;
-    int had = lstat(dst, &st) == 0;
-    if (had && (!mkdtemp(old.data) || rename(dst, old.data) != 0)) {
+    kb_rc rc = kb_temp_dir(dst, &old, err);
+    if (rc == KB_OK && (rmdir(old.data) != 0 || rename(dst, old.data) != 0))
         rc = kb_err_set(err, KB_ERR_IO, "cannot move the old '%s' aside: %s", dst,
                         strerror(errno));
-        goto out;
-    }
-    if (rename(tmp.data, dst) != 0) {
-        rc = kb_err_set(err, KB_ERR_IO, "cannot rename '%s' to '%s': %s", tmp.data, dst,
+    if (rc == KB_OK && rename(tmp, dst) != 0) {
+        rc = kb_err_set(err, KB_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, dst,
                         strerror(errno));
-        if (had)
-            rename(old.data, dst);   /* the old export back in place */
-        goto out;
+        rename(old.data, dst);   /* the old export back in place */
+    } else if (rc == KB_OK) {
+        kb_rmtree(old.data);
     }
-    if (had)
-        rmtree(old.data);
-out:
-    if (rc != KB_OK && tmp.data)
-        rmtree(tmp.data);
+    kb_buf_release(&old);
+    return rc;
+}
+
+/* Exports one skill folder: copied into a temp folder beside dir/NAME,
+ * then swapped in. */
+static kb_rc export_one(const kb_skill_entry *e, const char *dir, kb_err *err)
+{
+    kb_buf tmp;
+    kb_buf_init(&tmp, 0);
+    char *dst = kb_path_join(dir, e->skill.fields[KB_SKILL_NAME]);
+    kb_rc rc = dst ? kb_temp_dir(dst, &tmp, err)
+                   : kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    if (rc == KB_OK && (rc = copy_files(e, tmp.data, err)) == KB_OK)
+        rc = swap_in(tmp.data, dst, err);
+    if (rc != KB_OK && tmp.len)
+        kb_rmtree(tmp.data);
     free(dst);
     kb_buf_release(&tmp);
-    kb_buf_release(&old);
     return rc;
 }
 
@@ -133,6 +111,8 @@ kb_rc kb_skill_export(const kb_skill_lib *lib, const char *dir, kb_skill_status 
 {
     *n = 0;
     kb_rc rc = kb_mkdirs(dir, err);
+    if (rc == KB_OK)
+        kb_sweep_temp(dir);      /* what a killed export left */
     int skipped = 0;
     for (size_t i = 0; i < lib->n && rc == KB_OK; i++) {
         const kb_skill_entry *e = &lib->items[i];
@@ -143,8 +123,8 @@ kb_rc kb_skill_export(const kb_skill_lib *lib, const char *dir, kb_skill_status 
             rc = kb_err_set(err, rc, "out of memory");
             break;
         }
-        if (d->errors > errors) {
-            skipped++;
+        if (d->errors > errors || e->files.refused) {
+            skipped++;           /* its findings say why */
             continue;
         }
         if ((rc = export_one(e, dir, err)) == KB_OK)

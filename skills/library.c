@@ -17,6 +17,8 @@ void kb_skill_lib_release(kb_skill_lib *lib)
 {
     for (size_t i = 0; i < lib->n; i++) {
         free(lib->items[i].dir);
+        free(lib->items[i].root);
+        kb_skill_files_release(&lib->items[i].files);
         kb_skill_release(&lib->items[i].skill);
         kb_skill_evidence_release(&lib->items[i].evidence);
     }
@@ -37,17 +39,41 @@ static char *skill_dir(const char *path)
     return kb_strndup(path, n);
 }
 
+/* The folder's SKILL.md, kernel.cu and evidence.json, as the walk of the
+ * folder allows them: a refused one (a link out of the repository) makes
+ * the skill unreadable, as one that does not parse. 1 if e may be read. */
+static int files_allowed(kb_skill_entry *e, const char *md, kb_skill_diags *diags,
+                         kb_rc *rc)
+{
+    const kb_skill_file *f = kb_skill_files_find(&e->files, "SKILL.md");
+    struct stat st;
+    if (e->files.over)
+        return 0;
+    if (!f || (lstat(md, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)))
+        return 0;     /* its finding is the walk's */
+    if (f->size > KB_SKILL_MD_MAX) {
+        *rc = kb_skill_diag_add(diags, md, 0, KB_SKILL_ERROR, "size", "SKILL.md is "
+                                "%zu bytes, over the limit of %u: skipped", f->size,
+                                KB_SKILL_MD_MAX);
+        return 0;
+    }
+    char *ev = kb_path_join(e->dir, "evidence.json");
+    int ev_refused = ev && lstat(ev, &st) == 0 && !kb_skill_files_find(&e->files,
+                                                                       "evidence.json");
+    free(ev);
+    return !ev_refused;
+}
+
 kb_rc kb_skill_lib_add(kb_skill_lib *lib, const char *path, kb_skill_diags *diags,
                        kb_err *err)
 {
     char *dir = skill_dir(path);
     char *md = dir ? kb_path_join(dir, "SKILL.md") : NULL;
-    char *cu = dir ? kb_path_join(dir, "kernel.cu") : NULL;
     kb_rc rc = KB_OK;
     struct stat st;
-    if (!md || !cu)
+    if (!md)
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    else if (stat(md, &st) != 0)
+    else if (stat(md, &st) != 0 && lstat(md, &st) != 0)
         rc = kb_err_set(err, KB_ERR_NOTFOUND, "no skill at '%s': cannot open '%s': %s",
                         path, md, strerror(errno));
     else if (KB_GROW(lib->items, lib->n + 1, lib->cap) != KB_OK)
@@ -58,17 +84,34 @@ kb_rc kb_skill_lib_add(kb_skill_lib *lib, const char *path, kb_skill_diags *diag
     memset(e, 0, sizeof *e);
     kb_skill_init(&e->skill);
     kb_skill_evidence_init(&e->evidence);
+    kb_skill_files_init(&e->files);
     e->dir = dir;
     dir = NULL;
+    e->root = kb_skill_root(e->dir);
+    if (!e->root && !(e->root = kb_strdup(e->dir))) {
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    if ((rc = kb_skill_files_list(e->dir, e->root, &e->files, diags, err)) != KB_OK ||
+        !files_allowed(e, md, diags, &rc)) {
+        if (rc != KB_OK)
+            rc = kb_err_set(err, rc, "out of memory");
+        goto out;     /* e->ok 0: skipped, as a skill that does not parse */
+    }
     kb_err perr;
     kb_err_clear(&perr);
     kb_rc prc = kb_skill_load(md, &e->skill, diags, &perr);
-    if (prc == KB_ERR_NOMEM || prc == KB_ERR_IO) {
+    if (prc == KB_ERR_NOMEM) {
         rc = kb_err_set(err, prc, "%s", perr.msg);
         goto out;
     }
+    if (prc == KB_ERR_IO &&   /* changed since it was listed: a finding */
+        (rc = kb_skill_diag_add(diags, md, 0, KB_SKILL_ERROR, "file", "%s", perr.msg)) != KB_OK)
+        goto out;
     e->ok = prc == KB_OK;
-    if (stat(cu, &st) == 0 && kb_sha256_file(cu, e->kernel_sha256, &perr) != KB_OK) {
+    const kb_skill_file *cu = kb_skill_files_find(&e->files, "kernel.cu");
+    kb_err_clear(&perr);
+    if (cu && !cu->dir && kb_sha256_file(cu->path, e->kernel_sha256, &perr) != KB_OK) {
         rc = kb_err_set(err, perr.rc, "%s", perr.msg);
         goto out;
     }
@@ -82,7 +125,6 @@ kb_rc kb_skill_lib_add(kb_skill_lib *lib, const char *path, kb_skill_diags *diag
 out:
     free(dir);
     free(md);
-    free(cu);
     return rc;
 }
 

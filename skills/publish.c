@@ -5,7 +5,6 @@
  * gives of it. */
 #include "skills/skill.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +14,8 @@
 
 /* The Skills extension's limits per skill: every conforming host takes
  * this much, so kb serves no more. */
-#define FILES_MAX 512
-#define BYTES_MAX (16u << 20)
+#define FILES_MAX KB_SKILL_FILES_MAX
+#define BYTES_MAX KB_SKILL_BYTES_MAX
 
 static void file_release(kb_skill_pub_file *f)
 {
@@ -84,61 +83,47 @@ static int cmp_files(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
-/* Reads the regular files of the skill's folder (links followed: a seed
+/* Reads the files at the top of the skill's folder that the library's rule
+ * lets be read (skills/files.c: a link only into the repository - a seed
  * skill's kernel.cu is a link to the candidate it was verified as; hidden
- * files and folders left out) into s. */
-static kb_rc read_files(const char *dir, kb_skill_pub_skill *s, kb_err *err)
+ * names, kb's temp files among them, left out) into s. */
+static kb_rc read_files(const kb_skill_entry *e, kb_skill_pub_skill *s, kb_err *err)
 {
-    DIR *d = opendir(dir);
-    if (!d)
-        return kb_err_set(err, KB_ERR_IO, "cannot read skill folder '%s'", dir);
     size_t cap = 0, total = 0;
     kb_rc rc = KB_OK;
-    struct dirent *e;
-    while (rc == KB_OK && (e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.')
+    for (size_t i = 0; rc == KB_OK && i < e->files.n; i++) {
+        const kb_skill_file *x = &e->files.items[i];
+        if (x->dir || strchr(x->rel, '/'))
             continue;
-        char *path = kb_path_join(dir, e->d_name);
-        struct stat st;
-        if (!path) {
-            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-        } else if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
-            if (s->nfiles == FILES_MAX || total + (size_t)st.st_size > BYTES_MAX)
-                rc = kb_err_set(err, KB_ERR_USAGE, "skill '%s' is over the Skills "
-                                "extension's limits (%d files, %u bytes)", s->name,
-                                FILES_MAX, BYTES_MAX);
-            else if (KB_GROW(s->files, s->nfiles + 1, cap) != KB_OK)
-                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-        } else {
-            free(path);
-            continue;
-        }
+        if (s->nfiles == FILES_MAX || total + x->size > BYTES_MAX)
+            return kb_err_set(err, KB_ERR_USAGE, "skill '%s' is over the Skills "
+                              "extension's limits (%d files, %u bytes)", s->name,
+                              FILES_MAX, BYTES_MAX);
+        if (KB_GROW(s->files, s->nfiles + 1, cap) != KB_OK)
+            return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
         kb_buf b;
         kb_buf_init(&b, BYTES_MAX);
-        if (rc == KB_OK)
-            rc = kb_read_file(path, BYTES_MAX - total, &b, err);
+        rc = kb_read_file(x->path, BYTES_MAX - total, &b, err);
         if (rc == KB_OK) {
             kb_skill_pub_file *f = &s->files[s->nfiles];
             memset(f, 0, sizeof *f);
             f->size = b.len;
             f->text = is_text((const unsigned char *)b.data, b.len);
-            f->mime = mime_of(e->d_name, f->text);
+            f->mime = mime_of(x->rel, f->text);
             kb_sha256_hex(b.len ? b.data : "", b.len, f->sha256);
-            f->name = kb_strdup(e->d_name);
+            f->name = kb_strdup(x->rel);
             f->data = kb_buf_finish(&b, KB_OK);
             kb_buf_init(&b, 0);
-            size_t n = strlen(s->name) + strlen(e->d_name) + 16;
+            size_t n = strlen(s->name) + strlen(x->rel) + 16;
             if ((f->uri = malloc(n)) != NULL)
-                snprintf(f->uri, n, "skill://%s/%s", s->name, e->d_name);
+                snprintf(f->uri, n, "skill://%s/%s", s->name, x->rel);
             s->nfiles++;
             total += f->size;
             if (!f->name || !f->data || !f->uri)
                 rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
         }
         kb_buf_release(&b);
-        free(path);
     }
-    closedir(d);
     if (rc == KB_OK)
         qsort(s->files, s->nfiles, sizeof *s->files, cmp_files);
     return rc;
@@ -188,9 +173,12 @@ kb_rc kb_skill_pub_load(const char *dir, kb_skill_pub **out, kb_err *err)
         const kb_skill_entry *e = &sl.items[i];
         const char *name = e->ok ? e->skill.fields[KB_SKILL_NAME] : NULL;
         if (!name || !kb_skill_name_ok(name) || !e->skill.fields[KB_SKILL_DESCRIPTION]) {
-            /* a skill that does not parse is not served: kb skill lint says why */
-            kb_log_warn("skills: '%s' is not served: its SKILL.md does not parse "
-                        "or lacks a valid name (kb skill lint %s)", e->dir, e->dir);
+            /* a skill that does not parse, or is over the limits, is not
+             * served: kb skill lint says why */
+            kb_log_warn("skills: '%s' is not served: %s (kb skill lint %s)", e->dir,
+                        e->files.over ? "it is over the limits or its folder is refused"
+                                      : "its SKILL.md does not parse or lacks a valid "
+                                        "name", e->dir);
             continue;
         }
         if (KB_GROW(lib->items, lib->n + 1, cap) != KB_OK) {
@@ -202,10 +190,18 @@ kb_rc kb_skill_pub_load(const char *dir, kb_skill_pub **out, kb_err *err)
         s->name = kb_strdup(name);
         s->description = kb_strdup(e->skill.fields[KB_SKILL_DESCRIPTION]);
         s->frontmatter = frontmatter(&e->skill);
+        kb_err ferr;
+        kb_err_clear(&ferr);
         if (!s->name || !s->description || !s->frontmatter)
             rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-        else
-            rc = read_files(e->dir, s, err);
+        else if ((rc = read_files(e, s, &ferr)) == KB_ERR_NOMEM)
+            kb_err_set(err, rc, "%s", ferr.msg);
+        else if (rc != KB_OK) {
+            /* changed since it was listed (grown, gone): this skill alone */
+            kb_log_warn("skills: '%s' is not served: %s", e->dir, ferr.msg);
+            skill_release(&lib->items[--lib->n]);
+            rc = KB_OK;
+        }
     }
     kb_skill_diags_release(&d);
     kb_skill_lib_release(&sl);

@@ -9,7 +9,7 @@
 #include <yaml.h>
 
 /* SKILL.md files are small; anything near this is not a skill */
-#define SKILL_MAX_BYTES (1u << 20)
+#define SKILL_MAX_BYTES KB_SKILL_MD_MAX
 
 static const char *const key_names[KB_SKILL_NKEYS] = {
     "name", "description", "license", "compatibility", "metadata", "allowed-tools"
@@ -605,6 +605,35 @@ static int split_front_matter(fm_parse *p, const char *text, size_t len,
     return -1;
 }
 
+/* flow collections ('[', '{') the front matter may open in all: it needs
+ * none (flow style is refused), and this many can never be slow */
+#define FLOW_MAX 64
+
+/* 1 if the front matter's YAML (n bytes at y) is small enough for libyaml:
+ * at most KB_SKILL_FRONT_MAX bytes and FLOW_MAX brackets, counted whether
+ * quoted or not (a count no quoting can hide nesting from); else 0, the
+ * problem reported. */
+static int front_matter_bounded(fm_parse *p, const char *y, size_t n)
+{
+    if (n > KB_SKILL_FRONT_MAX) {
+        problem(p, p->line0, "frontmatter", "the front matter is %zu bytes, over the "
+                "limit of %u (the format's fields fit in 2 KB): not parsed", n,
+                KB_SKILL_FRONT_MAX);
+        return 0;
+    }
+    int line = p->line0, flows = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (y[i] == '\n')
+            line++;
+        else if ((y[i] == '[' || y[i] == '{') && ++flows > FLOW_MAX) {
+            problem(p, line, "yaml", "flow style ('{...}', '[...]') is not allowed in "
+                    "the front matter, and it opens over %d: not parsed", FLOW_MAX);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static char *dir_of(const char *path)
 {
     const char *slash = strrchr(path, '/');
@@ -628,7 +657,10 @@ kb_rc kb_skill_parse(const char *path, const char *text, size_t len,
     if (!(out->path = kb_strdup(path)) || !(out->dir = dir_of(path)))
         p.rc = KB_ERR_NOMEM;
     if (p.rc == KB_OK && split_front_matter(&p, text, len, &ys, &ye, &bs, &bline) == 0) {
-        if (!yaml_parser_initialize(&p.yp)) {
+        if (!front_matter_bounded(&p, text + ys, ye - ys)) {
+            /* refused before libyaml sees it: its scanner is super-linear
+             * in deep flow nesting (200 KB of '[' took 37 s) */
+        } else if (!yaml_parser_initialize(&p.yp)) {
             p.rc = KB_ERR_NOMEM;
         } else {
             yaml_parser_set_input_string(&p.yp, (const unsigned char *)text + ys, ye - ys);

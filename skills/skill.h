@@ -17,6 +17,7 @@
 #include "verify/verify.h"
 
 #include <cjson/cJSON.h>
+#include <sys/stat.h>
 
 /* ------------------------------------------------------------ diag.c */
 
@@ -337,6 +338,57 @@ kb_rc kb_skill_check_evidence(const kb_skill *s, const kb_skill_evidence *ev,
                               const char *kernel_sha256, kb_skill_diags *d)
     KB_MUST_CHECK;
 
+/* ------------------------------------------------------------ files.c */
+/* The files of a skill folder, by the one rule every reader follows (lint,
+ * list, export, the servers, ingest): a link is followed only when its
+ * real path stays inside the repository that holds the library (the seed
+ * skills' kernel.cu -> ../../../corpus/tasks/...); one that leaves it,
+ * dangles or loops is a lint error and never read. Hidden names (kb's
+ * temp files, .git) are not the skill's. The limits (docs/formats.md, "The
+ * skill library"): */
+#define KB_SKILL_MD_MAX (1u << 20)        /* SKILL.md */
+#define KB_SKILL_FRONT_MAX (16u << 10)    /* its front matter (the fields fit in 2 KB) */
+#define KB_SKILL_FILES_MAX 512            /* files of a skill: the Skills extension's */
+#define KB_SKILL_BYTES_MAX (16u << 20)    /* their bytes: the Skills extension's */
+
+/* The folder links of the skill folder dir may lead into: the git work
+ * tree holding it (the nearest folder above with a .git), else the folder
+ * that holds the library (dir's grandparent). Real path; caller frees;
+ * NULL when dir cannot be resolved or out of memory. */
+char *kb_skill_root(const char *dir);
+/* NULL and *st (what path leads to) when path's real path stays inside
+ * root; else why not, a literal ("a link that leaves the repository", "a
+ * dangling link", "a link loop"). */
+const char *kb_skill_path_check(const char *root, const char *path, struct stat *st);
+
+/* One file or folder of a skill folder. */
+typedef struct {
+    char *rel;                 /* its place in the folder: "kernel.cu", "ref/a.cu" */
+    char *path;                /* the path to read it by */
+    size_t size;
+    unsigned mode;             /* st_mode of what it leads to */
+    int dir;                   /* a folder (listed before what it holds) */
+} kb_skill_file;
+
+typedef struct {
+    kb_skill_file *items;      /* by place, a folder before its files */
+    size_t n, cap;
+    size_t nfiles, bytes;      /* regular files and their bytes */
+    size_t refused;            /* links out, loops: the folder is not whole */
+    int over;                  /* over the limits, or the folder itself refused */
+} kb_skill_files;
+
+void kb_skill_files_init(kb_skill_files *f);
+void kb_skill_files_release(kb_skill_files *f);
+/* Lists the skill folder dir under root's rule: what may be read, into
+ * out; each link that leaves root, dangles or loops, a folder met again
+ * (a loop), what is neither file nor folder, and a skill over the limits
+ * (out->over) are findings in d. Only no memory fails. */
+kb_rc kb_skill_files_list(const char *dir, const char *root, kb_skill_files *out,
+                          kb_skill_diags *d, kb_err *err);
+/* The file listed at rel, or NULL (not there, or refused). */
+const kb_skill_file *kb_skill_files_find(const kb_skill_files *f, const char *rel);
+
 /* ------------------------------------------------------------ library.c */
 
 /* One skill of a library with what lint and list need beside it. */
@@ -345,7 +397,9 @@ typedef struct {
     kb_skill skill;
     kb_skill_evidence evidence;
     char kernel_sha256[65];    /* "" when there is no kernel.cu */
-    int ok;                    /* SKILL.md parsed */
+    int ok;                    /* SKILL.md parsed, the folder within limits */
+    char *root;                /* where its links may lead (kb_skill_root) */
+    kb_skill_files files;      /* what may be read of its folder */
 } kb_skill_entry;
 
 typedef struct {
@@ -387,6 +441,18 @@ double kb_skill_lib_best_speedup(const kb_skill_lib *lib, const char *task, cons
  * (the same kernel.cu for the same task and bottleneck). */
 kb_rc kb_skill_lib_check(const kb_skill_lib *lib, kb_skill_diags *d)
     KB_MUST_CHECK;
+
+/* ------------------------------------------------------------ commit.c */
+
+/* Writes e's SKILL.md and evidence.json as one step: the folder is made
+ * again beside itself under a hidden temp name (its other files hard
+ * links, its links made again), the two files written there, and the two
+ * folders exchanged (renameat2 RENAME_EXCHANGE); the old one is removed.
+ * A kill leaves the old folder or the new one, never one file new and
+ * the other old; the temp folder it leaves is swept by the next commit
+ * in the library. A skill folder that is itself a link gets the two
+ * writes, evidence first. */
+kb_rc kb_skill_commit(const kb_skill_entry *e, kb_err *err);
 
 /* ------------------------------------------------------------ export.c */
 

@@ -165,9 +165,10 @@ static kb_rc before_run(const kb_skill_entry *e, const char *tasks_dir, char **t
     else if (access(tj, R_OK) != 0)
         rc = kb_err_set(err, KB_ERR_NOTFOUND, "'%s''s kb-task '%s' is no task: cannot open "
                         "'%s': %s", name, task, tj, strerror(errno));
-    else if (access(*kernel, R_OK) != 0)
-        rc = kb_err_set(err, KB_ERR_NOTFOUND, "'%s' has no kernel to verify: cannot open "
-                        "'%s': %s", name, *kernel, strerror(errno));
+    else if (!kb_skill_files_find(&e->files, "kernel.cu") || access(*kernel, R_OK) != 0)
+        rc = kb_err_set(err, KB_ERR_NOTFOUND, "'%s' has no kernel to verify: cannot "
+                        "read '%s'%s", name, *kernel, kb_skill_files_find(&e->files,
+                        "kernel.cu") ? "" : " (missing, or a link out of the repository)");
     free(tj);
     return rc;
 }
@@ -226,12 +227,9 @@ kb_rc kb_skill_verify(kb_skill_entry *e, const kb_skill_verify_opts *o, kb_buf *
     }
     if (rc == KB_OK && review > 0)
         rc = kb_buf_printf(what, "; review: %s", why);
-    /* the evidence first: a SKILL.md never names a record that is not
-     * written */
+    /* both files in one step: a kill leaves the skill before or after */
     if (rc == KB_OK)
-        rc = kb_skill_evidence_save(&e->evidence, err);
-    if (rc == KB_OK)
-        rc = kb_skill_save(&e->skill, err);
+        rc = kb_skill_commit(e, err);
     if (rc == KB_OK)
         memcpy(e->kernel_sha256, sha, sizeof sha);
 out:
@@ -303,7 +301,8 @@ kb_rc kb_skill_check_compile(const kb_skill_entry *e, const char *tasks_dir,
         char *tj = kb_path_join(dir, "task.json");
         if (!src || !tj)
             rc = KB_ERR_NOMEM;
-        if (rc != KB_OK || access(src, R_OK) != 0 || access(tj, R_OK) != 0) {
+        if (rc != KB_OK || !kb_skill_files_find(&e->files, files[f]) ||
+            access(src, R_OK) != 0 || access(tj, R_OK) != 0) {
             free(src);
             free(tj);
             continue;

@@ -133,3 +133,16 @@ expect_json 1 kb generate gelu --samples 1 --rounds 1 --skills "$SK" --json
 [ "$(json_get "$out" "j['candidates'][0]['verdict'], j['best'], j['skill']")" = "faster None None" ] ||
     fail "a faster without checks: $out"
 [ "$(ls "$SK" | wc -l)" = "$n" ] || fail "a skill was written"
+
+# a win that cannot be written back fails the run (issue 28 item 5): every
+# name the write-back could take is taken; the summary says why, exit 1
+export RECORDED_RESULTS="$KB_TOP/tests/fixtures/skills/h200-results.jsonl"
+SK2="$KB_TMP/skills-full"
+cp -rL corpus/skills "$SK2"
+mkdir "$SK2/transpose-padded-smem-tile"
+for k in $(seq 2 999); do mkdir "$SK2/transpose-padded-smem-tile-$k"; done
+start_llm "$FIX/writeback.json"
+expect_json 1 kb generate transpose --samples 1 --rounds 3 --floor-fraction 0.7 --skills "$SK2" --json
+contains "$(json_get "$out" "j['skill']['error']")" "no free skill name"
+[ "$(json_get "$out" "j['best']")" = r0s0 ] || fail "the run's summary: $out"
+echo ok

@@ -13,6 +13,10 @@
 #include "test_util.h"
 #include "generator/gen.h"
 
+#include <dirent.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 /* The recorded H200 result of task's first candidate in the skills
  * fixture, parsed. */
 static void recorded(const char *task, kb_verify_result *r)
@@ -248,6 +252,87 @@ static void test_credit(void **state)
     free(none);
 }
 
+/* Write-backs racing for one name (issue 28 item 5): two processes write
+ * the same win back ten times each into one library; the name each picks
+ * is free when picked and taken by the other before its rename. Every
+ * write-back succeeds under a name of its own: 20 folders, whole. And an
+ * LLM's control bytes reach SKILL.md escaped. */
+static void test_writeback_race(void **state)
+{
+    (void)state;
+    kb_verify_result r;
+    recorded("transpose", &r);
+    char *lib = tu_tmpdir("race");
+    char *task = kb_path_join(tu_top(), "corpus/tasks/transpose");
+    kb_buf src;
+    kb_buf_init(&src, 0);
+    char *cu = kb_path_join(tu_top(), "corpus/tasks/transpose/candidates/smem_tile.cu");
+    tu_read_file(cu, 0, &src);
+    kb_gen_writeback w = {
+        .skills_dir = lib, .task_dir = task, .source = src.data, .result = &r,
+        .run_id = "race", .model = "test",
+        .writeup = "NAME: padded tile\nDESCRIPTION: pads the \x1b[31mtile\nRED\n"
+                   "## When to apply\nA transpose \x1b]0;owned\x07 of any size.\n"
+                   "## Technique\nPad.\r\nThen store.\n## Pitfalls\nNone.\n",
+    };
+    pid_t kids[2];
+    for (int k = 0; k < 2; k++) {
+        if ((kids[k] = fork()) == 0) {
+            int failed = 0;
+            for (int i = 0; i < 10; i++) {
+                char *name = NULL, *dir = NULL;
+                kb_err err;
+                kb_err_clear(&err);
+                if (kb_gen_write_skill(&w, &name, &dir, &err) != KB_OK) {
+                    fprintf(stderr, "write-back: %s\n", err.msg);
+                    failed++;
+                }
+                free(name);
+                free(dir);
+            }
+            _exit(failed);
+        }
+        assert_true(kids[k] > 0);
+    }
+    for (int k = 0; k < 2; k++) {
+        int status = 0;
+        assert_int_equal(waitpid(kids[k], &status, 0), kids[k]);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+    }
+    DIR *d = opendir(lib);
+    assert_non_null(d);
+    int folders = 0, hidden = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.') {
+            hidden += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+            continue;
+        }
+        folders++;
+        char *p = kb_path_join(lib, e->d_name);
+        char *f = kb_path_join(p, "SKILL.md");
+        kb_buf b;
+        kb_buf_init(&b, 0);
+        tu_read_file(f, 0, &b);
+        assert_null(strchr(b.data, 0x1b));            /* escaped, not raw */
+        assert_null(strchr(b.data, '\r'));
+        assert_non_null(strstr(b.data, "\\x1b]0;owned\\x07"));
+        kb_buf_release(&b);
+        free(f);
+        free(p);
+    }
+    closedir(d);
+    assert_int_equal(folders, 20);
+    assert_int_equal(hidden, 0);                      /* no temp folder left */
+    tu_rmtree(lib);
+    free(lib);
+    free(task);
+    free(cu);
+    kb_buf_release(&src);
+    kb_verify_result_release(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -257,6 +342,7 @@ int main(void)
         cmocka_unit_test(test_feedback_no_kernel),
         cmocka_unit_test(test_strategy),
         cmocka_unit_test(test_credit),
+        cmocka_unit_test(test_writeback_race),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
