@@ -80,7 +80,7 @@ for n in $names; do
     work="$fb/corpus/$n"; crashes="$fb/crashes/$n"
     mkdir -p "$work" "$crashes" "$fb/seeds/$n"
     case $n in
-    markdown|html|rst|cuda|task|cand_header|skill|extract) max=65536 ;;
+    markdown|html|rst|cuda|task|cand_header|skill|skill_dir|extract) max=65536 ;;
     jsonrpc|http) max=16384 ;;
     safetensors|tokenizer) max=16384 ;;
     *) max=4096 ;;

@@ -156,7 +156,7 @@ kb_rc kb_skill_lib_load(const char *dir, kb_skill_lib *lib, kb_skill_diags *diag
         free(md);
     }
     closedir(d);
-    if (rc == KB_OK)
+    if (rc == KB_OK && n)   /* qsort is given no NULL, even with nothing to sort */
         qsort(names, n, sizeof *names, kb_cmp_str);
     for (size_t i = 0; i < n; i++) {
         if (rc == KB_OK && names[i])
