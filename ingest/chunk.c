@@ -15,6 +15,13 @@
  * first subsection instead of standing alone (a chunk that is little more
  * than its heading ranks high on the heading and says nothing). */
 #define TINY_SECTION_TOKENS 24
+/* A chunk of text this short that is not a section of its own says a few
+ * words ("- Multiplicand B:", "An SM consists of:", "The layout ... is
+ * shown in Figure 149.", a code block's closing braces) that lead into
+ * or end what is beside it: it joins the next chunk of its section, else
+ * the one before of its kind, where they fit (issue 22: alone, such a stub ranks on
+ * its heading and shows nothing). */
+#define STUB_BYTES 160
 
 size_t kb_chunk_count_tokens(const kb_tokenizer *tok, const char *text)
 {
@@ -97,6 +104,7 @@ typedef struct {
     size_t prefix;       /* of the heading prefix */
     int code_only;       /* every block so far was code: a chunk of code,
                             however short (a small CUDA function) */
+    int lead;            /* a stub leading into the block being added */
 } pending;
 
 /* The chunker's state: the chunk being filled; a tiny section intro
@@ -222,6 +230,7 @@ done:
     p->first = NULL;
     p->tokens = 0;
     p->code_only = 0;
+    p->lead = 0;
     return rc;
 }
 
@@ -272,7 +281,7 @@ static size_t fit_prefix(const kb_tokenizer *tok, const char *s, size_t len,
  * never came. */
 static kb_rc emit_carry(chunker *ch)
 {
-    pending alone = { ch->carry_from, KB_KIND_TEXT, ch->carry, 0, 0, 0 };
+    pending alone = { ch->carry_from, KB_KIND_TEXT, ch->carry, 0, 0, 0, 0 };
     alone.tokens = kb_chunk_count_tokens(ch->tok, ch->carry.data);
     kb_rc rc = emit(ch, &alone);
     ch->carry = alone.text;   /* emptied by emit, still ours */
@@ -299,6 +308,15 @@ static kb_rc end_pending(chunker *ch, const kb_block *b, kb_kind kind,
         p->tokens < TINY_SECTION_TOKENS && same_section(p->first, b) &&
         p->tokens + btok + 1 <= budget) {
         p->kind = KB_KIND_CODE;
+        return KB_OK;
+    }
+    /* a stub before text or a table of its section ("An SM consists of:",
+     * "- Multiplicand B:") leads their chunk, the block cut after it
+     * where the two do not fit together */
+    if (!joins && p->first && p->kind == KB_KIND_TEXT && p->text.len < STUB_BYTES &&
+        (kind == KB_KIND_TEXT || kind == KB_KIND_TABLE) && same_section(p->first, b)) {
+        p->kind = kind;
+        p->lead = 1;
         return KB_OK;
     }
     if (!joins && p->first) {
@@ -374,7 +392,9 @@ static kb_rc add_block(chunker *ch, const kb_block *b, kb_kind kind,
         if (btok <= room && len <= room_bytes) {
             take = len;
         } else if (p->tokens > 0) {
-            if (btok <= budget || room < 16 || room_bytes < 64) {
+            /* a lead-in (end_pending) takes the start of the block it
+             * leads into rather than stand alone */
+            if ((btok <= budget && !p->lead) || room < 16 || room_bytes < 64) {
                 rc = emit(ch, p);
                 continue;
             }
@@ -428,6 +448,72 @@ static kb_rc chunk_block(chunker *ch, const kb_block *b)
     return rc;
 }
 
+/* Whether chunks a and b are of one section (the same heading path). */
+static int same_chunk_section(const kb_chunk *a, const kb_chunk *b)
+{
+    return a->kind != KB_KIND_PAPER && b->kind != KB_KIND_PAPER &&
+           strcmp(a->heading_json, b->heading_json) == 0;
+}
+
+/* Joins stub chunk s's text to chunk to's (before it when first) if the
+ * result fits max pieces and KB_CHUNK_MAX_BYTES: 1 if joined, 0 if not,
+ * -1 out of memory. */
+static int join_stub(const kb_tokenizer *tok, size_t max, const kb_chunk *s,
+                     kb_chunk *to, int first)
+{
+    size_t len = strlen(s->text) + 2 + strlen(to->text);
+    if (len > KB_CHUNK_MAX_BYTES)
+        return 0;
+    kb_buf t;
+    kb_buf_init(&t, 0);
+    kb_rc rc = kb_buf_printf(&t, "%s\n\n%s", first ? s->text : to->text,
+                             first ? to->text : s->text);
+    size_t tokens = rc == KB_OK ? kb_chunk_count_tokens(tok, to->heading_text) +
+                                      kb_chunk_count_tokens(tok, t.data) : 0;
+    if (rc != KB_OK || tokens > max) {
+        kb_buf_release(&t);
+        return rc == KB_OK ? 0 : -1;
+    }
+    char *text = kb_buf_detach(&t);
+    if (!text)
+        return -1;
+    free(to->text);
+    to->text = text;
+    to->tokens = (int)tokens;
+    return 1;
+}
+
+/* Stubs (STUB_BYTES) into the chunk after them in their section, else the
+ * one before when of their kind (a paragraph after a code block is not
+ * code); a stub that is its section's only chunk stays. */
+static kb_rc merge_stubs(kb_chunks *out, const kb_tokenizer *tok, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < out->n; i++) {
+        kb_chunk *c = &out->items[i];
+        int joined = 0;
+        if (c->kind != KB_KIND_PAPER && strlen(c->text) < STUB_BYTES) {
+            if (i + 1 < out->n && same_chunk_section(c, &out->items[i + 1]))
+                joined = join_stub(tok, max, c, &out->items[i + 1], 1);
+            if (!joined && n > 0 && same_chunk_section(c, &out->items[n - 1]) &&
+                out->items[n - 1].kind == c->kind)
+                joined = join_stub(tok, max, c, &out->items[n - 1], 0);
+            if (joined < 0)
+                return KB_ERR_NOMEM;
+        }
+        if (joined) {
+            free(c->heading_json);
+            free(c->heading_text);
+            free(c->anchor);
+            free(c->text);
+            continue;
+        }
+        out->items[n++] = *c;
+    }
+    out->n = n;
+    return KB_OK;
+}
+
 kb_rc kb_chunk_doc(const kb_doc *doc, const kb_tokenizer *tok, int max_tokens,
                    kb_chunks *out, kb_err *err)
 {
@@ -447,6 +533,8 @@ kb_rc kb_chunk_doc(const kb_doc *doc, const kb_tokenizer *tok, int max_tokens,
         rc = emit_carry(&ch);
     if (rc == KB_OK)
         rc = flush_run(&ch);
+    if (rc == KB_OK)
+        rc = merge_stubs(out, tok, max);
     kb_buf_release(&ch.p.text);
     kb_buf_release(&ch.carry);
     kb_buf_release(&ch.run);

@@ -103,6 +103,12 @@ void kb_parse_fail(kb_rc *rc, kb_rc why);
 /* Appends s[0, n) to b; KB_ERR_NOMEM into *rc (kb_parse_fail) when it
  * cannot. */
 void kb_parse_put(kb_rc *rc, kb_buf *b, const char *s, size_t n);
+/* kb_parse_put for the prose of a page converted from Sphinx HTML, which
+ * lost the blanks around its links: a small word glued to the capitalised
+ * link text after it ("seeDevice Memory Accesses", "inFigure 2") and a
+ * figure or table reference glued to the words around it ("the
+ * followingTable 12summarizes") come apart again. */
+void kb_parse_put_unglued(kb_rc *rc, kb_buf *b, const char *s, size_t n);
 
 /* The GitHub-style slug of a heading ("Loop Counters: Signed" ->
  * "loop-counters-signed"). Caller frees; NULL out of memory. */

@@ -647,12 +647,20 @@ static void put_entity(md_state *st, kb_buf *out, const char *s, size_t n)
 /* Prose text. A "**" left over from emphasis that did not parse
  * ("**Note:**Use ...", common in converted pages) is dropped, with a
  * space where it glued a word to punctuation. */
+static void put_words(md_state *st, kb_buf *out, const char *s, size_t n)
+{
+    if (st->sphinx)   /* converted from HTML: the links' blanks are lost */
+        kb_parse_put_unglued(&st->rc, out, s, n);
+    else
+        kb_parse_put(&st->rc, out, s, n);
+}
+
 static void put_prose(md_state *st, kb_buf *out, const char *s, size_t n)
 {
     size_t i = 0, from = 0;
     while (i + 1 < n) {
         if (s[i] == '*' && s[i + 1] == '*') {
-            kb_parse_put(&st->rc, out, s + from, i - from);
+            put_words(st, out, s + from, i - from);
             char prev = out->len ? out->data[out->len - 1] : ' ';
             char next = i + 2 < n ? s[i + 2] : ' ';
             if (ispunct((unsigned char)prev) && isalnum((unsigned char)next))
@@ -663,7 +671,7 @@ static void put_prose(md_state *st, kb_buf *out, const char *s, size_t n)
         }
         i++;
     }
-    kb_parse_put(&st->rc, out, s + from, n - from);
+    put_words(st, out, s + from, n - from);
 }
 
 /* <a id="x"> / <a name="x"> in a heading: the heading's explicit anchor. */

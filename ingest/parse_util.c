@@ -4,6 +4,7 @@
 #include "kb/kb.h"
 
 #include <ctype.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
@@ -271,4 +272,77 @@ char *kb_ingest_unique_slug(kb_strset *seen, const char *heading)
     if (rc == KB_OK && kb_strset_add(seen, b.data) != 0)
         rc = KB_ERR_NOMEM;
     return kb_buf_finish(&b, rc);
+}
+
+/* Words that converted Sphinx pages glue to the link text after them
+ * ("seeDevice Memory Accesses", "inFigure 2", "Refer toWarp Shuffle
+ * Functions"): a link's words lost the blank before them. */
+static const char *const glue_words[] = {
+    "see", "in", "to", "of", "by", "the", "and", "under", "from", "with",
+    "on", "for", "or", "also", "following", "using", "Refer", "refer",
+};
+
+/* A figure or table reference's name ("Figure 12", "Table 3"), at s:
+ * its length up to the number's end, or 0. */
+static size_t figure_ref(const char *s, size_t n)
+{
+    static const char *const names[] = { "Figure ", "Table " };
+    for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
+        size_t l = strlen(names[k]);
+        if (n > l && memcmp(s, names[k], l) == 0 && isdigit((unsigned char)s[l])) {
+            while (l < n && isdigit((unsigned char)s[l]))
+                l++;
+            return l;
+        }
+    }
+    return 0;
+}
+
+/* The length of a glue word that starts s (at a word start) and is
+ * followed by a capitalised word or acronym of two letters or more, or 0. */
+static size_t glued_word(const char *s, size_t n)
+{
+    for (size_t k = 0; k < sizeof glue_words / sizeof *glue_words; k++) {
+        size_t l = strlen(glue_words[k]);
+        if (l + 2 < n && memcmp(s, glue_words[k], l) == 0 &&
+            isupper((unsigned char)s[l]) && isalpha((unsigned char)s[l + 1]))
+            return l;
+    }
+    return 0;
+}
+
+void kb_parse_put_unglued(kb_rc *rc, kb_buf *b, const char *s, size_t n)
+{
+    char prev = b->len ? b->data[b->len - 1] : ' ';
+    size_t from = 0, spaced = SIZE_MAX;   /* a blank put before s[spaced] */
+    for (size_t i = 0; i < n; i++) {
+        char before = i ? s[i - 1] : prev;
+        size_t cut = !isalnum((unsigned char)before) && before != '_'
+                         ? glued_word(s + i, n - i) : 0;
+        if (cut) {   /* "seeDevice" */
+            kb_parse_put(rc, b, s + from, i + cut - from);
+            kb_parse_put(rc, b, " ", 1);
+            from = spaced = i + cut;
+            i += cut - 1;
+            continue;
+        }
+        size_t ref = figure_ref(s + i, n - i);
+        if (!ref)
+            continue;
+        /* "schematicFigure 1", "10.3.Table 25" */
+        if (spaced != i && (islower((unsigned char)before) ||
+            (before == '.' && i >= 2 && isalnum((unsigned char)s[i - 2])))) {
+            kb_parse_put(rc, b, s + from, i - from);
+            kb_parse_put(rc, b, " ", 1);
+            from = i;
+        }
+        if (i + ref + 1 < n && isalpha((unsigned char)s[i + ref]) &&
+            isalpha((unsigned char)s[i + ref + 1])) {   /* "12summarizes", "9Matrix" */
+            kb_parse_put(rc, b, s + from, i + ref - from);
+            kb_parse_put(rc, b, " ", 1);
+            from = i + ref;
+        }
+        i += ref - 1;
+    }
+    kb_parse_put(rc, b, s + from, n - from);
 }

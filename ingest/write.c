@@ -21,10 +21,12 @@
 /* Bump whenever parsing or chunking changes what a document becomes. The
  * stored hash covers it, so a KB ingested by an older kb has each document
  * read again once, instead of keeping its old chunks as "unchanged". */
-#define KB_INGEST_VERSION 5   /* 2: CUDA anchors by line; 3: chunks fit the window;
+#define KB_INGEST_VERSION 6   /* 2: CUDA anchors by line; 3: chunks fit the window;
                                  4: code chunks however short, one-page
                                  sources' titles; 5: Markdown spans apart,
-                                 captions with their code */
+                                 captions with their code; 6: stubs join
+                                 their neighbours, Sphinx pages' glued
+                                 links apart */
 
 /* One ingest at a time per KB: a second waits for the first to finish
  * (its documents and its embedding pass), saying so, instead of

@@ -126,6 +126,53 @@ static void test_chunk_caption_joins_code(void **state)
     kb_buf_release(&t);
 }
 
+/* Stubs (issue 22): a lead-in of a few words ("- Multiplicand B:") before
+ * a table, "An SM consists of:" before a list that fills a chunk, a
+ * figure's caption line before its code, and a code block's closing
+ * braces join the chunk beside them in their section; a section that is
+ * only a stub stays its own. */
+static void test_chunk_stubs_join(void **state)
+{
+    (void)state;
+    kb_doc doc;
+    kb_doc_init(&doc);
+    kb_buf t;
+    kb_buf_init(&t, 0);
+    kb_doc_heading(&doc, 1, "Fragments", "fragments");
+    kb_doc_add(&doc, KB_KIND_TEXT, "- Multiplicand B:", 17);
+    const char *table = ".btype | Fragment | Elements\n.u8 | a vector of four | b0, b1";
+    kb_doc_add(&doc, KB_KIND_TABLE, table, strlen(table));
+    kb_doc_heading(&doc, 1, "Architecture", "architecture");
+    kb_doc_add(&doc, KB_KIND_TEXT, "An SM consists of:", 18);
+    for (int i = 0; i < 28; i++)
+        tu_printf(&t, "- %d units of some kind for operations\n", i);
+    kb_doc_add(&doc, KB_KIND_TEXT, t.data, t.len);
+    kb_doc_heading(&doc, 1, "References", "references");
+    kb_doc_add(&doc, KB_KIND_TEXT, "whitepaper", 10);
+
+    kb_chunks c;
+    kb_err err;
+    kb_err_clear(&err);
+    assert_int_equal(kb_chunk_doc(&doc, NULL, 256, &c, &err), KB_OK);
+    /* the list too long to join whole is cut after the lead-in's share */
+    assert_int_equal(c.n, 4);
+    assert_int_equal(c.items[0].kind, KB_KIND_TABLE);
+    assert_true(strncmp(c.items[0].text, "- Multiplicand B:\n", 18) == 0);
+    assert_non_null(strstr(c.items[0].text, table));
+    assert_true(strncmp(c.items[1].text, "An SM consists of:\n\n- 0 units", 29) == 0);
+    assert_non_null(strstr(c.items[2].text, "- 27 units"));
+    assert_string_equal(c.items[3].text, "whitepaper");
+    for (size_t i = 0; i < c.n; i++) {
+        assert_true(c.items[i].tokens <= 256);
+        assert_int_equal((size_t)c.items[i].tokens,
+                         kb_chunk_count_tokens(NULL, c.items[i].heading_text) +
+                         kb_chunk_count_tokens(NULL, c.items[i].text));
+    }
+    kb_chunks_release(&c);
+    kb_doc_release(&doc);
+    kb_buf_release(&t);
+}
+
 static void test_chunk_tiny_siblings_merge(void **state)
 {
     (void)state;
@@ -458,6 +505,7 @@ int main(void)
         cmocka_unit_test(test_chunk_budget_and_code),
         cmocka_unit_test(test_chunk_tiny_section_and_papers),
         cmocka_unit_test(test_chunk_caption_joins_code),
+        cmocka_unit_test(test_chunk_stubs_join),
         cmocka_unit_test(test_chunk_tiny_siblings_merge),
         cmocka_unit_test(test_chunk_linear_and_bounded),
         cmocka_unit_test(test_fts_match_identifiers),
