@@ -234,122 +234,6 @@ static kb_rc add_similar(kb_result *shown, kb_result *r)
     return shown->similar[shown->nsimilar - 1].text ? KB_OK : KB_ERR_NOMEM;
 }
 
-/* The chunks of skills: those of a SKILL.md and of the files beside one
- * in the same source (rtrim(key, its non-slash characters) is a key's
- * folder with its slash), with that folder, by chunk id. CROSS JOIN keeps
- * SQLite to this order - the documents, then their chunks by index: left
- * to itself it scans every chunk, 46 ms on the test corpus against 2. */
-#define SKILL_CHUNKS_SQL \
-    "SELECT c.id, rtrim(d.key, replace(d.key, '/', '')) FROM documents d" \
-    " CROSS JOIN documents s ON s.source_id = d.source_id" \
-    "  AND s.key = rtrim(d.key, replace(d.key, '/', '')) || 'SKILL.md'" \
-    " CROSS JOIN chunks c ON c.document_id = d.id ORDER BY c.id"
-
-typedef struct {
-    int64_t *ids;          /* ascending */
-    char **folders;        /* each id's skill folder */
-    size_t n;
-    /* the KB they were read from: SQLite's data_version (others' commits)
-     * and this connection's own changes */
-    long long data_version, changes;
-} skill_chunks;
-
-/* The store keeps its KB's skill chunks until the KB changes. */
-#define SKILL_CHUNKS_SLOT "query/skill_chunks"
-
-static void skill_chunks_release(skill_chunks *sc)
-{
-    for (size_t i = 0; i < sc->n; i++)
-        free(sc->folders[i]);
-    free(sc->ids);
-    free(sc->folders);
-    memset(sc, 0, sizeof *sc);
-}
-
-static void skill_chunks_free(void *p)
-{
-    skill_chunks_release(p);
-    free(p);
-}
-
-static kb_rc skill_chunks_load(kb_store *store, skill_chunks *sc, kb_err *err)
-{
-    memset(sc, 0, sizeof *sc);
-    sqlite3_stmt *st = NULL;
-    kb_rc rc = kb_store_prepare(store, SKILL_CHUNKS_SQL, &st, err);
-    size_t cap = 0;
-    int step;
-    while (rc == KB_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        if (sc->n == cap) {
-            size_t nc = cap ? cap * 2 : 256;
-            int64_t *ids = realloc(sc->ids, nc * sizeof *ids);
-            if (ids)
-                sc->ids = ids;
-            char **f = ids ? realloc(sc->folders, nc * sizeof *f) : NULL;
-            if (f)
-                sc->folders = f;
-            if (!ids || !f) {
-                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-                break;
-            }
-            cap = nc;
-        }
-        sc->folders[sc->n] = kb_strdup((const char *)sqlite3_column_text(st, 1));
-        if (!sc->folders[sc->n]) {
-            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-            break;
-        }
-        sc->ids[sc->n++] = sqlite3_column_int64(st, 0);
-    }
-    if (rc == KB_OK && step != SQLITE_DONE)
-        rc = kb_store_db_error(store, err, "find the skills' chunks");
-    sqlite3_finalize(st);
-    if (rc != KB_OK)
-        skill_chunks_release(sc);
-    return rc;
-}
-
-/* The KB's skill chunks, read again only when the KB has changed since
- * (a query pays 2 ms for them otherwise); owned by the store. */
-static kb_rc skill_chunks_get(kb_store *store, const skill_chunks **out, kb_err *err)
-{
-    long long version = 0, changes = 0;
-    kb_rc rc = kb_store_version(store, &version, &changes, err);
-    if (rc != KB_OK)
-        return rc;
-    skill_chunks *sc = kb_store_slot_get(store, SKILL_CHUNKS_SLOT);
-    if (sc && sc->data_version == version && sc->changes == changes) {
-        *out = sc;
-        return KB_OK;
-    }
-    if (!(sc = malloc(sizeof *sc)))
-        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    if ((rc = skill_chunks_load(store, sc, err)) != KB_OK) {
-        free(sc);
-        return rc;
-    }
-    sc->data_version = version;
-    sc->changes = changes;
-    if ((rc = kb_store_slot_set(store, SKILL_CHUNKS_SLOT, sc, skill_chunks_free, err)) != KB_OK)
-        return rc;
-    *out = sc;
-    return KB_OK;
-}
-
-/* The skill folder of chunk id, or NULL when it is no skill's. */
-static const char *skill_of(const skill_chunks *sc, int64_t id)
-{
-    size_t lo = 0, hi = sc->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (sc->ids[mid] < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < sc->n && sc->ids[lo] == id ? sc->folders[lo] : NULL;
-}
-
 /* Gives result r its rank and hit h's scores and places in the lists. */
 static void place(kb_result *r, const kb_hit *h, int rank)
 {
@@ -361,46 +245,74 @@ static void place(kb_result *r, const kb_hit *h, int rank)
     r->vector_score = h->vec_score;
 }
 
-/* The skills apart (kb_results.skills): the skills' fused hits, best
- * first, one a skill, at most KB_QUERY_SKILLS and at most k, each as a
- * snippet. */
+/* r's heading path under its skill's title: "NAME (STATUS, SPEEDUPx)",
+ * then the chunk's own place ("kernel.cu > tma_load"; a SKILL.md's
+ * section). */
+static kb_rc retitle(kb_result *r, const kb_skill_info *s)
+{
+    if (!s->title)
+        return KB_OK;
+    size_t skip = r->depth && strcmp(r->heading_path[0], s->title) == 0;
+    char **hp = calloc(r->depth - skip + 1, sizeof *hp);
+    if (!hp || !(hp[0] = kb_strdup(s->title))) {
+        free(hp);
+        return KB_ERR_NOMEM;
+    }
+    for (size_t i = skip; i < r->depth; i++)
+        hp[i - skip + 1] = r->heading_path[i];
+    if (skip)
+        free(r->heading_path[0]);
+    free(r->heading_path);
+    r->heading_path = hp;
+    r->depth = r->depth - skip + 1;
+    return KB_OK;
+}
+
+/* The skills apart (kb_results.skills): the skills' fused hits, one a
+ * skill, verified and approved ones first, then drafts, each group best
+ * first; retired skills are left out (a --kind skill or --source
+ * filter ranks them with the rest). At most KB_QUERY_SKILLS and at most
+ * k, each its best chunk as a snippet, titled by its skill. */
 static kb_rc build_skills(kb_store *store, const kb_query_opts *opts, const kb_hits *fused,
-                          const skill_chunks *sc, kb_results *out, kb_err *err)
+                          const kb_skill_chunks *sc, kb_results *out, kb_err *err)
 {
     if (!fused->n)
         return KB_OK;
     sqlite3_stmt *st = NULL;
     kb_rc rc = kb_store_prepare(store, "SELECT " KB_RESULT_COLUMNS ", c.document_id"
                                 " FROM " KB_RESULT_TABLES " WHERE c.id = ?", &st, err);
-    const char *folders[KB_QUERY_SKILLS];
+    const kb_skill_info *shown[KB_QUERY_SKILLS];
     if (rc == KB_OK && !(out->skills = calloc(KB_QUERY_SKILLS, sizeof *out->skills)))
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     size_t most = opts->k > 0 && opts->k < KB_QUERY_SKILLS ? (size_t)opts->k : KB_QUERY_SKILLS;
-    for (size_t i = 0; rc == KB_OK && i < fused->n && out->nskills < most; i++) {
-        const kb_hit *h = &fused->items[i];
-        const char *folder = skill_of(sc, h->id);
-        int seen = !folder;   /* shown already, by a better chunk */
-        for (size_t j = 0; j < out->nskills && !seen; j++)
-            seen = strcmp(folders[j], folder) == 0;
-        if (seen)
-            continue;
-        kb_result r = { 0 };
-        int64_t doc_id = 0;
-        char *key = NULL;
-        kb_shingles sh = { 0 };
-        kb_query_opts snip = *opts;
-        snip.snippet = 1;   /* a pointer to the skill: skill_get has the whole */
-        rc = hydrate(store, st, h->id, &snip, &r, &doc_id, &key, &sh, err);
-        free(key);
-        kb_shingles_release(&sh);
-        if (rc != KB_OK) {
-            kb_result_release(&r);
-            break;
+    for (int status = KB_SKILLS_FIRST; status < KB_SKILLS_RETIRED; status++)
+        for (size_t i = 0; rc == KB_OK && i < fused->n && out->nskills < most; i++) {
+            const kb_hit *h = &fused->items[i];
+            const kb_skill_info *s = kb_skill_of(sc, h->id);
+            int seen = !s || s->status != status;   /* or shown, by a better chunk */
+            for (size_t j = 0; j < out->nskills && !seen; j++)
+                seen = shown[j] == s;
+            if (seen)
+                continue;
+            kb_result r = { 0 };
+            int64_t doc_id = 0;
+            char *key = NULL;
+            kb_shingles sh = { 0 };
+            kb_query_opts snip = *opts;
+            snip.snippet = 1;   /* a pointer to the skill: skill_get has the whole */
+            rc = hydrate(store, st, h->id, &snip, &r, &doc_id, &key, &sh, err);
+            free(key);
+            kb_shingles_release(&sh);
+            if (rc == KB_OK && retitle(&r, s) != KB_OK)
+                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+            if (rc != KB_OK) {
+                kb_result_release(&r);
+                break;
+            }
+            place(&r, h, (int)out->nskills + 1);
+            shown[out->nskills] = s;
+            out->skills[out->nskills++] = r;
         }
-        place(&r, h, (int)out->nskills + 1);
-        folders[out->nskills] = folder;
-        out->skills[out->nskills++] = r;
-    }
     sqlite3_finalize(st);
     return rc;
 }
@@ -762,7 +674,7 @@ static kb_rc search_lists(query_run *q, int pass, kb_results *out, kb_err *err)
 /* Splits lists into the skills' hits (skills) and the rest (docs), copies
  * in the same order, so that skills neither take the documentation's
  * places in fusion and reranking nor lose their own. */
-static kb_rc split_skills(const kb_query_list *lists, size_t n, const skill_chunks *sc,
+static kb_rc split_skills(const kb_query_list *lists, size_t n, const kb_skill_chunks *sc,
                           kb_query_list *docs, kb_query_list *skills, kb_err *err)
 {
     for (size_t l = 0; l < n; l++) {
@@ -771,7 +683,7 @@ static kb_rc split_skills(const kb_query_list *lists, size_t n, const skill_chun
         memset(&skills[l].hits, 0, sizeof skills[l].hits);
         for (size_t i = 0; i < lists[l].hits.n; i++) {
             const kb_hit *h = &lists[l].hits.items[i];
-            kb_hits *to = skill_of(sc, h->id) ? &skills[l].hits : &docs[l].hits;
+            kb_hits *to = kb_skill_of(sc, h->id) ? &skills[l].hits : &docs[l].hits;
             if (kb_hits_push(to, h->id, h->score) != KB_OK)
                 return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
             to->items[to->n - 1] = *h;
@@ -811,13 +723,13 @@ static kb_rc rank_results(query_run *q, kb_results *out, int *backfilled,
     /* with no filter, the skills' hits are ranked apart (kb_results.skills) */
     int apart = q->opts->filter.nsources == 0 && q->opts->filter.kinds == 0;
     kb_query_list docs[KB_QUERY_MAX_LISTS], skills[KB_QUERY_MAX_LISTS];
-    const skill_chunks *sc = NULL;
+    const kb_skill_chunks *sc = NULL;
     kb_hits fused_skills = { 0 };
     const kb_query_list *lists = q->lists;
     if (apart) {
         memset(docs, 0, sizeof docs);
         memset(skills, 0, sizeof skills);
-        rc = skill_chunks_get(q->store, &sc, err);
+        rc = kb_skill_chunks_get(q->store, &sc, err);
         if (rc == KB_OK)
             rc = split_skills(q->lists, q->nlists, sc, docs, skills, err);
         lists = docs;

@@ -6,6 +6,22 @@
 
 #include "index/index.h"
 
+/* ------------------------------------------------------------ similar.c */
+
+/* A text's neighbouring word pairs (lower case; letters, digits, '_' and
+ * UTF-8 make words), hashed, sorted, each once. */
+typedef struct {
+    uint64_t *h;
+    size_t n;
+} kb_shingles;
+
+/* KB_ERR_NOMEM when out of memory. */
+kb_rc kb_shingles_make(const char *text, kb_shingles *out);
+/* |a and b| / |a or b|: 1 for the same words in the same order; 0 when
+ * either is empty. */
+double kb_shingles_jaccard(const kb_shingles *a, const kb_shingles *b);
+void kb_shingles_release(kb_shingles *s);
+
 /* ------------------------------------------------------------ query.c */
 
 /* The columns kb_result_from_row reads, in its order, from
@@ -64,21 +80,34 @@ typedef struct {
 kb_rc kb_fuse_rrf(kb_store *store, const kb_query_list *lists, size_t nlists,
                   kb_hits *out, kb_err *err);
 
-/* ------------------------------------------------------------ similar.c */
+/* ------------------------------------------------------------ skills.c */
 
-/* A text's neighbouring word pairs (lower case; letters, digits, '_' and
- * UTF-8 make words), hashed, sorted, each once. */
+/* A skill's status, in the order the skills block shows them. */
+enum { KB_SKILLS_FIRST, KB_SKILLS_DRAFT, KB_SKILLS_RETIRED };
+
 typedef struct {
-    uint64_t *h;
-    size_t n;
-} kb_shingles;
+    char *folder;          /* its SKILL.md's folder, with the slash */
+    char *title;           /* "NAME (STATUS, SPEEDUPx)"; NULL if unknown */
+    int status;            /* verified or approved, draft (or other), retired */
+} kb_skill_info;
 
-/* KB_ERR_NOMEM when out of memory. */
-kb_rc kb_shingles_make(const char *text, kb_shingles *out);
-/* |a and b| / |a or b|: 1 for the same words in the same order; 0 when
- * either is empty. */
-double kb_shingles_jaccard(const kb_shingles *a, const kb_shingles *b);
-void kb_shingles_release(kb_shingles *s);
+/* The chunks of the KB's skills (a SKILL.md and the files beside it). */
+typedef struct {
+    int64_t *ids;          /* ascending */
+    size_t *of;            /* each id's skill, in skills */
+    size_t n;
+    kb_skill_info *skills;
+    size_t nskills;
+    /* the KB they were read from: SQLite's data_version (others' commits)
+     * and this connection's own changes */
+    long long data_version, changes;
+} kb_skill_chunks;
+
+/* The KB's skill chunks, read again only when the KB has changed since
+ * (a query pays 2 ms for them otherwise); owned by the store. */
+kb_rc kb_skill_chunks_get(kb_store *store, const kb_skill_chunks **out, kb_err *err);
+/* The skill of chunk id, or NULL when it is no skill's. */
+const kb_skill_info *kb_skill_of(const kb_skill_chunks *sc, int64_t id);
 
 /* ------------------------------------------------------------ rerank.c */
 
