@@ -34,6 +34,9 @@
 #define BOILERPLATE_ASKED 0.5
 #define BOILERPLATE_DEMOTION 1.0
 #define MAX_QIDENTS 8
+/* The lexical list's first section is shown within this many places
+ * unless the vector list ranks more of those above it above it. */
+#define LEXICAL_FIRST_PLACE 3
 
 static const char *const feature_names[KB_RERANK_NFEAT] = {
     "lex_norm", "lex_rr", "vec_rr", "sec_cos", "sec_cos_rel", "lex_sec",
@@ -395,6 +398,34 @@ static kb_rc section_features(kb_store *store, rerank_stmts *st,
     return KB_OK;
 }
 
+/* The lexical list's first section stays within the first LEXICAL_FIRST_PLACE
+ * places unless more sections that the vector list ranks above it pass it
+ * (issue 22: fusion and the features put a lexical #1 that the vector list
+ * did not contradict at #5 and lower); boilerplate the question does not
+ * ask for is not kept up. pool is in its new order. */
+static void keep_lexical_first(pool_item *pool, size_t npool, const kb_hits *fused)
+{
+    size_t at = npool;
+    for (size_t i = 0; i < npool && at == npool; i++)
+        if (fused->items[pool[i].at].lex_rank == 1)
+            at = i;
+    if (at == npool || at < LEXICAL_FIRST_PLACE || pool[at].boiler_text < BOILERPLATE_ASKED)
+        return;
+    const kb_hit *l = &fused->items[pool[at].at];
+    size_t better = 0;   /* above it, and above it in the vector list */
+    for (size_t i = 0; i < at; i++) {
+        const kb_hit *h = &fused->items[pool[i].at];
+        better += h->vec_rank > 0 && (l->vec_rank == 0 || h->vec_rank < l->vec_rank);
+    }
+    size_t to = better >= LEXICAL_FIRST_PLACE ? better : LEXICAL_FIRST_PLACE - 1;
+    if (to >= at)
+        return;
+    pool_item p = pool[at];
+    memmove(pool + to + 1, pool + to, (at - to) * sizeof *pool);
+    p.score = pool[to + 1].score;
+    pool[to] = p;
+}
+
 kb_rc kb_rerank_local(kb_store *store, const char *query, const float *qvec,
                       int dim, const kb_hits *lex, const kb_hits *vec,
                       kb_hits *fused, double rrf_scale, kb_rerank_trace_fn trace,
@@ -463,6 +494,7 @@ kb_rc kb_rerank_local(kb_store *store, const char *query, const float *qvec,
         }
         pool[j] = p;
     }
+    keep_lexical_first(pool, npool, fused);
     /* the pool in its new order, then the rest as fusion ranked it */
     size_t n = 0;
     for (size_t i = 0; i < npool; i++) {

@@ -329,6 +329,64 @@ static void test_local_boilerplate(void **state)
     free(dir);
 }
 
+/* The lexical list's first section (issue 22): the local stage keeps it
+ * within the first three places unless more sections that the vector
+ * list ranks above it pass it; then right after those. */
+static void test_local_lexical_first(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("rerank-lexfirst");
+    kb_store *s = NULL;
+    kb_err err;
+    kb_err_clear(&err);
+    assert_int_equal(kb_store_open(dir, KB_STORE_CREATE, &s, &err), KB_OK);
+    assert_int_equal(kb_store_exec(s, "INSERT INTO sources(id) VALUES('s');", &err), KB_OK);
+    kb_buf sql;
+    kb_buf_init(&sql, 0);
+    for (int d = 1; d <= 6; d++) {
+        kb_buf_reset(&sql);
+        assert_int_equal(kb_buf_printf(&sql,
+            "INSERT INTO documents(id, source_id, key, title, content_hash)"
+            " VALUES(%d, 's', 'k%d', 'document %d', 'h');"
+            "INSERT INTO chunks(id, document_id, ord, kind, heading_path, text, tokens)"
+            " VALUES(%d, %d, 0, 'text', '[\"part %d\"]', 'Words of part %d alone.', 6);",
+            d, d, d, d, d, d, d), KB_OK);
+        assert_int_equal(kb_store_exec(s, sql.data, &err), KB_OK);
+    }
+    /* fusion put chunk 6, the lexical list's first, sixth */
+    for (int pass = 0; pass < 2; pass++) {
+        kb_hits lex = { 0 }, fused = { 0 };
+        for (int i = 0; i < 6; i++) {
+            int id = i + 1, lex_rank = id == 6 ? 1 : id + 1;
+            assert_int_equal(kb_hits_push(&fused, id, 0.03 - 0.001 * i), KB_OK);
+            fused.items[i].lex_rank = lex_rank;
+            fused.items[i].lex_score = 10.0 - lex_rank;
+            /* pass 0: the vector list ranks none of the five above it
+             * above it; pass 1: four of them */
+            fused.items[i].vec_rank = id == 6 ? 20 : pass == 0 ? 30 + id : id <= 4 ? id : 40;
+        }
+        for (int r = 1; r <= 6; r++)
+            assert_int_equal(kb_hits_push(&lex, r == 1 ? 6 : r - 1, 10.0 - r), KB_OK);
+        assert_int_equal(kb_rerank_local(s, "nothing shared", NULL, 0, &lex, NULL, &fused,
+                                         61.0 / 1.3, NULL, NULL, &err), KB_OK);
+        assert_int_equal(fused.n, 6);
+        size_t at = 0;
+        while (at < fused.n && fused.items[at].id != 6)
+            at++;
+        assert_int_equal(at, pass == 0 ? 2 : 4);
+        /* the others keep their order */
+        for (size_t i = 0, want = 1; i < fused.n; i++)
+            if (fused.items[i].id != 6)
+                assert_int_equal(fused.items[i].id, want++);
+        kb_hits_release(&lex);
+        kb_hits_release(&fused);
+    }
+    kb_buf_release(&sql);
+    kb_store_close(s);
+    tu_rmtree(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -336,6 +394,7 @@ int main(void)
         cmocka_unit_test(test_bad_replies),
         cmocka_unit_test(test_reorders_fused_list),
         cmocka_unit_test(test_local_boilerplate),
+        cmocka_unit_test(test_local_lexical_first),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
