@@ -109,10 +109,34 @@ kb_rc kb_skill_chunks_get(kb_store *store, const kb_skill_chunks **out, kb_err *
 /* The skill of chunk id, or NULL when it is no skill's. */
 const kb_skill_info *kb_skill_of(const kb_skill_chunks *sc, int64_t id);
 
+/* ------------------------------------------------------------ arch.c */
+
+/* The sm_ numbers a question names, by architecture (Hopper: 90), chip
+ * (H100: 90; B200: 100) or target (sm_90a: 90); n 0 when it names none. */
+#define KB_ARCH_MAX 12
+typedef struct {
+    int sm[KB_ARCH_MAX];
+    size_t n;
+} kb_arch_set;
+void kb_arch_of_query(const char *query, kb_arch_set *out);
+
+/* What text (len bytes, any case) says of want's architectures by its
+ * targets (sm_90a, compute_90), or'ed into *state: it names one of them,
+ * an older target whose instructions run there too, or a target that
+ * does not run there (a newer one, another's 'a' features). */
+#define KB_ARCH_SAME 1
+#define KB_ARCH_RUNS 2
+#define KB_ARCH_OTHER 4
+void kb_arch_scan(const kb_arch_set *want, const char *text, size_t len, int *state);
+/* The reranking feature of a section's *state: 1 when it names one of
+ * the architectures, -1 when it names only targets that do not run
+ * there, else 0. */
+double kb_arch_feature(int state);
+
 /* ------------------------------------------------------------ rerank.c */
 
 /* The local reranking stage (kb_query_opts.trace names its features). */
-#define KB_RERANK_NFEAT 16
+#define KB_RERANK_NFEAT 18
 
 /* Feature i's name ("lex_norm", "sec_cos", ...); "" past the last. */
 const char *kb_rerank_feature_name(size_t i);

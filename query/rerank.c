@@ -41,13 +41,28 @@
 static const char *const feature_names[KB_RERANK_NFEAT] = {
     "lex_norm", "lex_rr", "vec_rr", "sec_cos", "sec_cos_rel", "lex_sec",
     "cover", "title_cover", "ident", "code", "paper", "table", "boiler",
-    "doc_pool", "short", "rrf",
+    "doc_pool", "short", "rrf", "ident_title", "arch",
 };
+
+/* A query's instruction name ("cp.async.bulk.tensor") that is its
+ * section's title, or a whole word of it, puts the canonical section
+ * ahead of its generated variants ("cp.async.bulk.tensor.1d.global...");
+ * a question's architecture ("Hopper", "B200", "sm_90a") favours the
+ * sections whose targets are that architecture's, and sets back those
+ * whose targets do not run there (arch.c). Hybrid nDCG@10 dev / dev2:
+ * neither 0.785 / 0.719; ident_title 0.1 / 0.2 / 0.3: 0.785 / 0.786 /
+ * 0.775 and 0.719 each (0.708 before words of mixed case such as
+ * "PyTorch" were left out); with ident_title 0.2, arch 0.05 / 0.1 / 0.15:
+ * 0.786 / 0.786 / 0.790 and 0.719 / 0.724 / 0.724 (counting "compute
+ * capability 9.0" as a target too, arch 0.15 / 0.2 / 0.3: 0.791 / 0.788 /
+ * 0.767 and 0.722 / 0.723 / 0.713). */
+#define W_IDENT_TITLE 0.2
+#define W_ARCH 0.15
 
 /* The weights of the features above, in their order (fit with
  * scripts/fit-rerank.py on both development sets; 0: unused). */
 static const double weights[KB_RERANK_NFEAT] = {
-    0, 0, 0, 0, 0, 0, 0.1, 0.1, 0, 0, 0, 0, 0, 0, 0, 1,
+    0, 0, 0, 0, 0, 0, 0.1, 0.1, 0, 0, 0, 0, 0, 0, 0, 1, W_IDENT_TITLE, W_ARCH,
 };
 
 const char *kb_rerank_feature_name(size_t i)
@@ -63,6 +78,7 @@ typedef struct {
     size_t nword;
     char ident[MAX_QIDENTS][64];
     size_t nident;
+    kb_arch_set arch;      /* the architectures it names */
 } query_words;
 
 static int seen_word(const query_words *q, const char *w)
@@ -295,6 +311,43 @@ static double idents_found(const query_words *qw, const kb_buf *text)
     return (double)found / (double)qw->nident;
 }
 
+/* The share of the query's identifiers (qw->nident > 0) that are the
+ * section's title (the last of heading path hp) or a whole word of it:
+ * "cp.async.bulk.tensor" is "Data Movement and Conversion Instructions:
+ * cp.async.bulk.tensor" but not its generated variant
+ * "cp.async.bulk.tensor.1d.global.shared::cta.tile.bulk_group". */
+static double ident_title(const query_words *qw, const char *hp, kb_buf *text)
+{
+    const char *t;
+    size_t len;
+    last_heading(hp, &t, &len);
+    kb_buf_reset(text);
+    if (kb_buf_append(text, t, len) != KB_OK)
+        return 0;
+    lower(text);
+    size_t found = 0, asked = 0;
+    for (size_t i = 0; i < qw->nident; i++) {
+        size_t il = strlen(qw->ident[i]);
+        if (strcspn(qw->ident[i], "._:") == il)
+            continue;   /* a word of mixed case ("PyTorch") is no instruction */
+        asked++;
+        for (const char *p = text->data; (p = memmem(p, text->len - (size_t)(p - text->data),
+                                                     qw->ident[i], il)) != NULL; p++) {
+            char before = p > text->data ? p[-1] : ' ';
+            char after = p[il], next = after ? p[il + 1] : '\0';
+            int joined = isalnum((unsigned char)before) || strchr("_.:", before);
+            joined |= isalnum((unsigned char)after) || after == '_' ||
+                      (strchr(".:", after) && after && (isalnum((unsigned char)next) ||
+                                                        next == ':'));
+            if (!joined) {
+                found++;
+                break;
+            }
+        }
+    }
+    return asked ? (double)found / (double)asked : 0;
+}
+
 /* Fills it->f for the section of fused hit h; a section shown by a
  * boilerplate chunk that has one of its own words is shown by that. The
  * features of weight 0 that cost most (the section's vectors, its
@@ -331,6 +384,8 @@ static kb_rc section_features(kb_store *store, rerank_stmts *st,
     kb_rc rc = title_words(qw, hp, title, text, &f[7]);
     if (rc != KB_OK)
         return kb_err_set(err, rc, "out of memory");
+    f[16] = qw->nident ? ident_title(qw, hp, text) : 0;
+    int arch = 0;   /* what its chunks say of the question's architectures */
 
     /* how many documents open a chunk with these words */
     int64_t docs = opening_docs(st, rep_text);
@@ -354,6 +409,8 @@ static kb_rc section_features(kb_store *store, rerank_stmts *st,
         const char *t = (const char *)sqlite3_column_text(st->chunks, 1);
         size_t tl = t ? strlen(t) : 0;
         bytes += tl;
+        if (qw->arch.n && tl)
+            kb_arch_scan(&qw->arch, t, tl, &arch);
         if (text->len < SECTION_TEXT_MAX && tl) {
             size_t room = SECTION_TEXT_MAX - text->len;
             rc = kb_buf_putc(text, '\n');
@@ -391,6 +448,7 @@ static kb_rc section_features(kb_store *store, rerank_stmts *st,
     if (qw->nident)
         f[8] = idents_found(qw, text);
     f[14] = bytes < 120;
+    f[17] = kb_arch_feature(arch);
     if (it->shown) {   /* the section is more than its template line */
         f[12] = 0;
         it->boiler_text = 1.0;
@@ -438,6 +496,7 @@ kb_rc kb_rerank_local(kb_store *store, const char *query, const float *qvec,
     kb_buf_init(&text, 0);
     query_words qw;
     split_query(query, &qw);
+    kb_arch_of_query(query, &qw.arch);
     size_t npool = 0;
     double top_lex = 0, top_vec = 0;
     for (size_t i = 0; lex && i < lex->n; i++)

@@ -23,7 +23,7 @@ import sys
 
 NAMES = ["lex_norm", "lex_rr", "vec_rr", "sec_cos", "sec_cos_rel", "lex_sec",
          "cover", "title_cover", "ident", "code", "paper", "table", "boiler",
-         "doc_pool", "short", "rrf"]
+         "doc_pool", "short", "rrf", "ident_title", "arch"]
 PER_DOC = 5
 K = 10
 

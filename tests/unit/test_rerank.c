@@ -387,6 +387,97 @@ static void test_local_lexical_first(void **state)
     free(dir);
 }
 
+/* Inserts document d of source src with one chunk (id d) under heading
+ * path hp (JSON) with text. */
+static void put_section(kb_store *s, int d, const char *src, const char *hp,
+                        const char *text)
+{
+    kb_err err;
+    kb_err_clear(&err);
+    kb_buf sql;
+    kb_buf_init(&sql, 0);
+    assert_int_equal(kb_buf_printf(&sql,
+        "INSERT OR IGNORE INTO sources(id) VALUES('%s');"
+        "INSERT INTO documents(id, source_id, key, title, content_hash)"
+        " VALUES(%d, '%s', 'k%d', 'document %d', 'h');"
+        "INSERT INTO chunks(id, document_id, ord, kind, heading_path, text, tokens)"
+        " VALUES(%d, %d, 0, 'text', '%s', '%s', 20);",
+        src, d, src, d, d, d, d, hp, text), KB_OK);
+    assert_int_equal(kb_store_exec(s, sql.data, &err), KB_OK);
+    kb_buf_release(&sql);
+}
+
+/* The local stage on fused order ids (best first, each first in the
+ * lexical list where its place is); the new order into got. */
+static void rerank_ids(kb_store *s, const char *q, const int *ids, size_t n, int *got)
+{
+    kb_hits lex = { 0 }, fused = { 0 };
+    kb_err err;
+    kb_err_clear(&err);
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(kb_hits_push(&lex, ids[i], 10.0 - (double)i), KB_OK);
+        assert_int_equal(kb_hits_push(&fused, ids[i], 0.02 - 0.001 * (double)i), KB_OK);
+        fused.items[i].lex_rank = (int)i + 1;
+        fused.items[i].lex_score = 10.0 - (double)i;
+    }
+    assert_int_equal(kb_rerank_local(s, q, NULL, 0, &lex, NULL, &fused, 61.0 / 1.3,
+                                     NULL, NULL, &err), KB_OK);
+    assert_int_equal(fused.n, n);
+    for (size_t i = 0; i < n; i++)
+        got[i] = (int)fused.items[i].id;
+    kb_hits_release(&lex);
+    kb_hits_release(&fused);
+}
+
+/* A canonical section before its generated variants, an architecture's
+ * instructions before others' (issue 22): an instruction name that is a
+ * section's title, or a whole word of it, and the targets a question's
+ * architecture word stands for. */
+static void test_local_canonical_and_arch(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("rerank-canon");
+    kb_store *s = NULL;
+    kb_err err;
+    kb_err_clear(&err);
+    assert_int_equal(kb_store_open(dir, KB_STORE_CREATE, &s, &err), KB_OK);
+    const char *body = "Copies a tensor tile with cp.async.bulk.tensor between"
+                       " global and shared memory.";
+    put_section(s, 1, "wrappers", "[\"cp.async.bulk.tensor.1d.global.shared::cta.tile\"]", body);
+    put_section(s, 2, "wrappers", "[\"cp.async.bulk.tensor.2d.shared::cluster.global\"]", body);
+    put_section(s, 3, "isa", "[\"9. Instruction Set\",\"Data Movement and Conversion"
+                " Instructions: cp.async.bulk.tensor\"]", body);
+    int got[3];
+    rerank_ids(s, "cp.async.bulk.tensor", (int[]){ 1, 2, 3 }, 3, got);
+    assert_int_equal(got[0], 3);
+    /* "Hopper" is sm_90: wgmma (sm_90a) before mma (sm_89, runs there too)
+     * before tcgen05 (sm_100a, does not) */
+    put_section(s, 4, "isa", "[\"tcgen05.mma\"]", "FP8 e4m3 matrix multiply."
+                " Target ISA notes: requires sm_100a.");
+    put_section(s, 5, "isa", "[\"mma\"]", "FP8 e4m3 matrix multiply."
+                " Target ISA notes: .e4m3 requires sm_89 or higher.");
+    put_section(s, 6, "isa", "[\"wgmma.mma_async\"]", "FP8 e4m3 matrix multiply."
+                " Target ISA notes: requires sm_90a.");
+    rerank_ids(s, "FP8 e4m3 matrix multiply on Hopper", (int[]){ 4, 5, 6 }, 3, got);
+    assert_int_equal(got[0], 6);
+    assert_int_equal(got[1], 5);
+    assert_int_equal(got[2], 4);
+    /* with no architecture named, fusion's order stands */
+    rerank_ids(s, "FP8 e4m3 matrix multiply", (int[]){ 4, 5, 6 }, 3, got);
+    assert_int_equal(got[0], 4);
+    kb_arch_set a;
+    kb_arch_of_query("B200 vs H100 and sm_120a", &a);
+    assert_int_equal(a.n, 3);
+    assert_int_equal(a.sm[0], 100);
+    assert_int_equal(a.sm[1], 90);
+    assert_int_equal(a.sm[2], 120);
+    kb_arch_of_query("warp shuffle reduction", &a);
+    assert_int_equal(a.n, 0);
+    kb_store_close(s);
+    tu_rmtree(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -395,6 +486,7 @@ int main(void)
         cmocka_unit_test(test_reorders_fused_list),
         cmocka_unit_test(test_local_boilerplate),
         cmocka_unit_test(test_local_lexical_first),
+        cmocka_unit_test(test_local_canonical_and_arch),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
