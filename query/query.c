@@ -545,6 +545,7 @@ typedef struct {
     int threaded;
     size_t depth;              /* of each candidate list */
     kb_rerank_kind rerank;     /* the stage, resolved */
+    const char *question;      /* as asked: opts->text is what is searched */
     /* the llm stage's verdict on the first pass: what it did and the
      * sections it put first, in its order, for a second pass to reuse */
     int llm_done;
@@ -703,7 +704,7 @@ static kb_rc llm_stage(query_run *q, kb_results *out, kb_err *err)
             return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
         return KB_OK;
     }
-    kb_rc rc = kb_rerank_llm(q->store, q->opts->config, q->opts->text, &q->fused,
+    kb_rc rc = kb_rerank_llm(q->store, q->opts->config, q->question, &q->fused,
                              KB_RERANK_LLM_TOP, &out->rerank, err);
     q->llm = out->rerank;
     q->llm_done = rc == KB_OK;
@@ -849,21 +850,34 @@ kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
     size_t deep = k > POOL_RESULTS ? k : POOL_RESULTS;
     /* deep enough that section merging still leaves the pool's results */
     query_run q = { .store = store, .opts = opts, .emb = emb, .depth = deep * 4 + 40,
-                    .pool = k };
-
+                    .pool = k, .question = opts->text };
+    /* code is searched by its identifiers, never by its licence */
+    kb_query_opts searched = *opts;
+    kb_buf code;
+    kb_buf_init(&code, 0);
+    int rewritten = 0;
     kb_rc rc = check_opts(opts, err);
+    if (rc == KB_OK && kb_query_code_text(opts->text, &code, &rewritten) != KB_OK)
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    if (rewritten) {
+        searched.text = code.data;
+        q.opts = opts = &searched;
+    }
     if (rc == KB_OK)
         rc = kb_query_rerank_resolve(opts->config, opts->no_rerank ? KB_RERANK_NONE
                                                                    : opts->rerank,
                                      &q.rerank, err);
     if (rc == KB_OK)
         rc = kb_query_check_sources(store, &opts->filter, err);
-    if (rc != KB_OK)
+    if (rc != KB_OK) {
+        kb_buf_release(&code);
         return rc;
+    }
     /* blanks, or punctuation alone, are nothing to search for: no results,
      * rather than whatever the vectors lie nearest to (the CLI refuses them) */
     if (!kb_query_has_words(opts->text)) {
         out->took_ms = kb_now_ms() - t0;
+        kb_buf_release(&code);
         return KB_OK;
     }
     /* one read transaction: every statement below sees the same snapshot,
@@ -903,6 +917,7 @@ out:
         kb_hits_release(&q.lists[l].hits);
     kb_hits_release(&q.fused);
     kb_hits_release(&q.llm_first);
+    kb_buf_release(&code);
     out->took_ms = kb_now_ms() - t0;
     if (rc != KB_OK)
         kb_results_release(out);

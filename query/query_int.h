@@ -133,6 +133,17 @@ void kb_arch_scan(const kb_arch_set *want, const char *text, size_t len, int *st
  * there, else 0. */
 double kb_arch_feature(int state);
 
+/* ------------------------------------------------------------ code_text.c */
+
+/* The query to search for text that is source code (kb query --file
+ * kernel.cu, pasted code; three lines or more that end in ';', '{' or '}'
+ * or are preprocessor lines): its identifiers, CUDA names first
+ * (__shfl_down_sync, cudaMemcpyAsync, cp.async.bulk in inline PTX), then
+ * its other words, its licence and copyright comments left out; for other
+ * text with such a comment, the text without it. *rewritten says whether
+ * out is the query (else text is, as it is). KB_ERR_NOMEM. */
+kb_rc kb_query_code_text(const char *text, kb_buf *out, int *rewritten);
+
 /* ------------------------------------------------------------ rerank.c */
 
 /* The local reranking stage (kb_query_opts.trace names its features). */
