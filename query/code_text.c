@@ -169,6 +169,16 @@ static void code_shape(const char *t, code_parts *c)
     }
 }
 
+/* Whether s has a word to search for: query.c's kb_query_has_words,
+ * which this file cannot call (query.c calls it). */
+static int has_words(const char *s)
+{
+    for (; *s; s++)
+        if (isalnum((unsigned char)*s) || (unsigned char)*s >= 0x80)
+            return 1;
+    return 0;
+}
+
 kb_rc kb_query_code_text(const char *text, kb_buf *out, int *rewritten)
 {
     *rewritten = 0;
@@ -186,10 +196,10 @@ kb_rc kb_query_code_text(const char *text, kb_buf *out, int *rewritten)
         if (rc == KB_OK)
             rc = kb_buf_printf(out, "%s%s", c.names.data ? c.names.data : "",
                                c.words.data ? c.words.data : "");
-        *rewritten = rc == KB_OK && kb_query_has_words(out->data);
+        *rewritten = rc == KB_OK && has_words(out->data);
     } else if (rc == KB_OK && c.licence) {    /* text: less the licence */
         rc = kb_buf_puts(out, prose);
-        *rewritten = rc == KB_OK && kb_query_has_words(out->data);
+        *rewritten = rc == KB_OK && has_words(out->data);
     }
     kb_buf_release(&c.names);
     kb_buf_release(&c.words);
