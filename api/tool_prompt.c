@@ -101,8 +101,11 @@ static const char prompt_input[] =
     "\"budget_tokens\":{\"type\":\"integer\",\"minimum\":" STR(BUDGET_MIN)
         ",\"maximum\":" STR(BUDGET_MAX) ",\"description\":\"the whole prompt "
         "within about this many tokens (3 bytes each): retrieved passages are "
-        "cut first, whole; the task and the output contract never. Over MCP "
-        "the default is " STR(KB_TOOL_BUDGET_DEFAULT) "\"},"
+        "cut first, whole; the task, its reference kernel and the output "
+        "contract never. So the least budget that works depends on the task "
+        "(about 1500 tokens for gelu, 3000 for attention_causal): a smaller "
+        "one is an error that names the task's size. Over MCP the default is "
+        STR(KB_TOOL_BUDGET_DEFAULT) "\"},"
     "\"feedback\":{\"type\":\"string\",\"maxLength\":" STR(FEEDBACK_MAX) ","
         "\"description\":\"the last attempts' verdicts (verify's reasons, "
         "compile logs, timings), carried in their own section\"},"

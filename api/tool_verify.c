@@ -237,6 +237,11 @@ static kb_rc tool_verify(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
         rc = kb_verifier_open(&o, &verifier, err);
     if (rc == KB_OK)
         rc = kb_jobq_verify(verifier, dir, path, &r, err);
+    /* no verdict on the candidate (no GPU, kb-verify itself failed): the
+     * call failed, not the kernel */
+    if (rc == KB_OK && r.verdict == KB_VERIFY_ERROR)
+        rc = kb_err_set(err, KB_ERR_GPU, "verify: kb-verify could not judge the "
+                        "candidate: %s", r.reason && *r.reason ? r.reason : "no reason given");
     if (rc == KB_OK) {
         /* the temporary file is gone once answered: the candidate is the
          * source the caller passed */
@@ -269,7 +274,9 @@ static const kb_tool tools[] = {
       "(device code only). Returns kb-verify's result: the verdict, the "
       "reason in words, the compile log with registers and spills, each "
       "check, and the timings with the speedup; a kernel that fails is a "
-      "verdict, not an error. It runs the kernel on this machine's GPU.",
+      "verdict, not an error, while a check that could not run (no GPU, "
+      "kb-verify failed) is an error that says why. It runs the kernel on "
+      "this machine's GPU.",
       verify_input, verify_output, 0, tool_verify, 0,
       KB_TOOL_MCP | KB_TOOL_OPT_IN | KB_TOOL_NEEDS_VERIFY },
 };

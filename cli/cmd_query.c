@@ -569,7 +569,7 @@ static int check_sources(const kb_cli *cli, const kb_command *self,
     kb_store_close(s);
     if (src == KB_OK)
         return -1;
-    return src == KB_ERR_NOTFOUND && strncmp(serr.msg, "unknown source", 14) == 0
+    return src == KB_ERR_USAGE && strncmp(serr.msg, "unknown source", 14) == 0
                ? kb_cli_usage_error(self, "%s", serr.msg) : kb_cli_fail(&serr);
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define DEFAULT_PORT 8377
 #define TOKEN_MAX 4096
@@ -118,6 +119,7 @@ typedef struct {
     const char *skills_dir;
     int no_skills;
     long threads, max_body, timeout_s, max_connections, drain_s;
+    long header_timeout_s, max_per_ip;
 } serve_options;
 
 /* Parses the command line into so. Returns -1 to go on, or the exit
@@ -131,9 +133,12 @@ static int parse_options(int argc, char **argv, const kb_command *self,
         { 'T', "--timeout", 1, 3600 },
         { 'c', "--max-connections", 1, 1000000 },
         { 'd', "--drain-timeout", 0, 3600 },
+        { 'H', "--header-timeout", 1, 3600 },
+        { 'p', "--max-connections-per-ip", 1, 1000000 },
     };
     long *slots[] = { &so->threads, &so->max_body, &so->timeout_s,
-                      &so->max_connections, &so->drain_s };
+                      &so->max_connections, &so->drain_s, &so->header_timeout_s,
+                      &so->max_per_ip };
     int c;
     kb_getopt g;
     kb_getopt_init(&g, self, argc, argv);
@@ -173,6 +178,24 @@ static int parse_options(int argc, char **argv, const kb_command *self,
     return -1;
 }
 
+/* A loopback server without a token answers every local user: said when
+ * the host has other people (accounts that can log in, or their
+ * processes running), whom the KB folder's 0700 would otherwise keep out. */
+static void warn_shared_host(const char *url)
+{
+    kb_serve_host_users u;
+    kb_err err;
+    kb_err_clear(&err);
+    if (kb_serve_host_users_find(NULL, NULL, NULL, getuid(), &u, &err) != KB_OK ||
+        (!u.accounts && !u.running))
+        return;
+    kb_log_warn("serving '%s' without a token on a host with other users (%zu "
+                "other account%s that can log in, %zu with processes running now; "
+                "'%s' one of them): any of them can read the KB through it, whatever "
+                "its folder's mode; set a token (--token-file FILE or KB_SERVE_TOKEN)",
+                url, u.accounts, u.accounts == 1 ? "" : "s", u.running, u.example);
+}
+
 static int loopback_address(const char *a)
 {
     return strncmp(a, "127.", 4) == 0 || strcmp(a, "::1") == 0;
@@ -187,7 +210,11 @@ static const kb_option serve_options_table[] = {
       "embedder (default: one per online CPU)" },
     { "max-body", KB_OPT_LONG('b'), "BYTES", "request body cap, 413 beyond (default 1048576)" },
     { "timeout", KB_OPT_LONG('T'), "S", "close a connection idle this long (default 30)" },
+    { "header-timeout", KB_OPT_LONG('H'), "S", "close a connection whose request headers are\n"
+      "not all in S seconds after it opened, however\nslowly they trickle (default 10)" },
     { "max-connections", KB_OPT_LONG('c'), "N", "connections held at once (default 4096)" },
+    { "max-connections-per-ip", KB_OPT_LONG('p'), "N", "connections held at once from one address\n"
+      "(default: a quarter of --max-connections)" },
     { "drain-timeout", KB_OPT_LONG('d'), "S", "on SIGTERM or SIGINT, wait this long for the\n"
       "requests in flight (default 10), then exit 0" },
     { "skills", KB_OPT_LONG('s'), "DIR", "the skill library /mcp serves as skill:// resources\n"
@@ -253,6 +280,8 @@ static int cmd_serve(int argc, char **argv, const kb_cli *cli, const kb_command 
         o.max_body = (size_t)so.max_body;
         o.timeout_s = (unsigned)so.timeout_s;
         o.max_connections = (unsigned)so.max_connections;
+        o.header_timeout_s = (unsigned)so.header_timeout_s;
+        o.max_per_ip = (unsigned)so.max_per_ip;
         o.token = token;
         o.access_log = !cli->quiet;
         o.kb_dir = dir;
@@ -286,6 +315,8 @@ static int cmd_serve(int argc, char **argv, const kb_cli *cli, const kb_command 
     if (!token && !loopback_address(so.address))
         kb_log_warn("serving '%s' beyond this machine without a token: anyone "
                     "who reaches it can read the KB (--token-file)", kb_serve_url(srv));
+    else if (!token)
+        warn_shared_host(kb_serve_url(srv));
     printf("listening on %s\n", kb_serve_url(srv));
     fflush(stdout);
     kb_log_info("kb serve: KB '%s', %s; MCP at %s/mcp (tools: %s; %zu skills as "

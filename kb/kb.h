@@ -534,9 +534,10 @@ const char *kb_search_type_name(kb_search_type type);
  * character beyond ASCII); a query of blanks or punctuation alone has none
  * and kb_query_run gives it no results. */
 int kb_query_has_words(const char *text);
-/* KB_ERR_NOTFOUND naming the KB's sources when the filter names one the
- * KB does not hold: a mistake to say, not a filter that quietly matches
- * nothing (kb_query_run checks it too). */
+/* KB_ERR_USAGE naming the KB's sources when the filter names one the
+ * KB does not hold: a mistake in the arguments to say (REST's 400, not
+ * 404: no such endpoint), not a filter that quietly matches nothing
+ * (kb_query_run checks it too). */
 kb_rc kb_query_check_sources(kb_store *store, const kb_filter *filter, kb_err *err);
 /* Returns 0 and sets *out, or -1 if name is no type. */
 int kb_search_type_parse(const char *name, kb_search_type *out);

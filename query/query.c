@@ -832,7 +832,7 @@ kb_rc kb_query_check_sources(kb_store *store, const kb_filter *f, kb_err *err)
                 break;
         sqlite3_finalize(all);
         if (rc == KB_OK)
-            rc = kb_err_set(err, KB_ERR_NOTFOUND, "unknown source '%s' (the KB has: %s)",
+            rc = kb_err_set(err, KB_ERR_USAGE, "unknown source '%s' (the KB has: %s)",
                             f->sources[i], n ? known.data : "none");
         kb_buf_release(&known);
     }

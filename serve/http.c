@@ -22,6 +22,7 @@
 
 #define DEFAULT_MAX_BODY (1u << 20)
 #define DEFAULT_TIMEOUT_S 30u
+#define DEFAULT_HEADER_TIMEOUT_S 10u
 #define DEFAULT_MAX_CONNECTIONS 4096u
 #define MAX_WORKERS 64
 #define MAX_REPLY_HEADERS 16
@@ -51,6 +52,8 @@ struct kb_server {
     int loopback;                  /* bound to a loopback address */
     size_t max_body;
     int access_log;
+    kb_serve_guard *guard;         /* the deadlines of reading requests */
+    double header_ms, idle_ms;     /* the deadline, the idle timeout */
     kb_serve_table tables[KB_SERVE_MAX_TABLES];   /* what it serves */
     size_t ntables;
     int port;
@@ -83,6 +86,7 @@ struct kb_serve_req {
     int status;                    /* for the log */
     size_t bytes;
     int http11;                    /* HTTP/1.1 (Host is required) */
+    kb_serve_guard_conn *guarded;  /* its connection's deadline */
     char peer[INET6_ADDRSTRLEN];
 };
 
@@ -266,6 +270,7 @@ kb_rc kb_serve_reply_header(kb_serve_reply *reply, const char *name,
 const char *kb_serve_req_method(const kb_serve_req *req) { return req->method; }
 const char *kb_serve_req_path(const kb_serve_req *req) { return req->path; }
 kb_tool_ctx *kb_serve_req_tools(const kb_serve_req *req) { return &req->w->ctx; }
+const char *kb_serve_req_peer(const kb_serve_req *req) { return req->peer; }
 
 int kb_serve_req_token_required(const kb_serve_req *req)
 {
@@ -328,53 +333,6 @@ static void allow_list(unsigned methods, char *out, size_t size)
     for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)
         if (methods & (1u << i) && n < size)
             n += (size_t)snprintf(out + n, size - n, "%s%s", n ? ", " : "", names[i]);
-}
-
-/* 1 for a loopback host, with or without its port: localhost (and names
- * under it), 127.0.0.0/8, ::1. */
-static int loopback_host(const char *host, size_t len)
-{
-    char h[64];
-    if (len && host[0] == '[') {              /* [v6]:port */
-        const char *end = memchr(host, ']', len);
-        if (!end || (size_t)(end - host - 1) >= sizeof h)
-            return 0;
-        size_t n = (size_t)(end - host - 1);
-        memcpy(h, host + 1, n);
-        h[n] = '\0';
-        size_t rest = len - (size_t)(end + 1 - host);
-        if (rest && end[1] != ':')
-            return 0;
-        struct in6_addr a6;
-        return inet_pton(AF_INET6, h, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
-    }
-    const char *colon = memchr(host, ':', len);
-    size_t n = colon ? (size_t)(colon - host) : len;
-    if (n == 0 || n >= sizeof h)
-        return 0;
-    memcpy(h, host, n);
-    h[n] = '\0';
-    for (const char *p = colon ? colon + 1 : host + len; p < host + len; p++)
-        if (*p < '0' || *p > '9')
-            return 0;
-    if (strcasecmp(h, "localhost") == 0)
-        return 1;
-    if (n > 10 && strcasecmp(h + n - 10, ".localhost") == 0)
-        return 1;
-    struct in_addr a4;
-    return inet_pton(AF_INET, h, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127;
-}
-
-/* 1 for an Origin of a page served from this machine: http or https and
- * a loopback host ("null" and every other origin: 0). */
-static int loopback_origin(const char *origin)
-{
-    const char *host = NULL;
-    if (strncasecmp(origin, "http://", 7) == 0)
-        host = origin + 7;
-    else if (strncasecmp(origin, "https://", 8) == 0)
-        host = origin + 8;
-    return host && !strchr(host, '/') && loopback_host(host, strlen(host));
 }
 
 /* The token check: "Authorization: Bearer TOKEN", the digests compared in
@@ -471,6 +429,13 @@ static enum MHD_Result send_reply(kb_serve_req *r, kb_serve_reply *rep)
     if (rep->status == 500 && !rep->data)
         kb_serve_reply_error(rep, 500, "internal", "the server could not make "
                              "a reply (out of memory?)");
+    /* a page of a loopback origin may read what it is answered (another
+     * origin was refused, and is told nothing more) */
+    const char *origin = kb_serve_req_header(r, "Origin");
+    kb_serve_header cors[KB_SERVE_CORS_MAX];
+    size_t ncors = origin && kb_serve_loopback_origin(origin) &&
+                   r->method_bit != KB_HTTP_M_OPTIONS
+                   ? kb_serve_cors_headers(origin, NULL, cors) : 0;
     struct MHD_Response *resp = MHD_create_response_from_buffer(
         rep->len, rep->data, MHD_RESPMEM_MUST_FREE);
     if (!resp) {
@@ -482,6 +447,8 @@ static enum MHD_Result send_reply(kb_serve_req *r, kb_serve_reply *rep)
                                      rep->content_type) == MHD_YES;
     for (size_t i = 0; ok && i < rep->nheaders; i++)
         ok = MHD_add_response_header(resp, rep->hname[i], rep->hvalue[i]) == MHD_YES;
+    for (size_t i = 0; ok && i < ncors; i++)
+        ok = MHD_add_response_header(resp, cors[i].name, cors[i].value) == MHD_YES;
     if (ok && atomic_load(&r->srv->draining))
         ok = MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close") == MHD_YES;
     enum MHD_Result res = MHD_NO;
@@ -609,19 +576,36 @@ static int admit(kb_serve_req *r, enum MHD_Result *res)
     }
     const char *host = kb_serve_req_header(r, MHD_HTTP_HEADER_HOST);
     const char *origin = kb_serve_req_header(r, "Origin");
-    if (srv->loopback && host && !loopback_host(host, strlen(host))) {
+    if (srv->loopback && host && !kb_serve_loopback_host(host, strlen(host))) {
         /* a name that resolves here through DNS rebinding */
         *res = send_error(r, 403, "forbidden_host", NULL, NULL, "host '%.200s' "
                           "is not this loopback server", host);
         return 0;
     }
-    if (origin && !loopback_origin(origin)) {
+    if (origin && !kb_serve_loopback_origin(origin)) {
         *res = send_error(r, 403, "forbidden_origin", NULL, NULL, "origin "
                           "'%.200s' is not loopback", origin);
         return 0;
     }
     unsigned allowed;
     r->route = find_route(srv, r->path, r->method_bit, &allowed);
+    if (!r->route && allowed && r->method_bit == KB_HTTP_M_OPTIONS) {
+        /* a browser's CORS preflight (no credentials) or a plain OPTIONS */
+        char allow[96];
+        allow_list(allowed | KB_HTTP_M_OPTIONS, allow, sizeof allow);
+        kb_serve_reply rep = { 0 };
+        kb_serve_reply_bytes(&rep, 204, "text/plain", "", 0);
+        kb_serve_header h[KB_SERVE_CORS_MAX];
+        size_t nh = origin && kb_serve_req_header(r, "Access-Control-Request-Method")
+                    ? kb_serve_cors_headers(origin, allow, h) : 0;
+        kb_rc hr = kb_serve_reply_header(&rep, "Allow", allow);
+        for (size_t i = 0; hr == KB_OK && i < nh; i++)
+            hr = kb_serve_reply_header(&rep, h[i].name, h[i].value);
+        if (hr != KB_OK)
+            reply_set(&rep, 500, "text/plain", NULL, 0);
+        *res = send_reply(r, &rep);
+        return 0;
+    }
     int open = r->route && (r->route->flags & KB_ROUTE_OPEN);
     if (!open && !token_ok(srv, kb_serve_req_header(r, MHD_HTTP_HEADER_AUTHORIZATION))) {
         int sent = kb_serve_req_header(r, MHD_HTTP_HEADER_AUTHORIZATION) != NULL;
@@ -687,6 +671,9 @@ static kb_serve_req *req_new(kb_server *srv, struct MHD_Connection *conn,
         return NULL;
     }
     r->method_bit = method_bit(method);
+    const union MHD_ConnectionInfo *sc =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    r->guarded = sc ? sc->socket_context : NULL;
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     const struct sockaddr *sa = ci ? ci->client_addr : NULL;
@@ -733,6 +720,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
         r->http11 = version && strcmp(version, MHD_HTTP_VERSION_1_1) == 0;
         *con_cls = r;
         atomic_fetch_add(&srv->inflight, 1);
+        kb_serve_guard_set(srv->guard, r->guarded, srv->header_ms);   /* the body's */
         enum MHD_Result res = MHD_YES;
         admit(r, &res);
         return res;
@@ -764,6 +752,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     if (!(r->w = thread_worker(srv)))
         return send_error(r, 503, "no_worker", NULL, NULL, "%s",
                           "no worker for this thread");
+    kb_serve_guard_set(srv->guard, r->guarded, 0);   /* the handler takes its time */
     kb_serve_reply rep = { 0 };
     r->route->fn(r, &rep, r->route);
     return send_reply(r, &rep);
@@ -777,10 +766,29 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!r)
         return;
     *con_cls = NULL;
+    /* a kept-alive connection: the next request may idle first */
+    kb_serve_guard_set(srv->guard, r->guarded, srv->idle_ms + srv->header_ms);
     if (srv->access_log)
         access_log(r, toe);
     req_free(r);
     atomic_fetch_sub(&srv->inflight, 1);
+}
+
+/* MHD_OPTION_NOTIFY_CONNECTION: a connection's deadline from its opening
+ * to its closing (before libmicrohttpd closes its socket). */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    kb_server *srv = cls;
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        kb_serve_guard_remove(srv->guard, *socket_context);
+        *socket_context = NULL;
+        return;
+    }
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (ci)
+        *socket_context = kb_serve_guard_add(srv->guard, ci->connect_fd, srv->header_ms);
 }
 
 /* libmicrohttpd's own messages: debug output only. */
@@ -899,7 +907,14 @@ kb_rc kb_serve_start(const kb_serve_opts *o, kb_server **out, kb_err *err)
     if (o->token && *o->token)
         kb_sha256_hex(o->token, strlen(o->token), srv->token_hex);
     unsigned max_conn = o->max_connections ? o->max_connections : DEFAULT_MAX_CONNECTIONS;
-    kb_rc rc = open_workers(srv, o, err);
+    unsigned per_ip = o->max_per_ip ? o->max_per_ip : (max_conn / 4 ? max_conn / 4 : 1);
+    unsigned idle_s = o->timeout_s ? o->timeout_s : DEFAULT_TIMEOUT_S;
+    srv->idle_ms = 1000.0 * idle_s;
+    srv->header_ms = 1000.0 * (o->header_timeout_s ? o->header_timeout_s
+                                                   : DEFAULT_HEADER_TIMEOUT_S);
+    kb_rc rc = kb_serve_guard_start(&srv->guard, err);
+    if (rc == KB_OK)
+        rc = open_workers(srv, o, err);
     if (rc == KB_OK)
         rc = listen_on(srv, o->address ? o->address : "127.0.0.1", o->port,
                        max_conn, err);
@@ -916,8 +931,10 @@ kb_rc kb_serve_start(const kb_serve_opts *o, kb_server **out, kb_err *err)
         MHD_OPTION_LISTEN_SOCKET, srv->listen_fd,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)srv->nworkers,
         MHD_OPTION_CONNECTION_LIMIT, max_conn,
-        MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s ? o->timeout_s : DEFAULT_TIMEOUT_S,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
+        MHD_OPTION_CONNECTION_TIMEOUT, idle_s,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
         MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
         MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
         MHD_OPTION_END);
@@ -956,6 +973,7 @@ void kb_serve_stop(kb_server *s)
         return;
     if (s->daemon)
         MHD_stop_daemon(s->daemon);
+    kb_serve_guard_stop(s->guard);   /* after the daemon: no connection left */
     if (s->listen_fd >= 0)
         close(s->listen_fd);
     for (size_t i = 0; i < s->nworkers; i++)

@@ -14,8 +14,9 @@
 #include <sys/random.h>
 
 #define SESSIONS_MAX 4096
-#define SESSION_IDLE_MS (3600.0 * 1000)   /* a session unused for an hour goes */
-#define SESSION_ID_BYTES 16               /* 128 random bits, as 32 hex digits */
+#define SESSIONS_PER_PEER 1024   /* one address's share of the table */
+#define SESSION_ID_BYTES 16      /* 128 random bits, as 32 hex digits */
+#define PEER_MAX 46              /* INET6_ADDRSTRLEN */
 
 #define INVALID_REQUEST (-32600)
 
@@ -23,8 +24,9 @@ typedef struct {
     char id[2 * SESSION_ID_BYTES + 1];
     kb_mcp_session *s;
     int refs;                /* requests using it now */
-    int ended;               /* DELETEd or expired: freed at its last release */
-    double last_ms;
+    int ended;               /* DELETEd or evicted: freed at its last release */
+    double last_ms;          /* when last used: the least recent goes first */
+    char peer[PEER_MAX];     /* the address that initialized it */
 } session_slot;
 
 struct kb_mcp_http {
@@ -96,9 +98,53 @@ static int random_bytes(unsigned char *p, size_t n)
     return 0;
 }
 
-/* Keeps s (taken) under a new random id, written to id. KB_ERR_NOMEM, or
- * KB_ERR_IO when the table is full of live sessions (s then freed). */
-static kb_rc session_add(kb_mcp_http *t, kb_mcp_session *s, char id[2 * SESSION_ID_BYTES + 1])
+/* The least recently used session that no request is using now, among
+ * those of peer (NULL: among all); -1 if none. Under the lock. */
+static long lru_idle(const kb_mcp_http *t, const char *peer)
+{
+    long best = -1;
+    for (size_t i = 0; i < t->n; i++) {
+        const session_slot *x = t->slots[i];
+        if (x->refs || (peer && strcmp(x->peer, peer) != 0))
+            continue;
+        if (best < 0 || x->last_ms < t->slots[best]->last_ms)
+            best = (long)i;
+    }
+    return best;
+}
+
+/* Makes room for one more session of peer (under the lock): a peer at its
+ * share gives up its own least recently used idle session, so that one
+ * address cannot push out everyone else's; a full table gives up the
+ * least recently used idle one of all. A client that never ends its
+ * sessions (no DELETE) thus costs its own oldest, and a new handshake is
+ * never refused while some session is idle. Returns 0 when every session
+ * that would have to go is in use. */
+static int make_room(kb_mcp_http *t, const char *peer)
+{
+    size_t mine = 0;
+    for (size_t i = 0; i < t->n; i++)
+        mine += strcmp(t->slots[i]->peer, peer) == 0;
+    if (mine >= SESSIONS_PER_PEER) {
+        long i = lru_idle(t, peer);
+        if (i < 0)
+            return 0;
+        slot_drop(t, (size_t)i);
+    }
+    if (t->n == SESSIONS_MAX) {
+        long i = lru_idle(t, NULL);
+        if (i < 0)
+            return 0;
+        slot_drop(t, (size_t)i);
+    }
+    return 1;
+}
+
+/* Keeps s (taken) under a new random id, written to id, for peer (its
+ * address, "" unknown). KB_ERR_NOMEM, or KB_ERR_IO when no room can be
+ * made (every session that would go is in use; s then freed). */
+static kb_rc session_add(kb_mcp_http *t, kb_mcp_session *s, const char *peer,
+                         char id[2 * SESSION_ID_BYTES + 1])
 {
     unsigned char raw[SESSION_ID_BYTES];
     session_slot *x = calloc(1, sizeof *x);
@@ -110,12 +156,9 @@ static kb_rc session_add(kb_mcp_http *t, kb_mcp_session *s, char id[2 * SESSION_
     kb_hex_encode(raw, sizeof raw, x->id);
     x->s = s;
     x->last_ms = kb_now_ms();
+    snprintf(x->peer, sizeof x->peer, "%s", peer);
     pthread_mutex_lock(&t->lock);
-    if (t->n == SESSIONS_MAX)   /* room from the sessions gone idle */
-        for (size_t i = t->n; i-- > 0;)
-            if (t->slots[i]->refs == 0 && x->last_ms - t->slots[i]->last_ms > SESSION_IDLE_MS)
-                slot_drop(t, i);
-    int full = t->n == SESSIONS_MAX;
+    int full = !make_room(t, x->peer);
     if (!full)
         t->slots[t->n++] = x;
     pthread_mutex_unlock(&t->lock);
@@ -262,12 +305,12 @@ static void on_post(kb_mcp_http *t, const kb_serve_req *req, kb_serve_reply *rep
     }
     if (!slot && r.initialized && !modern) {
         char id[2 * SESSION_ID_BYTES + 1];
-        rc = session_add(t, s, id);   /* takes s */
+        rc = session_add(t, s, kb_serve_req_peer(req), id);   /* takes s */
         s = NULL;
         if (rc != KB_OK) {
             free(r.text);
             return rpc_error(reply, 503, NULL, NULL, "%s", rc == KB_ERR_IO
-                             ? "too many sessions at once: end one (DELETE /mcp) or retry later"
+                             ? "too many sessions in use at once: retry when one is done"
                              : "out of memory");
         }
         send_mcp(reply, &r);

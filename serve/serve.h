@@ -8,6 +8,8 @@
 
 #include "kb/kb.h"
 
+#include <sys/types.h>
+
 /* ------------------------------------------------------------------- mcp.c */
 /* the MCP server's core: one JSON-RPC message in, the reply out,
  * whatever carried it. `kb mcp` (cli/cmd_mcp.c) feeds it the lines of
@@ -160,7 +162,7 @@ kb_rc kb_mcp_handle(kb_mcp *server, kb_mcp_session *s, kb_tool_ctx *ctx,
  * NULL out of memory. */
 char *kb_mcp_oversized_reply(size_t len);
 
-/* ---------------------------------------------- http.c, rest.c, mcp_http.c */
+/* ------------------------------- http.c, origin.c, rest.c, mcp_http.c */
 /* kb's HTTP server (libmicrohttpd) and its request router:
  * what `kb serve` (cli/cmd_serve.c) drives and what the handlers of
  * serve/ are written against.
@@ -169,7 +171,9 @@ char *kb_mcp_oversized_reply(size_t len);
  * store handle, hence one embedder in its slot: a kb_tool_ctx) per pool
  * thread, the bearer token (compared in constant time, never logged), the
  * Host and Origin checks (loopback only), the body cap (413), the idle
- * timeout for slow clients, the access log, the drain on shutdown.
+ * timeout and the deadline for a whole request (slow clients), the limits
+ * on connections (in all and per address), the access log, the drain on
+ * shutdown.
  * Handlers see a request whose body is complete and whose checks passed,
  * and fill a reply; they never touch libmicrohttpd.
  *
@@ -237,6 +241,8 @@ kb_rc kb_serve_req_args(const kb_serve_req *req, kb_serve_arg_fn fn, void *ctx);
 /* The whole body (NUL-terminated; "" when there is none) and its length.
  * Never longer than the server's cap: a longer one was answered 413. */
 const char *kb_serve_req_body(const kb_serve_req *req, size_t *len);
+/* The client's address ("127.0.0.1", "::1"; "" unknown). */
+const char *kb_serve_req_peer(const kb_serve_req *req);
 /* This worker's tool context: its store, its embedder, the config. */
 kb_tool_ctx *kb_serve_req_tools(const kb_serve_req *req);
 /* 1 when the server asks for a token (the OpenAPI document says so). */
@@ -268,6 +274,81 @@ kb_rc kb_serve_reply_header(kb_serve_reply *reply, const char *name,
 /* 1 if s[0..len) is valid UTF-8 (what JSON and headers must carry). */
 int kb_serve_utf8_valid(const char *s, size_t len);
 
+/* ------------------------------------------------------------ origin.c */
+/* Where a request may come from: http.c's Host and Origin checks, and
+ * CORS for the pages it admits. */
+
+/* 1 for a loopback host, with or without its port: localhost (and names
+ * under it), 127.0.0.0/8, ::1 in brackets. */
+int kb_serve_loopback_host(const char *host, size_t len);
+/* 1 for an Origin of a page served from this machine: http or https and
+ * a loopback host ("null" and every other origin: 0). */
+int kb_serve_loopback_origin(const char *origin);
+/* One header of a reply. */
+typedef struct {
+    const char *name, *value;
+} kb_serve_header;
+
+#define KB_SERVE_CORS_MAX 6
+
+/* The CORS headers for a page of origin (admitted: loopback), into out;
+ * returns how many. allow NULL: those of an ordinary reply, which let the
+ * page read it (Access-Control-Allow-Origin, that origin; Vary: Origin;
+ * Access-Control-Expose-Headers: Mcp-Session-Id, WWW-Authenticate,
+ * Allow). allow the path's methods ("GET, HEAD, POST"): those of a
+ * preflight's answer: the methods, the MCP transport's headers and the
+ * token's header allowed, cached 10 minutes. A browser sends no
+ * credentials with a preflight, so http.c answers it (204) without the
+ * token. The values are origin, allow or static. */
+size_t kb_serve_cors_headers(const char *origin, const char *allow,
+                            kb_serve_header out[KB_SERVE_CORS_MAX]);
+
+/* ------------------------------------------------------------ guard.c */
+/* Deadlines for reading a request, which libmicrohttpd lacks (its timeout
+ * is an idle timer that every byte resets: a client trickling a header
+ * byte every two seconds would hold its connection for ever). http.c
+ * arms a connection's deadline when it opens (the headers), again when
+ * the headers are in (the body), clears it while a handler runs and arms
+ * it after each reply (the next request on a kept-alive connection); a
+ * thread of the guard's shuts down the sockets past theirs, every 200 ms,
+ * and libmicrohttpd closes them as connections the client ended. */
+typedef struct kb_serve_guard kb_serve_guard;
+typedef struct kb_serve_guard_conn kb_serve_guard_conn;
+
+/* Starts the guard's thread. *out is stopped and freed by
+ * kb_serve_guard_stop, after the HTTP daemon is (no connection left). */
+kb_rc kb_serve_guard_start(kb_serve_guard **out, kb_err *err);
+void kb_serve_guard_stop(kb_serve_guard *g);
+/* A new connection on socket fd, due in_ms from now (<= 0: no deadline);
+ * NULL out of memory (the connection then goes unguarded). */
+kb_serve_guard_conn *kb_serve_guard_add(kb_serve_guard *g, int fd, double in_ms);
+/* c's deadline, in_ms from now (<= 0: none). c NULL: nothing. */
+void kb_serve_guard_set(kb_serve_guard *g, kb_serve_guard_conn *c, double in_ms);
+/* c is closing: forgotten and freed, before its socket is closed. */
+void kb_serve_guard_remove(kb_serve_guard *g, kb_serve_guard_conn *c);
+/* How many connections the guard has cut off. */
+size_t kb_serve_guard_cut(kb_serve_guard *g);
+
+/* ------------------------------------------------------------ host.c */
+/* Who else uses this machine: a server on a loopback address without a
+ * token answers every local user, whatever the KB folder's mode says. */
+typedef struct {
+    size_t accounts;      /* other people's accounts that can log in */
+    size_t running;       /* other people with processes running now */
+    char example[33];     /* one of them, by name (or "uid N") */
+} kb_serve_host_users;
+
+/* Counts the other people of this host, beside self: the accounts of the
+ * passwd database (passwd NULL: the system's, through NSS; else a file in
+ * passwd(5) format) whose uid is at least UID_MIN of login_defs (NULL:
+ * /etc/login.defs; 1000 without it), is not nobody's (65534) and whose
+ * shell is no nologin or false; and the distinct such uids of the
+ * processes under proc (NULL: /proc), which also finds users that the
+ * passwd database does not list. Fails only when passwd cannot be read. */
+kb_rc kb_serve_host_users_find(const char *passwd, const char *proc,
+                               const char *login_defs, uid_t self,
+                               kb_serve_host_users *out, kb_err *err);
+
 /* ------------------------------------------------------------ server */
 
 typedef struct kb_server kb_server;
@@ -286,7 +367,13 @@ typedef struct {
     int threads;             /* pool threads = workers; 0: online CPUs */
     size_t max_body;         /* request body cap in bytes; 0: 1 MiB */
     unsigned timeout_s;      /* idle connection timeout; 0: 30 s */
+    unsigned header_timeout_s;  /* a request's headers must be in within
+                                   this long of its connection opening (or
+                                   of the last reply plus timeout_s), and
+                                   its body within as long again; 0: 10 s */
     unsigned max_connections;/* 0: 4096 */
+    unsigned max_per_ip;     /* connections from one address; 0: a quarter
+                                of max_connections (at least 1) */
     const char *token;       /* bearer token; NULL or "": none (copied, the
                                 server keeps only its digest) */
     int access_log;          /* 1: one line per request on stderr */
@@ -354,7 +441,11 @@ const kb_serve_route *kb_rest_routes(size_t *n);
  *     (204); GET is 405 (kb offers no server-sent stream).
  *   2026-07-28 (MCP-Protocol-Version: 2026-07-28): no sessions; POST only
  *     (405 for the rest); the headers must match the body (400, -32020).
- *   Sessions unused for an hour make room when the table (4096) is full.
+ *   Sessions are never refused for room while one is idle (no request
+ *   running on it): an address holding 1024 sessions gives up its least
+ *   recently used one for a new one, and a full table (4096) its least
+ *   recently used of all; a client sent 404 for an evicted session
+ *   initializes again, as the protocol says.
  * Origin, Host and the token are http.c's checks, as for every route. */
 typedef struct kb_mcp kb_mcp;
 typedef struct kb_mcp_http kb_mcp_http;

@@ -341,7 +341,7 @@ static void test_search(void **state)
     cJSON_Delete(r);
     /* a source the KB does not hold is a mistake to say, not an empty list */
     call_fails("search", "{\"query\":\"transpose\",\"sources\":[\"elsewhere\"]}",
-               KB_ERR_NOTFOUND, "unknown source 'elsewhere' (the KB has: ");
+               KB_ERR_USAGE, "unknown source 'elsewhere' (the KB has: ");
 
     /* explain: the scores of each list and where the time went, in the
      * output schema */
