@@ -231,7 +231,9 @@ contains "$out" "KB_SERVE_TOKEN"
 start_server -q
 expect_status 200 GET /healthz
 stop_server
-[ ! -s "$KB_TMP/serve.err" ] || fail "-q still logged: $(cat "$KB_TMP/serve.err")"
+# (the warning of a shared host stays: t5180)
+logged=$(grep -v 'without a token on a host with other users' "$KB_TMP/serve.err")
+[ -z "$logged" ] || fail "-q still logged: $logged"
 if python3 -c "import socket; s=socket.socket(socket.AF_INET6); s.bind(('::1', 0))" 2>/dev/null; then
     "$KB_BIN" serve --listen '[::1]:0' >"$KB_TMP/serve.out" 2>"$KB_TMP/serve.err" & SRV_PID=$!
     for _ in $(seq 100); do URL=$(sed -n 's/^listening on //p' "$KB_TMP/serve.out"); [ -n "$URL" ] && break; sleep 0.05; done
