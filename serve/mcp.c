@@ -3,14 +3,12 @@
 #include "serve/serve.h"
 #include "api/api.h"
 
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <openssl/evp.h>
-#include <utf8proc.h>
 
 /* JSON-RPC's and MCP's error codes */
 #define PARSE_ERROR (-32700)
@@ -31,8 +29,6 @@
 /* How long a client may keep the tool list and the discovery result: the
  * tools do not change while a server runs. */
 #define LIST_TTL_MS 3600000
-
-#define JSON_INT_MAX 9007199254740991.0   /* 2^53 - 1: exact in a double */
 
 /* The handshake versions, newest first: an initialize asking for one of
  * them gets it, any other the first. */
@@ -327,7 +323,7 @@ static cJSON *server_info(void)
     return NULL;
 }
 
-/* tools; resources when a skill library is served (and, in 2026-07-28,
+/* tools, prompts; resources when a skill library is served (and, in 2026-07-28,
  * the Skills extension, which is written against that revision). */
 static cJSON *capabilities(const exchange *x)
 {
@@ -336,6 +332,8 @@ static cJSON *capabilities(const exchange *x)
              cJSON_AddItemToObject(c, "tools", tools);
     if (!ok)
         cJSON_Delete(tools);
+    cJSON *prompts = ok ? cJSON_AddObjectToObject(c, "prompts") : NULL;
+    ok = prompts && cJSON_AddBoolToObject(prompts, "listChanged", 0);
     if (ok && x->server->skills) {
         cJSON *res = cJSON_AddObjectToObject(c, "resources");
         ok = res && cJSON_AddBoolToObject(res, "listChanged", 0) &&
@@ -502,8 +500,6 @@ static void do_tools_call(exchange *x)
     call_result(x, out, err.msg[0] ? err.msg : kb_rc_name(rc));
 }
 
-/* ------------------------------------------------------------------ skills */
-
 /* The cursor of a list request: kb lists everything at once. */
 static int refuse_cursor(exchange *x, const char *method)
 {
@@ -513,6 +509,33 @@ static int refuse_cursor(exchange *x, const char *method)
          "and gives no cursor)", method);
     return 1;
 }
+
+/* ------------------------------------------------------------------ prompts */
+
+static void do_prompts_list(exchange *x)
+{
+    if (refuse_cursor(x, "prompts/list"))
+        return;
+    cJSON *r = new_result(x);
+    add(x, r, "prompts", kb_mcp_prompts_json());
+    modern_fields(x, 1);
+}
+
+static void do_prompts_get(exchange *x)
+{
+    kb_tool_ctx ctx = *x->ctx;   /* an agent's context always has a budget */
+    if (!ctx.budget_tokens)
+        ctx.budget_tokens = KB_TOOL_BUDGET_DEFAULT;
+    char msg[1024];
+    cJSON *r = NULL;
+    int code = kb_mcp_prompt_get(&ctx, x->params, &r, msg, sizeof msg);
+    if (code)
+        return fail(x, code, "%s", msg);
+    x->result = r;
+    modern_fields(x, 0);
+}
+
+/* ------------------------------------------------------------------ skills */
 
 static void do_resources_list(exchange *x)
 {
@@ -624,6 +647,7 @@ static int known_method(const char *m)
 {
     return !strcmp(m, "tools/list") || !strcmp(m, "tools/call") ||
            !strcmp(m, "ping") || !strcmp(m, "server/discover") ||
+           !strcmp(m, "prompts/list") || !strcmp(m, "prompts/get") ||
            !strncmp(m, "resources/", 10) || !strncmp(m, "skills/", 7);
 }
 
@@ -646,6 +670,10 @@ static void dispatch(exchange *x)
         do_tools_list(x);
     else if (!strcmp(x->method, "tools/call"))
         do_tools_call(x);
+    else if (!strcmp(x->method, "prompts/list"))
+        do_prompts_list(x);
+    else if (!strcmp(x->method, "prompts/get"))
+        do_prompts_get(x);
     else if (skills && !strcmp(x->method, "resources/list"))
         do_resources_list(x);
     else if (skills && !strcmp(x->method, "resources/read"))
@@ -805,45 +833,6 @@ static void serve_request(exchange *x)
 
 /* ------------------------------------------------------------------ messages */
 
-/* What cJSON lets through and JSON does not: bytes that are not UTF-8
- * (overlong forms, surrogates, code points past U+10FFFF) and raw control
- * characters, in a string or between tokens. NULL when s[0..n) is
- * clean, else what is wrong, *bad its offset. */
-static const char *bad_text(const char *s, size_t n, size_t *bad)
-{
-    int in_string = 0;
-    for (size_t i = 0; i < n;) {
-        unsigned char c = (unsigned char)s[i];
-        *bad = i;
-        if (c >= 0x80) {
-            utf8proc_int32_t cp;
-            utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s + i,
-                                                  (utf8proc_ssize_t)(n - i), &cp);
-            if (k <= 0)
-                return "not UTF-8";
-            i += (size_t)k;
-            continue;
-        }
-        if (c < 0x20 && (in_string || !strchr(" \t\r\n", c) || c == 0))
-            return "not JSON: a raw control character";
-        if (in_string && c == '\\')
-            i++;   /* the escaped character is never the string's end */
-        else if (c == '"')
-            in_string = !in_string;
-        i++;
-    }
-    return NULL;
-}
-
-/* A JSON-RPC id as MCP allows it: a string or an integer. */
-static int valid_id(const cJSON *id)
-{
-    if (cJSON_IsString(id))
-        return 1;
-    double d = id && cJSON_IsNumber(id) ? id->valuedouble : 0.5;
-    return isfinite(d) && floor(d) == d && fabs(d) <= JSON_INT_MAX;
-}
-
 /* The reply's text for the exchange's outcome. */
 static char *reply_text(exchange *x)
 {
@@ -904,7 +893,7 @@ static int read_message(exchange *x, const cJSON *msg)
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
     const cJSON *method = cJSON_GetObjectItemCaseSensitive(msg, "method");
     const cJSON *jsonrpc = cJSON_GetObjectItemCaseSensitive(msg, "jsonrpc");
-    if (valid_id(id))
+    if (kb_mcp_valid_id(id))
         x->id = id;
     if (!method && id && (cJSON_GetObjectItemCaseSensitive(msg, "result") ||
                           cJSON_GetObjectItemCaseSensitive(msg, "error")))
@@ -954,7 +943,7 @@ kb_rc kb_mcp_handle(kb_mcp *server, kb_mcp_session *s, kb_tool_ctx *ctx,
     cJSON *root = NULL;
     size_t bad = 0;
     int quiet = 0;
-    const char *why = bad_text(msg, len, &bad);
+    const char *why = kb_mcp_bad_text(msg, len, &bad);
     if (why) {
         fail(&x, PARSE_ERROR, "%s at offset %zu", why, bad);
     } else {

@@ -44,6 +44,8 @@
  * refuses, no such chunk, no model - is a result with isError true and
  * the message that says what to do.
  *
+ * Prompts (mcp_prompt.c): the generator's prompt for a task, write-kernel.
+ *
  * Tools come from the one tool table (api/api.h, kb_api_tools): those
  * offered over MCP, in its order (search, get, papers, status,
  * skill_search, skill_get, task, prompt), and verify, which runs kernels,
@@ -161,6 +163,35 @@ kb_rc kb_mcp_handle(kb_mcp *server, kb_mcp_session *s, kb_tool_ctx *ctx,
  * -32600 naming the limit, as kb_mcp_handle would answer it. Caller frees;
  * NULL out of memory. */
 char *kb_mcp_oversized_reply(size_t len);
+
+/* ------------------------------------------------------------ mcp_check.c */
+
+/* What cJSON lets through and JSON does not: bytes that are not UTF-8
+ * (overlong forms, surrogates, code points past U+10FFFF) and raw control
+ * characters, in a string or between tokens. NULL when s[0..n) is clean,
+ * else what is wrong, *bad its offset. */
+const char *kb_mcp_bad_text(const char *s, size_t n, size_t *bad);
+/* 1 for a JSON-RPC id as MCP allows it: a string or an integer. */
+int kb_mcp_valid_id(const cJSON *id);
+
+/* ------------------------------------------------------------ mcp_prompt.c */
+
+/* MCP's prompts: kb's generator prompt for a kernel task as one prompt,
+ * write-kernel, its arguments task (required), feedback, parent and
+ * budget_tokens (strings, as prompt arguments are; "" is absent), which
+ * an agent offers its user as a command. The server announces the
+ * prompts capability in both eras. */
+/* prompts/list's array (caller's; NULL out of memory). */
+cJSON *kb_mcp_prompts_json(void);
+/* prompts/get for params ({"name", "arguments"}) with ctx (its store,
+ * config and budget): *result (caller's) the GetPromptResult's
+ * description and messages (one user message: the prompt tool's system
+ * text, then its user text), without the era's fields. Returns 0, or the
+ * JSON-RPC error code with msg: -32602 for an unknown prompt, a missing
+ * or unknown argument, a task that is not there, a budget out of range
+ * or too small for the task; -32603 otherwise. */
+int kb_mcp_prompt_get(kb_tool_ctx *ctx, const cJSON *params, cJSON **result,
+                      char *msg, size_t size);
 
 /* ------------------------------- http.c, origin.c, rest.c, mcp_http.c */
 /* kb's HTTP server (libmicrohttpd) and its request router:

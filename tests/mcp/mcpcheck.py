@@ -26,6 +26,8 @@ HANDSHAKE_RESULTS = {
     "resources/list": "ListResourcesResult",
     "resources/read": "ReadResourceResult",
     "resources/templates/list": "ListResourceTemplatesResult",
+    "prompts/list": "ListPromptsResult",
+    "prompts/get": "GetPromptResult",
 }
 MODERN_RESPONSES = {
     "server/discover": "DiscoverResultResponse",
@@ -34,6 +36,8 @@ MODERN_RESPONSES = {
     "resources/list": "ListResourcesResultResponse",
     "resources/read": "ReadResourceResultResponse",
     "resources/templates/list": "ListResourceTemplatesResultResponse",
+    "prompts/list": "ListPromptsResultResponse",
+    "prompts/get": "GetPromptResultResponse",
 }
 # 2026-07-28's definitions of errors: of the whole response, or of its
 # error object

@@ -77,6 +77,17 @@ async def session(mode, kb_bin, kb_dir, work, verify_tasks):
             check(t.annotations.open_world_hint is False, f"{t.name}: openWorldHint")
             check(t.description and len(t.description) > 80, f"{t.name}: a description for agents")
 
+        # the generator's prompt as an MCP prompt, a command for the user
+        check(c.server_capabilities.prompts is not None, "no prompts capability")
+        prompts = await c.list_prompts()
+        check([p.name for p in prompts.prompts] == ["write-kernel"], f"prompts {prompts.prompts}")
+        check([a.name for a in prompts.prompts[0].arguments] == ["task", "feedback", "parent", "budget_tokens"],
+              f"prompt arguments {prompts.prompts[0].arguments}")
+        got = await c.get_prompt("write-kernel", {"task": "gelu", "budget_tokens": "4000"})
+        check(len(got.messages) == 1 and got.messages[0].role == "user" and
+              "CUDA kernel engineer" in got.messages[0].content.text and
+              "## Output" in got.messages[0].content.text, f"prompts/get: {got}")
+
         # search: ranked, cited, versioned; the SDK checks structuredContent
         # against the outputSchema itself
         r = structured(await c.call_tool("search", {"query": "coalesced access to global memory", "k": 5}),
