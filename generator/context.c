@@ -35,6 +35,8 @@ void kb_gen_cite_release(kb_gen_cite *c)
     free(c->heading);
     free(c->url);
     free(c->skill);
+    free(c->path);
+    free(c->text);
     memset(c, 0, sizeof *c);
 }
 

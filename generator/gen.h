@@ -58,6 +58,13 @@ typedef struct {
     char *kind;               /* "skill", "code", "text", ... */
     char *source, *title, *heading, *url;
     char *skill;              /* the skill's name for kind skill, else "" */
+    char *path;               /* in a prompt's cites: its document's path as
+                                 the KB keys it (relative for a local
+                                 source: "corpus/skills/x/SKILL.md"), or
+                                 NULL; what a draft cites it by */
+    char *text;               /* in a prompt's cites: the passage's text as
+                                 the prompt carried it, or NULL; what a
+                                 draft judges whether it helped by */
 } kb_gen_cite;
 
 typedef struct {
@@ -399,6 +406,27 @@ kb_rc kb_gen_round(kb_gen_state *R, int round, int *stop_floor, int *all_failed,
 const kb_gen_attempt *kb_gen_verdict_of(const kb_gen_state *R, const kb_gen_attempt *a);
 /* The verdict an attempt ends with, as the summary and a replay name it. */
 const char *kb_gen_outcome(const kb_gen_state *R, const kb_gen_attempt *a);
+
+/* ------------------------------------------------------------------ cite.c */
+
+/* What a draft skill cites: the passages of its prompt that helped, each
+ * by a link that holds no machine's path (a skill may be committed). */
+/* c's link fit for a skill: an http(s) URL as it is; a skill's file (a
+ * file:// URL of the skills or skill-drafts source) as skill://NAME/FILE
+ * with its anchor, the name the servers give it; NULL for another local
+ * file (cite it by kb_gen_cite_where) or out of memory. Caller frees. */
+char *kb_gen_cite_link(const kb_gen_cite *c);
+/* c's document as a path relative to its source's folder ("" unknown;
+ * an absolute path is cut to its file's name). Static or c's. */
+const char *kb_gen_cite_where(const kb_gen_cite *c);
+/* 1 if c's passage helped kernel: its text names an identifier (four
+ * bytes or more, with an '_', a '.', a digit or camelCase: float4,
+ * __shfl_xor_sync, cp.async, TILE_DIM) that kernel uses and the task's
+ * reference kernel (NULL: none) does not. */
+int kb_gen_cite_helped(const kb_gen_cite *c, const char *kernel, const char *reference);
+/* *text with each file: URL (a machine's path) cut to its file's name,
+ * as text; *text replaced (NULL stays NULL). KB_ERR_NOMEM. */
+kb_rc kb_gen_scrub_paths(char **text) KB_MUST_CHECK;
 
 /* ------------------------------------------------------------- writeback.c */
 

@@ -98,8 +98,10 @@ static kb_rc render_passage(kb_buf *b, const kb_gen_passage *p, size_t n)
     return rc;
 }
 
-static kb_rc copy_cite(kb_gen_cite *dst, const kb_gen_cite *src)
+/* dst: p's citation, with its document's path and its text. */
+static kb_rc copy_cite(kb_gen_cite *dst, const kb_gen_passage *p)
 {
+    const kb_gen_cite *src = &p->cite;
     memset(dst, 0, sizeof *dst);
     dst->chunk_id = src->chunk_id;
     dst->kind = kb_strdup(src->kind);
@@ -108,8 +110,10 @@ static kb_rc copy_cite(kb_gen_cite *dst, const kb_gen_cite *src)
     dst->heading = kb_strdup(src->heading);
     dst->url = kb_strdup(src->url);
     dst->skill = kb_strdup(src->skill);
+    dst->path = kb_strdup(p->path ? p->path : "");
+    dst->text = kb_strdup(p->text ? p->text : "");
     if (!dst->kind || !dst->source || !dst->title || !dst->heading || !dst->url ||
-        !dst->skill) {
+        !dst->skill || !dst->path || !dst->text) {
         kb_gen_cite_release(dst);
         return KB_ERR_NOMEM;
     }
@@ -244,7 +248,7 @@ static kb_rc finish_prompt(parts *P, const kb_gen_passages *ps, kb_gen_prompt *o
         br = KB_ERR_NOMEM;
     for (size_t i = 0; br == KB_OK && i < ps->n; i++)
         if (P->used[i] &&
-            (br = copy_cite(&out->cites[out->ncites], &ps->items[i].cite)) == KB_OK)
+            (br = copy_cite(&out->cites[out->ncites], &ps->items[i])) == KB_OK)
             out->ncites++;
     if (br == KB_OK && !(out->system = kb_strdup(system_text)))
         br = KB_ERR_NOMEM;

@@ -22,6 +22,76 @@
 #define SUMMARY_MAX_BYTES (64u << 20)
 #define NAME_PART_MAX 40
 
+/* ------------------------------------------------------------------ citations */
+
+/* The task's reference kernel (task_dir/reference.cu), or NULL: what a
+ * passage that helped names beyond. Caller frees. */
+static char *read_reference(const kb_gen_writeback *w)
+{
+    char *path = w->task_dir ? kb_path_join(w->task_dir, "reference.cu") : NULL;
+    kb_buf b;
+    kb_buf_init(&b, 0);
+    kb_err quiet;
+    kb_err_clear(&quiet);
+    kb_rc rc = path ? kb_read_file(path, 0, &b, &quiet) : KB_ERR_NOMEM;
+    free(path);
+    return kb_buf_finish(&b, rc);
+}
+
+/* 1 if cite i is the first of its document and heading among w's cites
+ * (an exemplar and its skill's text may share a file, a passage may come
+ * twice). */
+static int first_of_its_kind(const kb_gen_writeback *w, size_t i)
+{
+    const kb_gen_cite *c = &w->cites[i];
+    for (size_t k = 0; k < i; k++) {
+        const kb_gen_cite *o = &w->cites[k];
+        if (o->url && c->url && !strcmp(o->url, c->url) &&
+            !strcmp(o->heading ? o->heading : "", c->heading ? c->heading : ""))
+            return 0;
+    }
+    return 1;
+}
+
+/* 1 if cite c helped the kernel: it is the skill refined, its passage
+ * names what the kernel does beyond the reference, or the write-up (when
+ * given) links it. */
+static int helped(const kb_gen_writeback *w, const kb_gen_cite *c, const char *ref,
+                  const char *const *sections)
+{
+    if (w->parent && c->skill && !strcmp(c->skill, w->parent))
+        return 1;
+    if (kb_gen_cite_helped(c, w->source, ref))
+        return 1;
+    char *link = sections ? kb_gen_cite_link(c) : NULL;
+    int linked = 0;
+    for (int i = 0; link && i < 3 && !linked; i++)
+        linked = sections[i] && strstr(sections[i], link);
+    free(link);
+    return linked;
+}
+
+/* One citation as a list item: "- [title: heading](link)", or for a local
+ * file that is no skill's "- title: heading (source `s`, `path`)". */
+static kb_rc put_cite(kb_buf *b, const kb_gen_cite *c, int markdown)
+{
+    const char *title = c->title && *c->title ? c->title : c->source ? c->source : "source";
+    const char *sep = c->heading && *c->heading ? (markdown ? ": " : " > ") : "";
+    const char *heading = c->heading ? c->heading : "";
+    char *link = kb_gen_cite_link(c);
+    kb_rc rc;
+    if (link && markdown)
+        rc = kb_buf_printf(b, "- [%s%s%s](%s)\n", title, sep, heading, link);
+    else if (link)
+        rc = kb_buf_printf(b, "- %s%s%s: %s\n", title, sep, heading, link);
+    else
+        rc = kb_buf_printf(b, "- %s%s%s (source `%s`%s%s%s)\n", title, sep, heading,
+                           c->source ? c->source : "?", *kb_gen_cite_where(c) ? ", `" : "",
+                           kb_gen_cite_where(c), *kb_gen_cite_where(c) ? "`" : "");
+    free(link);
+    return rc;
+}
+
 /* ------------------------------------------------------------------ request */
 
 kb_rc kb_gen_writeup_request(const kb_gen_writeback *w, kb_buf *system, kb_buf *user)
@@ -47,19 +117,20 @@ kb_rc kb_gen_writeup_request(const kb_gen_writeback *w, kb_buf *system, kb_buf *
     if (rc == KB_OK)
         rc = kb_buf_printf(user, "The kernel:\n```cuda\n%s%s```\n\n", w->source,
                            *w->source && w->source[strlen(w->source) - 1] == '\n' ? "" : "\n");
+    /* the passages its kernel draws on, by links fit for a skill */
+    char *ref = read_reference(w);
     int any = 0;
     for (size_t i = 0; rc == KB_OK && i < w->ncites; i++) {
         const kb_gen_cite *c = &w->cites[i];
-        if (!c->url || !*c->url)
+        if (!c->url || !*c->url || !first_of_its_kind(w, i) || !helped(w, c, ref, NULL))
             continue;
         if (!any++)
-            rc = kb_buf_puts(user, "Passages that were in its prompt (cite those the "
-                             "technique rests on, by their URL):\n");
+            rc = kb_buf_puts(user, "Passages of its prompt that it draws on (cite those "
+                             "the technique rests on, by their link):\n");
         if (rc == KB_OK)
-            rc = kb_buf_printf(user, "- %s%s%s: %s\n", c->title ? c->title : "",
-                               c->heading && *c->heading ? " > " : "",
-                               c->heading ? c->heading : "", c->url);
+            rc = put_cite(user, c, 0);
     }
+    free(ref);
     if (rc == KB_OK)
         rc = kb_buf_puts(user,
             "\nWrite the skill card of the technique this kernel uses, in this format:\n"
@@ -220,9 +291,13 @@ static kb_rc parse_writeup(const char *text, writeup *u)
     u->description = field(text, "DESCRIPTION");
     tame(u->description, KB_SKILL_DESCRIPTION_MAX);
     u->description = escape_controls(u->description);
-    for (int i = 0; i < 3; i++)
+    kb_rc rc = kb_gen_scrub_paths(&u->description);   /* no machine's path */
+    for (int i = 0; i < 3; i++) {
         u->sections[i] = escape_controls(section(text, section_titles[i]));
-    return KB_OK;
+        if (rc == KB_OK)
+            rc = kb_gen_scrub_paths(&u->sections[i]);
+    }
+    return rc;
 }
 
 /* ------------------------------------------------------------------ names */
@@ -303,9 +378,39 @@ static kb_rc pick_name(const kb_gen_writeback *w, const char *task, const writeu
 
 /* ------------------------------------------------------------------ the skill */
 
+/* The Evidence section's citations: the passages of the prompt that
+ * helped (helped), each once, by links that hold no machine's path. */
+static kb_rc put_cites(const kb_gen_writeback *w, const writeup *u, const char *ref,
+                       kb_buf *b)
+{
+    size_t all = 0, cited = 0;
+    for (size_t i = 0; i < w->ncites; i++)
+        all += w->cites[i].url && *w->cites[i].url && first_of_its_kind(w, i);
+    kb_rc rc = KB_OK;
+    for (size_t i = 0; rc == KB_OK && i < w->ncites; i++) {
+        const kb_gen_cite *c = &w->cites[i];
+        if (!c->url || !*c->url || !first_of_its_kind(w, i) ||
+            !helped(w, c, ref, (const char *const *)u->sections))
+            continue;
+        if (!cited++)
+            rc = kb_buf_puts(b, "\nThe passages of its prompt that it draws on (those "
+                             "that name what it does beyond the task's reference "
+                             "kernel, the skill it refines, those the text links):\n\n");
+        if (rc == KB_OK)
+            rc = put_cite(b, c, 1);
+    }
+    if (rc == KB_OK && all && !cited)
+        rc = kb_buf_printf(b, "\nNone of the %zu passages of its prompt names what it "
+                           "does beyond the task's reference kernel: none is cited.\n", all);
+    else if (rc == KB_OK && cited < all)
+        rc = kb_buf_printf(b, "\n(%zu other passage%s of its prompt did not bear on it.)\n",
+                           all - cited, all - cited == 1 ? "" : "s");
+    return rc;
+}
+
 /* SKILL.md's body. */
 static kb_rc make_body(const kb_gen_writeback *w, const char *name, const writeup *u,
-                       const kb_verify_result *r, kb_buf *b)
+                       const kb_verify_result *r, const char *ref, kb_buf *b)
 {
     static const char *const todo[3] = {
         "TODO (the write-up did not say): the bottleneck that calls for it.",
@@ -332,25 +437,8 @@ static kb_rc make_body(const kb_gen_writeback *w, const char *name, const writeu
                            r->has_speedup ? r->speedup_geomean : 0.0, baseline, name, name);
     if (rc == KB_OK && w->parent)
         rc = kb_buf_printf(b, "\nIt refines the skill `%s`.\n", w->parent);
-    int any = 0;
-    for (size_t i = 0; rc == KB_OK && i < w->ncites; i++) {
-        const kb_gen_cite *c = &w->cites[i];
-        if (!c->url || !*c->url)
-            continue;
-        /* each passage once */
-        int seen = 0;
-        for (size_t k = 0; k < i; k++)
-            seen |= w->cites[k].url && strcmp(w->cites[k].url, c->url) == 0;
-        if (seen)
-            continue;
-        if (!any++)
-            rc = kb_buf_puts(b, "\nThe passages that were in its prompt:\n\n");
-        if (rc == KB_OK)
-            rc = kb_buf_printf(b, "- [%s%s%s](%s)\n", c->title && *c->title ? c->title
-                               : c->source ? c->source : "source",
-                               c->heading && *c->heading ? ": " : "",
-                               c->heading ? c->heading : "", c->url);
-    }
+    if (rc == KB_OK)
+        rc = put_cites(w, u, ref, b);
     return rc;
 }
 
@@ -441,6 +529,7 @@ static kb_rc write_kernel_record(const kb_gen_writeback *w, const kb_task *task,
 static kb_rc set_skill(const kb_gen_writeback *w, const kb_task *task, const writeup *u,
                        const char *name, const char *tmp, kb_skill *s, kb_err *err)
 {
+    char *ref = read_reference(w);
     const kb_verify_result *r = w->result;
     kb_buf body, prov;
     kb_buf_init(&body, 0);
@@ -473,7 +562,7 @@ static kb_rc set_skill(const kb_gen_writeback *w, const kb_task *task, const wri
     if (r2 == KB_OK)
         r2 = kb_skill_set(s, "kb-provenance", prov.data);
     if (r2 == KB_OK)
-        r2 = make_body(w, name, u, r, &body);
+        r2 = make_body(w, name, u, r, ref, &body);
     if (r2 == KB_OK)
         r2 = kb_skill_set_body(s, body.data);
     if (r2 == KB_OK && !(s->path = kb_path_join(tmp, "SKILL.md")))
@@ -482,6 +571,7 @@ static kb_rc set_skill(const kb_gen_writeback *w, const kb_task *task, const wri
         r2 = KB_ERR_NOMEM;
     kb_buf_release(&body);
     kb_buf_release(&prov);
+    free(ref);
     return r2 == KB_OK ? KB_OK : kb_err_set(err, r2, "out of memory");
 }
 
@@ -584,8 +674,8 @@ kb_rc kb_gen_write_skill(const kb_gen_writeback *w, char **name_out, char **dir_
     memset(&u, 0, sizeof u);
     char *name = NULL, *dir = NULL;
     kb_rc rc = kb_task_load(w->task_dir, &task, err);
-    if (rc == KB_OK)
-        rc = parse_writeup(w->writeup, &u);
+    if (rc == KB_OK && (rc = parse_writeup(w->writeup, &u)) != KB_OK)
+        kb_err_set(err, rc, "out of memory");
     if (rc == KB_OK)
         rc = kb_mkdirs(w->skills_dir, err);
     if (rc == KB_OK)

@@ -76,7 +76,19 @@ contains "$m" "## Technique"
 contains "$m" "Each block of 32x8 threads loads a 32x32 tile"
 contains "$m" "## Pitfalls"
 contains "$m" "## Evidence"
-contains "$m" "The passages that were in its prompt:"
+# it cites the passages that helped (the skill it refines; those naming
+# what it does beyond the reference), not every passage of the prompt,
+# and by links that hold no machine's path (issue 26 item 19)
+contains "$m" "The passages of its prompt that it draws on"
+contains "$m" "](skill://smem-tiled-transpose/SKILL.md"
+lacks "$m" "file:"
+lacks "$m" "$KB_TOP"
+lacks "$m" "$KB_TMP"
+lacks "$w" "file:"
+ncites=$(json_get "$P0" "len({(c['url'], c['heading']) for c in j['cites'] if c['url']})")
+nlisted=$(sed -n '/^## Evidence/,$p' "$D/SKILL.md" | grep -c '^- ')
+[ "$nlisted" -ge 1 ] && [ "$nlisted" -lt "$ncites" ] || fail "$nlisted of $ncites passages cited"
+contains "$m" "$((ncites - nlisted)) other passage"
 expect_json 0 kb skill lint --dir "$SK" --no-compile --json "$D"
 [ "$(json_get "$out" "j['errors']")" = 0 ] || fail "lint: $out"
 expect_json 0 kb skill show --dir "$SK" --json "$NAME"
