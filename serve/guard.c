@@ -18,9 +18,20 @@
 
 struct kb_serve_guard_conn {
     int fd;
-    double deadline_ms;        /* kb_now_ms() past which it goes; 0: none */
+    size_t owner;              /* the pool thread that reads it */
+    double armed_ms;           /* when its deadline was set */
+    double budget_ms;          /* how long it may take; 0: no deadline */
+    double busy_at_arm;        /* its owner's busy time then */
     kb_serve_guard_conn *prev, *next;
 };
+
+/* One pool thread's time in handlers: while a handler runs, its thread
+ * reads none of its other connections, so that time is the server's,
+ * not theirs, and does not count against their deadlines. */
+typedef struct {
+    double busy_ms;            /* handlers' time, finished ones */
+    double since_ms;           /* when the running one began; 0: none */
+} guard_thread;
 
 struct kb_serve_guard {
     pthread_mutex_t lock;
@@ -29,7 +40,19 @@ struct kb_serve_guard {
     int stop;
     kb_serve_guard_conn *head;
     size_t cut;                /* connections shut down so far */
+    guard_thread *threads;
+    size_t nthreads;
 };
+
+/* Thread i's busy time up to now (0 for a thread out of range). Under
+ * the lock. */
+static double busy_now(const kb_serve_guard *g, size_t i, double now)
+{
+    if (i >= g->nthreads)
+        return 0;
+    const guard_thread *t = &g->threads[i];
+    return t->busy_ms + (t->since_ms > 0 ? now - t->since_ms : 0);
+}
 
 /* Shuts down every socket past its deadline; under the lock. An entry
  * leaves the list only through kb_serve_guard_remove, which libmicrohttpd
@@ -37,12 +60,16 @@ struct kb_serve_guard {
 static void sweep(kb_serve_guard *g)
 {
     double now = kb_now_ms();
-    for (kb_serve_guard_conn *c = g->head; c; c = c->next)
-        if (c->deadline_ms > 0 && now > c->deadline_ms) {
+    for (kb_serve_guard_conn *c = g->head; c; c = c->next) {
+        if (c->budget_ms <= 0)
+            continue;
+        double waited = now - c->armed_ms - (busy_now(g, c->owner, now) - c->busy_at_arm);
+        if (waited > c->budget_ms) {
             shutdown(c->fd, SHUT_RDWR);
-            c->deadline_ms = 0;
+            c->budget_ms = 0;
             g->cut++;
         }
+    }
 }
 
 static void *guard_main(void *arg)
@@ -65,10 +92,16 @@ static void *guard_main(void *arg)
     return NULL;
 }
 
-kb_rc kb_serve_guard_start(kb_serve_guard **out, kb_err *err)
+kb_rc kb_serve_guard_start(size_t nthreads, kb_serve_guard **out, kb_err *err)
 {
     *out = NULL;
     kb_serve_guard *g = calloc(1, sizeof *g);
+    if (g && !(g->threads = calloc(nthreads ? nthreads : 1, sizeof *g->threads))) {
+        free(g);
+        g = NULL;
+    }
+    if (g)
+        g->nthreads = nthreads;
     pthread_condattr_t ca;
     int ok = g && pthread_condattr_init(&ca) == 0;
     if (ok) {
@@ -86,6 +119,8 @@ kb_rc kb_serve_guard_start(kb_serve_guard **out, kb_err *err)
         ok = 0;
     }
     if (!ok) {
+        if (g)
+            free(g->threads);
         free(g);
         return kb_err_set(err, KB_ERR_NOMEM, "cannot start the connection guard");
     }
@@ -109,17 +144,30 @@ void kb_serve_guard_stop(kb_serve_guard *g)
     }
     pthread_cond_destroy(&g->wake);
     pthread_mutex_destroy(&g->lock);
+    free(g->threads);
     free(g);
 }
 
-kb_serve_guard_conn *kb_serve_guard_add(kb_serve_guard *g, int fd, double in_ms)
+/* Arms c's deadline: in_ms of its owner's free time from now. Under the
+ * lock. */
+static void arm(kb_serve_guard *g, kb_serve_guard_conn *c, double in_ms)
+{
+    double now = kb_now_ms();
+    c->armed_ms = now;
+    c->budget_ms = in_ms > 0 ? in_ms : 0;
+    c->busy_at_arm = busy_now(g, c->owner, now);
+}
+
+kb_serve_guard_conn *kb_serve_guard_add(kb_serve_guard *g, int fd, size_t owner,
+                                        double in_ms)
 {
     kb_serve_guard_conn *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
     c->fd = fd;
-    c->deadline_ms = in_ms > 0 ? kb_now_ms() + in_ms : 0;
+    c->owner = owner;
     pthread_mutex_lock(&g->lock);
+    arm(g, c, in_ms);
     c->next = g->head;
     if (g->head)
         g->head->prev = c;
@@ -132,9 +180,24 @@ void kb_serve_guard_set(kb_serve_guard *g, kb_serve_guard_conn *c, double in_ms)
 {
     if (!c)
         return;
-    double when = in_ms > 0 ? kb_now_ms() + in_ms : 0;
     pthread_mutex_lock(&g->lock);
-    c->deadline_ms = when;
+    arm(g, c, in_ms);
+    pthread_mutex_unlock(&g->lock);
+}
+
+void kb_serve_guard_busy(kb_serve_guard *g, size_t thread, int busy)
+{
+    if (thread >= g->nthreads)
+        return;
+    pthread_mutex_lock(&g->lock);
+    guard_thread *t = &g->threads[thread];
+    double now = kb_now_ms();
+    if (busy && t->since_ms <= 0)
+        t->since_ms = now;
+    else if (!busy && t->since_ms > 0) {
+        t->busy_ms += now - t->since_ms;
+        t->since_ms = 0;
+    }
     pthread_mutex_unlock(&g->lock);
 }
 

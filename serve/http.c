@@ -753,9 +753,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
         return send_error(r, 503, "no_worker", NULL, NULL, "%s",
                           "no worker for this thread");
     kb_serve_guard_set(srv->guard, r->guarded, 0);   /* the handler takes its time */
+    size_t self = (size_t)(r->w - srv->workers);
+    kb_serve_guard_busy(srv->guard, self, 1);   /* and its thread's other connections wait */
     kb_serve_reply rep = { 0 };
     r->route->fn(r, &rep, r->route);
-    return send_reply(r, &rep);
+    enum MHD_Result res = send_reply(r, &rep);
+    kb_serve_guard_busy(srv->guard, self, 0);
+    return res;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -785,10 +789,14 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         *socket_context = NULL;
         return;
     }
+    /* called on the pool thread that accepted it, which reads it */
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    worker *w = thread_worker(srv);
+    size_t owner = w ? (size_t)(w - srv->workers) : srv->nworkers;
     if (ci)
-        *socket_context = kb_serve_guard_add(srv->guard, ci->connect_fd, srv->header_ms);
+        *socket_context = kb_serve_guard_add(srv->guard, ci->connect_fd, owner,
+                                             srv->header_ms);
 }
 
 /* libmicrohttpd's own messages: debug output only. */
@@ -912,9 +920,9 @@ kb_rc kb_serve_start(const kb_serve_opts *o, kb_server **out, kb_err *err)
     srv->idle_ms = 1000.0 * idle_s;
     srv->header_ms = 1000.0 * (o->header_timeout_s ? o->header_timeout_s
                                                    : DEFAULT_HEADER_TIMEOUT_S);
-    kb_rc rc = kb_serve_guard_start(&srv->guard, err);
+    kb_rc rc = open_workers(srv, o, err);
     if (rc == KB_OK)
-        rc = open_workers(srv, o, err);
+        rc = kb_serve_guard_start(srv->nworkers, &srv->guard, err);
     if (rc == KB_OK)
         rc = listen_on(srv, o->address ? o->address : "127.0.0.1", o->port,
                        max_conn, err);

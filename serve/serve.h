@@ -342,18 +342,28 @@ size_t kb_serve_cors_headers(const char *origin, const char *allow,
  * the headers are in (the body), clears it while a handler runs and arms
  * it after each reply (the next request on a kept-alive connection); a
  * thread of the guard's shuts down the sockets past theirs, every 200 ms,
- * and libmicrohttpd closes them as connections the client ended. */
+ * and libmicrohttpd closes them as connections the client ended. Only the
+ * time the connection's pool thread was free to read it counts: while a
+ * handler runs, that thread reads none of its other connections, and a
+ * loaded server must not cut off clients for its own slowness. */
 typedef struct kb_serve_guard kb_serve_guard;
 typedef struct kb_serve_guard_conn kb_serve_guard_conn;
 
 /* Starts the guard's thread. *out is stopped and freed by
  * kb_serve_guard_stop, after the HTTP daemon is (no connection left). */
-kb_rc kb_serve_guard_start(kb_serve_guard **out, kb_err *err);
+/* For a pool of nthreads threads, numbered from 0. */
+kb_rc kb_serve_guard_start(size_t nthreads, kb_serve_guard **out, kb_err *err);
 void kb_serve_guard_stop(kb_serve_guard *g);
-/* A new connection on socket fd, due in_ms from now (<= 0: no deadline);
- * NULL out of memory (the connection then goes unguarded). */
-kb_serve_guard_conn *kb_serve_guard_add(kb_serve_guard *g, int fd, double in_ms);
-/* c's deadline, in_ms from now (<= 0: none). c NULL: nothing. */
+/* A new connection on socket fd, read by pool thread owner (one out of
+ * range: its busy time is not known), due after in_ms of that thread's
+ * free time (<= 0: no deadline); NULL out of memory (the connection then
+ * goes unguarded). */
+kb_serve_guard_conn *kb_serve_guard_add(kb_serve_guard *g, int fd, size_t owner,
+                                        double in_ms);
+/* Pool thread thread begins (busy 1) or ends (0) running a handler. */
+void kb_serve_guard_busy(kb_serve_guard *g, size_t thread, int busy);
+/* c's deadline, in_ms of its thread's free time from now (<= 0: none). c
+ * NULL: nothing. */
 void kb_serve_guard_set(kb_serve_guard *g, kb_serve_guard_conn *c, double in_ms);
 /* c is closing: forgotten and freed, before its socket is closed. */
 void kb_serve_guard_remove(kb_serve_guard *g, kb_serve_guard_conn *c);
