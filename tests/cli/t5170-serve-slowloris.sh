@@ -5,12 +5,14 @@
 # at --header-timeout, and so is a body trickled after its headers; a kept-
 # alive connection may idle up to --timeout before its next request; one
 # address holds at most --max-connections-per-ip connections, so a client
-# of another is served while it holds all of its own; and a flood from
-# the client's own address lets it in again once the deadline passes.
+# of another is served while it holds all of its own; a flood from the
+# client's own address lets it in again once the deadline passes; and a
+# thread busy in a handler does not count against the connections it
+# leaves unread.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/serve-lib.sh"
 mkdir -p "$KB_TMP/docs"
-printf '# Transpose\n\nCoalesced access makes a transpose fast.\n' >"$KB_TMP/docs/t.md"
+printf '# Transpose\n\nCoalesced access makes a transpose fast.\n\n# Tiles\n\nShared memory tiles.\n' >"$KB_TMP/docs/t.md"
 expect_rc 0 kb -q ingest --no-embed "$KB_TMP/docs"
 
 # slow PORT SCRIPT: a Python snippet with helpers: trickle(sock, data,
@@ -133,4 +135,51 @@ took = time.time() - t0
 assert took < 5, took
 ' || fail "a flood from the same address"
 stop_server
+
+# a loaded server does not cut off a client for its own slowness: with one
+# thread busy 3 s in a handler (a search whose LLM reranking stage waits on
+# a slow endpoint), a connection opened before it, whose headers then sit
+# unread past --header-timeout, is still served; only the thread's free
+# time counts
+cat >"$KB_TMP/slow_llm.py" <<'PY'
+import http.server, sys, time
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        time.sleep(3)
+        self.send_response(500)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+PY
+python3 "$KB_TMP/slow_llm.py" >"$KB_TMP/llm.port" &
+LLM_PID=$!
+for _ in $(seq 100); do [ -s "$KB_TMP/llm.port" ] && break; sleep 0.05; done
+KB_LLM_URL="http://127.0.0.1:$(cat "$KB_TMP/llm.port")/v1" KB_RERANK_TIMEOUT_MS=8000 \
+    start_server --header-timeout 2 --threads 1 -q
+port=${URL##*:}
+slow "$port" '
+import json
+b = conn()                  # accepted now: its deadline starts
+time.sleep(0.3)
+body = json.dumps({"query": "transpose tiles shared", "rerank": "llm", "mode": "lexical"}).encode()
+a = conn()
+a.sendall(b"POST /v1/search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+time.sleep(0.3)             # the thread is in the search now
+t0 = time.time()
+b.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+b.settimeout(15)
+r = b.recv(4096)
+assert r.startswith(b"HTTP/1.1 200"), "cut off while the server was busy: %r" % r
+assert time.time() - t0 > 1.5, "the search did not hold the thread"
+a.settimeout(15)
+assert a.recv(4096).startswith(b"HTTP/1.1 200")
+' || fail "a busy server cut off a waiting client"
+stop_server
+kill "$LLM_PID" 2>/dev/null
+wait "$LLM_PID" 2>/dev/null
 echo ok
