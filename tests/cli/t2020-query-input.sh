@@ -72,7 +72,7 @@ contains "$out" "Bank conflicts slow shared memory"
 expect_json 0 kb get --json @1
 [ "$(json_get "$out" "j['chunk_id']")" = "$id" ] || fail "@1 is not chunk $id: $out"
 expect_rc 2 kb get @9
-contains "$out" "no result @9"
+contains "$out" "no @9"
 expect_rc 0 env KB_DIR="$KB_TMP/other" "$KB_BIN" -q ingest --no-embed "$docs/warp.md"
 expect_rc 2 env KB_DIR="$KB_TMP/other" "$KB_BIN" get @1
 contains "$out" "another KB"

@@ -104,7 +104,7 @@ expect_json 0 kb skill list --dir "$SK" --json
     fail "credit of the new skill: $out"
 expect_rc 0 kb skill list --dir "$SK"
 contains "$out" "used/won"
-contains "$(grep '^smem-tiled-transpose ' <<<"$out")" " 1/1 "
+contains "$(grep '^smem-tiled-transpose ' <<<"$out")" " 1/1"
 
 # --replay: the same verdicts, no request, no second skill
 n=$(ls "$SK" | wc -l)
