@@ -104,13 +104,17 @@ contains "$out" '"id":"a"'
 out=$(sed -n 2p "$KB_TMP/serve.out")
 contains "$out" '"verdict":"compile_error"'
 contains "$out" '"id":"b"'
-# a task by name: under corpus/tasks here; elsewhere the error says where
-# it looked
+# a task by name: under corpus/tasks here; from another folder the tasks
+# beside the executable (<exe>/../corpus/tasks); a lone copy of kb-verify,
+# with no tasks beside it, run elsewhere says where it looked
 expect_rc 0 "$kv" --compile-only --json gelu corpus/tasks/gelu/candidates/vec4.cu
 contains "$out" '"task":"gelu"'
 out=$(cd "$KB_TMP" && "$kv" --compile-only gelu "$KB_TOP/corpus/tasks/gelu/candidates/vec4.cu" 2>&1)
+contains "$out" "gelu: compiled"
+mkdir -p "$KB_TMP/lone/bin" && cp "$kv" "$KB_TMP/lone/bin/kb-verify"
+out=$(cd "$KB_TMP" && "$KB_TMP/lone/bin/kb-verify" --compile-only gelu "$KB_TOP/corpus/tasks/gelu/candidates/vec4.cu" 2>&1)
 contains "$out" "gelu: error"
-contains "$out" "no task 'gelu' (a directory with task.json): looked in 'gelu', 'corpus/tasks/gelu', '"
+contains "$out" "no task 'gelu' (a directory with task.json): looked in 'gelu', 'corpus/tasks/gelu'"
 # bad arguments and tasks
 expect_rc 2 "$kv"
 expect_rc 2 "$kv" --frob
