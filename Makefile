@@ -42,10 +42,13 @@ endif
 # reference LAPACK is installed (liblapack-dev): the shared one brings in
 # OpenBLAS, whose 16,000 symbol relocations cost every fresh kb process
 # about a third of its start (BENCHMARKS.md, Fresh-process queries); its
-# BLAS calls go to the BLAS above
+# BLAS calls go to the BLAS above. Its Fortran runtime is named by the
+# file liblapack3 brings (libgfortran5): -lgfortran needs
+# libgfortran-12-dev, which only gfortran installs, not make deps
 MULTIARCH   := $(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
 LAPACK_A    := $(wildcard /usr/lib/$(MULTIARCH)/lapack/liblapack.a)
-LAPACK_LIBS := $(if $(LAPACK_A),$(LAPACK_A) -lgfortran,-llapack)
+GFORTRAN_SO := $(wildcard /usr/lib/$(MULTIARCH)/libgfortran.so.5)
+LAPACK_LIBS := $(if $(and $(LAPACK_A),$(GFORTRAN_SO)),$(LAPACK_A) $(GFORTRAN_SO),-llapack)
 
 FAISS_CAPI := $(BUILD)/faiss-capi
 WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wstrict-prototypes -Wmissing-prototypes
