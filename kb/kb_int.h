@@ -82,12 +82,12 @@ kb_rc kb_store_meta_set(kb_store *store, const char *key, const char *value,
  * store (no lock, no schema, nothing created): NULL when there is no KB
  * there or no such key. Caller frees. */
 char *kb_store_dir_meta(const char *dir, const char *key);
-/* The text of the first chunk (by ord) of the document that holds chunk
- * chunk_id, "" when there is none; *out freed by the caller. */
 /* The id of the first chunk of the document at path in source (a skill's
  * kernel.cu beside its SKILL.md); *id 0 when there is none. */
 kb_rc kb_store_doc_first_chunk(kb_store *store, const char *source, const char *path,
                                long long *id, kb_err *err);
+/* The text of the first chunk (by ord) of the document that holds chunk
+ * chunk_id, "" when there is none; *out freed by the caller. */
 kb_rc kb_store_first_text(kb_store *store, int64_t chunk_id, char **out, kb_err *err);
 /* Total size in bytes of the files in the KB directory. */
 long long kb_store_disk_size(const kb_store *store);

@@ -681,7 +681,7 @@ kb_rc kb_store_link_lookup(kb_store *store, const char *url, size_t url_len,
         *doc = sqlite3_column_int(st, 0) > 0;
         *section = sqlite3_column_int(st, 1) > 0;
     } else {
-        rc = kb_store_db_error(store, err, "cannot look up a link");
+        rc = kb_store_db_error(store, err, "look up a link");
     }
     sqlite3_finalize(st);
     return rc;
@@ -703,7 +703,7 @@ kb_rc kb_store_doc_chunks(kb_store *store, long long chunk_id, kb_store_chunk_fn
                   (const char *)sqlite3_column_text(st, 1),
                   (const char *)sqlite3_column_text(st, 2));
     if (!stop && step != SQLITE_DONE)
-        rc = kb_store_db_error(store, err, "cannot read a document's chunks");
+        rc = kb_store_db_error(store, err, "read a document's chunks");
     sqlite3_finalize(st);
     return rc;
 }
