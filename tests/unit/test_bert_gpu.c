@@ -9,7 +9,6 @@
 #include "index/index.h"
 #include "tests/unit/test_util.h"
 
-#include <cjson/cJSON.h>
 #include <math.h>
 
 static kb_safetensors st;
@@ -27,16 +26,10 @@ static parity P;
 
 static void load_parity(void)
 {
-    char *path = tu_fixture("parity/tokens.jsonl");
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    free(path);
-    char *line = NULL;
-    size_t cap = 0, capi = 0, capl = 0, capt = 0;
-    ssize_t len;
-    while ((len = getline(&line, &cap, f)) > 0) {
-        cJSON *j = cJSON_ParseWithLength(line, (size_t)len);
-        assert_non_null(j);
+    size_t capi = 0, capl = 0, capt = 0;
+    tu_jsonl r;
+    tu_jsonl_open(&r, "parity/tokens.jsonl");
+    for (cJSON *j; (j = tu_jsonl_next(&r)) != NULL;) {
         cJSON *ids = cJSON_GetObjectItem(j, "ids");
         size_t k = (size_t)cJSON_GetArraySize(ids);
         assert_true(k >= 2 && k <= KB_TOK_MAX_LEN);
@@ -48,21 +41,7 @@ static void load_parity(void)
         P.texts[P.n] = kb_strdup(cJSON_GetObjectItem(j, "text")->valuestring);
         P.lens[P.n++] = k;
         P.ntok += k;
-        cJSON_Delete(j);
     }
-    free(line);
-    fclose(f);
-}
-
-static double cosine(const float *a, const float *b)
-{
-    double ab = 0, aa = 0, bb = 0;
-    for (int i = 0; i < KB_BERT_DIM; i++) {
-        ab += (double)a[i] * b[i];
-        aa += (double)a[i] * a[i];
-        bb += (double)b[i] * b[i];
-    }
-    return ab / sqrt(aa * bb);
 }
 
 /* The CPU's vectors of the parity set, 32 texts a call as the embedder
@@ -91,7 +70,7 @@ static double worst_cosine(const float *got, const float *want, size_t *at)
 {
     double worst = 1;
     for (size_t i = 0; i < P.n; i++) {
-        double c = cosine(got + i * KB_BERT_DIM, want + i * KB_BERT_DIM);
+        double c = tu_cosine(got + i * KB_BERT_DIM, want + i * KB_BERT_DIM, KB_BERT_DIM);
         if (!(c >= worst))
             worst = c, *at = i;
         double norm = 0;

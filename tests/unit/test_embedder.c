@@ -46,18 +46,12 @@ typedef struct {
 
 static void load_refs(refs *r)
 {
-    char *path = tu_fixture("parity/embeddings.jsonl");
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    free(path);
-    char *line = NULL;
-    size_t cap = 0, n = 0, ntexts = 0, nwant = 0;
-    ssize_t len;
+    size_t n = 0, ntexts = 0, nwant = 0;
     r->texts = NULL;
     r->want = NULL;
-    while ((len = getline(&line, &cap, f)) > 0) {
-        cJSON *j = cJSON_ParseWithLength(line, (size_t)len);
-        assert_non_null(j);
+    tu_jsonl rd;
+    tu_jsonl_open(&rd, "parity/embeddings.jsonl");
+    for (cJSON *j; (j = tu_jsonl_next(&rd)) != NULL; n++) {
         assert_int_equal(KB_GROW(r->texts, n + 1, ntexts), KB_OK);
         assert_int_equal(KB_GROW(r->want, (n + 1) * 384, nwant), KB_OK);
         r->texts[n] = kb_strdup(cJSON_GetObjectItem(j, "text")->valuestring);
@@ -65,12 +59,8 @@ static void load_refs(refs *r)
         assert_int_equal(cJSON_GetArraySize(e), 384);
         for (int i = 0; i < 384; i++)
             r->want[n * 384 + (size_t)i] = (float)cJSON_GetArrayItem(e, i)->valuedouble;
-        cJSON_Delete(j);
-        n++;
     }
     r->n = n;
-    free(line);
-    fclose(f);
 }
 
 static void free_refs(refs *r)
@@ -83,13 +73,7 @@ static void free_refs(refs *r)
 
 static double cosine(const float *a, const float *b)
 {
-    double ab = 0, aa = 0, bb = 0;
-    for (int i = 0; i < 384; i++) {
-        ab += (double)a[i] * b[i];
-        aa += (double)a[i] * a[i];
-        bb += (double)b[i] * b[i];
-    }
-    return ab / sqrt(aa * bb);
+    return tu_cosine(a, b, 384);
 }
 
 /* All reference texts in one call (several batches), then one by one: the

@@ -39,17 +39,11 @@ static int teardown(void **state)
  * same untruncated piece count. */
 static void test_parity(void **state)
 {
-    char *path = tu_fixture("parity/tokens.jsonl");
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
     int cases = 0, bad = 0;
     int32_t ids[256];
-    while ((len = getline(&line, &cap, f)) > 0) {
-        cJSON *j = cJSON_ParseWithLength(line, (size_t)len);
-        assert_non_null(j);
+    tu_jsonl r;
+    tu_jsonl_open(&r, "parity/tokens.jsonl");
+    for (cJSON *j; (j = tu_jsonl_next(&r)) != NULL;) {
         const char *text = cJSON_GetObjectItem(j, "text")->valuestring;
         cJSON *want = cJSON_GetObjectItem(j, "ids");
         int count = cJSON_GetObjectItem(j, "count")->valueint;
@@ -69,11 +63,7 @@ static void test_parity(void **state)
             fprintf(stderr, "\n");
         }
         cases++;
-        cJSON_Delete(j);
     }
-    free(line);
-    fclose(f);
-    free(path);
     fprintf(stderr, "%d texts, %d mismatches\n", cases, bad);
     assert_true(cases >= 500);
     assert_int_equal(bad, 0);

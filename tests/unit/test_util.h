@@ -1,6 +1,7 @@
 /*
  * test_util.h - what the unit tests share: where the tree and the mirror
- * are, temporary directories, fixture files written and read, a fresh KB,
+ * are, temporary directories, fixture files written and read (one JSON
+ * value a line too), vectors' cosine, a fresh KB,
  * appends that cannot fail unnoticed, and (after ingest/ingest_int.h) the
  * parsed document's block finders.
  *
@@ -17,7 +18,9 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
+#include <cjson/cJSON.h>
 #include <ftw.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -193,6 +196,58 @@ static inline void tu_read_file(const char *path, size_t max, kb_buf *out)
     kb_err_clear(&err);
     if (kb_read_file(path, max, out, &err) != KB_OK)
         fail_msg("%s", err.msg);
+}
+
+/* A fixture of one JSON value a line (parity/tokens.jsonl), read in
+ * turn: tu_jsonl_next gives the next line's value (freeing the one before)
+ * until NULL at the end, where the file is closed:
+ *     tu_jsonl r;
+ *     tu_jsonl_open(&r, "parity/tokens.jsonl");
+ *     for (cJSON *j; (j = tu_jsonl_next(&r)) != NULL;) ...
+ * A line that is no JSON fails the test. */
+typedef struct {
+    FILE *f;
+    char *line;
+    size_t cap;
+    cJSON *j;
+} tu_jsonl;
+
+static inline void tu_jsonl_open(tu_jsonl *r, const char *rel)
+{
+    char *path = tu_fixture("%s", rel);
+    memset(r, 0, sizeof *r);
+    if (!(r->f = fopen(path, "r")))
+        fail_msg("cannot open '%s'", path);
+    free(path);
+}
+
+static inline cJSON *tu_jsonl_next(tu_jsonl *r)
+{
+    cJSON_Delete(r->j);
+    r->j = NULL;
+    ssize_t len = r->f ? getline(&r->line, &r->cap, r->f) : -1;
+    if (len > 0) {
+        if (!(r->j = cJSON_ParseWithLength(r->line, (size_t)len)))
+            fail_msg("a fixture line that is no JSON: %s", r->line);
+        return r->j;
+    }
+    if (r->f)
+        fclose(r->f);
+    free(r->line);
+    memset(r, 0, sizeof *r);
+    return NULL;
+}
+
+/* The cosine of the n-vectors a and b, summed in double. */
+static inline double tu_cosine(const float *a, const float *b, size_t n)
+{
+    double ab = 0, aa = 0, bb = 0;
+    for (size_t i = 0; i < n; i++) {
+        ab += (double)a[i] * b[i];
+        aa += (double)a[i] * a[i];
+        bb += (double)b[i] * b[i];
+    }
+    return ab / sqrt(aa * bb);
 }
 
 /* ------------------------------------------------------------ the KB */
