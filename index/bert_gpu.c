@@ -8,8 +8,9 @@
  * driver (libcuda.so.1), cuBLAS and NVRTC are opened with dlopen, the way
  * kb-verify opens the driver, and the few types and entry points used are
  * declared below (their ABI is stable: the _v2 names are the ones cuda.h
- * maps to). Any of them missing is KB_ERR_GPU with the reason, and the
- * embedder goes on on the CPU.
+ * maps to). Any of them missing, or no device kb can use, is
+ * KB_ERR_NOTFOUND with the reason; a GPU that is there but fails is
+ * KB_ERR_GPU. Either way the embedder goes on on the CPU.
  *
  * A batch is packed as on the CPU (no padding); one pass holds as many
  * tokens as a share of the device's free memory allows.
@@ -163,14 +164,14 @@ static kb_rc load_libs(gpu_lib *L, kb_err *err)
     static const char *const rtc[] = { "libnvrtc.so.13", "libnvrtc.so.12",
                                        "libnvrtc.so.11.2", "libnvrtc.so", NULL };
     if (!(L->cu = open_lib(cu)))
-        return kb_err_set(err, KB_ERR_GPU, "no CUDA driver (libcuda.so.1 not found)");
+        return kb_err_set(err, KB_ERR_NOTFOUND, "no CUDA driver (libcuda.so.1 not found)");
     if (!(L->blas = open_lib(blas)))
-        return kb_err_set(err, KB_ERR_GPU, "no cuBLAS (libcublas.so not found)");
+        return kb_err_set(err, KB_ERR_NOTFOUND, "no cuBLAS (libcublas.so not found)");
     if (!(L->rtc = open_lib(rtc)))
-        return kb_err_set(err, KB_ERR_GPU, "no NVRTC (libnvrtc.so not found)");
+        return kb_err_set(err, KB_ERR_NOTFOUND, "no NVRTC (libnvrtc.so not found)");
 #define LOAD(handle, name, ret, args)                                          \
     if (!(*(void **)&L->name = dlsym(L->handle, #name)))                       \
-        return kb_err_set(err, KB_ERR_GPU, "the CUDA libraries lack " #name);
+        return kb_err_set(err, KB_ERR_NOTFOUND, "the CUDA libraries lack " #name);
 #define LOAD_CU(name, ret, args) LOAD(cu, name, ret, args)
 #define LOAD_BLAS(name, ret, args) LOAD(blas, name, ret, args)
 #define LOAD_RTC(name, ret, args) LOAD(rtc, name, ret, args)
@@ -184,13 +185,18 @@ static kb_rc load_libs(gpu_lib *L, kb_err *err)
     return KB_OK;
 }
 
-/* A driver call's failure as KB_ERR_GPU naming what was done. */
-static kb_rc cu_fail(kb_bert_gpu *g, CUresult r, const char *what, kb_err *err)
+/* A driver call's failure as rc naming what was done. */
+static kb_rc cu_error(kb_bert_gpu *g, kb_rc rc, CUresult r, const char *what, kb_err *err)
 {
     const char *name = NULL;
     if (!g->lib.cuGetErrorName || g->lib.cuGetErrorName(r, &name) != 0 || !name)
         name = "unknown error";
-    return kb_err_set(err, KB_ERR_GPU, "cannot %s on the GPU: %s (%d)", what, name, r);
+    return kb_err_set(err, rc, "cannot %s on the GPU: %s (%d)", what, name, r);
+}
+
+static kb_rc cu_fail(kb_bert_gpu *g, CUresult r, const char *what, kb_err *err)
+{
+    return cu_error(g, KB_ERR_GPU, r, what, err);
 }
 
 #define CU(call, what)                                                         \
@@ -207,14 +213,16 @@ static kb_rc open_device(kb_bert_gpu *g, kb_err *err)
 {
     const gpu_lib *L = &g->lib;
     int n = 0;
-    CU(L->cuInit(0), "start the driver");
+    CUresult r = L->cuInit(0);
+    if (r != 0)   /* a driver with no device it can start (a container) */
+        return cu_error(g, KB_ERR_NOTFOUND, r, "start the driver", err);
     CU(L->cuDeviceGetCount(&n), "count the devices");
     long want = 0;
     const char *env = getenv("KB_CUDA_DEVICE");
     if (env && *env && kb_parse_long(env, 0, 1024, &want) != KB_OK)
         return kb_err_set(err, KB_ERR_USAGE, "bad KB_CUDA_DEVICE '%s'", env);
     if (n < 1)
-        return kb_err_set(err, KB_ERR_GPU, "no GPU found");
+        return kb_err_set(err, KB_ERR_NOTFOUND, "no GPU found");
     if (want >= n)
         return kb_err_set(err, KB_ERR_GPU, "no GPU %ld (KB_CUDA_DEVICE): %d found", want, n);
     CU(L->cuDeviceGet(&g->dev, (int)want), "open the device");
@@ -279,8 +287,8 @@ static kb_rc size_attention(kb_bert_gpu *g, kb_err *err)
     size_t want = KB_BERT_MAXPOS * per;
     size_t have = (size_t)optin < want ? (size_t)optin : want;
     g->maxlen = have / per;
-    if (g->maxlen < KB_TOK_MAX_LEN)
-        return kb_err_set(err, KB_ERR_GPU, "the GPU's shared memory (%d bytes a block) is "
+    if (g->maxlen < KB_TOK_MAX_LEN)   /* one older than Volta: not one kb can use */
+        return kb_err_set(err, KB_ERR_NOTFOUND, "the GPU's shared memory (%d bytes a block) is "
                           "too small for sequences of %d tokens", optin, KB_TOK_MAX_LEN);
     CU(g->lib.cuFuncSetAttribute(g->fn[K_ATTN], CU_FUNC_MAX_DYN_SMEM, (int)have),
        "size attention's shared memory");

@@ -115,9 +115,12 @@ void kb_bert_get_weights(const kb_bert *b, kb_bert_weights *w);
 typedef struct kb_bert_gpu kb_bert_gpu;
 
 /* Copies b's weights to GPU 0 (KB_CUDA_DEVICE picks another) and sizes a
- * batch to its free memory (max_tokens > 0 caps it lower: tests).
- * KB_ERR_GPU with why in err (no driver, no GPU, no cuBLAS or
- * NVRTC, too little memory) when it cannot; free with kb_bert_gpu_free. */
+ * batch to its free memory (max_tokens > 0 caps it lower: tests); free
+ * with kb_bert_gpu_free. When it cannot, err says why: KB_ERR_NOTFOUND
+ * when there is no GPU kb can use (no driver, device, cuBLAS or NVRTC,
+ * a driver that cannot start, a GPU with too little shared memory a
+ * block), KB_ERR_GPU when there is one and it fails (NVRTC's compile,
+ * cuBLAS's start, too little free memory, any later call). */
 kb_rc kb_bert_gpu_open(const kb_bert *b, size_t max_tokens, kb_bert_gpu **out,
                        kb_err *err);
 void kb_bert_gpu_free(kb_bert_gpu *g);
