@@ -499,6 +499,75 @@ static void test_faiss_links(void **state)
     faiss_Index_free(index);
 }
 
+/* ------------------------------------------------------------ vec_stamp.c */
+
+/* The vector index file's stamp (issue 27) is trusted for the file it was
+ * made of alone: its generation, device, inode, size and both times, and
+ * its first block and one other still hashing as recorded. Any of those
+ * changed, the first block damaged, a stamp cut short or counting no
+ * vectors: checked whole (0), never trusted. */
+static void test_vec_stamp(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("stamp");
+    kb_store *s = tu_open_kb(dir);
+    size_t size = 3 * (256u << 10) + 1000, n = 0;   /* four blocks, the last short */
+    unsigned char *data = malloc(size);
+    assert_non_null(data);
+    for (size_t i = 0; i < size; i++)
+        data[i] = (unsigned char)(i * 131 + (i >> 9));
+    struct stat st, o;
+    memset(&st, 0, sizeof st);
+    st.st_dev = 5;
+    st.st_ino = 77;
+    st.st_size = (off_t)size;
+    st.st_mtim = (struct timespec){ 1700000000, 123 };
+    st.st_ctim = (struct timespec){ 1700000001, 456 };
+    assert_int_equal(kb_vec_stamp_check(s, &st, 9, data, &n), 0);   /* none yet */
+    char *stamp = kb_vec_stamp_make(&st, 9, data, size, 42);
+    assert_non_null(stamp);
+    kb_vec_stamp_save(s, stamp);
+    for (int k = 0; k < 8; k++) {
+        n = 0;
+        assert_int_equal(kb_vec_stamp_check(s, &st, 9, data, &n), 1);
+        assert_int_equal(n, 42);
+    }
+    assert_int_equal(kb_vec_stamp_check(s, &st, 10, data, &n), 0);
+    o = st, o.st_dev++;
+    assert_int_equal(kb_vec_stamp_check(s, &o, 9, data, &n), 0);
+    o = st, o.st_ino++;
+    assert_int_equal(kb_vec_stamp_check(s, &o, 9, data, &n), 0);
+    o = st, o.st_size--;
+    assert_int_equal(kb_vec_stamp_check(s, &o, 9, data, &n), 0);
+    o = st, o.st_mtim.tv_nsec++;
+    assert_int_equal(kb_vec_stamp_check(s, &o, 9, data, &n), 0);
+    o = st, o.st_ctim.tv_nsec++;
+    assert_int_equal(kb_vec_stamp_check(s, &o, 9, data, &n), 0);
+    o = st, o.st_ctim.tv_sec--;
+    assert_int_equal(kb_vec_stamp_check(s, &o, 9, data, &n), 0);
+    data[100] ^= 1;   /* the first block is always checked */
+    for (int k = 0; k < 8; k++)
+        assert_int_equal(kb_vec_stamp_check(s, &st, 9, data, &n), 0);
+    data[100] ^= 1;
+    assert_int_equal(kb_vec_stamp_check(s, &st, 9, data, &n), 1);
+    /* a stamp missing its last block's hash, or counting no vectors */
+    kb_err err;
+    kb_err_clear(&err);
+    char *cut = kb_strndup(stamp, strlen(stamp) - 65);
+    assert_int_equal(kb_store_meta_set(s, "vec_stamp", cut, &err), KB_OK);
+    assert_int_equal(kb_vec_stamp_check(s, &st, 9, data, &n), 0);
+    char *zero = kb_vec_stamp_make(&st, 9, data, size, 0);
+    kb_vec_stamp_save(s, zero);
+    assert_int_equal(kb_vec_stamp_check(s, &st, 9, data, &n), 0);
+    free(zero);
+    free(cut);
+    free(stamp);
+    free(data);
+    kb_store_close(s);
+    tu_rmtree(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -514,6 +583,7 @@ int main(void)
         cmocka_unit_test(test_fts_never_syntax_error),
         cmocka_unit_test(test_store_schema),
         cmocka_unit_test(test_faiss_links),
+        cmocka_unit_test(test_vec_stamp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
