@@ -1,6 +1,7 @@
 /* host.c - who else uses this machine (serve.h, "host.c"): a server on a
  * loopback address without a token answers every local user, so `kb serve`
- * says so when the host has others. */
+ * says so when the host has others - people who can log in, or who run
+ * processes now; not the accounts of a container's image. */
 #include "serve/serve.h"
 
 #include <ctype.h>
@@ -79,36 +80,66 @@ static kb_rc count_accounts(const char *passwd, uid_t self, unsigned min,
     return KB_OK;
 }
 
-/* The real uid of the process whose status file is path; -1 if unread. */
-static long status_uid(const char *path)
+/* What logs people in: a process of one of these names means the accounts
+ * of the passwd database can be used (sshd's listener and its sessions,
+ * systemd-logind, a getty, login, a display manager). A container runs
+ * none, and its image's accounts (ubuntu, node, ...) are no one's. */
+static const char *const login_services[] = {
+    "sshd", "sshd-session", "dropbear", "systemd-logind", "login", "agetty", "getty",
+    "mingetty", "gdm", "gdm3", "lightdm", "sddm", "xrdp", "in.telnetd", NULL
+};
+
+/* The name and real uid of the process whose status file is path; 0 if
+ * unread. */
+static int read_status(const char *path, char name[16], long *uid)
 {
     FILE *f = fopen(path, "re");
     char line[256];
-    long uid = -1;
-    while (f && uid < 0 && fgets(line, sizeof line, f))
-        if (strncmp(line, "Uid:", 4) == 0)
-            uid = strtol(line + 4, NULL, 10);
+    name[0] = '\0';
+    *uid = -1;
+    while (f && *uid < 0 && fgets(line, sizeof line, f))
+        if (strncmp(line, "Name:", 5) == 0) {
+            const char *v = line + 5 + strspn(line + 5, " \t");
+            snprintf(name, 16, "%.*s", (int)strcspn(v, "\n"), v);
+        } else if (strncmp(line, "Uid:", 4) == 0) {
+            *uid = strtol(line + 4, NULL, 10);
+        }
     if (f)
         fclose(f);
-    return uid;
+    return *uid >= 0;
 }
 
-/* The other people with processes under proc now (distinct uids). */
-static void count_running(const char *proc, uid_t self, unsigned min,
-                          kb_serve_host_users *out)
+static int login_service(const char *name)
+{
+    for (size_t i = 0; login_services[i]; i++)
+        if (strcmp(name, login_services[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* The other people with processes under proc now (distinct uids). Returns
+ * 1 when people can log in: a login service runs, or proc cannot tell
+ * (not there, or process 1 hidden from this user: hidepid). */
+static int count_running(const char *proc, uid_t self, unsigned min,
+                         kb_serve_host_users *out)
 {
     DIR *d = opendir(proc);
     if (!d)
-        return;   /* no /proc: nothing to add */
+        return 1;   /* no /proc: nothing to add, nothing known */
     uid_t seen[64];
     size_t nseen = 0;
+    int logins = 0, init_seen = 0;
     for (struct dirent *e; (e = readdir(d));) {
         if (!isdigit((unsigned char)e->d_name[0]))
             continue;
-        char path[512];
+        char path[512], name[16];
+        long uid;
         snprintf(path, sizeof path, "%s/%s/status", proc, e->d_name);
-        long uid = status_uid(path);
-        if (uid < 0 || !other_person((uid_t)uid, self, min))
+        if (!read_status(path, name, &uid))
+            continue;
+        init_seen |= strcmp(e->d_name, "1") == 0;
+        logins |= login_service(name);
+        if (!other_person((uid_t)uid, self, min))
             continue;
         size_t i = 0;
         while (i < nseen && seen[i] != (uid_t)uid)
@@ -126,6 +157,7 @@ static void count_running(const char *proc, uid_t self, unsigned min,
         }
     }
     closedir(d);
+    return logins || !init_seen;
 }
 
 kb_rc kb_serve_host_users_find(const char *passwd, const char *proc,
@@ -134,8 +166,15 @@ kb_rc kb_serve_host_users_find(const char *passwd, const char *proc,
 {
     memset(out, 0, sizeof *out);
     unsigned min = uid_min(login_defs ? login_defs : "/etc/login.defs");
-    kb_rc rc = count_accounts(passwd, self, min, out, err);
-    if (rc == KB_OK)
-        count_running(proc ? proc : "/proc", self, min, out);
-    return rc;
+    kb_serve_host_users accounts = { 0 }, running = { 0 };
+    kb_rc rc = count_accounts(passwd, self, min, &accounts, err);
+    if (rc != KB_OK)
+        return rc;
+    if (count_running(proc ? proc : "/proc", self, min, &running)) {
+        out->accounts = accounts.accounts;
+        note(out, accounts.example);
+    }
+    out->running = running.running;
+    note(out, running.example);
+    return KB_OK;
 }

@@ -383,9 +383,12 @@ typedef struct {
  * passwd database (passwd NULL: the system's, through NSS; else a file in
  * passwd(5) format) whose uid is at least UID_MIN of login_defs (NULL:
  * /etc/login.defs; 1000 without it), is not nobody's (65534) and whose
- * shell is no nologin or false; and the distinct such uids of the
- * processes under proc (NULL: /proc), which also finds users that the
- * passwd database does not list. Fails only when passwd cannot be read. */
+ * shell is no nologin or false - counted only where a login service runs
+ * under proc (sshd, systemd-logind, a getty, a display manager) or proc
+ * cannot tell (no process 1 in it), since a container's image accounts
+ * are no one's; and the distinct such uids of the processes under proc
+ * (NULL: /proc), which also finds users that the passwd database does not
+ * list. Fails only when passwd cannot be read. */
 kb_rc kb_serve_host_users_find(const char *passwd, const char *proc,
                                const char *login_defs, uid_t self,
                                kb_serve_host_users *out, kb_err *err);

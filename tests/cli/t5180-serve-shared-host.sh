@@ -3,11 +3,12 @@
 # kb serve on a shared host (issue 28 item 9): a loopback server without a
 # token answers every local user, whatever the KB folder's 0700 says, so
 # it warns when the host has other people - accounts with a uid from
-# UID_MIN (login.defs) that can log in, or their processes running
-# (serve/host.c; test_serve_host covers made-up hosts) - and names how to
-# set a token; with a token it says nothing. Whether this host is shared
-# is worked out here by the same rule, independently, from Python's pwd
-# and /proc.
+# UID_MIN (login.defs) that can log in (a login service runs, or /proc
+# cannot say: not a container's image accounts), or their processes
+# running (serve/host.c; test_serve_host covers made-up hosts) - and names
+# how to set a token; with a token it says nothing. Whether this host is
+# shared is worked out here by the same rule, independently, from Python's
+# pwd and /proc.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/serve-lib.sh"
 mkdir -p "$KB_TMP/docs"
@@ -29,17 +30,21 @@ def person(u):
     return u != me and u >= uid_min and u != 65534
 accounts = {p.pw_uid for p in pwd.getpwall() if person(p.pw_uid)
             and os.path.basename(p.pw_shell or "/bin/sh") not in ("nologin", "false")}
-running = set()
+services = {"sshd", "sshd-session", "dropbear", "systemd-logind", "login", "agetty",
+            "getty", "mingetty", "gdm", "gdm3", "lightdm", "sddm", "xrdp", "in.telnetd"}
+running, logins, init_seen = set(), False, False
 for pid in filter(str.isdigit, os.listdir("/proc")):
     try:
-        for line in open("/proc/%s/status" % pid):
-            if line.startswith("Uid:"):
-                u = int(line.split()[1])
-                if person(u):
-                    running.add(u)
-    except OSError:
-        pass
-n = sum(1 for p in pwd.getpwall() if p.pw_uid in accounts)
+        status = dict(line.rstrip("\n").split(":", 1) for line in open("/proc/%s/status" % pid)
+                      if ":" in line)
+        u = int(status["Uid"].split()[0])
+    except (OSError, KeyError, ValueError):
+        continue
+    init_seen |= pid == "1"
+    logins |= status.get("Name", "").strip() in services
+    if person(u):
+        running.add(u)
+n = sum(1 for p in pwd.getpwall() if p.pw_uid in accounts) if logins or not init_seen else 0
 print(n, len(running))
 PY
 )
