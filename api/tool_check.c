@@ -362,11 +362,13 @@ kb_rc kb_tool_drop_empty(const kb_tool *tool, const cJSON *args, cJSON **trimmed
         return KB_OK;
     cJSON *schema = cJSON_Parse(tool->input_schema);
     const cJSON *required = cJSON_GetObjectItemCaseSensitive(schema, "required");
+    const cJSON *props = cJSON_GetObjectItemCaseSensitive(schema, "properties");
     kb_rc rc = schema ? KB_OK : KB_ERR_NOMEM;
     const cJSON *a;
     cJSON_ArrayForEach(a, args) {
-        if (rc != KB_OK || !cJSON_IsString(a) || a->valuestring[0])
-            continue;
+        if (rc != KB_OK || !cJSON_IsString(a) || a->valuestring[0] ||
+            !cJSON_GetObjectItemCaseSensitive(props, a->string))
+            continue;   /* the checker names an unknown one */
         int needed = 0;
         const cJSON *r;
         cJSON_ArrayForEach(r, required)

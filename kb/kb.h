@@ -860,6 +860,8 @@ kb_rc kb_tool_check_args(const kb_tool *tool, const cJSON *args, kb_err *err);
 /* An optional argument given as "" is absent (agents under strict function
  * calling fill every field, "" for those they do not mean): *trimmed is a
  * copy of args without them (caller frees), or NULL when args has none.
+ * Only the schema's own properties: an unknown one stays for the checker
+ * to refuse, "" or not.
  * KB_ERR_NOMEM when out of memory. kb_tool_run applies it. */
 kb_rc kb_tool_drop_empty(const kb_tool *tool, const cJSON *args, cJSON **trimmed);
 /* Checks args (kb_tool_check_args) and runs tool's handler; *out as for

@@ -331,6 +331,9 @@ static void test_search(void **state)
     assert_string_equal(get(r, "mode")->valuestring, "lexical");
     assert_true(cJSON_GetArraySize(get(r, "results")) >= 1);
     cJSON_Delete(r);
+    /* an argument the tool does not take is refused, "" or not */
+    call_fails("search", "{\"query\":\"transpose\",\"moed\":\"\"}", KB_ERR_USAGE,
+               "search: unknown argument 'moed' (arguments: ");
 
     /* filters: kinds, sources */
     r = call_ok("search", "{\"query\":\"transpose tile\",\"kinds\":[\"code\"]}");
