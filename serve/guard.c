@@ -14,7 +14,8 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#define SWEEP_MS 200   /* how often deadlines are looked at */
+#define SWEEP_MS 200   /* how often deadlines are looked at, while there
+                          are connections */
 
 struct kb_serve_guard_conn {
     int fd;
@@ -77,6 +78,10 @@ static void *guard_main(void *arg)
     kb_serve_guard *g = arg;
     pthread_mutex_lock(&g->lock);
     while (!g->stop) {
+        if (!g->head) {   /* no connection: sleep until one comes */
+            pthread_cond_wait(&g->wake, &g->lock);
+            continue;
+        }
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         ts.tv_nsec += SWEEP_MS * 1000000L;
@@ -171,6 +176,8 @@ kb_serve_guard_conn *kb_serve_guard_add(kb_serve_guard *g, int fd, size_t owner,
     c->next = g->head;
     if (g->head)
         g->head->prev = c;
+    else
+        pthread_cond_signal(&g->wake);   /* the guard sleeps while it has none */
     g->head = c;
     pthread_mutex_unlock(&g->lock);
     return c;
