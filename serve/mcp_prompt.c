@@ -5,6 +5,7 @@
 #include "serve/serve.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,17 +61,18 @@ cJSON *kb_mcp_prompts_json(void)
 }
 
 /* The prompt tool's arguments for prompts/get's (strings all): budget_tokens
- * a whole number. NULL with msg set when one is wrong. */
+ * a whole number, whose range the tool checks. NULL with msg set when one
+ * is wrong. */
 static cJSON *tool_args(const cJSON *given, char *msg, size_t size)
 {
     cJSON *out = cJSON_CreateObject();
     const cJSON *v;
     cJSON_ArrayForEach(v, given) {
-        if (cJSON_IsString(v) && !*v->valuestring)
-            continue;   /* "" is absent: forms send every field */
         size_t i = 0;
         while (i < NARGS && strcmp(args[i].name, v->string) != 0)
             i++;
+        if (i < NARGS && cJSON_IsString(v) && !*v->valuestring)
+            continue;   /* "" is absent: forms send every field they show */
         if (i == NARGS || !cJSON_IsString(v)) {
             snprintf(msg, size, i == NARGS ? "prompts/get: " PROMPT_NAME " takes no "
                      "argument '%.*s' (it takes task, feedback, parent, budget_tokens)"
@@ -83,7 +85,7 @@ static cJSON *tool_args(const cJSON *given, char *msg, size_t size)
             return NULL;
         if (strcmp(v->string, "budget_tokens") == 0) {
             long n;
-            if (kb_parse_long(v->valuestring, 1, 1L << 30, &n) != KB_OK) {
+            if (kb_parse_long(v->valuestring, LONG_MIN, LONG_MAX, &n) != KB_OK) {
                 snprintf(msg, size, "prompts/get: budget_tokens must be a whole "
                          "number, not '%.*s'", kb_utf8_cut(v->valuestring, 32),
                          v->valuestring);
