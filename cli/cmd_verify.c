@@ -604,7 +604,7 @@ static int cmd_verify(int argc, char **argv, const kb_cli *cli, const kb_command
         case KB_OPT_LONG('s'): suite_dir = g.arg; break;
         case KB_OPT_LONG('c'): cands = g.arg; break;
         case KB_OPT_LONG('r'): results = g.arg; break;
-        case KB_OPT_LONG('Q'): opts.queue = strcmp(g.arg, "inproc") ? g.arg : NULL; break;
+        case KB_OPT_LONG('Q'): opts.queue = g.arg; break;
         case KB_OPT_LONG('W'): no_wait = 1; break;
         case KB_OPT_LONG('t'):
             if (kb_parse_long(g.arg, 1, 86400, &x) != KB_OK)
@@ -626,13 +626,15 @@ static int cmd_verify(int argc, char **argv, const kb_cli *cli, const kb_command
         return kb_cli_usage_error(self, "--suite needs --candidates DIR or --results DIR");
     if (!suite_dir && npos != 2)
         return kb_cli_usage_error(self, "need TASK and CANDIDATE.cu");
-    if (no_wait && (suite_dir || !opts.queue || !*opts.queue))
-        return kb_cli_usage_error(self, "--no-wait is for one candidate, with a queue");
     kb_verifier *v = NULL;
     kb_err err;
     kb_err_clear(&err);
     if (kb_verifier_open(&opts, &v, &err) != KB_OK)
         return kb_cli_fail(&err);
+    if (no_wait && (suite_dir || !kb_verifier_queue(v))) {   /* "inproc" is none */
+        kb_verifier_free(v);
+        return kb_cli_usage_error(self, "--no-wait is for one candidate, with a queue");
+    }
     int status = suite_dir ? run_suite(self, suite_dir, cands, results, v, json)
                            : verify_one(cli, v, pos[0], pos[1], json, no_wait);
     kb_verifier_free(v);

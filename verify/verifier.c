@@ -474,7 +474,8 @@ kb_rc kb_verifier_open(const kb_verifier_opts *opts, kb_verifier **out, kb_err *
         v->envp = v->gpu ? env_with_gpu(opts->gpu) : NULL;
         nomem |= !v->envp;
     }
-    if (opts->queue && *opts->queue)
+    /* "inproc" (KB_QUEUE=inproc) is no queue: run here, as unset */
+    if (opts->queue && *opts->queue && strcmp(opts->queue, "inproc") != 0)
         nomem |= !(v->queue = kb_strdup(opts->queue));
     v->opts.gpu = v->gpu;
     v->opts.queue = v->queue;

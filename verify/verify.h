@@ -337,7 +337,8 @@ typedef struct {
     const char *gpu;           /* CUDA_VISIBLE_DEVICES for the child (an
                                   ordinal or a UUID); NULL: inherited */
     const char *queue;         /* KB_QUEUE: where kb_jobq_verify sends the
-                                  candidate (jobq.c); NULL or "": run here */
+                                  candidate (jobq.c); NULL, "" or "inproc":
+                                  run here */
 } kb_verifier_opts;
 
 void kb_verifier_opts_init(kb_verifier_opts *o);
@@ -371,7 +372,8 @@ void kb_verifier_set_run(kb_verifier *v, int compile_only, int no_timing,
                          double timeout_s);
 /* The spread of the runs that follow (kb_verifier_opts.spread). */
 void kb_verifier_set_spread(kb_verifier *v, int spread);
-/* The queue URL v was opened with (opts.queue), NULL when none. */
+/* The queue URL v was opened with (opts.queue), NULL when none (or
+ * "inproc"). */
 const char *kb_verifier_queue(const kb_verifier *v);
 /* A slot for what a room above keeps with v (jobq.c's open queue): the
  * pointer set before, NULL at first; free_fn (may be NULL) is called on p

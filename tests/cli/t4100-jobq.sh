@@ -6,7 +6,8 @@
 # same job; once done, its result comes back without a worker); two
 # workers drain the queue together and each job gets exactly one result,
 # naming where it ran; kb verify --suite goes through the queue; a worker
-# ends on SIGTERM; Redis killed and restarted keeps every result.
+# ends on SIGTERM; Redis killed and restarted keeps every result;
+# KB_QUEUE=inproc verifies in process.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/jobq-lib.sh"
 start_redis
@@ -81,6 +82,11 @@ after=$(queue_json "$Q")
 [ "$before" = "$after" ] || fail "Redis restarted: $before became $after"
 j=$("$KB_BIN" verify queue --queue "$Q" --json "${ids[0]}")
 [ "$(json_get "$j" "j['jobs'][0]['result']['verdict']")" = compiled ] || fail "after the restart: $j"
+# KB_QUEUE=inproc is no queue: the candidate is verified here, not queued
+KB_QUEUE=inproc expect_json 0 "$KB_BIN" verify --compile-only --json "$KB_TOP/corpus/tasks/gelu" "$KB_TOP/corpus/tasks/gelu/reference.cu"
+[ "$(json_get "$out" "(j['verdict'], 'queue' in j)")" = "('compiled', False)" ] || fail "KB_QUEUE=inproc: $out"
+KB_QUEUE=inproc expect_rc 2 "$KB_BIN" verify --no-wait --compile-only "$KB_TOP/corpus/tasks/gelu" "$KB_TOP/corpus/tasks/gelu/reference.cu"
+contains "$out" "--no-wait is for one candidate, with a queue"
 # a URL of no known kind is a usage error
 expect_rc 2 "$KB_BIN" verify queue --queue "amqp://x"
 contains "$out" "unknown queue"
