@@ -183,18 +183,8 @@ static cJSON *job_json(kb_jobq *q, const char *id, double wait_s, kb_err *err)
 {
     kb_job_state st = KB_JOB_NONE;
     char *text = NULL;
-    double deadline = kb_now_ms() + wait_s * 1000;
-    for (;;) {
-        free(text);
-        text = NULL;
-        if (kb_jobq_status(q, id, &st, &text, err) != KB_OK)
-            return NULL;
-        if (st == KB_JOB_DONE || st == KB_JOB_DEAD || st == KB_JOB_NONE ||
-            kb_now_ms() >= deadline)
-            break;
-        struct timespec ts = { 0, 20 * 1000000L };
-        nanosleep(&ts, NULL);
-    }
+    if (kb_jobq_status_wait(q, id, wait_s, &st, &text, err) != KB_OK)
+        return NULL;
     cJSON *o = cJSON_CreateObject();
     int ok = o != NULL;
     kb_json_put_str(o, "id", id, &ok);

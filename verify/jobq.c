@@ -165,39 +165,45 @@ static kb_rc dead_result(const char *id, const char *reason,
     return rc;
 }
 
-kb_rc kb_jobq_wait(kb_jobq *q, const char *id, double timeout_s,
-                   kb_verify_result *out, kb_err *err)
+kb_rc kb_jobq_status_wait(kb_jobq *q, const char *id, double timeout_s,
+                          kb_job_state *state, char **text, kb_err *err)
 {
-    double deadline = kb_now_ms() + (timeout_s > 0 ? timeout_s : 3600) * 1000;
+    double deadline = kb_now_ms() + timeout_s * 1000;
     useconds_t pause = 500;
     for (;;) {
-        kb_job_state st;
-        char *text = NULL;
-        kb_rc rc = kb_jobq_status(q, id, &st, &text, err);
-        if (rc != KB_OK)
+        kb_rc rc = kb_jobq_status(q, id, state, text, err);
+        if (rc != KB_OK || *state == KB_JOB_DONE || *state == KB_JOB_DEAD ||
+            *state == KB_JOB_NONE || kb_now_ms() >= deadline)
             return rc;
-        if (st == KB_JOB_DONE) {
-            rc = kb_verify_result_parse(text, out, err);
-            free(text);
-            return rc;
+        if (text) {
+            free(*text);
+            *text = NULL;
         }
-        if (st == KB_JOB_DEAD) {
-            rc = dead_result(id, text, out, err);
-            free(text);
-            return rc;
-        }
-        free(text);
-        if (st == KB_JOB_NONE)
-            return kb_err_set(err, KB_ERR_NOTFOUND, "no job '%s' in '%s'", id,
-                              q->url);
-        if (kb_now_ms() >= deadline)
-            return kb_err_set(err, KB_ERR_GPU, "job '%s' has no result after "
-                              "%g s (is a worker serving '%s'?)", id,
-                              timeout_s, q->url);
         usleep(pause);
         if (pause < 20000)   /* 0.5 ms, doubling to 20 ms: quick jobs come back quick */
             pause *= 2;
     }
+}
+
+kb_rc kb_jobq_wait(kb_jobq *q, const char *id, double timeout_s,
+                   kb_verify_result *out, kb_err *err)
+{
+    if (timeout_s <= 0)
+        timeout_s = 3600;
+    kb_job_state st;
+    char *text = NULL;
+    kb_rc rc = kb_jobq_status_wait(q, id, timeout_s, &st, &text, err);
+    if (rc == KB_OK && st == KB_JOB_DONE)
+        rc = kb_verify_result_parse(text, out, err);
+    else if (rc == KB_OK && st == KB_JOB_DEAD)
+        rc = dead_result(id, text, out, err);
+    else if (rc == KB_OK && st == KB_JOB_NONE)
+        rc = kb_err_set(err, KB_ERR_NOTFOUND, "no job '%s' in '%s'", id, q->url);
+    else if (rc == KB_OK)
+        rc = kb_err_set(err, KB_ERR_GPU, "job '%s' has no result after %g s (is "
+                        "a worker serving '%s'?)", id, timeout_s, q->url);
+    free(text);
+    return rc;
 }
 
 /* ------------------------------------------------- the paths that verify */

@@ -501,9 +501,15 @@ kb_rc kb_jobq_count(kb_jobq *q, kb_jobq_counts *c, kb_err *err);
  * *out (the caller's, cJSON_Delete). */
 kb_rc kb_jobq_dead(kb_jobq *q, cJSON **out, kb_err *err);
 
-/* Waits up to timeout_s for job id's result and parses it into out:
- * kb-verify's result, or for a dead job one made here (verdict "error",
- * the dead letter's reason). KB_ERR_NOTFOUND for no such job. */
+/* kb_jobq_status, asked again until job id is done or dead (or unknown),
+ * for up to timeout_s (0: once); *state and *text as kb_jobq_status's
+ * last answer. */
+kb_rc kb_jobq_status_wait(kb_jobq *q, const char *id, double timeout_s,
+                          kb_job_state *state, char **text, kb_err *err);
+/* Waits up to timeout_s (<= 0: an hour) for job id's result and parses
+ * it into out: kb-verify's result, or for a dead job one made here
+ * (verdict "error", the dead letter's reason). KB_ERR_NOTFOUND for no
+ * such job. */
 kb_rc kb_jobq_wait(kb_jobq *q, const char *id, double timeout_s,
                    kb_verify_result *out, kb_err *err);
 
