@@ -7,12 +7,14 @@
  *                      stream: id, reason, deliveries)
  * A claim is an entry delivered to this consumer: XAUTOCLAIM takes one
  * idle past the lease first (its worker was lost), else XREADGROUP a new
- * one; the delivery count is XPENDING's. The lease is renewed by XCLAIM
- * (idle back to 0). Submitting, completing and killing a job are Lua
+ * one; the delivery count is XPENDING's, and a claim is known by it (a
+ * worker whose entry was claimed again no longer renews, requeues or
+ * kills it). The lease is renewed by XCLAIM (idle back to 0). Submitting,
+ * completing, requeueing and killing a job, and renewing a lease, are Lua
  * scripts, so each is atomic: a job is queued once, its first result is
  * the one kept, and the entry is acknowledged (XACK) with it. A result
- * survives a restart of Redis once it is written (appendonly yes,
- * appendfsync always: docs/verify.md). */
+ * survives a restart of Redis once it is acknowledged with appendonly yes
+ * and appendfsync always (docs/verify.md: what everysec risks). */
 #include "verify/jobq_int.h"
 
 #include <hiredis/hiredis.h>
@@ -130,13 +132,39 @@ static const char lua_complete[] =
     "redis.call('XDEL', KEYS[2], ARGV[2])\n"
     "return rec\n";
 
-/* KEYS: job hash, stream, dead stream. ARGV: group, entry, reason, id,
- * deliveries. A done job stays done. */
-static const char lua_dead[] =
+/* A claim's fence, first in the scripts that act for a claim (KEYS[2]
+ * the stream; ARGV[1] the group, ARGV[2] the entry, ARGV[3] the claim's
+ * delivery count, "0" for none): the entry is still pending, delivered
+ * that many times, else it was claimed again since (its lease expired)
+ * and the script does nothing (returns 0). */
+#define LUA_FENCE \
+    "if ARGV[3] ~= '0' then\n" \
+    "  local p = redis.call('XPENDING', KEYS[2], ARGV[1], ARGV[2], ARGV[2], 1)\n" \
+    "  if #p == 0 or p[1][4] ~= tonumber(ARGV[3]) then return 0 end\n" \
+    "end\n"
+
+/* KEYS: job hash, stream. ARGV: group, entry, deliveries, consumer.
+ * The lease renewed (idle back to 0). */
+static const char lua_extend[] = LUA_FENCE
+    "redis.call('XCLAIM', KEYS[2], ARGV[1], ARGV[4], 0, ARGV[2], 'JUSTID')\n"
+    "return 1\n";
+
+/* KEYS: job hash, stream. ARGV: group, entry, deliveries, consumer,
+ * reason, idle. The reason kept; the entry made idle past the lease, so
+ * the next claim (XAUTOCLAIM) takes it again at once, its count going on. */
+static const char lua_requeue[] = LUA_FENCE
+    "redis.call('HSET', KEYS[1], 'reason', ARGV[5])\n"
+    "redis.call('XCLAIM', KEYS[2], ARGV[1], ARGV[4], 0, ARGV[2], 'IDLE', ARGV[6],"
+    " 'JUSTID')\n"
+    "return 1\n";
+
+/* KEYS: job hash, stream, dead stream. ARGV: group, entry, fence
+ * deliveries, reason, id, deliveries. A done job stays done. */
+static const char lua_dead[] = LUA_FENCE
     "if redis.call('HGET', KEYS[1], 'state') ~= 'done' then\n"
-    "  redis.call('HSET', KEYS[1], 'state', 'dead', 'reason', ARGV[3])\n"
-    "  redis.call('XADD', KEYS[3], '*', 'id', ARGV[4], 'reason', ARGV[3],"
-    " 'deliveries', ARGV[5])\n"
+    "  redis.call('HSET', KEYS[1], 'state', 'dead', 'reason', ARGV[4])\n"
+    "  redis.call('XADD', KEYS[3], '*', 'id', ARGV[5], 'reason', ARGV[4],"
+    " 'deliveries', ARGV[6])\n"
     "end\n"
     "redis.call('XACK', KEYS[2], ARGV[1], ARGV[2])\n"
     "redis.call('XDEL', KEYS[2], ARGV[2])\n"
@@ -253,17 +281,22 @@ static int ack(rd *r, const char *sk, const char *e)
     return ok ? 0 : -1;
 }
 
+/* The entry e of job id to the dead letter, recorded as delivered
+ * deliveries times; fence: the claim's delivery count (0: none, the
+ * caller holds the entry). 1 done, 0 the claim was no longer ours, -1 an
+ * error. */
 static int kill_job(rd *r, const char *kind, const char *e, const char *id,
-                    const char *reason, int deliveries)
+                    const char *reason, int deliveries, int fence)
 {
-    char hk[256], sk[256], dk[256], dn[16];
+    char hk[256], sk[256], dk[256], dn[16], fn[16];
     snprintf(dn, sizeof dn, "%d", deliveries);
+    snprintf(fn, sizeof fn, "%d", fence);
     redisReply *x = cmdl(r, "EVAL", lua_dead, "3", job_key(r, hk, sizeof hk, id),
                          keyf(r, sk, sizeof sk, kind), keyf(r, dk, sizeof dk, "dead"),
-                         GROUP, e, reason, id, dn, NULL);
-    int ok = !is_err(x);
+                         GROUP, e, fn, reason, id, dn, NULL);
+    int got = !is_err(x) && x->type == REDIS_REPLY_INTEGER ? (int)x->integer : -1;
     freeReplyObject(x);
-    return ok ? 0 : -1;
+    return got;
 }
 
 /* The entry (e, id) of stream kind, delivered n times, as a claim: 1 it
@@ -286,9 +319,9 @@ static int adopt(rd *r, const char *kind, const char *e, const char *id, int n,
     } else if (n > r->o.max_deliveries) {
         char why[160];
         jobq_expired_reason(n - 1, why, sizeof why);
-        r_ = kill_job(r, kind, e, id, why, n - 1) == 0 ? 0 : -1;
+        r_ = kill_job(r, kind, e, id, why, n - 1, 0) == 1 ? 0 : -1;
     } else if (jobq_job_decode(spec, j, err) != KB_OK) {
-        r_ = kill_job(r, kind, e, id, "its spec is not a job", n) == 0 ? 0 : -1;
+        r_ = kill_job(r, kind, e, id, "its spec is not a job", n, 0) == 1 ? 0 : -1;
     } else {
         kb_buf l;
         kb_buf_init(&l, 0);
@@ -345,17 +378,27 @@ static int lease_of(const rd *r, const kb_job *j, char sk[256], char e[64])
     return 0;
 }
 
-static kb_rc rd_extend(void *b, const kb_job *j, kb_err *err)
+/* lua_extend or lua_requeue for j's claim (reason, idle: the latter's). */
+static kb_rc claim_script(rd *r, const kb_job *j, const char *script,
+                          const char *reason, const char *idle, kb_err *err,
+                          const char *what)
 {
-    rd *r = b;
-    char sk[256], e[64];
+    char sk[256], e[64], hk[256], dn[16];
     if (lease_of(r, j, sk, e) != 0)
         return kb_err_set(err, KB_ERR_USAGE, "a job that was not claimed");
-    redisReply *x = cmdl(r, "XCLAIM", sk, GROUP, r->consumer, "0", e, "JUSTID", NULL);
+    snprintf(dn, sizeof dn, "%d", j->deliveries);
+    /* reason NULL ends the list: lua_extend takes four arguments */
+    redisReply *x = cmdl(r, "EVAL", script, "2", job_key(r, hk, sizeof hk, j->id), sk,
+                         GROUP, e, dn, r->consumer, reason, idle, NULL);
     if (is_err(x))
-        return net_err(r, x, err, "cannot extend a lease");
+        return net_err(r, x, err, what);
     freeReplyObject(x);
     return KB_OK;
+}
+
+static kb_rc rd_extend(void *b, const kb_job *j, kb_err *err)
+{
+    return claim_script(b, j, lua_extend, NULL, NULL, err, "cannot extend a lease");
 }
 
 static kb_rc rd_complete(void *b, const kb_job *j, const char *result,
@@ -379,27 +422,20 @@ static kb_rc rd_fail(void *b, const kb_job *j, const char *reason, int *dead,
                      kb_err *err)
 {
     rd *r = b;
-    char sk[256], e[64], kind[16], hk[256];
+    char sk[256], e[64], kind[16];
     if (lease_of(r, j, sk, e) != 0 || sscanf(j->lease, "%15s", kind) != 1)
         return kb_err_set(err, KB_ERR_USAGE, "a job that was not claimed");
-    *dead = j->deliveries >= r->o.max_deliveries;
-    if (*dead)
-        return kill_job(r, kind, e, j->id, reason, j->deliveries) == 0
-                   ? KB_OK : net_err(r, NULL, err, "cannot kill a job");
-    /* keep the reason; make the entry idle past the lease, so the next
-     * claim (XAUTOCLAIM) takes it again at once, its count going on */
+    *dead = 0;
+    if (j->deliveries >= r->o.max_deliveries) {
+        int k = kill_job(r, kind, e, j->id, reason, j->deliveries, j->deliveries);
+        if (k < 0)
+            return net_err(r, NULL, err, "cannot kill a job");
+        *dead = k == 1;   /* 0: no longer this claim */
+        return KB_OK;
+    }
     char idle[32];
     snprintf(idle, sizeof idle, "%ld", r->lease_ms + 1000);
-    redisReply *x = cmdl(r, "HSET", job_key(r, hk, sizeof hk, j->id), "reason",
-                         reason, NULL);
-    if (is_err(x))
-        return net_err(r, x, err, "cannot requeue a job");
-    freeReplyObject(x);
-    x = cmdl(r, "XCLAIM", sk, GROUP, r->consumer, "0", e, "IDLE", idle, "JUSTID", NULL);
-    if (is_err(x))
-        return net_err(r, x, err, "cannot requeue a job");
-    freeReplyObject(x);
-    return KB_OK;
+    return claim_script(r, j, lua_requeue, reason, idle, err, "cannot requeue a job");
 }
 
 static kb_rc rd_reclaim(void *b, long *n, kb_err *err)

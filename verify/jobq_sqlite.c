@@ -170,14 +170,18 @@ static int pick(sq *s, int gpu, char id[65], char **spec, int *deliveries)
     return got;
 }
 
-static int set_dead(sq *s, const char *id, const char *reason)
+/* Job id to the dead letter, unless done. claim > 0: only while it is
+ * still that claim (leased, delivered that many times), else nothing. */
+static int set_dead(sq *s, const char *id, const char *reason, int claim)
 {
     sqlite3_stmt *st = prep(s, "UPDATE kb_jobs SET state='dead', reason=?2,"
-                               " finished=?3, lease_until=NULL WHERE id=?1 AND state!='done'");
+                               " finished=?3, lease_until=NULL WHERE id=?1 AND state!='done'"
+                               " AND (?4 = 0 OR (state='leased' AND deliveries=?4))");
     if (st) {
         sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, reason, -1, SQLITE_STATIC);
         sqlite3_bind_double(st, 3, now_s());
+        sqlite3_bind_int(st, 4, claim);
     }
     return exec_done(st);
 }
@@ -211,7 +215,7 @@ static int claim_once(sq *s, int gpu, kb_job *j, kb_err *err)
             char why[160];
             jobq_expired_reason(n, why, sizeof why);
             free(spec);
-            if (set_dead(s, id, why) != 0) {
+            if (set_dead(s, id, why, 0) != 0) {
                 end(s, 0);
                 return -1;
             }
@@ -244,15 +248,19 @@ static kb_rc sq_claim(void *b, int gpu, int wait_ms, kb_job *j, int *got, kb_err
     }
 }
 
+/* A lease's holder is the claim itself, told by its delivery count: a
+ * worker whose lease expired and whose job was claimed again (deliveries
+ * one more) extends, requeues or kills it no longer. */
 static kb_rc sq_extend(void *b, const kb_job *j, kb_err *err)
 {
     sq *s = b;
     sqlite3_stmt *st = prep(s, "UPDATE kb_jobs SET lease_until=?2 WHERE id=?1"
-                               " AND state='leased' AND consumer=?3");
+                               " AND state='leased' AND consumer=?3 AND deliveries=?4");
     if (st) {
         sqlite3_bind_text(st, 1, j->id, -1, SQLITE_STATIC);
         sqlite3_bind_double(st, 2, now_s() + s->o.lease_s);
         sqlite3_bind_text(st, 3, s->consumer, -1, SQLITE_STATIC);
+        sqlite3_bind_int(st, 4, j->deliveries);
     }
     return exec_done(st) == 0 ? KB_OK : db_err(s, err, "cannot extend a lease");
 }
@@ -279,16 +287,22 @@ static kb_rc sq_fail(void *b, const kb_job *j, const char *reason, int *dead,
                      kb_err *err)
 {
     sq *s = b;
-    *dead = j->deliveries >= s->o.max_deliveries;
-    if (*dead)
-        return set_dead(s, j->id, reason) == 0 ? KB_OK
-                                               : db_err(s, err, "cannot kill a job");
+    int kill = j->deliveries >= s->o.max_deliveries;
+    if (kill) {
+        if (set_dead(s, j->id, reason, j->deliveries) != 0)
+            return db_err(s, err, "cannot kill a job");
+        *dead = sqlite3_changes(s->db) == 1;   /* 0: no longer this claim */
+        return KB_OK;
+    }
     sqlite3_stmt *st = prep(s, "UPDATE kb_jobs SET state='pending', reason=?2,"
-                               " lease_until=NULL WHERE id=?1 AND state='leased'");
+                               " lease_until=NULL WHERE id=?1 AND state='leased'"
+                               " AND deliveries=?3");
     if (st) {
         sqlite3_bind_text(st, 1, j->id, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, reason, -1, SQLITE_STATIC);
+        sqlite3_bind_int(st, 3, j->deliveries);
     }
+    *dead = 0;
     return exec_done(st) == 0 ? KB_OK : db_err(s, err, "cannot requeue a job");
 }
 

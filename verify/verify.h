@@ -471,7 +471,9 @@ kb_rc kb_jobq_submit(kb_jobq *q, const kb_job *j, kb_job_state *state,
  * instead ("its lease expired N times"). */
 kb_rc kb_jobq_claim(kb_jobq *q, int gpu, int wait_ms, kb_job *j, int *got,
                     kb_err *err);
-/* Extends the lease of j, held by this consumer, by o.lease_s. */
+/* Extends the lease of j, held by this consumer, by o.lease_s. This and
+ * kb_jobq_fail act for j's claim alone: once its lease expired and the job
+ * was claimed again (its deliveries one more), they change nothing. */
 kb_rc kb_jobq_extend(kb_jobq *q, const kb_job *j, kb_err *err);
 /* Records result (JSON text) for j and acknowledges the claim. *recorded
  * (may be NULL) is 1 when this was the job's first result, 0 when one was
@@ -480,7 +482,8 @@ kb_rc kb_jobq_complete(kb_jobq *q, const kb_job *j, const char *result,
                        int *recorded, kb_err *err);
 /* j ran without a result (kb-verify crashed, hung, could not start):
  * back to the queue for another try, or, once delivered max_deliveries
- * times, to the dead letter with reason. *dead (may be NULL) says which. */
+ * times, to the dead letter with reason. *dead (may be NULL) is 1 when it
+ * went there. */
 kb_rc kb_jobq_fail(kb_jobq *q, const kb_job *j, const char *reason, int *dead,
                    kb_err *err);
 /* Returns jobs whose lease expired to the queue (those past
