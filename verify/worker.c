@@ -179,6 +179,36 @@ static void set_inflight(slot *s, const kb_job *j)
     pthread_mutex_unlock(&s->w->mu);
 }
 
+/* How long a worker keeps trying to record a job's end while the queue
+ * cannot be reached (Redis restarting, SQLite locked): as long as a claim
+ * would (slot_main), one try a second. */
+#define RECORD_TRIES 60
+
+/* Records j's result (text) or, with why, its failure, trying again while
+ * the queue is unreachable: the result is the job's work, and one dropped
+ * here would be run again once its lease expired. *flag: complete's
+ * recorded, fail's dead. */
+static kb_rc record(slot *s, const kb_job *j, const char *text, const char *why,
+                    int *flag, kb_err *err)
+{
+    for (int t = 1;; t++) {
+        kb_err e;
+        kb_err_clear(&e);
+        kb_rc rc = why ? kb_jobq_fail(s->q, j, why, flag, &e)
+                       : kb_jobq_complete(s->q, j, text, flag, &e);
+        if (rc == KB_OK)
+            return KB_OK;
+        if ((rc != KB_ERR_NET && rc != KB_ERR_DB) || t >= RECORD_TRIES)
+            return kb_err_set(err, rc, "%s", e.msg);
+        char line[sizeof e.msg + 32];
+        snprintf(line, sizeof line, "%s (trying again)", e.msg);
+        pthread_mutex_lock(&s->w->mu);
+        log_job(s->w, "error", j, line);
+        pthread_mutex_unlock(&s->w->mu);
+        sleep(1);
+    }
+}
+
 /* Records how j ended: its result, or a failure (retry or dead letter). */
 static kb_rc settle(slot *s, const kb_job *j, kb_verify_result *r, const char *why,
                     kb_err *err)
@@ -188,11 +218,11 @@ static kb_rc settle(slot *s, const kb_job *j, kb_verify_result *r, const char *w
     int flag = 0;
     if (!why) {
         char *text = mark_result(s, j, r);
-        rc = text ? kb_jobq_complete(s->q, j, text, &flag, err)
+        rc = text ? record(s, j, text, NULL, &flag, err)
                   : kb_err_set(err, KB_ERR_NOMEM, "out of memory");
         free(text);
     } else {
-        rc = kb_jobq_fail(s->q, j, why, &flag, err);
+        rc = record(s, j, NULL, why, &flag, err);
     }
     pthread_mutex_lock(&w->mu);
     if (rc == KB_OK && !why) {
@@ -222,9 +252,9 @@ static kb_rc run_job(slot *s, const kb_job *j, kb_err *err)
     kb_verify_result_init(&r);
     const char *why = NULL;
     kb_rc rc = kb_buf_printf(&path, "%s/s%d-%.16s.cu", w->tmp, s->index, j->id);
-    if (rc != KB_OK)
-        return kb_err_set(err, rc, "out of memory");
-    if (!dir) {
+    if (rc != KB_OK) {
+        why = "out of memory";
+    } else if (!dir) {
         why = jerr.msg[0] ? jerr.msg : "no such task on this worker";
     } else if (kb_write_file_atomic(path.data, j->source, strlen(j->source),
                                     &jerr) != KB_OK) {
@@ -235,14 +265,14 @@ static kb_rc run_job(slot *s, const kb_job *j, kb_err *err)
                             j->timeout_s > 0 ? j->timeout_s : w->o->timeout_s);
         kb_verifier_set_spread(s->v, j->spread);
         rc = kb_verifier_run(s->v, dir, path.data, &r, &jerr);
-        set_inflight(s, NULL);
         unlink(path.data);
         if (rc != KB_OK)
             why = jerr.msg;
         else if (r.synthesised)
             why = r.reason;   /* kb-verify gave none: crashed, hung, missing */
     }
-    rc = settle(s, j, &r, why, err);
+    rc = settle(s, j, &r, why, err);   /* in flight until then: its lease renewed */
+    set_inflight(s, NULL);
     kb_verify_result_release(&r);
     kb_buf_release(&path);
     free(dir);

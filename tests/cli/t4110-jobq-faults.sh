@@ -59,4 +59,24 @@ for Q in "sqlite:$KB_TMP/q.sqlite" "redis://127.0.0.1:$REDIS_PORT/t4110"; do
     contains "$out" "no result within 1 s"
     rm -rf "$KB_TMP/cands" "$KB_TMP"/k*.log*
 done
+# a result that cannot be recorded (Redis down when kb-verify answers) is
+# kept and recorded once Redis is back: one claim, one delivery, one result
+Q="redis://127.0.0.1:$REDIS_PORT/t4110-down"
+make_cands 1 gelu
+submit "$Q" gelu "${CANDS[0]}"
+printf '#!/bin/sh\nwhile [ ! -e "%s" ]; do sleep 0.05; done\nexec "%s" "$@"\n' \
+    "$KB_TMP/go" "$KB_BUILD/kb-verify" >"$KB_TMP/held-kb-verify"
+chmod +x "$KB_TMP/held-kb-verify"
+KB_VERIFY="$KB_TMP/held-kb-verify" start_worker "$KB_TMP/down.log" --queue "$Q"
+wait_for "$KB_TMP/down.log" ' claim '
+kill_redis
+touch "$KB_TMP/go"
+wait_for "$KB_TMP/down.log" 'cannot record a result.*(trying again)'
+start_redis "$REDIS_PORT"
+wait_for "$KB_TMP/down.log" ' done '
+kill -TERM "$WPID"; wait "$WPID" || fail "the worker on SIGTERM: $(cat "$KB_TMP/down.log")"
+[ "$(grep -c ' claim ' "$KB_TMP/down.log")" -eq 1 ] || fail "claimed again: $(cat "$KB_TMP/down.log")"
+j=$("$KB_BIN" verify queue --queue "$Q" --json "$id")
+[ "$(json_get "$j" "(j['jobs'][0]['state'], j['jobs'][0]['result']['verdict'], j['jobs'][0]['result']['queue']['deliveries'])")" = "('done', 'compiled', 1)" ] ||
+    fail "the result kept while Redis was down: $j"
 echo ok
