@@ -4,7 +4,7 @@
 # on a small tree of rooms, compiled: clean, it passes; an upward #include,
 # an upward call (a kb/ object calling a skills/ function) and a circle (two
 # files of one room calling each other) and SQL run by generator/ each fail
-# it, named. On a copy of
+# it, named, as does the queue's SQLite backend naming a table of kb's. On a copy of
 # the real sources, an upward #include planted in query/similar.c is named.
 # scripts/check-sizes.sh: a 100-line function passes, a 101-line one and a
 # file over 1,000 lines without its reason fail, named.
@@ -90,6 +90,16 @@ printf 'int kb_store_prepare(void);\nint gen_sql(void);\nint gen_sql(void)\n{\n 
 layers "$P"
 [ $rc -ne 0 ] || fail "check-layers.sh passed SQL in generator/: $out"
 contains "$out" "generator/sql.c runs SQL"
+# the queue's SQLite backend runs SQL on its own table alone
+P="$KB_TMP/jobq"
+cp -r "$T" "$P"
+printf 'static const char *q = "UPDATE kb_jobs SET state=1";\nconst char *jq(void);\nconst char *jq(void)\n{\n    return q;\n}\n' >"$P/verify/jobq_sqlite.c"
+layers "$P"
+[ $rc -eq 0 ] || fail "check-layers.sh failed the queue's own SQL: $out"
+sed -i 's/UPDATE kb_jobs/DELETE FROM chunks/' "$P/verify/jobq_sqlite.c"
+layers "$P"
+[ $rc -ne 0 ] || fail "check-layers.sh passed the queue's SQL on kb's tables: $out"
+contains "$out" "verify/jobq_sqlite.c runs SQL on chunks"
 
 # the real sources: the same planted include is named (includes only: no
 # objects, so no calls are read)
