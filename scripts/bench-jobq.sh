@@ -8,6 +8,7 @@
 #     without a queue. MODE compile (default): compile-only jobs, no GPU;
 #     MODE gpu: full verifications on GPU 0, slots 1, 2 and 4 on it, the
 #     GPU's busy share sampled by nvidia-smi.
+# FSYNC: redis-server's appendfsync (always, the default, or everysec).
 # Every worker and redis-server started here is stopped at the end.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,13 +23,13 @@ export KB_VERIFY_CACHE="$tmp/cache"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
 if command -v redis-server >/dev/null; then
     redis-server --bind 127.0.0.1 --port "$port" --dir "$tmp" --appendonly yes \
-        --appendfsync always --save '' >"$tmp/redis.log" 2>&1 &
+        --appendfsync "${FSYNC:-always}" --save '' >"$tmp/redis.log" 2>&1 &
     rpid=$!
     for _ in $(seq 100); do redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && break; sleep 0.05; done
 else
     BACKENDS=sqlite
 fi
-echo "machine: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); $(date -u +%FT%TZ)"
+echo "machine: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); $(date -u +%FT%TZ); redis appendfsync ${FSYNC:-always}"
 
 # 1. the queue alone
 if [ -x "$build/bench/bench_jobq" ]; then

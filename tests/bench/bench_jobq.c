@@ -4,8 +4,7 @@
  * N jobs (default 500) of a real candidate's size, each: submitted, claimed
  * by a worker's handle (a second connection), completed with a result of
  * a real result's size, and its result read back by the submitter: one
- * job's queue overhead is the sum of those four calls. Then a duplicate
- * submission of each (answered from the first result). Prints the median,
+ * job's queue overhead is the sum of those four calls. Prints the median,
  * p95 and mean of each step in ms, and the jobs per second of the loop. */
 #include "verify/verify.h"
 
