@@ -3,7 +3,7 @@
  * asks of a backend (jobq_sqlite.c, jobq_redis.c), and the job helpers
  * they share (jobq_job.c). Nothing outside verify/ includes it. One
  * section per file. The files call one way: jobq.c -> jobq_sqlite.c,
- * jobq_redis.c -> jobq_job.c.
+ * jobq_redis.c -> jobq_job.c; worker.c -> jobq.c, jobq_job.c.
  */
 #ifndef KB_JOBQ_INT_H
 #define KB_JOBQ_INT_H
@@ -48,10 +48,10 @@ char *jobq_job_encode(const kb_job *j);
 kb_rc jobq_job_decode(const char *spec, kb_job *j, kb_err *err);
 /* "gpu" or "compile": the workers that may take j. */
 const char *jobq_job_kind(const kb_job *j);
-/* This host's name and pid, "host:pid", into buf. */
-void jobq_consumer_name(char *buf, size_t n);
+/* This host's name into buf ("unknown" when it has none). */
+void jobq_host(char *buf, size_t n);
 /* The defaults filled into a copy of o (o may be NULL); consumer points
- * into name (64 bytes) when o gives none. */
+ * into name (64 bytes, "host:pid") when o gives none. */
 void jobq_opts_resolve(const kb_jobq_opts *o, kb_jobq_opts *out, char name[64]);
 /* A reason for the dead letter when a job's lease expired n times. */
 void jobq_expired_reason(int n, char *buf, size_t len);

@@ -149,13 +149,19 @@ const char *jobq_job_kind(const kb_job *j)
     return j->compile_only ? "compile" : "gpu";
 }
 
-void jobq_consumer_name(char *buf, size_t n)
+void jobq_host(char *buf, size_t n)
 {
-    char host[256] = "host";
-    if (gethostname(host, sizeof host - 1) != 0)
-        snprintf(host, sizeof host, "host");
-    host[sizeof host - 1] = '\0';
-    snprintf(buf, n, "%s:%ld", host, (long)getpid());
+    if (gethostname(buf, n) != 0 || !*buf)
+        snprintf(buf, n, "unknown");
+    buf[n - 1] = '\0';   /* gethostname need not end a name it cut */
+}
+
+/* This host's name and pid, "host:pid": a worker's default name. */
+static void consumer_name(char *buf, size_t n)
+{
+    char host[256];
+    jobq_host(host, sizeof host);
+    snprintf(buf, n, "%.40s:%ld", host, (long)getpid());   /* fits 64 */
 }
 
 void kb_jobq_opts_init(kb_jobq_opts *o)
@@ -176,7 +182,7 @@ void jobq_opts_resolve(const kb_jobq_opts *o, kb_jobq_opts *out, char name[64])
     if (out->max_deliveries <= 0)
         out->max_deliveries = 3;
     if (!out->consumer || !*out->consumer) {
-        jobq_consumer_name(name, 64);
+        consumer_name(name, 64);
         out->consumer = name;
     }
 }

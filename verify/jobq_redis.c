@@ -26,6 +26,10 @@
 #define GROUP "kb-workers"
 #define MAX_ARGS 16
 
+/* The two streams, by the kind of worker that may take their jobs
+ * (jobq_job_kind); a GPU worker reads both, in this order. */
+static const char *const kinds[] = { "gpu", "compile" };
+
 typedef struct {
     redisContext *c;
     char *host, *key, *url;
@@ -337,7 +341,6 @@ static int adopt(rd *r, const char *kind, const char *e, const char *id, int n,
 static kb_rc rd_claim(void *b, int gpu, int wait_ms, kb_job *j, int *got, kb_err *err)
 {
     rd *r = b;
-    static const char *const kinds[] = { "gpu", "compile" };
     double deadline = kb_now_ms() + wait_ms;
     *got = 0;
     for (;;) {
@@ -441,7 +444,6 @@ static kb_rc rd_fail(void *b, const kb_job *j, const char *reason, int *dead,
 static kb_rc rd_reclaim(void *b, long *n, kb_err *err)
 {
     rd *r = b;
-    static const char *const kinds[] = { "gpu", "compile" };
     char idle[32];
     snprintf(idle, sizeof idle, "%ld", r->lease_ms);
     *n = 0;
@@ -491,7 +493,6 @@ static long long int_of(rd *r, const char *a, const char *b_, const char *c)
 static kb_rc rd_count(void *b, kb_jobq_counts *c, kb_err *err)
 {
     rd *r = b;
-    static const char *const kinds[] = { "gpu", "compile" };
     char k1[256];
     for (int k = 0; k < 2; k++) {
         keyf(r, k1, sizeof k1, kinds[k]);
@@ -622,7 +623,6 @@ static int parse_url(rd *r, const char *url)
 /* The consumer group on both streams (made with them when missing). */
 static int make_groups(rd *r)
 {
-    static const char *const kinds[] = { "gpu", "compile" };
     for (int k = 0; k < 2; k++) {
         char sk[256];
         redisReply *x = cmdl(r, "XGROUP", "CREATE", keyf(r, sk, sizeof sk, kinds[k]),

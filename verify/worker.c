@@ -2,7 +2,7 @@
  * run them through their own kb-verify --serve child (one per slot, on
  * its GPU, or compile-only), a heartbeat that renews the leases of the
  * jobs in flight, and each result marked with where it was measured. */
-#include "verify/verify.h"
+#include "verify/jobq_int.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -447,17 +447,9 @@ kb_rc kb_worker_run(const kb_worker_opts *opts, kb_worker_stats *st, kb_err *err
     memset(st, 0, sizeof *st);
     kb_worker_opts o = *opts;
     char name[64];
-    if (!o.q.consumer || !*o.q.consumer) {   /* one name for every slot */
-        char host[200] = "host";
-        gethostname(host, sizeof host - 1);
-        snprintf(name, sizeof name, "%s:%ld", host, (long)getpid());
-        o.q.consumer = name;
-    }
-    if (o.q.lease_s <= 0)
-        o.q.lease_s = 60;
+    jobq_opts_resolve(&opts->q, &o.q, name);   /* one name for every slot */
     w.o = &o;
-    if (gethostname(w.host, sizeof w.host - 1) != 0)
-        snprintf(w.host, sizeof w.host, "unknown");
+    jobq_host(w.host, sizeof w.host);
     char tmpl[] = "/tmp/kb-worker-XXXXXX";
     if (!mkdtemp(tmpl) || !(w.tmp = kb_strdup(tmpl)))
         return kb_err_set(err, KB_ERR_IO, "cannot make a folder in /tmp: %s",
