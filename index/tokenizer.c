@@ -41,25 +41,14 @@ struct kb_tokenizer {
 
 /* ------------------------------------------------------------ vocab table */
 
-static uint64_t fnv_step(uint64_t h, const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
-
-#define FNV_INIT 14695981039346656037ULL
-
 /* Looks up (cont ? "##" : "") + s[0..n) in the vocab: the id or -1. */
 static int32_t vocab_find(const kb_tokenizer *t, int cont, const char *s,
                           size_t n)
 {
-    uint64_t h = FNV_INIT;
+    uint64_t h = KB_FNV1A_INIT;
     if (cont)
-        h = fnv_step(h, "##", 2);
-    h = fnv_step(h, s, n);
+        h = kb_fnv1a(h, "##", 2);
+    h = kb_fnv1a(h, s, n);
     size_t want = n + (cont ? 2 : 0);
     for (size_t i = (size_t)h & t->mask;; i = (i + 1) & t->mask) {
         const vocab_slot *sl = &t->slots[i];
@@ -78,7 +67,7 @@ static int32_t vocab_find(const kb_tokenizer *t, int cont, const char *s,
 
 static void vocab_insert(kb_tokenizer *t, const char *s, size_t n, int32_t id)
 {
-    uint64_t h = fnv_step(FNV_INIT, s, n);
+    uint64_t h = kb_fnv1a(KB_FNV1A_INIT, s, n);
     for (size_t i = (size_t)h & t->mask;; i = (i + 1) & t->mask) {
         vocab_slot *sl = &t->slots[i];
         if (!sl->s) {

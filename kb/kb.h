@@ -187,6 +187,10 @@ kb_rc kb_parse_long(const char *s, long min, long max, long *out);
 /* qsort's comparator of an array of strings (const char * items), by
  * strcmp. */
 int kb_cmp_str(const void *a, const void *b);
+/* 64-bit FNV-1a of p[0, n), continued from h (KB_FNV1A_INIT to start): a
+ * hash for tables, not a checksum. */
+#define KB_FNV1A_INIT 14695981039346656037ULL
+uint64_t kb_fnv1a(uint64_t h, const void *p, size_t n);
 
 /* ------------------------------------------------------------------ json */
 

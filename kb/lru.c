@@ -27,17 +27,6 @@ struct kb_lru {
     kb_lru_stats st;
 };
 
-static uint64_t hash_of(const void *key, size_t len)
-{
-    const unsigned char *p = key;
-    uint64_t h = 1469598103934665603ull;   /* FNV-1a */
-    for (size_t i = 0; i < len; i++) {
-        h ^= p[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
 static size_t cost_of(size_t klen, size_t vlen)
 {
     return ENTRY_OVERHEAD + klen + vlen;
@@ -137,7 +126,7 @@ kb_rc kb_lru_get(kb_lru *c, const void *key, size_t klen, void **val, size_t *vl
 {
     *val = NULL;
     *vlen = 0;
-    uint64_t h = hash_of(key, klen);
+    uint64_t h = kb_fnv1a(KB_FNV1A_INIT, key, klen);
     kb_rc rc = KB_ERR_NOTFOUND;
     pthread_mutex_lock(&c->lock);
     entry *e = find(c, key, klen, h, NULL);
@@ -170,7 +159,7 @@ kb_rc kb_lru_put(kb_lru *c, const void *key, size_t klen, const void *val, size_
     entry *n = malloc(sizeof *n + klen + vlen);
     if (!n)
         return KB_ERR_NOMEM;
-    n->hash = hash_of(key, klen);
+    n->hash = kb_fnv1a(KB_FNV1A_INIT, key, klen);
     n->klen = klen;
     n->vlen = vlen;
     memcpy(n->data, key, klen);
