@@ -1,6 +1,7 @@
 /* fuse.c - reciprocal rank fusion of a query's candidate lists, at the
  * level of sections. */
 #include "query/query_int.h"
+#include "kb/kb_int.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -19,36 +20,173 @@
  * 40, 0.805 / 0.649 within 120). */
 #define LEXICAL_SECOND_WITHIN 80
 
-/* The section of each hit (document and heading path), as a small integer
- * shared by hits of the same section: results are merged by section, so
- * fusion counts a section once per list. */
-static kb_rc section_ids(kb_store *store, const kb_hits *h, int *out, char ***keys,
-                         size_t *nkeys, size_t *capkeys, kb_err *err)
+/* ------------------------------------------------------------ sections */
+
+/* The sections of the chunks fusion has met, kept with the store until the
+ * KB changes (as skills.c keeps the skills' chunks): lists 240 deep cost a
+ * hybrid query some 480 statements, one a hit, when each query read them
+ * again. A chunk's section is its document and heading path. */
+#define SECTIONS_SLOT "query/sections"
+
+typedef struct {
+    int64_t id;
+    uint64_t hash;          /* of key */
+    char *key;              /* "DOCUMENT_ID:HEADING_PATH"; "" for a chunk gone */
+} chunk_section;
+
+typedef struct {
+    chunk_section *items;   /* by id, ascending */
+    size_t n;
+    /* the KB they were read from, as in kb_skill_chunks */
+    long long data_version, changes;
+} section_map;
+
+static void section_map_free(void *p)
+{
+    section_map *m = p;
+    for (size_t i = 0; i < m->n; i++)
+        free(m->items[i].key);
+    free(m->items);
+    free(m);
+}
+
+/* Where id is in m, or would go. */
+static size_t section_at(const section_map *m, int64_t id)
+{
+    size_t lo = 0, hi = m->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->items[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static int has_id(const section_map *m, int64_t id)
+{
+    size_t i = section_at(m, id);
+    return i < m->n && m->items[i].id == id;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Reads the sections of ids (ascending, each once, none in m) into m,
+ * which is left as it was on failure. */
+static kb_rc section_map_add(kb_store *store, section_map *m, const int64_t *ids,
+                             size_t n, kb_err *err)
 {
     sqlite3_stmt *st = NULL;
-    kb_rc rc = kb_store_prepare(store, "SELECT document_id || ':' || heading_path"
-                                " FROM chunks WHERE id = ?", &st, err);
-    for (size_t i = 0; rc == KB_OK && i < h->n; i++) {
+    chunk_section *all = calloc(m->n + n, sizeof *all), *add = calloc(n, sizeof *add);
+    kb_rc rc = all && add ? kb_store_prepare(store, "SELECT document_id || ':' ||"
+                                             " heading_path FROM chunks WHERE id = ?", &st, err)
+                          : kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; rc == KB_OK && i < n; i++) {
         sqlite3_reset(st);
-        sqlite3_bind_int64(st, 1, h->items[i].id);
-        const char *key = sqlite3_step(st) == SQLITE_ROW
-                              ? (const char *)sqlite3_column_text(st, 0) : "";
+        sqlite3_bind_int64(st, 1, ids[i]);
+        int step = sqlite3_step(st);
+        const char *key = step == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : "";
+        if (step != SQLITE_ROW && step != SQLITE_DONE)
+            rc = kb_store_db_error(store, err, "read a chunk's section");
+        else if (!key || !(add[i].key = kb_strdup(key)))
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        add[i].id = ids[i];
+        add[i].hash = key ? kb_fnv1a(KB_FNV1A_INIT, key, strlen(key)) : 0;
+    }
+    sqlite3_finalize(st);
+    if (rc != KB_OK) {
+        for (size_t i = 0; add && i < n; i++)
+            free(add[i].key);
+        free(add);
+        free(all);
+        return rc;
+    }
+    /* the two sorted runs merged */
+    size_t a = 0, b = 0, o = 0;
+    while (a < m->n || b < n)
+        all[o++] = b == n || (a < m->n && m->items[a].id < add[b].id) ? m->items[a++]
+                                                                       : add[b++];
+    free(m->items);
+    free(add);
+    m->items = all;
+    m->n = o;
+    return KB_OK;
+}
+
+/* The store's section map, current, holding every hit of lists: those not
+ * met before are read now. Owned by the store. */
+static kb_rc section_map_get(kb_store *store, const kb_query_list *lists, size_t nlists,
+                             const section_map **out, kb_err *err)
+{
+    long long version = 0, changes = 0;
+    kb_rc rc = kb_store_version(store, &version, &changes, err);
+    if (rc != KB_OK)
+        return rc;
+    section_map *m = kb_store_slot_get(store, SECTIONS_SLOT);
+    if (!m || m->data_version != version || m->changes != changes) {
+        if (!(m = calloc(1, sizeof *m)))
+            return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+        m->data_version = version;
+        m->changes = changes;
+        if ((rc = kb_store_slot_set(store, SECTIONS_SLOT, m, section_map_free, err)) != KB_OK)
+            return rc;
+    }
+    size_t total = 0, nmiss = 0;
+    for (size_t l = 0; l < nlists; l++)
+        total += lists[l].hits.n;
+    int64_t *miss = malloc((total + 1) * sizeof *miss);
+    if (!miss)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    for (size_t l = 0; l < nlists; l++)
+        for (size_t i = 0; i < lists[l].hits.n; i++)
+            if (!has_id(m, lists[l].hits.items[i].id))
+                miss[nmiss++] = lists[l].hits.items[i].id;
+    if (nmiss)
+        qsort(miss, nmiss, sizeof *miss, cmp_id);
+    size_t u = 0;   /* each once */
+    for (size_t i = 0; i < nmiss; i++)
+        if (!u || miss[u - 1] != miss[i])
+            miss[u++] = miss[i];
+    if (u)
+        rc = section_map_add(store, m, miss, u, err);
+    free(miss);
+    *out = m;
+    return rc;
+}
+
+/* A section met in a fusion: its key's hash first, for quick unequals. */
+typedef struct {
+    uint64_t hash;
+    const char *key;
+} section_ref;
+
+/* The section of each hit, as a small integer shared by hits of the same
+ * section, numbered as first met: results are merged by section, so
+ * fusion counts a section once per list. */
+static kb_rc section_ids(const section_map *m, const kb_hits *h, int *out,
+                         section_ref **keys, size_t *nkeys, size_t *capkeys, kb_err *err)
+{
+    for (size_t i = 0; i < h->n; i++) {
+        const chunk_section *c = &m->items[section_at(m, h->items[i].id)];
         size_t k = 0;
-        while (k < *nkeys && strcmp((*keys)[k], key) != 0)
+        while (k < *nkeys && ((*keys)[k].hash != c->hash || strcmp((*keys)[k].key, c->key)))
             k++;
         if (k == *nkeys) {
-            if (KB_GROW(*keys, *nkeys + 1, *capkeys) != KB_OK ||
-                !((*keys)[*nkeys] = kb_strdup(key))) {
-                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-                break;
-            }
-            (*nkeys)++;
+            if (KB_GROW(*keys, *nkeys + 1, *capkeys) != KB_OK)
+                return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+            (*keys)[(*nkeys)++] = (section_ref){ c->hash, c->key };
         }
         out[i] = (int)k;
     }
-    sqlite3_finalize(st);
-    return rc;
+    return KB_OK;
 }
+
+/* ------------------------------------------------------------ fusion */
 
 /* One list's sections in the order of their evidence: a section scores
  * its best chunk's score plus share times its second-best chunk's in the
@@ -109,16 +247,16 @@ kb_rc kb_fuse_rrf(kb_store *store, const kb_query_list *lists, size_t nlists,
                   kb_hits *out, kb_err *err)
 {
     int *ids[KB_QUERY_MAX_LISTS] = { 0 };   /* per list and hit: its section */
-    char **keys = NULL;
+    section_ref *keys = NULL;
     size_t nkeys = 0, capkeys = 0;
     kb_hit *sec = NULL;   /* per section: best chunk, fused score, places */
     double *agg = NULL;   /* per section: its evidence in the list at hand */
     size_t *order = NULL; /* the list's sections, best first */
-    kb_rc rc = KB_OK;
+    const section_map *map = NULL;
+    kb_rc rc = section_map_get(store, lists, nlists, &map, err);
     for (size_t l = 0; rc == KB_OK && l < nlists; l++) {
         ids[l] = calloc(lists[l].hits.n + 1, sizeof *ids[l]);
-        rc = ids[l] ? section_ids(store, &lists[l].hits, ids[l], &keys, &nkeys,
-                                  &capkeys, err)
+        rc = ids[l] ? section_ids(map, &lists[l].hits, ids[l], &keys, &nkeys, &capkeys, err)
                     : kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     }
     if (rc == KB_OK) {
@@ -171,8 +309,6 @@ kb_rc kb_fuse_rrf(kb_store *store, const kb_query_list *lists, size_t nlists,
         }
         out->items[j] = h;
     }
-    for (size_t k = 0; k < nkeys; k++)
-        free(keys[k]);
     free(keys);
     free(sec);
     free(agg);
