@@ -1,7 +1,8 @@
 /* code_text.c - a query that is source code (kb query --file kernel.cu,
  * pasted code): its licence comment is no part of the question; the
  * code's identifiers are (issue 22: a kernel file's query was the first
- * 32 words of its BSD licence, and found the guide's legal notices). */
+ * 32 words of its BSD licence, and found the guide's legal notices);
+ * and whether a text has a word to search for at all. */
 #include "query/query_int.h"
 
 #include <ctype.h>
@@ -169,9 +170,7 @@ static void code_shape(const char *t, code_parts *c)
     }
 }
 
-/* Whether s has a word to search for: query.c's kb_query_has_words,
- * which this file cannot call (query.c calls it). */
-static int has_words(const char *s)
+int kb_query_has_words(const char *s)
 {
     for (; *s; s++)
         if (isalnum((unsigned char)*s) || (unsigned char)*s >= 0x80)
@@ -196,10 +195,10 @@ kb_rc kb_query_code_text(const char *text, kb_buf *out, int *rewritten)
         if (rc == KB_OK)
             rc = kb_buf_printf(out, "%s%s", c.names.data ? c.names.data : "",
                                c.words.data ? c.words.data : "");
-        *rewritten = rc == KB_OK && has_words(out->data);
+        *rewritten = rc == KB_OK && kb_query_has_words(out->data);
     } else if (rc == KB_OK && c.licence) {    /* text: less the licence */
         rc = kb_buf_puts(out, prose);
-        *rewritten = rc == KB_OK && has_words(out->data);
+        *rewritten = rc == KB_OK && kb_query_has_words(out->data);
     }
     kb_buf_release(&c.names);
     kb_buf_release(&c.words);

@@ -782,15 +782,6 @@ static kb_rc rank_results(query_run *q, kb_results *out, int *backfilled,
     return rc;
 }
 
-/* The arguments kb_query_run cannot search. */
-int kb_query_has_words(const char *s)
-{
-    for (; *s; s++)
-        if (isalnum((unsigned char)*s) || (unsigned char)*s >= 0x80)
-            return 1;
-    return 0;
-}
-
 static kb_rc check_opts(const kb_query_opts *opts, kb_err *err)
 {
     if (!opts->text || !*opts->text)
