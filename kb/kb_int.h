@@ -401,6 +401,11 @@ typedef struct {
  * or the API is neither openai nor anthropic. */
 kb_rc kb_llm_opts_from_config(const kb_config *config, kb_llm_opts *o,
                               kb_err *err);
+/* Whether config gives a feature that cannot run without an LLM (what:
+ * "--expand", "the llm reranking stage") a usable one: KB_ERR_USAGE that
+ * says how to set one when none is, or when the Anthropic API has no
+ * model; kb_llm_opts_from_config's error for a bad KB_LLM_API. */
+kb_rc kb_llm_require(const kb_config *config, const char *what, kb_err *err);
 
 /* One request: a system prompt and one user message. */
 typedef struct {

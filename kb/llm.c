@@ -71,6 +71,20 @@ kb_rc kb_llm_opts_from_config(const kb_config *config, kb_llm_opts *o,
     return KB_OK;
 }
 
+kb_rc kb_llm_require(const kb_config *config, const char *what, kb_err *err)
+{
+    if (!config || !config->llm_url || !*config->llm_url)
+        return kb_err_set(err, KB_ERR_USAGE, "%s needs an LLM: set KB_LLM_URL (and "
+                          "KB_LLM_MODEL, KB_LLM_API_KEY as the server wants) to an "
+                          "OpenAI-compatible or Anthropic endpoint", what);
+    kb_llm_opts o;
+    kb_rc rc = kb_llm_opts_from_config(config, &o, err);
+    if (rc == KB_OK && o.api == KB_LLM_ANTHROPIC && (!o.model || !*o.model))
+        return kb_err_set(err, KB_ERR_USAGE, "%s with the Anthropic API needs a model: "
+                          "set KB_LLM_MODEL", what);
+    return rc;
+}
+
 /* The URL to POST to (caller frees): o->url as it is when it names the
  * API's path, else with "/v1/chat/completions" or "/v1/messages" (or
  * only the part after "/v1") put before its query. */

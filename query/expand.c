@@ -58,16 +58,7 @@ void kb_expansion_release(kb_expansion *x)
 
 kb_rc kb_query_expand_check(const kb_config *config, kb_err *err)
 {
-    kb_llm_opts o;
-    kb_rc rc = kb_llm_opts_from_config(config, &o, err);
-    if (rc == KB_ERR_USAGE && (!config || !config->llm_url || !*config->llm_url))
-        return kb_err_set(err, KB_ERR_USAGE, "--expand needs an LLM: set KB_LLM_URL "
-                          "(and KB_LLM_MODEL, KB_LLM_API_KEY as the server wants) "
-                          "to an OpenAI-compatible or Anthropic endpoint");
-    if (rc == KB_OK && o.api == KB_LLM_ANTHROPIC && (!o.model || !*o.model))
-        return kb_err_set(err, KB_ERR_USAGE, "--expand with the Anthropic API needs "
-                          "a model: set KB_LLM_MODEL");
-    return rc;
+    return kb_llm_require(config, "--expand", err);
 }
 
 /* ------------------------------------------------------------ the reply */

@@ -79,22 +79,8 @@ kb_rc kb_query_rerank_resolve(const kb_config *config, kb_rerank_kind kind,
         return kb_err_set(err, KB_ERR_USAGE, "bad KB_RERANK '%s': expected local, "
                           "llm or none", env);
     *out = kind == KB_RERANK_DEFAULT ? KB_RERANK_LOCAL : kind;
-    if (*out != KB_RERANK_LLM)
-        return KB_OK;
-    kb_llm_opts o;
-    kb_err lerr;
-    kb_err_clear(&lerr);
-    kb_rc rc = kb_llm_opts_from_config(config, &o, &lerr);
-    if (rc != KB_OK && config && config->llm_url && *config->llm_url)
-        return kb_err_set(err, rc, "%s", lerr.msg);
-    if (rc != KB_OK)
-        return kb_err_set(err, KB_ERR_USAGE, "the llm reranking stage needs an LLM: "
-                          "set KB_LLM_URL (and KB_LLM_MODEL, KB_LLM_API_KEY as the "
-                          "server wants) to an OpenAI-compatible or Anthropic endpoint");
-    if (rc == KB_OK && o.api == KB_LLM_ANTHROPIC && (!o.model || !*o.model))
-        return kb_err_set(err, KB_ERR_USAGE, "the llm reranking stage with the "
-                          "Anthropic API needs a model: set KB_LLM_MODEL");
-    return rc;
+    return *out == KB_RERANK_LLM ? kb_llm_require(config, "the llm reranking stage", err)
+                                 : KB_OK;
 }
 
 static const char *const search_type_names[] = { "lex", "vec", "hyde" };
