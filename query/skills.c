@@ -116,22 +116,13 @@ static kb_rc skill_chunks_load(kb_store *store, kb_skill_chunks *sc, kb_err *err
     memset(sc, 0, sizeof *sc);
     sqlite3_stmt *st = NULL;
     kb_rc rc = kb_store_prepare(store, SKILL_CHUNKS_SQL, &st, err);
-    size_t cap = 0, capskills = 0;
+    size_t cap = 0, capof = 0, capskills = 0;
     int step = SQLITE_DONE;
     while (rc == KB_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        if (sc->n == cap) {
-            size_t nc = cap ? cap * 2 : 256;
-            int64_t *ids = realloc(sc->ids, nc * sizeof *ids);
-            if (ids)
-                sc->ids = ids;
-            size_t *of = ids ? realloc(sc->of, nc * sizeof *of) : NULL;
-            if (of)
-                sc->of = of;
-            if (!ids || !of) {
-                rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-                break;
-            }
-            cap = nc;
+        if (KB_GROW(sc->ids, sc->n + 1, cap) != KB_OK ||
+            KB_GROW(sc->of, sc->n + 1, capof) != KB_OK) {
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+            break;
         }
         size_t k = skill_index(sc, (const char *)sqlite3_column_text(st, 1), &capskills);
         if (k == (size_t)-1) {
