@@ -316,8 +316,6 @@ static kb_rc open_chunk_tokenizer(const char *mdir, kb_tokenizer **tok, kb_err *
     return kb_tokenizer_open_model(mdir, tok, err);
 }
 
-/* Runs every job that was planned, recording each source's pass. A failing
- * source is counted and the rest proceed, unless the store itself fails. */
 /* The manifest the KB is built from, kept in its meta ("manifest", a
  * whole path) for kb_store_data_find: a command run from another folder
  * finds the tasks and skills beside it. */
@@ -331,6 +329,8 @@ static kb_rc record_manifest(ingest_run *r, kb_err *err)
     return rc;
 }
 
+/* Runs every job that was planned, recording each source's pass. A failing
+ * source is counted and the rest proceed, unless the store itself fails. */
 static kb_rc run_jobs(ingest_run *r, kb_err *err)
 {
     for (size_t j = 0; j < r->njobs; j++) {

@@ -644,9 +644,8 @@ static void put_entity(md_state *st, kb_buf *out, const char *s, size_t n)
     kb_parse_put(&st->rc, out, u, k);
 }
 
-/* Prose text. A "**" left over from emphasis that did not parse
- * ("**Note:**Use ...", common in converted pages) is dropped, with a
- * space where it glued a word to punctuation. */
+/* Words of prose, as written, or with a converted Sphinx page's glued
+ * links apart (kb_parse_put_unglued). */
 static void put_words(md_state *st, kb_buf *out, const char *s, size_t n)
 {
     if (st->sphinx)   /* converted from HTML: the links' blanks are lost */
@@ -655,6 +654,9 @@ static void put_words(md_state *st, kb_buf *out, const char *s, size_t n)
         kb_parse_put(&st->rc, out, s, n);
 }
 
+/* Prose text. A "**" left over from emphasis that did not parse
+ * ("**Note:**Use ...", common in converted pages) is dropped, with a
+ * space where it glued a word to punctuation. */
 static void put_prose(md_state *st, kb_buf *out, const char *s, size_t n)
 {
     size_t i = 0, from = 0;
