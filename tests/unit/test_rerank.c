@@ -225,10 +225,9 @@ static void test_reorders_fused_list(void **state)
 {
     (void)state;
     char *dir = tu_tmpdir("rerank");
-    kb_store *s = NULL;
+    kb_store *s = tu_open_kb(dir);
     kb_err err;
     kb_err_clear(&err);
-    assert_int_equal(kb_store_open(dir, KB_STORE_CREATE, &s, &err), KB_OK);
     assert_int_equal(kb_store_exec(s,
         "INSERT INTO sources(id) VALUES('s');"
         "INSERT INTO documents(id, source_id, key, title, content_hash)"
@@ -269,10 +268,9 @@ static void test_local_boilerplate(void **state)
 {
     (void)state;
     char *dir = tu_tmpdir("rerank-local");
-    kb_store *s = NULL;
+    kb_store *s = tu_open_kb(dir);
     kb_err err;
     kb_err_clear(&err);
-    assert_int_equal(kb_store_open(dir, KB_STORE_CREATE, &s, &err), KB_OK);
     assert_int_equal(kb_store_exec(s, "INSERT INTO sources(id) VALUES('s');", &err), KB_OK);
     kb_buf sql;
     kb_buf_init(&sql, 0);
@@ -329,6 +327,26 @@ static void test_local_boilerplate(void **state)
     free(dir);
 }
 
+/* Inserts document d of source src with one chunk (id d) under heading
+ * path hp (JSON) with text. */
+static void put_section(kb_store *s, int d, const char *src, const char *hp,
+                        const char *text)
+{
+    kb_err err;
+    kb_err_clear(&err);
+    kb_buf sql;
+    kb_buf_init(&sql, 0);
+    assert_int_equal(kb_buf_printf(&sql,
+        "INSERT OR IGNORE INTO sources(id) VALUES('%s');"
+        "INSERT INTO documents(id, source_id, key, title, content_hash)"
+        " VALUES(%d, '%s', 'k%d', 'document %d', 'h');"
+        "INSERT INTO chunks(id, document_id, ord, kind, heading_path, text, tokens)"
+        " VALUES(%d, %d, 0, 'text', '%s', '%s', 20);",
+        src, d, src, d, d, d, d, hp, text), KB_OK);
+    assert_int_equal(kb_store_exec(s, sql.data, &err), KB_OK);
+    kb_buf_release(&sql);
+}
+
 /* The lexical list's first section (issue 22): the local stage keeps it
  * within the first three places unless more sections that the vector
  * list ranks above it pass it; then right after those. */
@@ -336,22 +354,14 @@ static void test_local_lexical_first(void **state)
 {
     (void)state;
     char *dir = tu_tmpdir("rerank-lexfirst");
-    kb_store *s = NULL;
+    kb_store *s = tu_open_kb(dir);
     kb_err err;
     kb_err_clear(&err);
-    assert_int_equal(kb_store_open(dir, KB_STORE_CREATE, &s, &err), KB_OK);
-    assert_int_equal(kb_store_exec(s, "INSERT INTO sources(id) VALUES('s');", &err), KB_OK);
-    kb_buf sql;
-    kb_buf_init(&sql, 0);
     for (int d = 1; d <= 6; d++) {
-        kb_buf_reset(&sql);
-        assert_int_equal(kb_buf_printf(&sql,
-            "INSERT INTO documents(id, source_id, key, title, content_hash)"
-            " VALUES(%d, 's', 'k%d', 'document %d', 'h');"
-            "INSERT INTO chunks(id, document_id, ord, kind, heading_path, text, tokens)"
-            " VALUES(%d, %d, 0, 'text', '[\"part %d\"]', 'Words of part %d alone.', 6);",
-            d, d, d, d, d, d, d), KB_OK);
-        assert_int_equal(kb_store_exec(s, sql.data, &err), KB_OK);
+        char hp[32], text[32];
+        snprintf(hp, sizeof hp, "[\"part %d\"]", d);
+        snprintf(text, sizeof text, "Words of part %d alone.", d);
+        put_section(s, d, "s", hp, text);
     }
     /* fusion put chunk 6, the lexical list's first, sixth */
     for (int pass = 0; pass < 2; pass++) {
@@ -381,30 +391,9 @@ static void test_local_lexical_first(void **state)
         kb_hits_release(&lex);
         kb_hits_release(&fused);
     }
-    kb_buf_release(&sql);
     kb_store_close(s);
     tu_rmtree(dir);
     free(dir);
-}
-
-/* Inserts document d of source src with one chunk (id d) under heading
- * path hp (JSON) with text. */
-static void put_section(kb_store *s, int d, const char *src, const char *hp,
-                        const char *text)
-{
-    kb_err err;
-    kb_err_clear(&err);
-    kb_buf sql;
-    kb_buf_init(&sql, 0);
-    assert_int_equal(kb_buf_printf(&sql,
-        "INSERT OR IGNORE INTO sources(id) VALUES('%s');"
-        "INSERT INTO documents(id, source_id, key, title, content_hash)"
-        " VALUES(%d, '%s', 'k%d', 'document %d', 'h');"
-        "INSERT INTO chunks(id, document_id, ord, kind, heading_path, text, tokens)"
-        " VALUES(%d, %d, 0, 'text', '%s', '%s', 20);",
-        src, d, src, d, d, d, d, hp, text), KB_OK);
-    assert_int_equal(kb_store_exec(s, sql.data, &err), KB_OK);
-    kb_buf_release(&sql);
 }
 
 /* The local stage on fused order ids (best first, each first in the
@@ -437,10 +426,7 @@ static void test_local_canonical_and_arch(void **state)
 {
     (void)state;
     char *dir = tu_tmpdir("rerank-canon");
-    kb_store *s = NULL;
-    kb_err err;
-    kb_err_clear(&err);
-    assert_int_equal(kb_store_open(dir, KB_STORE_CREATE, &s, &err), KB_OK);
+    kb_store *s = tu_open_kb(dir);
     const char *body = "Copies a tensor tile with cp.async.bulk.tensor between"
                        " global and shared memory.";
     put_section(s, 1, "wrappers", "[\"cp.async.bulk.tensor.1d.global.shared::cta.tile\"]", body);
