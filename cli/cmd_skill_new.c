@@ -86,9 +86,11 @@ static kb_rc make_draft(const char *dir, const char *name, const kb_task *t,
         rc = kb_write_file_atomic(cu, kernel.data ? kernel.data : "", kernel.len, err);
     if (rc == KB_OK)
         rc = kb_skill_save(&s, err);
-    if (rc == KB_OK && renameat2(AT_FDCWD, tmp.data, AT_FDCWD, sdir, RENAME_NOREPLACE) != 0)
-        rc = kb_err_set(err, KB_ERR_IO, errno == EEXIST ? "'%s' already exists"
-                        : "cannot put '%s' in place", sdir);
+    if (rc == KB_OK && kb_rename_noreplace(tmp.data, sdir) != 0)
+        rc = errno == EEXIST || errno == ENOTEMPTY
+             ? kb_err_set(err, KB_ERR_IO, "'%s' already exists", sdir)
+             : kb_err_set(err, KB_ERR_IO, "cannot put '%s' in place: %s", sdir,
+                          strerror(errno));
     if (rc != KB_OK && tmp.len)
         kb_rmtree(tmp.data);
     if (rc == KB_OK) {

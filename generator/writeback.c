@@ -635,8 +635,8 @@ static kb_rc write_once(const kb_gen_writeback *w, const kb_task *task, const wr
         rc = kb_skill_evidence_save(&ev, err);
     if (rc == KB_OK)
         rc = kb_skill_save(&s, err);
-    /* RENAME_NOREPLACE: a plain rename would also replace an empty folder */
-    if (rc == KB_OK && renameat2(AT_FDCWD, tmp, AT_FDCWD, *dir, RENAME_NOREPLACE) != 0) {
+    /* never replacing: a plain rename would also replace an empty folder */
+    if (rc == KB_OK && kb_rename_noreplace(tmp, *dir) != 0) {
         if (errno == EEXIST || errno == ENOTEMPTY)
             *taken = 1;
         else

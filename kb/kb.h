@@ -119,6 +119,12 @@ int kb_temp_name(const char *name, long *pid);
  * running (killed part-way); a running writer's are left alone. Returns
  * how many were removed. */
 size_t kb_sweep_temp(const char *dir);
+/* rename(from, to) that never replaces what is at to (EEXIST, or
+ * ENOTEMPTY for a folder): renameat2's RENAME_NOREPLACE, and on a file
+ * system without it (NFS, CIFS: EINVAL) a folder's plain rename, which
+ * refuses a folder that holds anything (an empty one at to is replaced),
+ * or a file's link and unlink. 0, or -1 with errno set. */
+int kb_rename_noreplace(const char *from, const char *to);
 /* rm -rf path, never following a link; a missing path is nothing to do.
  * 0, or -1 when something could not be removed. */
 int kb_rmtree(const char *path);

@@ -362,6 +362,23 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
     return remove(path) == 0 || errno == ENOENT ? 0 : -1;
 }
 
+int kb_rename_noreplace(const char *from, const char *to)
+{
+    if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS)
+        return -1;
+    /* a file system without the flag (NFS, CIFS, Lustre): a folder's plain
+     * rename refuses a folder that holds anything; a file is linked (which
+     * never replaces) and its old name removed */
+    struct stat st;
+    if (lstat(from, &st) != 0)
+        return -1;
+    if (S_ISDIR(st.st_mode))
+        return rename(from, to);
+    return link(from, to) == 0 ? unlink(from) : -1;
+}
+
 int kb_rmtree(const char *path)
 {
     struct stat st;

@@ -107,48 +107,58 @@ static kb_rc write_pair(const kb_skill *s, const kb_skill_evidence *ev, const ch
     return rc;
 }
 
+/* dir made again beside itself with the two files written, and exchanged
+ * with it. *done 0 with KB_OK: the file system has no RENAME_EXCHANGE
+ * (NFS, CIFS), nothing changed. */
+static kb_rc exchange(const char *dir, mode_t mode, const kb_skill *s,
+                      const kb_skill_evidence *ev, int *done, kb_err *err)
+{
+    char *parent = kb_strdup(dir);
+    if (!parent)
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    char *slash = strrchr(parent, '/');
+    if (slash)
+        slash[slash == parent] = '\0';
+    kb_sweep_temp(slash ? parent : ".");   /* what a killed one left */
+    free(parent);
+    kb_buf tmp;
+    kb_buf_init(&tmp, 0);
+    kb_rc rc = kb_temp_dir(dir, &tmp, err);
+    if (rc != KB_OK)
+        return rc;
+    chmod(tmp.data, mode & 0777);
+    if ((rc = clone_dir(dir, tmp.data, 0, err)) == KB_OK &&
+        (rc = write_pair(s, ev, tmp.data, err)) == KB_OK) {
+        *done = renameat2(AT_FDCWD, tmp.data, AT_FDCWD, dir, RENAME_EXCHANGE) == 0;
+        if (!*done && errno != EINVAL && errno != ENOSYS)
+            rc = kb_err_set(err, KB_ERR_IO, "cannot put '%s' in place: %s", dir,
+                            strerror(errno));
+    }
+    kb_rmtree(tmp.data);     /* the old folder, or the new one not put in place */
+    kb_buf_release(&tmp);
+    return rc;
+}
+
 kb_rc kb_skill_commit(const kb_skill_entry *e, kb_err *err)
 {
-    const kb_skill *s = &e->skill;
-    const kb_skill_evidence *ev = &e->evidence;
-    struct stat st;
     size_t n = strlen(e->dir);
     while (n > 1 && e->dir[n - 1] == '/')
         n--;
     char *dir = kb_strndup(e->dir, n);
     if (!dir)
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    kb_buf tmp;
-    kb_buf_init(&tmp, 0);
+    struct stat st;
+    int done = 0;
     kb_rc rc = KB_OK;
-    if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        /* a skill folder that is a link: exchanging would replace the link;
-         * the two writes, evidence first (SKILL.md never names a record
-         * that is not written) */
-        rc = kb_skill_evidence_save(ev, err);
-        if (rc == KB_OK)
-            rc = kb_skill_save(s, err);
-        goto out;
-    }
-    char *slash = strrchr(dir, '/');
-    if (slash) {
-        *slash = '\0';
-        kb_sweep_temp(slash == dir ? "/" : dir);   /* what a killed one left */
-        *slash = '/';
-    } else {
-        kb_sweep_temp(".");
-    }
-    if ((rc = kb_temp_dir(dir, &tmp, err)) != KB_OK)
-        goto out;
-    chmod(tmp.data, st.st_mode & 0777);
-    if ((rc = clone_dir(dir, tmp.data, 0, err)) == KB_OK &&
-        (rc = write_pair(s, ev, tmp.data, err)) == KB_OK &&
-        renameat2(AT_FDCWD, tmp.data, AT_FDCWD, dir, RENAME_EXCHANGE) != 0)
-        rc = kb_err_set(err, KB_ERR_IO, "cannot put '%s' in place: %s", dir,
-                        strerror(errno));
-    kb_rmtree(tmp.data);     /* the old folder, or the new one that failed */
-out:
-    kb_buf_release(&tmp);
+    if (lstat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+        rc = exchange(dir, st.st_mode, &e->skill, &e->evidence, &done, err);
+    /* else the two writes, evidence first (SKILL.md never names a record
+     * that is not written): a skill folder that is a link (exchanging
+     * would replace the link), a file system without RENAME_EXCHANGE */
+    if (rc == KB_OK && !done)
+        rc = kb_skill_evidence_save(&e->evidence, err);
+    if (rc == KB_OK && !done)
+        rc = kb_skill_save(&e->skill, err);
     free(dir);
     return rc;
 }

@@ -60,9 +60,12 @@ static kb_rc swap_in(const char *tmp, const char *dst, kb_err *err)
         kb_rmtree(tmp);          /* the old export; a kill leaves it to the sweep */
         return KB_OK;
     }
-    if (errno == ENOENT && renameat2(AT_FDCWD, tmp, AT_FDCWD, dst, RENAME_NOREPLACE) == 0)
+    /* nothing at dst (ENOENT; a file system without the flag says EINVAL
+     * whether or not there is) */
+    if ((errno == ENOENT || errno == EINVAL || errno == ENOSYS) &&
+        kb_rename_noreplace(tmp, dst) == 0)
         return KB_OK;
-    if (errno != EINVAL && errno != ENOSYS && errno != EEXIST)
+    if (errno != EEXIST && errno != ENOTEMPTY)
         return kb_err_set(err, KB_ERR_IO, "cannot put '%s' in place: %s", dst,
                           strerror(errno));
     kb_buf old;

@@ -450,8 +450,9 @@ kb_rc kb_skill_lib_check(const kb_skill_lib *lib, kb_skill_diags *d)
  * folders exchanged (renameat2 RENAME_EXCHANGE); the old one is removed.
  * A kill leaves the old folder or the new one, never one file new and
  * the other old; the temp folder it leaves is swept by the next commit
- * in the library. A skill folder that is itself a link gets the two
- * writes, evidence first. */
+ * in the library. A skill folder that is itself a link, or one on a file
+ * system without RENAME_EXCHANGE (NFS, CIFS), gets the two writes,
+ * evidence first. */
 kb_rc kb_skill_commit(const kb_skill_entry *e, kb_err *err);
 
 /* ------------------------------------------------------------ export.c */
