@@ -258,30 +258,6 @@ static void tame(char *s, size_t max)
     }
 }
 
-/* The LLM's text with its control bytes (an escape sequence, a NUL, a
- * lone CR) written as visible "\x1b": SKILL.md is text a reviewer reads
- * in a terminal, and lint refuses control bytes. Line feeds and tabs
- * stay; a CRLF is a line feed. Frees *s; NULL out of memory. */
-static char *escape_controls(char *s)
-{
-    if (!s)
-        return NULL;
-    kb_buf b;
-    kb_buf_init(&b, 0);
-    kb_rc rc = KB_OK;
-    for (const char *p = s; *p && rc == KB_OK; p++) {
-        unsigned char c = (unsigned char)*p;
-        if (c == '\r' && p[1] == '\n')
-            continue;
-        if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F)
-            rc = kb_buf_printf(&b, "\\x%02x", c);
-        else
-            rc = kb_buf_putc(&b, (char)c);
-    }
-    free(s);
-    return kb_buf_finish(&b, rc);
-}
-
 static kb_rc parse_writeup(const char *text, writeup *u)
 {
     memset(u, 0, sizeof *u);
@@ -290,10 +266,12 @@ static kb_rc parse_writeup(const char *text, writeup *u)
     u->name = field(text, "NAME");
     u->description = field(text, "DESCRIPTION");
     tame(u->description, KB_SKILL_DESCRIPTION_MAX);
-    u->description = escape_controls(u->description);
+    /* its control bytes (an escape sequence, a NUL, a lone CR) visible:
+     * SKILL.md is text a reviewer reads in a terminal */
+    u->description = kb_skill_escape_controls(u->description);
     kb_rc rc = kb_gen_scrub_paths(&u->description);   /* no machine's path */
     for (int i = 0; i < 3; i++) {
-        u->sections[i] = escape_controls(section(text, section_titles[i]));
+        u->sections[i] = kb_skill_escape_controls(section(text, section_titles[i]));
         if (rc == KB_OK)
             rc = kb_gen_scrub_paths(&u->sections[i]);
     }

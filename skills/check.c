@@ -197,18 +197,39 @@ static kb_rc check_body(const kb_skill *s, kb_skill_diags *d)
     return rc;
 }
 
-/* The first control byte of t (not tab, line feed, or a CRLF's CR), or
- * NULL: an escape sequence in SKILL.md is obeyed by the terminal of every
- * reviewer and agent that prints it. */
+/* 1 if the byte at t is one SKILL.md may not hold: a control byte but
+ * tab, line feed and a CRLF's CR. An escape sequence in SKILL.md is obeyed
+ * by the terminal of every reviewer and agent that prints it. */
+static int is_control(const char *t)
+{
+    unsigned char c = (unsigned char)*t;
+    return (c < 0x20 && c != '\t' && c != '\n' && !(c == '\r' && t[1] == '\n')) || c == 0x7F;
+}
+
+/* The first control byte of t, or NULL. */
 static const char *control_byte(const char *t)
 {
-    for (; t && *t; t++) {
-        unsigned char c = (unsigned char)*t;
-        if ((c < 0x20 && c != '\t' && c != '\n' && !(c == '\r' && t[1] == '\n')) ||
-            c == 0x7F)
+    for (; t && *t; t++)
+        if (is_control(t))
             return t;
-    }
     return NULL;
+}
+
+char *kb_skill_escape_controls(char *s)
+{
+    if (!s)
+        return NULL;
+    kb_buf b;
+    kb_buf_init(&b, 0);
+    kb_rc rc = KB_OK;
+    for (const char *p = s; *p && rc == KB_OK; p++) {
+        if (*p == '\r' && p[1] == '\n')
+            continue;             /* a CRLF is a line feed */
+        rc = is_control(p) ? kb_buf_printf(&b, "\\x%02x", (unsigned char)*p)
+                           : kb_buf_putc(&b, *p);
+    }
+    free(s);
+    return kb_buf_finish(&b, rc);
 }
 
 /* Control bytes in the values and the body: one finding each. */

@@ -169,9 +169,14 @@ extern const char *const kb_skill_meta_keys[];
  * the folder's name; description: 1-1024 characters, no '<' or '>';
  * compatibility: at most 500) and kb's rules on the model alone: the four
  * body sections, kb-status one of the four, kb metadata keys known, kb-task
- * present beyond a draft, kb-speedup a number. Findings go to d. Returns
+ * present beyond a draft, kb-speedup a number, no control byte in a value
+ * or the body (kb_skill_escape_controls). Findings go to d. Returns
  * KB_OK or KB_ERR_NOMEM. */
 kb_rc kb_skill_check(const kb_skill *s, kb_skill_diags *d) KB_MUST_CHECK;
+/* s (freed) with each control byte kb_skill_check refuses written as a
+ * visible "\x1b" and a CRLF as a line feed: text (an LLM's) that passes
+ * lint's "text" rule. NULL for NULL or out of memory. */
+char *kb_skill_escape_controls(char *s);
 
 /* 1 for a valid name (the format's rule). */
 int kb_skill_name_ok(const char *name);
