@@ -143,22 +143,45 @@ static void error_prefix(void)
     fputs(": ", stderr);
 }
 
+void kb_cli_safe_begin(kb_cli_safe_out *o)
+{
+    o->text = NULL;
+    o->len = 0;
+    o->f = open_memstream(&o->text, &o->len);
+    if (!o->f)
+        o->f = stdout;
+}
+
+void kb_cli_safe_end(kb_cli_safe_out *o)
+{
+    if (o->f == stdout)
+        return;
+    fclose(o->f);
+    kb_cli_put_safe(stdout, o->text ? o->text : "", o->len);
+    free(o->text);
+    o->f = stdout;
+    o->text = NULL;
+}
+
 int kb_cli_fail(const kb_err *err)
 {
-    error_prefix();
-    kb_fput_line_safe(stderr, err->msg[0] ? err->msg : kb_rc_name(err->rc));
-    fputc('\n', stderr);
+    kb_cli_errorf("%s", err->msg[0] ? err->msg : kb_rc_name(err->rc));
     return kb_rc_exit_status(err->rc);
 }
 
 void kb_cli_errorf(const char *fmt, ...)
 {
+    kb_buf line;
+    kb_buf_init(&line, 0);
     va_list ap;
     va_start(ap, fmt);
-    error_prefix();
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    kb_rc rc = kb_buf_vprintf(&line, fmt, ap);
     va_end(ap);
+    error_prefix();
+    /* what it quotes (a file name with an escape sequence) is escaped */
+    kb_fput_line_safe(stderr, rc == KB_OK && line.data ? line.data : "out of memory");
+    fputc('\n', stderr);
+    kb_buf_release(&line);
 }
 
 int kb_cli_usage_error(const kb_command *cmd, const char *fmt, ...)

@@ -136,7 +136,8 @@ void kb_cli_usage(const kb_command *cmd, int to_stderr);
 /* Prints "kb COMMAND: MSG" for err on stderr ("kb: MSG" before a command
  * runs) and returns the exit status for it. */
 int kb_cli_fail(const kb_err *err);
-/* An error's line on stderr with the same "kb COMMAND: " before it. */
+/* An error's line on stderr with the same "kb COMMAND: " before it, its
+ * control bytes escaped as kb_cli_fail's are. */
 void kb_cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints a usage error ("kb CMD: MSG") and the usage line; returns 2. */
 int kb_cli_usage_error(const kb_command *cmd, const char *fmt, ...)
@@ -164,6 +165,17 @@ void kb_cli_puts_safe(FILE *f, const char *s);
 /* kb_cli_puts_safe, then spaces up to width bytes: printf's "%-Ns" for a
  * column of text from documents (the escapes count towards the width). */
 void kb_cli_puts_safe_pad(FILE *f, const char *s, int width);
+/* Text output that quotes what others wrote (a contributor's SKILL.md and
+ * evidence.json): printed to f, a memory stream, and by kb_cli_safe_end
+ * to stdout through kb_cli_put_safe (f is stdout itself when there is no
+ * memory for the stream). */
+typedef struct {
+    FILE *f;
+    char *text;
+    size_t len;
+} kb_cli_safe_out;
+void kb_cli_safe_begin(kb_cli_safe_out *o);
+void kb_cli_safe_end(kb_cli_safe_out *o);
 
 /* "s" after a count that is not 1: "%zu chunk%s", n, KB_S(n). */
 #define KB_S(n) ((n) == 1 ? "" : "s")

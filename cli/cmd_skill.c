@@ -407,33 +407,34 @@ static void list_widen(list_widths *w, const kb_skill_entry *e)
 
 /* list's line of e: name, status, task, speedup, arch (kb-arch), how
  * often kb generate's prompts carried it and won, what dominates it. */
-static void print_row(const kb_skill_lib *lib, const kb_skill_entry *e, long used, long won,
-                      const list_widths *w)
+static void print_row(FILE *out, const kb_skill_lib *lib, const kb_skill_entry *e, long used,
+                      long won, const list_widths *w)
 {
     kb_skill_status st = e->ok ? kb_skill_status_of(&e->skill) : KB_SKILL_DRAFT;
     const char *t = cmd_skill_meta(e, "kb-task", "");
     char uw[48], sp[32];
     snprintf(uw, sizeof uw, "%ld/%ld", used, won);
     const char *spc = speedup_cell(e, sp, sizeof sp);
-    printf("%-*s %-9s %-*s %*s %-*s %8s", w->name, cmd_skill_name(e),
-           e->ok ? kb_skill_status_name(st) : "?", w->task, *t ? t : "-", w->speedup, spc,
-           w->arch, cmd_skill_meta(e, "kb-arch", "-"), uw);
+    fprintf(out, "%-*s %-9s %-*s %*s %-*s %8s", w->name, cmd_skill_name(e),
+            e->ok ? kb_skill_status_name(st) : "?", w->task, *t ? t : "-", w->speedup, spc,
+            w->arch, cmd_skill_meta(e, "kb-arch", "-"), uw);
     const char *sep = " ";
     for (size_t j = 0; j < lib->n; j++) {
         if (kb_skill_dominates(&lib->items[j], e))
-            printf("%sdominated by %s", sep, cmd_skill_name(&lib->items[j])), sep = "; ";
+            fprintf(out, "%sdominated by %s", sep, cmd_skill_name(&lib->items[j])),
+                sep = "; ";
         if (kb_skill_dominates(e, &lib->items[j]))
-            printf("%sdominates %s", sep, cmd_skill_name(&lib->items[j])), sep = "; ";
+            fprintf(out, "%sdominates %s", sep, cmd_skill_name(&lib->items[j])), sep = "; ";
     }
     if (!e->ok)
-        printf("%sdoes not parse: kb skill lint %s", sep, e->dir), sep = "; ";
+        fprintf(out, "%sdoes not parse: kb skill lint %s", sep, e->dir), sep = "; ";
     else if (st == KB_SKILL_RETIRED)
-        printf("%sretired: %s", sep, cmd_skill_meta(e, "kb-retired", "no reason recorded")),
-            sep = "; ";
+        fprintf(out, "%sretired: %s", sep,
+                cmd_skill_meta(e, "kb-retired", "no reason recorded")), sep = "; ";
     if (e->ok && *spc == '?')
-        printf("%skb-speedup '%s' is not a number: kb skill lint %s", sep,
-               cmd_skill_meta(e, "kb-speedup", ""), e->dir);
-    putchar('\n');
+        fprintf(out, "%skb-speedup '%s' is not a number: kb skill lint %s", sep,
+                cmd_skill_meta(e, "kb-speedup", ""), e->dir);
+    fputc('\n', out);
 }
 
 /* Does list show e: of status *want (NULL: any), of task (NULL: any), and
@@ -488,9 +489,11 @@ static int sub_list(int argc, char **argv, const kb_cli *cli, const kb_command *
     for (size_t i = 0; i < r.lib.n; i++)
         if (listed(&r.lib.items[i], want ? &wst : NULL, task, all))
             list_widen(&w, &r.lib.items[i]);
+    kb_cli_safe_out so;   /* names and notes are contributors' text */
+    kb_cli_safe_begin(&so);
     if (!json)
-        printf("%-*s %-9s %-*s %*s %-*s %8s %s\n", w.name, "name", "status", w.task, "task",
-               w.speedup, "speedup", w.arch, "arch", "used/won", "note");
+        fprintf(so.f, "%-*s %-9s %-*s %*s %-*s %8s %s\n", w.name, "name", "status", w.task,
+                "task", w.speedup, "speedup", w.arch, "arch", "used/won", "note");
     size_t shown = 0, hidden = 0;
     for (size_t i = 0; i < r.lib.n; i++) {
         const kb_skill_entry *e = &r.lib.items[i];
@@ -517,8 +520,9 @@ static int sub_list(int argc, char **argv, const kb_cli *cli, const kb_command *
                 arr = NULL;
             continue;
         }
-        print_row(&r.lib, e, used, won, &w);
+        print_row(so.f, &r.lib, e, used, won, &w);
     }
+    kb_cli_safe_end(&so);
     if (json) {
         if (!arr || !cJSON_AddNumberToObject(root, "hidden_retired", (double)hidden)) {
             cJSON_Delete(root);
@@ -537,25 +541,25 @@ out:
     return status;
 }
 
-static void show_record(const cJSON *r)
+static void show_record(FILE *out, const cJSON *r)
 {
     const cJSON *dev = cJSON_GetObjectItemCaseSensitive(r, "device");
     const cJSON *sp = cJSON_GetObjectItemCaseSensitive(r, "speedup");
-    printf("  %s  %-10s on %s (%s)", kb_skill_record_str(r, "date"),
-           kb_skill_record_str(r, "verdict"), kb_skill_record_str(dev, "name"),
-           kb_skill_record_str(dev, "arch"));
+    fprintf(out, "  %s  %-10s on %s (%s)", kb_skill_record_str(r, "date"),
+            kb_skill_record_str(r, "verdict"), kb_skill_record_str(dev, "name"),
+            kb_skill_record_str(dev, "arch"));
     if (cJSON_IsNumber(sp))
-        printf(", %.2fx %s", sp->valuedouble, kb_skill_record_str(r, "baseline"));
-    printf(", kernel %.12s\n", kb_skill_record_str(r, "kernel_sha256"));
+        fprintf(out, ", %.2fx %s", sp->valuedouble, kb_skill_record_str(r, "baseline"));
+    fprintf(out, ", kernel %.12s\n", kb_skill_record_str(r, "kernel_sha256"));
     const cJSON *t;
     cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(r, "timings")) {
         const cJSON *c = cJSON_GetObjectItemCaseSensitive(t, "candidate_ms");
         const cJSON *b = cJSON_GetObjectItemCaseSensitive(t, "baseline_ms");
 #define MS(o, k) (cJSON_GetObjectItemCaseSensitive(o, k) ? \
                   cJSON_GetObjectItemCaseSensitive(o, k)->valuedouble : 0)
-        printf("      %s: %.4f ms [%.4f, %.4f] against %.4f ms [%.4f, %.4f]\n",
-               kb_skill_record_str(t, "shape"), MS(c, "median"), MS(c, "ci95_lo"),
-               MS(c, "ci95_hi"), MS(b, "median"), MS(b, "ci95_lo"), MS(b, "ci95_hi"));
+        fprintf(out, "      %s: %.4f ms [%.4f, %.4f] against %.4f ms [%.4f, %.4f]\n",
+                kb_skill_record_str(t, "shape"), MS(c, "median"), MS(c, "ci95_lo"),
+                MS(c, "ci95_hi"), MS(b, "median"), MS(b, "ci95_lo"), MS(b, "ci95_hi"));
 #undef MS
     }
 }
@@ -577,24 +581,25 @@ static int sub_show(int argc, char **argv, const kb_cli *cli, const kb_command *
         status = cmd_skill_print_json(skill_json(&r.lib, e, 1));
     } else if (e) {
         const kb_skill *s = &e->skill;
-        printf("%s  (%s)\n%s\n\n", cmd_skill_name(e), kb_skill_status_name(kb_skill_status_of(s)),
-               s->fields[KB_SKILL_DESCRIPTION] ? s->fields[KB_SKILL_DESCRIPTION] : "");
-        printf("  %-15s %s\n", "path", e->dir);
+        kb_cli_safe_out so;   /* every value is a contributor's text */
+        kb_cli_safe_begin(&so);
+        FILE *out = so.f;
+        fprintf(out, "%s  (%s)\n%s\n\n", cmd_skill_name(e),
+                kb_skill_status_name(kb_skill_status_of(s)),
+                s->fields[KB_SKILL_DESCRIPTION] ? s->fields[KB_SKILL_DESCRIPTION] : "");
+        fprintf(out, "  %-15s %s\n", "path", e->dir);
         for (size_t i = 0; i < s->nmeta; i++)
-            printf("  %-15s %s\n", s->meta[i].key, s->meta[i].value);
-        printf("  %-15s", "sections");
+            fprintf(out, "  %-15s %s\n", s->meta[i].key, s->meta[i].value);
+        fprintf(out, "  %-15s", "sections");
         for (size_t i = 0; i < s->nsections; i++)
-            printf("%s%s", i ? ", " : " ", s->sections[i].title);
-        printf("\n\nevidence (%zu record%s):\n", kb_skill_evidence_count(&e->evidence),
-               kb_skill_evidence_count(&e->evidence) == 1 ? "" : "s");
+            fprintf(out, "%s%s", i ? ", " : " ", s->sections[i].title);
+        fprintf(out, "\n\nevidence (%zu record%s):\n", kb_skill_evidence_count(&e->evidence),
+                kb_skill_evidence_count(&e->evidence) == 1 ? "" : "s");
         for (size_t i = 0; i < kb_skill_evidence_count(&e->evidence); i++)
-            show_record(kb_skill_evidence_at(&e->evidence, i));
-        if (s->body && *s->body) {   /* the skill itself: SKILL.md's body */
-            printf("\n");
-            kb_cli_puts_safe(stdout, s->body);
-            if (s->body[strlen(s->body) - 1] != '\n')
-                printf("\n");
-        }
+            show_record(out, kb_skill_evidence_at(&e->evidence, i));
+        if (s->body && *s->body)   /* the skill itself: SKILL.md's body */
+            fprintf(out, "\n%s%s", s->body, s->body[strlen(s->body) - 1] != '\n' ? "\n" : "");
+        kb_cli_safe_end(&so);
     }
     cmd_skill_end(&r);
     (void)cli;

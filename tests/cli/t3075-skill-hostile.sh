@@ -11,7 +11,8 @@
 # SKILL.md over 1 MiB and a folder over 512 files are skipped with a
 # finding by lint, list, export and kb mcp, which still start. An empty
 # evidence.json says so (not "near byte 94192946017697"); control bytes
-# in SKILL.md are a lint error.
+# in SKILL.md are a lint error, and kb skill list and show print them
+# escaped.
 . "$(dirname "$0")/lib.sh"
 cd "$KB_TMP"
 TASKS="$KB_TOP/corpus/tasks"
@@ -76,7 +77,8 @@ skill("deep16", "---\nname: deep16\ndescription: " + "[" * 16000 + "\n---\n# x\n
 skill("big", named("big") + "x" * (1 << 20))
 skill("many", named("many"), **{f"f{i}.txt": "x" for i in range(520)})
 skill("emptyev", named("emptyev"), **{"evidence.json": ""})
-skill("ctl", named("ctl").replace("## Pitfalls", "## Pitfalls\n\nRed \x1b[31mtext\x1b[0m."))
+skill("ctl", named("ctl").replace("## Pitfalls", "## Pitfalls\n\nRed \x1b[31mtext\x1b[0m.")
+      .replace("kb-arch: sm_70+", 'kb-arch: "sm_70\\e[31m"'))   # YAML's escape: a real ESC
 PY
 start=$(date +%s%N)
 expect_rc 1 kb skill lint --dir "$L2" --tasks "$TASKS" --no-compile
@@ -92,6 +94,13 @@ contains "$out" "ctl/SKILL.md:46: error: a control byte (0x1b) in the text"
 contains "$out" "7 skills"
 expect_rc 0 kb skill list --dir "$L2"
 contains "$out" "online-softmax"
+# what a contributor wrote is shown with its control bytes escaped
+lacks "$out" $'\e'
+contains "$out" 'sm_70\x1b[31m'
+expect_rc 0 kb skill show --dir "$L2" ctl
+lacks "$out" $'\e'
+contains "$out" 'kb-arch         sm_70\x1b[31m'
+contains "$out" 'Red \x1b[31mtext'
 expect_rc 3 kb skill export --dir "$L2" exp2
 [ "$(ls exp2)" = online-softmax ] || fail "exported: $(ls exp2)"
 start=$(date +%s%N)
