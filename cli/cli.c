@@ -309,7 +309,9 @@ void kb_cli_usage(const kb_command *cmd, int to_stderr)
             fprintf(f, "  %-10s %s\n", (*s)->name, (*s)->summary);
     }
     if (cmd->options && cmd->options->name) {
-        fputs(cmd->subcommands ? "\ncommon options:\n" : "\noptions:\n", f);
+        /* a command of its own too (kb verify TASK ...): its options are
+         * its own, not its subcommands' */
+        fputs(cmd->subcommands && !cmd->fn ? "\ncommon options:\n" : "\noptions:\n", f);
         kb_cli_print_options(f, cmd->options);
     }
     if (cmd->notes)
