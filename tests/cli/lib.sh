@@ -49,3 +49,16 @@ use_kb() {
     ( . "$KB_TOP/tests/cli/kbs-lib.sh" && kbs_ensure "$1" "$KB_DIR" ) >"$KB_TMP/.use_kb" 2>&1 ||
         fail "the shared KB $1: $(tail -n 5 "$KB_TMP/.use_kb")"
 }
+# serve_dir DIR: DIR's files over HTTP on a free loopback port (python3's
+# http.server; its request log in $KB_TMP/server.log), stopped when the
+# test ends; $base is its URL
+serve_dir() {
+    local port
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    python3 -m http.server "$port" --bind 127.0.0.1 --directory "$1" >"$KB_TMP/server.log" 2>&1 &
+    KB_SERVE_DIR_PID=$!
+    trap 'kill $KB_SERVE_DIR_PID 2>/dev/null; rm -rf "$KB_TMP"' EXIT
+    base="http://127.0.0.1:$port"
+    for _ in $(seq 50); do curl -s "$base/" >/dev/null && return 0; sleep 0.1; done
+    fail "the test's HTTP server on port $port did not start: $(cat "$KB_TMP/server.log")"
+}

