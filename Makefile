@@ -1,15 +1,16 @@
 # kb - a knowledge base and kernel skill library for GPU kernel engineers.
 #
 #   make            build/kb (and build/kb-verify where a CUDA toolkit is found)
-#   make deps       install packages, the FAISS C API and the model (idempotent)
-#   make test       deps, build, the layer and size checks, the tests of
+#   make deps       install packages and the FAISS C API (idempotent)
+#   make model      build/kb model fetch: the embedding model, SHA-256 checked
+#   make test       deps, build, the model, the layer and size checks, the tests of
 #                   tier ci, TEST_JOBS (nproc) at once: what CI runs
 #   make test-quick build, the unit tests, fuzz replays and quick CLI tests
 #   make test-full  as make test, with the slow tests too (tier full)
 #                   (tiers, logs, skips: tests/run.sh)
 #   make check      the test suite under ASan + UBSan
 #   make fuzz       each fuzz target for FUZZ_SECONDS (60) under libFuzzer
-#   make demo       deps, build, ingest the mirror, answer a query
+#   make demo       deps, build, the model, ingest the mirror, answer a query
 #   make bench      the figures of BENCHMARKS.md
 #   make install PREFIX=/usr/local DESTDIR=   (make uninstall, the same)
 #   V=1 shows full commands.
@@ -70,7 +71,7 @@ MAIN_OBJ := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps test test-quick test-full unit cli layers check demo bench install uninstall clean
+.PHONY: all deps model test test-quick test-full unit cli layers check demo bench install uninstall clean
 all: $(BUILD)/kb $(BUILD)/kb.bash $(BUILD)/_kb $(BUILD)/kb.fish $(BUILD)/kb.1
 
 $(BUILD)/obj/%.o: %.c kb/kb.h
@@ -126,6 +127,13 @@ include tests/fuzz/fuzz.mk
 deps:
 	$(Q)scripts/deps.sh
 
+# the embedding model, by kb itself once it is built (deps comes before
+# the build: kb links the FAISS C API that deps makes); nothing is
+# downloaded when the pinned files are there. KB_MODEL_DIR set but empty
+# asks for no model.
+model: $(BUILD)/kb
+	$(Q)if [ -n "$${KB_MODEL_DIR-unset}" ]; then $(BUILD)/kb -q model fetch; fi
+
 # test-only Python tools (tests/requirements.txt) in a virtualenv; the
 # tests that use them find it through $KB_VENV
 VENV := $(BUILD)/venv
@@ -141,7 +149,7 @@ TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 TEST_BINS := all $(UNIT_BIN) $(FUZZ_REPLAY) $(VERIFY_TARGETS) $(VENV)/.stamp
 TEST_MAKE  = $(MAKE) --no-print-directory $(if $(filter -j%,$(MAKEFLAGS)),,-j$(TEST_JOBS))
 test: deps
-	$(Q)$(TEST_MAKE) $(TEST_BINS)
+	$(Q)$(TEST_MAKE) $(TEST_BINS) model
 	$(Q)scripts/check-layers.sh $(BUILD)
 	$(Q)scripts/check-sizes.sh
 	$(Q)KB_TEST_JOBS=$(TEST_JOBS) tests/run.sh $(BUILD) ci
@@ -152,7 +160,7 @@ test-quick:
 	$(Q)KB_TEST_JOBS=$(TEST_JOBS) tests/run.sh $(BUILD) quick
 
 test-full: deps
-	$(Q)$(TEST_MAKE) $(TEST_BINS)
+	$(Q)$(TEST_MAKE) $(TEST_BINS) model
 	$(Q)scripts/check-layers.sh $(BUILD)
 	$(Q)scripts/check-sizes.sh
 	$(Q)KB_TEST_JOBS=$(TEST_JOBS) tests/run.sh $(BUILD) full
@@ -173,17 +181,17 @@ cli: all
 check: deps
 	$(Q)$(MAKE) --no-print-directory BUILD=build-asan \
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
-	  LDFLAGS="-fsanitize=address,undefined" FAISS_CAPI=build/faiss-capi all \
+	  LDFLAGS="-fsanitize=address,undefined" FAISS_CAPI=build/faiss-capi all model \
 	  $(UNIT_SRC:tests/unit/%.c=build-asan/tests/%) $(FUZZ_NAMES:%=build-asan/tests/test_fuzz_%)
 	$(Q)ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  tests/run.sh build-asan full
 
 # deps first, then the build: under make -j the two would race
 demo: deps
-	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory all model
 	$(Q)scripts/demo.sh $(BUILD)
 
-bench: all
+bench: all model
 	$(Q)scripts/bench.sh $(BUILD)
 
 install: all

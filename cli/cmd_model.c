@@ -18,9 +18,10 @@ enum { OPT_USER = KB_OPT_LONG('u'), OPT_SYSTEM = KB_OPT_LONG('s'), OPT_FORCE = '
 
 static const kb_option fetch_options[] = {
     { "user", OPT_USER, NULL, "into the user's directory, ~/.cache/kb/models/\n"
-      "(the default unless root or KB_MODEL_DIR)" },
-    { "system", OPT_SYSTEM, NULL, "into the installed kb's PREFIX/share/kb/models/\n"
-      "(the default for root), for every user" },
+      "(the default, unless KB_MODEL_DIR is set or root\n"
+      "runs an installed kb)" },
+    { "system", OPT_SYSTEM, NULL, "into the installed kb's PREFIX/share/kb/models/,\n"
+      "for every user (root's default on an installed kb)" },
     { "force", OPT_FORCE, NULL, "download even when the model is already there" },
     { NULL, 0, NULL, NULL },
 };

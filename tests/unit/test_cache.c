@@ -320,7 +320,7 @@ static void test_result_cache(void **state)
 static int no_model(void)
 {
     if (!have_model)
-        printf("skip: an embedding case (no model: make deps)\n");
+        printf("skip: an embedding case (no model: make model)\n");
     return !have_model;
 }
 

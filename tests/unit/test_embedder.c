@@ -22,7 +22,7 @@ static int setup(void **state)
     kb_err err;
     kb_err_clear(&err);
     if (kb_embedder_open_local(model_dir, 0, &emb, &err) != KB_OK) {
-        fprintf(stderr, "the model is not installed (run 'make deps'): %s\n", err.msg);
+        fprintf(stderr, "the model is not installed (run 'make model'): %s\n", err.msg);
         return -1;
     }
     tmpdir = tu_tmpdir("embedder");
