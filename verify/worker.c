@@ -450,14 +450,19 @@ kb_rc kb_worker_run(const kb_worker_opts *opts, kb_worker_stats *st, kb_err *err
     jobq_opts_resolve(&opts->q, &o.q, name);   /* one name for every slot */
     w.o = &o;
     jobq_host(w.host, sizeof w.host);
-    char tmpl[] = "/tmp/kb-worker-XXXXXX";
-    if (!mkdtemp(tmpl) || !(w.tmp = kb_strdup(tmpl)))
-        return kb_err_set(err, KB_ERR_IO, "cannot make a folder in /tmp: %s",
-                          strerror(errno));
+    /* candidates are written in /tmp/.kb-worker.tmp.PID.XXXXXX; a killed
+     * worker's folder (its PID no longer running) is removed here */
+    kb_sweep_temp("/tmp");
+    kb_buf tmp;
+    kb_buf_init(&tmp, 0);
+    kb_rc rc = kb_temp_dir("/tmp/kb-worker", &tmp, err);
+    if (rc != KB_OK)
+        return rc;
+    w.tmp = tmp.data;
     signal(SIGPIPE, SIG_IGN);   /* a --serve child that died is a result, not our end */
     pthread_mutex_init(&w.mu, NULL);
     pthread_cond_init(&w.cv, NULL);
-    kb_rc rc = slots_make(&w, &o.q, err);
+    rc = slots_make(&w, &o.q, err);
     pthread_t hb;
     int hb_ok = rc == KB_OK && pthread_create(&hb, NULL, heartbeat_main, &w) == 0;
     for (size_t i = 0; rc == KB_OK && i < w.nslots; i++) {
@@ -480,7 +485,7 @@ kb_rc kb_worker_run(const kb_worker_opts *opts, kb_worker_stats *st, kb_err *err
         pthread_join(hb, NULL);
     *st = w.st;
     slots_free(&w);
-    rmdir(w.tmp);
+    kb_rmtree(w.tmp);   /* what a job left there too */
     free(w.tmp);
     pthread_mutex_destroy(&w.mu);
     pthread_cond_destroy(&w.cv);

@@ -7,7 +7,8 @@
 # poisoned job (its kb-verify never answers within the limit and is
 # killed) is tried max-deliveries times and then goes to the dead letter
 # with its reason; the worker that ran it goes on to the next job, and a
-# submitter waiting on it gets an error result with the reason.
+# submitter waiting on it gets an error result with the reason. A killed
+# worker's folder in /tmp is removed by the next worker to start.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/jobq-lib.sh"
 start_redis
@@ -17,10 +18,13 @@ for Q in "sqlite:$KB_TMP/q.sqlite" "redis://127.0.0.1:$REDIS_PORT/t4110"; do
     ids=()
     for c in "${CANDS[@]}"; do submit "$Q" softmax "$c"; ids+=("$id"); done
     # N workers, each killed (-9) as soon as it has claimed a job
+    killed_pids=()
     for k in $(seq $N); do
         start_worker "$KB_TMP/k$k.log" --queue "$Q" --lease 2 --max-deliveries 5
         wait_for "$KB_TMP/k$k.log" ' claim '
         kill -9 "$WPID"; wait "$WPID" 2>/dev/null
+        killed_pids+=("$WPID")
+        ls -d /tmp/.kb-worker.tmp."$WPID".* >/dev/null 2>&1 || fail "no folder of worker $WPID's in /tmp"
     done
     killed=$(cat "$KB_TMP"/k*.log)
     [ "$(grep -c ' claim ' <<<"$killed")" -eq $N ] || fail "$Q: $killed"
@@ -28,6 +32,10 @@ for Q in "sqlite:$KB_TMP/q.sqlite" "redis://127.0.0.1:$REDIS_PORT/t4110"; do
     # one more worker: the killed workers' jobs come back past their lease
     expect_rc 0 "$KB_BIN" verify worker --queue "$Q" --lease 2 --max-deliveries 5 --drain
     survivor=$out
+    # the next worker removed the killed workers' folders (their pids are gone)
+    for p in "${killed_pids[@]}"; do
+        ! ls -d /tmp/.kb-worker.tmp."$p".* 2>/dev/null || fail "worker $p's folder is left in /tmp"
+    done
     [ "$(grep -c ' done ' <<<"$survivor")" -eq $N ] || fail "$Q: $N results wanted: $survivor"
     lacks "$survivor" 'worker duplicate'
     j=$("$KB_BIN" verify queue --queue "$Q" --json "${ids[@]}")
