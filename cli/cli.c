@@ -594,11 +594,10 @@ static void main_usage(FILE *f, const kb_command *const *commands)
         fprintf(f, "  %-11s %s\n", (*c)->name, (*c)->summary);
     fputs("\nglobal options:\n", f);
     kb_cli_print_options(f, kb_global_options);
-    kb_buf env;
-    kb_buf_init(&env, 0);
-    if (kb_config_help(&env) == KB_OK)
-        fprintf(f, "\nenvironment:\n%s", env.data);
-    kb_buf_release(&env);
+    fputs("\nsettings:\n"
+          "  kb reads its settings (KB_DIR, KB_LLM_URL, KB_EMBED_URL and more) from the\n"
+          "  environment and from $XDG_CONFIG_HOME/kb/config: 'kb config' shows each\n"
+          "  with its value and what it does; the man page lists them too.\n", f);
     fprintf(f, "\n'kb COMMAND --help' shows a command's options.\n");
 }
 

@@ -2,8 +2,8 @@
  *
  * The only file of kb that calls getenv for kb's settings: kb_config_load
  * walks the table, validates numbers, and resolves the two directories
- * whose defaults depend on HOME/XDG_DATA_HOME. `kb --help` and the README's
- * "Configuration" table list the same rows. */
+ * whose defaults depend on HOME/XDG_DATA_HOME. `kb config`, the man page
+ * and docs/configuration.md's table list the same rows. */
 #include "kb/kb_int.h"
 
 #include <pwd.h>
@@ -272,7 +272,7 @@ static kb_rc read_file(const char *path, kb_buf *text, file_value *vals, int *fo
             i++;
         if (i == nvars)
             return kb_err_set(err, KB_ERR_USAGE, "%s:%d: unknown setting '%s' (the "
-                              "settings are the variables 'kb --help' lists)", path,
+                              "settings are the variables 'kb config' lists)", path,
                               lineno, line);
         vals[i].value = value;
         vals[i].line = lineno;
@@ -370,46 +370,135 @@ out:
     return rc;
 }
 
+/* Variable v's value in force as text (num holds a number's), or NULL
+ * when it is unset or a key (set tells which). */
+static const char *var_value(const kb_config *cfg, const config_var *v, char num[32],
+                             int *set)
+{
+    const char *value = NULL;
+    num[0] = '\0';
+    switch (v->type) {
+    case V_STR:
+    case V_STR_EMPTY:
+        value = *FIELD(cfg, v, char *const);
+        if (value && !*value && v->type != V_STR_EMPTY)
+            value = NULL;
+        break;
+    case V_SECRET:
+        *set = *FIELD(cfg, v, char *const) != NULL;
+        return NULL;
+    case V_INT:
+        if (*FIELD(cfg, v, const int))
+            snprintf(num, 32, "%d", *FIELD(cfg, v, const int));
+        value = num[0] ? num : NULL;
+        break;
+    case V_LONG:
+        snprintf(num, 32, "%ld", *FIELD(cfg, v, const long));
+        value = num;
+        break;
+    case V_FLAG:
+        value = *FIELD(cfg, v, const int) ? "1" : NULL;
+        break;
+    }
+    *set = value != NULL;
+    return value;
+}
+
+static const char *const from_names[] = { "default", "environment", "config file" };
+
 kb_rc kb_config_show(const kb_config *cfg, kb_buf *out)
 {
     kb_rc rc = kb_buf_printf(out, "config file: %s%s\n\n", cfg->file ? cfg->file : "",
                              cfg->file_found ? "" : " (not there)");
     for (size_t i = 0; i < nvars && rc == KB_OK; i++) {
         const config_var *v = &vars[i];
-        char num[32] = "";
-        const char *value = num;
-        switch (v->type) {
-        case V_STR:
-        case V_STR_EMPTY:
-            value = *FIELD(cfg, v, char *const);
-            break;
-        case V_SECRET:
-            value = *FIELD(cfg, v, char *const) ? "(set, not shown)" : NULL;
-            break;
-        case V_INT:
-            if (*FIELD(cfg, v, const int))
-                snprintf(num, sizeof num, "%d", *FIELD(cfg, v, const int));
-            break;
-        case V_LONG:
-            snprintf(num, sizeof num, "%ld", *FIELD(cfg, v, const long));
-            break;
-        case V_FLAG:
-            value = *FIELD(cfg, v, const int) ? "1" : NULL;
-            break;
-        }
-        char whence[64];
-        if (cfg->from[i] == KB_FROM_ENV)
-            snprintf(whence, sizeof whence, "environment");
-        else if (cfg->from[i] == KB_FROM_FILE)
+        char num[32], whence[64];
+        int set;
+        const char *value = var_value(cfg, v, num, &set);
+        if (cfg->from[i] == KB_FROM_FILE)
             snprintf(whence, sizeof whence, "config file, line %d", cfg->line[i]);
         else
-            snprintf(whence, sizeof whence, "default");
-        if (!value || (!*value && v->type != V_STR_EMPTY))
+            snprintf(whence, sizeof whence, "%s", from_names[cfg->from[i]]);
+        if (v->type == V_SECRET && set)
+            rc = kb_buf_printf(out, "%-20s (set, not shown)  (%s)\n", v->name, whence);
+        else if (!value)
             rc = kb_buf_printf(out, "%-20s (default: %s)\n", v->name, v->dflt);
         else
             rc = kb_buf_printf(out, "%-20s %s  (%s)\n", v->name, value, whence);
+        if (rc == KB_OK)
+            rc = kb_buf_printf(out, "%-20s   %s\n", "", v->what);
     }
     return rc;
+}
+
+kb_rc kb_config_get(const kb_config *cfg, const char *name, kb_buf *out, kb_err *err)
+{
+    for (size_t i = 0; i < nvars; i++) {
+        const config_var *v = &vars[i];
+        if (strcmp(v->name, name) != 0)
+            continue;
+        char num[32];
+        int set;
+        const char *value = var_value(cfg, v, num, &set);
+        if (v->type == V_SECRET)
+            return set ? KB_OK : kb_err_set(err, KB_ERR_NOTFOUND, "%s is not set", name);
+        if (!value)
+            return kb_err_set(err, KB_ERR_NOTFOUND, "%s is not set (default: %s)", name,
+                              v->dflt);
+        return kb_buf_printf(out, "%s\n", value) == KB_OK
+                   ? KB_OK : kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    }
+    return kb_err_set(err, KB_ERR_USAGE, "no setting '%s'", name);
+}
+
+int kb_config_is_key(const char *name)
+{
+    for (size_t i = 0; i < nvars; i++)
+        if (strcmp(vars[i].name, name) == 0)
+            return vars[i].type == V_SECRET;
+    return 0;
+}
+
+size_t kb_config_names(const char **names, size_t max)
+{
+    size_t n = 0;
+    for (; n < nvars && n < max; n++)
+        names[n] = vars[n].name;
+    return n;
+}
+
+cJSON *kb_config_json(const kb_config *cfg)
+{
+    int ok = 1;
+    cJSON *root = cJSON_CreateObject(), *arr;
+    ok = root != NULL;
+    kb_json_put_str(root, "file", cfg->file, &ok);
+    kb_json_put_bool(root, "file_found", cfg->file_found, &ok);
+    arr = kb_json_put_arr(root, "settings", &ok);
+    for (size_t i = 0; i < nvars && ok; i++) {
+        const config_var *v = &vars[i];
+        char num[32];
+        int set;
+        const char *value = var_value(cfg, v, num, &set);
+        cJSON *o = kb_json_push_obj(arr, &ok);
+        kb_json_put_str(o, "name", v->name, &ok);
+        if (value && (v->type == V_INT || v->type == V_LONG))
+            kb_json_put_num(o, "value", (double)strtol(value, NULL, 10), &ok);
+        else
+            kb_json_put_str(o, "value", value, &ok);   /* a key's: null */
+        kb_json_put_bool(o, "set", set, &ok);
+        kb_json_put_bool(o, "key", v->type == V_SECRET, &ok);
+        kb_json_put_str(o, "from", from_names[cfg->from[i]], &ok);
+        if (cfg->from[i] == KB_FROM_FILE)
+            kb_json_put_num(o, "line", cfg->line[i], &ok);
+        kb_json_put_str(o, "what", v->what, &ok);
+        kb_json_put_str(o, "default", v->dflt, &ok);
+    }
+    if (!ok) {
+        cJSON_Delete(root);
+        return NULL;
+    }
+    return root;
 }
 
 kb_rc kb_config_help(kb_buf *out)

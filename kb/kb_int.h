@@ -121,7 +121,8 @@ kb_rc kb_store_doc_chunks(kb_store *store, long long chunk_id, kb_store_chunk_fn
  *
  * cli/main.c calls kb_config_load at start and hands the result down; no
  * other code reads a KB_* variable. Each variable is a row of one table in
- * config.c (name, meaning, default), which also makes `kb --help`'s list.
+ * config.c (name, meaning, default), which also makes `kb config`'s list
+ * and the man page's.
  */
 
 
@@ -204,12 +205,28 @@ kb_rc kb_config_load(kb_config *cfg, kb_err *err);
 /* Frees the strings (wiping the keys) and goes back to kb_config_init. */
 void kb_config_release(kb_config *cfg);
 
-/* Appends the list of variables for `kb --help`: one line each with its
+/* Appends the list of variables for the man page: one line each with its
  * meaning and default (never a value: keys stay out of it). */
 kb_rc kb_config_help(kb_buf *out);
 /* Appends what `kb config` shows: the file, then each variable with its
- * value (a key only as "(set)") and where it came from. */
+ * value (a key only as "(set, not shown)") and where it came from, and
+ * under it what it does. */
 kb_rc kb_config_show(const kb_config *cfg, kb_buf *out);
+/* Appends the value in force of the variable called name and a line feed
+ * (`kb config NAME`); a key's value is never appended (KB_OK when it is
+ * set). KB_ERR_NOTFOUND when it is unset (the default in words in err),
+ * KB_ERR_USAGE when no variable has that name, KB_ERR_NOMEM. */
+kb_rc kb_config_get(const kb_config *cfg, const char *name, kb_buf *out, kb_err *err);
+/* 1 when name is a variable that holds a key (never printed). */
+int kb_config_is_key(const char *name);
+/* The variables' names into names[0, max) in the table's order; returns
+ * how many. */
+size_t kb_config_names(const char **names, size_t max);
+/* `kb config --json`: {"file", "file_found", "settings": [{"name",
+ * "value" (a number for a number; null when unset and for a key), "set",
+ * "key", "from" ("default", "environment" or "config file"), "line" (the
+ * file's only), "what", "default"}]}. Caller frees; NULL out of memory. */
+cJSON *kb_config_json(const kb_config *cfg);
 
 /* The KB directory the environment names now: $KB_DIR, else
  * $XDG_DATA_HOME/kb, else ~/.local/share/kb (the rule kb_config_load

@@ -19,15 +19,27 @@ contains "$out" "unknown option"
 expect_rc 2 kb --kb
 expect_rc 0 kb --version
 
-# the environment: --help lists every variable of the README's table (one
-# table in kb/config.c), a bad number is named, a key is never printed
+# the environment: kb config and the man page list every variable of
+# docs/configuration.md's table (one table in kb/config.c), each with what
+# it does; --help stays short and points at kb config; a bad number is
+# named, a key is never printed
 expect_rc 0 env KB_EMBED_API_KEY=sk-never-shown "$KB_BIN" --help
 lacks "$out" "sk-never-shown"
-vars=$(sed -n '/^## Configuration/,/^## /s/^| `\([A-Z_]*\)`.*/\1/p' "$KB_TOP/README.md")
-[ "$(echo "$vars" | wc -l)" -ge 14 ] || fail "too few variables in the README: $vars"
+[ "$(printf '%s\n' "$out" | wc -l)" -le 45 ] || fail "kb --help is long: $(printf '%s\n' "$out" | wc -l) lines"
+contains "$out" "'kb config' shows each"
+lacks "$out" "KB_EMBED_TIMEOUT_MS"
+expect_rc 0 env KB_EMBED_API_KEY=sk-never-shown "$KB_BIN" config
+lacks "$out" "sk-never-shown"
+config=$out
+man=$("$KB_BIN" manpage)
+vars=$(sed -n '/^## The environment/,/^## /s/^| `\([A-Z_]*\)`.*/\1/p' "$KB_TOP/docs/configuration.md")
+[ "$(echo "$vars" | wc -l)" -ge 14 ] || fail "too few variables in docs/configuration.md: $vars"
 for v in $vars; do
-    contains "$out" "  $v "
+    printf '%s\n' "$config" | grep -q "^$v " || fail "kb config does not list $v: $config"
+    contains "$man" "$v"
 done
+contains "$config" "KB_EMBED_TIMEOUT_MS  60000  (default)
+                       time limit of one embedding request, in ms"
 expect_rc 2 env KB_THREADS=lots "$KB_BIN" status
 contains "$out" "bad KB_THREADS 'lots': expected a whole number from 1 to 64"
 expect_rc 2 env KB_EMBED_TIMEOUT_MS=0 "$KB_BIN" query x

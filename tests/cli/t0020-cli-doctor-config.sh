@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tier: quick
 # kb doctor: each check ok, warn or FAIL with what to do; kb config: the
-# config file's settings, the environment winning, keys never shown.
+# config file's settings, the environment winning, keys never shown; one
+# setting alone, and all as JSON.
 . "$(dirname "$0")/lib.sh"
 mkdir -p "$KB_TMP/docs"
 printf '# Warps\n\nA warp is 32 threads.\n' >"$KB_TMP/docs/w.md"
@@ -53,6 +54,33 @@ expect_rc 0 env -u KB_DIR "$KB_BIN" -q ingest --no-embed "$KB_TMP/docs"
 [ -f "$KB_TMP/from-config/kb.sqlite" ] || fail "KB_DIR of the config file not used"
 expect_rc 0 env KB_THREADS=3 "$KB_BIN" config
 contains "$out" "KB_THREADS           3  (environment)"
+# kb config NAME: the value alone for a script; 1 unset, 2 no such setting;
+# a key never; --json: each setting as data, numbers as numbers
+expect_json 0 env KB_THREADS=3 "$KB_BIN" config KB_THREADS
+[ "$out" = 3 ] || fail "kb config KB_THREADS: '$out'"
+expect_json 0 env -u KB_DIR "$KB_BIN" config KB_DIR
+[ "$out" = "$KB_TMP/from-config" ] || fail "kb config KB_DIR: '$out'"
+expect_rc 1 env -u KB_LLM_URL "$KB_BIN" config KB_LLM_URL
+contains "$out" "kb config: KB_LLM_URL is not set (default: none)"
+expect_rc 2 kb config KB_THREDS
+contains "$out" "kb config: no setting 'KB_THREDS'; did you mean 'KB_THREADS'?"
+expect_json 0 kb config KB_LLM_API_KEY
+[ -z "$out" ] || fail "kb config printed a key: '$out'"
+expect_rc 0 kb config KB_LLM_API_KEY
+contains "$out" "KB_LLM_API_KEY is set (kb never prints a key)"
+expect_json 0 env -u KB_DIR KB_THREADS=3 "$KB_BIN" config --json
+lacks "$out" "sk-never-shown"
+[ "$(json_get "$out" "j['file_found']")" = True ] || fail "config --json: $out"
+[ "$(json_get "$out" "[s['value'] for s in j['settings'] if s['name'] == 'KB_THREADS'][0]")" = 3 ] ||
+    fail "KB_THREADS not the number 3: $out"
+[ "$(json_get "$out" "[(s['from'], s['line']) for s in j['settings'] if s['name'] == 'KB_DIR'][0]")" = "('config file', 2)" ] ||
+    fail "KB_DIR not from the file's line 2: $out"
+[ "$(json_get "$out" "[(s['value'], s['set'], s['key']) for s in j['settings'] if s['name'] == 'KB_LLM_API_KEY'][0]")" = "(None, True, True)" ] ||
+    fail "the key in config --json: $out"
+[ "$(json_get "$out" "[s['default'] for s in j['settings'] if s['name'] == 'KB_EMBED_TIMEOUT_MS'][0]")" = 60000 ] ||
+    fail "a default in config --json: $out"
+expect_rc 2 kb config --json KB_DIR
+expect_rc 2 kb config KB_DIR KB_THREADS
 printf 'KB_THREDS = 4\n' >>"$XDG_CONFIG_HOME/kb/config"
 expect_rc 2 kb status
 contains "$out" "$XDG_CONFIG_HOME/kb/config:5: unknown setting 'KB_THREDS'"
