@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +99,10 @@ typedef struct {
     size_t ncand;              /* candidates run, or results scored */
     size_t nerror;             /* of them, ended in "error" */
     char *first_error;         /* the first one's reason */
+    size_t ncompiled;          /* of them, "compiled": --compile-only */
+    size_t ntimed;             /* of them, with a speedup */
+    size_t nuntimed_ok;        /* of them, correct without one: --no-timing */
+    int name_w;                /* the longest task name, for the columns */
 } suite;
 
 /* Counts r into the suite's tally of results and errors. Returns KB_OK
@@ -105,6 +110,9 @@ typedef struct {
 static kb_rc tally(suite *s, const kb_verify_result *r)
 {
     s->ncand++;
+    s->ncompiled += r->verdict == KB_VERIFY_COMPILED;
+    s->ntimed += r->has_speedup != 0;
+    s->nuntimed_ok += kb_verify_verdict_ok(r->verdict) && !r->has_speedup;
     if (r->verdict != KB_VERIFY_ERROR)
         return KB_OK;
     if (s->nerror++ == 0 && !(s->first_error = kb_strdup(r->reason)))
@@ -365,7 +373,7 @@ static kb_rc run_candidates(suite *s, kb_verifier *v, int json, kb_err *err)
                 return rc;
             }
             if (!json)
-                fprintf(stderr, "%-12s %-14s %s\n", s->ts[i].name,
+                fprintf(stderr, "%-*s %-14s %s\n", s->name_w, s->ts[i].name,
                         r.verdict_name, s->ts[i].cands[k]);
             if (tally(s, &r) != KB_OK) {
                 kb_verify_result_release(&r);
@@ -384,7 +392,10 @@ static const char *best_verdict(const suite_task *t)
     return t->has_best ? t->best.verdict_name : "";
 }
 
-/* fast_0, fast_1, fast_1.5, fast_2 of the suite's best results. */
+/* fast_0, fast_1, fast_1.5, fast_2 of the suite's best results; NAN for
+ * one its results cannot tell: all of them after --compile-only (nothing
+ * ran, so nothing is known correct), p >= 1 after --no-timing (correct,
+ * never timed). */
 static void suite_fast_p(const suite *s, double fp[4])
 {
     static const double ps[] = { 0, 1, 1.5, 2 };
@@ -403,6 +414,9 @@ static void suite_fast_p(const suite *s, double fp[4])
                 speed[i] = 1e-9;
         }
         kb_verify_fast_p(verdicts, speed, s->n, ps, 4, fp);
+        for (int i = 0; i < 4; i++)
+            if (s->ncompiled || (i > 0 && s->nuntimed_ok && !s->ntimed))
+                fp[i] = NAN;
     }
     free(verdicts);
     free(speed);
@@ -433,28 +447,41 @@ static kb_rc print_suite_json(const suite *s, const double fp[4], double t0,
     for (size_t i = 0; i < s->n; i++)
         cJSON_AddItemToArray(arr, task_json(&s->ts[i]));
     cJSON *f = cJSON_AddObjectToObject(o, "fast_p");
-    cJSON_AddNumberToObject(f, "0", fp[0]);
-    cJSON_AddNumberToObject(f, "1", fp[1]);
-    cJSON_AddNumberToObject(f, "1.5", fp[2]);
-    cJSON_AddNumberToObject(f, "2", fp[3]);
+    static const char *const ps[] = { "0", "1", "1.5", "2" };
+    for (int i = 0; i < 4; i++)   /* null: the results cannot tell */
+        if (isnan(fp[i]))
+            cJSON_AddNullToObject(f, ps[i]);
+        else
+            cJSON_AddNumberToObject(f, ps[i], fp[i]);
     cJSON_AddNumberToObject(o, "wall_ms", kb_now_ms() - t0);
     return kb_cli_print_json(o, err);
 }
 
 static void print_suite_text(const suite *s, const double fp[4])
 {
-    printf("%-12s %-14s %9s  %s\n", "task", "verdict", "speedup", "candidate");
+    printf("%-*s %-14s %9s  %s\n", s->name_w, "task", "verdict", "speedup", "candidate");
     for (size_t i = 0; i < s->n; i++) {
         const suite_task *t = &s->ts[i];
         const char *v = best_verdict(t);
         char sp[32] = "-";
         if (t->has_best && t->best.has_speedup)
             snprintf(sp, sizeof sp, "%.2fx", t->best.speedup_geomean);
-        printf("%-12s %-14s %9s  %s\n", t->name, v[0] ? v : "none", sp,
+        printf("%-*s %-14s %9s  %s\n", s->name_w, t->name, v[0] ? v : "none", sp,
                t->has_best ? t->best.candidate : "");
     }
-    printf("fast_0 %.2f  fast_1 %.2f  fast_1.5 %.2f  fast_2 %.2f  (%zu tasks, %zu candidates)\n",
-           fp[0], fp[1], fp[2], fp[3], s->n, s->ncand);
+    static const char *const ps[] = { "0", "1", "1.5", "2" };
+    for (int i = 0; i < 4; i++)
+        if (isnan(fp[i]))
+            printf("fast_%s n/a  ", ps[i]);
+        else
+            printf("fast_%s %.2f  ", ps[i], fp[i]);
+    printf("(%zu tasks, %zu candidates)\n", s->n, s->ncand);
+    if (s->ncompiled)
+        printf("compile-only: compiled %zu of %zu candidates; nothing ran, so fast_p "
+               "is not known\n", s->ncompiled, s->ncand);
+    else if (s->nuntimed_ok && !s->ntimed)
+        printf("no timing: fast_0 is the share of tasks with a correct kernel; the "
+               "rest is not known\n");
 }
 
 static void suite_release(suite *s)
@@ -485,6 +512,10 @@ static int run_suite(const kb_command *self, const char *suite_dir,
     kb_err_clear(&err);
     int status = 0;
     kb_rc rc = list_tasks(&s, &err);
+    s.name_w = 4;   /* "task" */
+    for (size_t i = 0; i < s.n; i++)
+        if ((int)strlen(s.ts[i].name) > s.name_w)
+            s.name_w = (int)strlen(s.ts[i].name);
     if (rc == KB_OK && results) {
         rc = read_results(&s, results, &err);
     } else if (rc == KB_OK) {

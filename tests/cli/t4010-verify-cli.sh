@@ -78,6 +78,31 @@ contains "$out" '"candidates":3,'
 contains "$out" '"fast_p":{"0":1,"1":1,"1.5":0.5,"2":0.5}'
 [ "$(wc -l <"$KB_TMP/starts")" -eq 2 ] || fail "kb-verify --serve was not restarted once after the sticky error"
 
+# --compile-only: nothing ran, so fast_p is not known (n/a; null in JSON),
+# and the text says how many compiled; --no-timing: fast_0 alone is known.
+# The columns stay aligned past a long task name.
+mkdir -p "$KB_TMP/suite/a_task_named_at_length"
+echo '{}' >"$KB_TMP/suite/a_task_named_at_length/task.json"
+: >"$KB_TMP/c/a_task_named_at_length.cu"
+cat >"$KB_TMP/verdict" <<'S'
+#!/bin/sh
+echo "{\"task\":\"a\",\"verdict\":\"$VERDICT\",\"reason\":\"ok\"}"
+S
+chmod +x "$KB_TMP/verdict"
+VERDICT=compiled KB_VERIFY="$KB_TMP/verdict" expect_json 0 kb verify --suite "$KB_TMP/suite" --candidates "$KB_TMP/c" --compile-only
+contains "$out" "fast_0 n/a  fast_1 n/a  fast_1.5 n/a  fast_2 n/a  (3 tasks, 4 candidates)"
+contains "$out" "compile-only: compiled 4 of 4 candidates; nothing ran, so fast_p is not known"
+printf '%s\n' "$out" | awk '/^(task|a|b|a_task_named_at_length) / { n++; if (index($0, $2) != 24) bad = 1 }
+                             END { exit !(n == 4 && !bad) }' || fail "the suite's table is not aligned: $out"
+VERDICT=compiled KB_VERIFY="$KB_TMP/verdict" expect_json 0 kb verify --suite "$KB_TMP/suite" --candidates "$KB_TMP/c" --compile-only --json
+contains "$out" '"fast_p":{"0":null,"1":null,"1.5":null,"2":null}'
+VERDICT=compiled KB_VERIFY="$KB_TMP/verdict" expect_rc 0 kb verify --suite "$KB_TMP/suite" --candidates "$KB_TMP/c" --compile-only
+printf '%s\n' "$out" | awk '/^[a-z_]+ +compiled / { n++; if (index($0, "compiled") != 24) bad = 1 }
+                             END { exit !(n == 7 && !bad) }' || fail "the progress lines are not aligned: $out"
+VERDICT=correct KB_VERIFY="$KB_TMP/verdict" expect_json 0 kb verify --suite "$KB_TMP/suite" --candidates "$KB_TMP/c" --no-timing --json
+contains "$out" '"fast_p":{"0":1,"1":null,"1.5":null,"2":null}'
+rm -r "$KB_TMP/suite/a_task_named_at_length" "$KB_TMP/c/a_task_named_at_length.cu"
+
 # fast_p from saved results (our H200 runs, trimmed to the fields scored:
 # the 10 level-1 and gemm tasks, the 8 of the level-2 suite, gemm_bias_relu
 # of 2026-12-01): 19 tasks, 19 correct, 18 faster than 1x, 15 than 1.5x, 14
