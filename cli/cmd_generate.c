@@ -133,6 +133,11 @@ static void print_summary(const cJSON *s)
     }
     if (jstr(s, "best"))
         printf("  best: %s, %.2fx its baseline\n", jstr(s, "best"), jnum(s, "best_speedup"));
+    else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(s, "compile_only")))
+        printf("  compile only: compiled %.0f of %.0f kernels; none ran, so none is known "
+               "correct or faster (verify on a GPU for that)\n",
+               jnum(cJSON_GetObjectItemCaseSensitive(s, "verdicts"), "compiled"),
+               jnum(s, "verified"));
     else
         printf("  best: none verified faster\n");
     const cJSON *sk = cJSON_GetObjectItemCaseSensitive(s, "skill");

@@ -159,6 +159,24 @@ D=$(run_dir "$out")
 [ "$(events "$D" run "e['api']")" = anthropic ] || fail "api in the run event"
 ! grep -r "test-key-5f1c9" "$KB_DIR/runs" >/dev/null || fail "the key is in a transcript"
 
+# the README's recipe for the generator without a GPU or an LLM, its lines
+# run as they stand but for the port (a free one) and the binary (this
+# build's): three kernels through NVRTC, a summary that says what compile
+# only means, no skill written, the server stopped
+stop_llm
+recipe=$(sed -n '/^<!-- t6100 runs this block as it stands -->$/,/^```$/p' "$KB_TOP/README.md" | sed '1,2d;$d')
+[ "$(printf '%s\n' "$recipe" | wc -l)" = 3 ] || fail "the README's recipe is not three lines: $recipe"
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+recipe=${recipe//8399/$port}
+recipe=${recipe//build\/kb /$KB_BIN }
+expect_json 0 env -u KB_LLM_URL -u KB_LLM_MODEL -u KB_LLM_API -u KB_LLM_API_KEY bash -c "$recipe"
+contains "$out" "verdicts: 2 compiled, 1 compile_error"
+contains "$out" "compile only: compiled 2 of 3 kernels; none ran, so none is known correct or faster"
+lacks "$out" "best: none verified faster"
+lacks "$out" "skill:"
+python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$port" 2>/dev/null &&
+    fail "the recipe left its LLM server running"
+
 # a compile error's repair passages, cited, from a KB that has the docs
 if [ -n "${KB_MIRROR:-}" ] && [ -f "$KB_MIRROR/MANIFEST.json" ]; then
     expect_rc 0 kb ingest --no-embed -q cuda-best-practices
