@@ -10,6 +10,7 @@
 #include "kb/kb_int.h"
 
 #include "tests/unit/test_util.h"
+#include "tests/unit/test_scripted_llm.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,44 +31,24 @@
 
 /* ------------------------------------------------------------------ server */
 
-/* One scripted_llm.py for the whole test; each case loads its script
- * (POST /_scripted/load), which also empties the request log. */
-typedef struct {
-    pid_t pid;
-    unsigned port;
-    char *dir;        /* scratch: the log, scripts written by a test */
-    char *log;
-    char base[64];    /* http://127.0.0.1:PORT */
-} server;
+/* One scripted_llm.py for the whole test (test_scripted_llm.h); a case
+ * that starts "its" server loads its script into that one, which also
+ * empties the request log. */
+typedef tu_llm_server server;
 
 static server srv;
-static int nscripts;
 
 static int server_up(void **state)
 {
-    memset(&srv, 0, sizeof srv);
-    srv.dir = tu_tmpdir("llm");
-    srv.log = kb_path_join(srv.dir, "requests.jsonl");
-    char *empty = tu_write_fixture(srv.dir, "empty.json", "[]");
-    char *py = kb_path_join(tu_top(), "tests/llm/scripted_llm.py");
-    assert_non_null(py);
-    char *argv[] = { "python3", py, "--script", empty, "--log", srv.log, NULL };
-    srv.port = tu_spawn_port(argv, &srv.pid);
-    snprintf(srv.base, sizeof srv.base, "http://127.0.0.1:%u", srv.port);
-    free(py);
-    free(empty);
+    (void)state;
+    tu_llm_server_up(&srv, "llm");
     return 0;
 }
 
 static int server_down(void **state)
 {
-    kill(srv.pid, SIGTERM);
-    int st;
-    while (waitpid(srv.pid, &st, 0) < 0 && errno == EINTR)
-        ;
-    tu_rmtree(srv.dir);
-    free(srv.dir);
-    free(srv.log);
+    (void)state;
+    tu_llm_server_down(&srv);
     return 0;
 }
 
@@ -75,27 +56,7 @@ static int server_down(void **state)
  * *s is then the server. */
 static void server_start_path(server *s, const char *script, const char *key)
 {
-    char *abs = realpath(script, NULL);
-    assert_non_null(abs);
-    cJSON *q = cJSON_CreateObject();
-    cJSON_AddStringToObject(q, "script", abs);
-    if (key)
-        cJSON_AddStringToObject(q, "key", key);
-    char *body = cJSON_PrintUnformatted(q);
-    char url[96];
-    snprintf(url, sizeof url, "%s/_scripted/load", srv.base);
-    kb_http_request req = { .method = KB_HTTP_POST, .url = url, .body = body,
-                            .body_len = strlen(body) };
-    kb_http_response resp;
-    kb_http_response_init(&resp);
-    kb_err err;
-    kb_err_clear(&err);
-    if (kb_http_perform(&req, NULL, &resp, &err) != KB_OK)
-        fail_msg("cannot load '%s': %s", abs, err.msg);
-    kb_http_response_release(&resp);
-    free(body);
-    cJSON_Delete(q);
-    free(abs);
+    tu_llm_server_load(&srv, script, key);
     *s = srv;
 }
 
@@ -110,45 +71,14 @@ static void server_start(server *s, const char *name, const char *key)
 /* ... a script written here from text */
 static void server_start_text(server *s, const char *text, const char *key)
 {
-    char name[32];
-    snprintf(name, sizeof name, "script-%d.json", ++nscripts);
-    char *script = tu_write_fixture(srv.dir, name, text);
-    server_start_path(s, script, key);
-    free(script);
+    tu_llm_server_load_text(&srv, text, key);
+    *s = srv;
 }
 
 /* The end of a case: the server stays up for the next. */
 static void server_stop(server *s)
 {
     (void)s;
-}
-
-/* The request log so far (caller frees; "" when nothing was logged). */
-static char *server_log(const server *s)
-{
-    kb_buf b;
-    kb_buf_init(&b, 0);
-    if (access(s->log, R_OK) == 0)
-        tu_read_file(s->log, 0, &b);
-    if (!b.data)
-        tu_puts(&b, "");
-    return kb_buf_detach(&b);
-}
-
-/* The log's lines parsed (caller deletes); *n gets their count. */
-static cJSON *server_requests(const server *s, int *n)
-{
-    char *log = server_log(s);
-    cJSON *all = cJSON_CreateArray();
-    *n = 0;
-    for (char *line = strtok(log, "\n"); line; line = strtok(NULL, "\n")) {
-        cJSON *j = cJSON_Parse(line);
-        assert_non_null(j);
-        cJSON_AddItemToArray(all, j);
-        (*n)++;
-    }
-    free(log);
-    return all;
 }
 
 /* ------------------------------------------------------------------ calls */
@@ -186,7 +116,7 @@ static void assert_no_key(const server *s, const kb_llm_reply *r, const kb_err *
     assert_null(strstr(r->raw, KEY));
     assert_null(strstr(r->text, KEY));
     assert_null(strstr(err->msg, KEY));
-    char *log = server_log(s);
+    char *log = tu_llm_server_log(s);
     assert_null(strstr(log, KEY));     /* the log blanks only the key headers */
     free(log);
 }
@@ -229,7 +159,7 @@ static void test_good_reply(void **state)
             assert_no_key(&s, &r, &err);
 
             int n;
-            cJSON *log = server_requests(&s, &n);
+            cJSON *log = tu_llm_server_requests(&s, &n);
             assert_int_equal(n, 1);
             cJSON *q = cJSON_GetArrayItem(log, 0);
             assert_true(cJSON_IsTrue(cJSON_GetObjectItem(q, "key_ok")));
@@ -297,7 +227,7 @@ static void test_rate_limited(void **state)
         assert_int_equal(r.attempts, 2);
         assert_non_null(strstr(r.text, "gelu_vec4"));
         int n;
-        cJSON *log = server_requests(&s, &n);
+        cJSON *log = tu_llm_server_requests(&s, &n);
         assert_int_equal(n, 2);
         assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(log, 0), "status")->valueint, 429);
         cJSON_Delete(log);
@@ -469,7 +399,7 @@ static void test_unauthorized(void **state)
         assert_non_null(strstr(err.msg, "HTTP 401"));
         assert_int_equal(r.attempts, 1);
         int n;
-        cJSON *log = server_requests(&s, &n);
+        cJSON *log = tu_llm_server_requests(&s, &n);
         assert_int_equal(n, 1);
         assert_true(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetArrayItem(log, 0), "key_ok")));
         cJSON_Delete(log);
@@ -529,7 +459,7 @@ static void test_no_streaming(void **state)
         assert_non_null(strstr(r.text, "gelu_vec4"));
         assert_non_null(strstr(r.request_json, "\"stream\":false"));
         int n;
-        cJSON *log = server_requests(&s, &n);
+        cJSON *log = tu_llm_server_requests(&s, &n);
         assert_int_equal(n, 2);
         const cJSON *b0 = cJSON_GetObjectItem(cJSON_GetArrayItem(log, 0), "body");
         const cJSON *b1 = cJSON_GetObjectItem(cJSON_GetArrayItem(log, 1), "body");
@@ -615,7 +545,7 @@ static void test_urls(void **state)
         kb_llm_reply_release(&r);
     }
     int n;
-    cJSON *log = server_requests(&s, &n);
+    cJSON *log = tu_llm_server_requests(&s, &n);
     assert_int_equal(n, (int)nc);
     for (size_t i = 0; i < nc; i++) {
         const cJSON *q = cJSON_GetArrayItem(log, (int)i);
@@ -675,7 +605,7 @@ static void test_threads(void **state)
         }
     }
     int n;
-    cJSON *log = server_requests(&s, &n);
+    cJSON *log = tu_llm_server_requests(&s, &n);
     assert_int_equal(n, 16);
     cJSON_Delete(log);
     server_stop(&s);

@@ -10,6 +10,7 @@
 #include "query/query_int.h"
 
 #include "tests/unit/test_util.h"
+#include "tests/unit/test_scripted_llm.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,27 +28,16 @@
 
 /* ------------------------------------------------------------------ server */
 
-static pid_t srv_pid;
-static char *srv_dir, *srv_log;
-static char srv_base[64];
-static int nscripts;
+static tu_llm_server srv;
 static kb_store *store;
 
 static int setup(void **state)
 {
     (void)state;
-    srv_dir = tu_tmpdir("rerank-llm");
-    srv_log = kb_path_join(srv_dir, "requests.jsonl");
-    char *empty = tu_write_fixture(srv_dir, "empty.json", "[]");
-    char *py = kb_path_join(tu_top(), "tests/llm/scripted_llm.py");
-    char *argv[] = { "python3", py, "--script", empty, "--log", srv_log, NULL };
-    unsigned port = tu_spawn_port(argv, &srv_pid);
-    snprintf(srv_base, sizeof srv_base, "http://127.0.0.1:%u", port);
-    free(py);
-    free(empty);
+    tu_llm_server_up(&srv, "rerank-llm");
 
     /* five sections of one guide; fusion's order is their ids' */
-    char *kbdir = kb_path_join(srv_dir, "kb");
+    char *kbdir = kb_path_join(srv.dir, "kb");
     kb_err err;
     kb_err_clear(&err);
     assert_int_equal(kb_store_open(kbdir, KB_STORE_CREATE, &store, &err), KB_OK);
@@ -71,68 +61,20 @@ static int teardown(void **state)
 {
     (void)state;
     kb_store_close(store);
-    kill(srv_pid, SIGTERM);
-    int st;
-    while (waitpid(srv_pid, &st, 0) < 0 && errno == EINTR)
-        ;
-    tu_rmtree(srv_dir);
-    free(srv_dir);
-    free(srv_log);
+    tu_llm_server_down(&srv);
     return 0;
 }
 
 /* Loads a script written from text (which also empties the request log). */
 static void load_script(const char *text)
 {
-    char name[32];
-    snprintf(name, sizeof name, "script-%d.json", ++nscripts);
-    char *script = tu_write_fixture(srv_dir, name, text);
-    char *abs = realpath(script, NULL);
-    assert_non_null(abs);
-    kb_buf body;
-    kb_buf_init(&body, 0);
-    assert_int_equal(kb_buf_printf(&body, "{\"script\":\"%s\"}", abs), KB_OK);
-    char url[96];
-    snprintf(url, sizeof url, "%s/_scripted/load", srv_base);
-    kb_http_request req = { .method = KB_HTTP_POST, .url = url, .body = body.data,
-                            .body_len = body.len };
-    kb_http_response resp;
-    kb_http_response_init(&resp);
-    kb_err err;
-    kb_err_clear(&err);
-    if (kb_http_perform(&req, NULL, &resp, &err) != KB_OK)
-        fail_msg("cannot load '%s': %s", abs, err.msg);
-    kb_http_response_release(&resp);
-    kb_buf_release(&body);
-    free(abs);
-    free(script);
-}
-
-/* The request log's lines parsed (caller deletes); *n their count. */
-static cJSON *requests(int *n)
-{
-    kb_buf b;
-    kb_buf_init(&b, 0);
-    if (access(srv_log, R_OK) == 0)
-        tu_read_file(srv_log, 0, &b);
-    cJSON *all = cJSON_CreateArray();
-    *n = 0;
-    char *save = NULL;
-    for (char *line = b.data ? strtok_r(b.data, "\n", &save) : NULL; line;
-         line = strtok_r(NULL, "\n", &save)) {
-        cJSON *j = cJSON_Parse(line);
-        assert_non_null(j);
-        cJSON_AddItemToArray(all, j);
-        (*n)++;
-    }
-    kb_buf_release(&b);
-    return all;
+    tu_llm_server_load_text(&srv, text, NULL);
 }
 
 static int nrequests(void)
 {
     int n;
-    cJSON_Delete(requests(&n));
+    cJSON_Delete(tu_llm_server_requests(&srv, &n));
     return n;
 }
 
@@ -143,8 +85,8 @@ static char url_openai[128], url_anthropic[128];
 static void config_for(kb_config *cfg, const char *url, const char *model, long timeout_ms)
 {
     kb_config_init(cfg);
-    snprintf(url_openai, sizeof url_openai, "%s/v1/chat/completions", srv_base);
-    snprintf(url_anthropic, sizeof url_anthropic, "%s/v1/messages", srv_base);
+    snprintf(url_openai, sizeof url_openai, "%s/v1/chat/completions", srv.base);
+    snprintf(url_anthropic, sizeof url_anthropic, "%s/v1/messages", srv.base);
     cfg->llm_url = (char *)(strcmp(url, "anthropic") == 0 ? url_anthropic : url_openai);
     cfg->llm_model = (char *)model;
     cfg->rerank_timeout_ms = timeout_ms;
@@ -222,7 +164,7 @@ static void test_reorders_and_caches(void **state)
     assert_int_equal(info.cached, 0);
     assert_string_equal(info.fallback, "");
     int n;
-    cJSON *log = requests(&n);
+    cJSON *log = tu_llm_server_requests(&srv, &n);
     assert_int_equal(n, 1);
     const cJSON *body = cJSON_GetObjectItem(cJSON_GetArrayItem(log, 0), "body");
     assert_string_equal(cJSON_GetObjectItem(body, "model")->valuestring, "judge");
@@ -273,7 +215,7 @@ static void test_anthropic(void **state)
     assert_int_equal(info.ordered, 5);
     assert_string_equal(info.fallback, "");
     int n;
-    cJSON *log = requests(&n);
+    cJSON *log = tu_llm_server_requests(&srv, &n);
     assert_int_equal(n, 1);
     const cJSON *r = cJSON_GetArrayItem(log, 0);
     assert_string_equal(cJSON_GetObjectItem(r, "api")->valuestring, "anthropic");
