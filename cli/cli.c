@@ -184,6 +184,42 @@ void kb_cli_errorf(const char *fmt, ...)
     kb_buf_release(&line);
 }
 
+enum { PROGRESS_NONE, PROGRESS_REDRAW, PROGRESS_LINES };
+#define PROGRESS_EVERY_MS 15000.0
+
+void kb_cli_progress_init(kb_cli_progress *p, int wanted)
+{
+    memset(p, 0, sizeof *p);
+    p->mode = !wanted ? PROGRESS_NONE
+              : isatty(STDERR_FILENO) ? PROGRESS_REDRAW : PROGRESS_LINES;
+}
+
+void kb_cli_progress_show(kb_cli_progress *p, const char *fmt, ...)
+{
+    if (p->mode == PROGRESS_NONE)
+        return;
+    double now = kb_now_ms();
+    if (p->mode == PROGRESS_LINES && p->last_ms > 0 && now - p->last_ms < PROGRESS_EVERY_MS)
+        return;
+    p->last_ms = now;
+    va_list ap;
+    va_start(ap, fmt);
+    if (p->mode == PROGRESS_REDRAW)
+        fputs("\r\033[K", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    if (p->mode == PROGRESS_LINES)
+        fputc('\n', stderr);
+    p->drawn = p->mode == PROGRESS_REDRAW;
+}
+
+void kb_cli_progress_clear(kb_cli_progress *p)
+{
+    if (p->drawn)
+        fputs("\r\033[K", stderr);
+    p->drawn = 0;
+}
+
 int kb_cli_usage_error(const kb_command *cmd, const char *fmt, ...)
 {
     va_list ap;

@@ -131,6 +131,20 @@ void kb_cli_print_options(FILE *f, const kb_option *opts);
  * status; a failed write to stdout is an error (exit 1). */
 int kb_cli_main(int argc, char **argv, const kb_command *const *commands);
 
+/* A progress line on stderr, git's way: on a terminal one line redrawn in
+ * place; otherwise (a log, a pipe) a plain line at once and then one every
+ * 15 s, so that a long step is not silent; none when not wanted. */
+typedef struct {
+    int mode;          /* none, redrawn or lines (cli.c) */
+    int drawn;         /* a redrawn line is on the screen */
+    double last_ms;    /* when the last plain line was printed (0: none) */
+} kb_cli_progress;
+void kb_cli_progress_init(kb_cli_progress *p, int wanted);
+void kb_cli_progress_show(kb_cli_progress *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Erases a redrawn line, before other output. */
+void kb_cli_progress_clear(kb_cli_progress *p);
+
 /* Prints the command's usage and help to f. */
 void kb_cli_usage(const kb_command *cmd, int to_stderr);
 /* Prints "kb COMMAND: MSG" for err on stderr ("kb: MSG" before a command

@@ -12,32 +12,8 @@
 typedef struct {
     const kb_cli *cli;
     int json;
-    int drawn;      /* a progress line is on the screen */
-    int mode;       /* PROGRESS_*: how progress is shown */
-    double last_ms; /* when the last plain line was printed (0: none yet) */
+    kb_cli_progress line;   /* --progress, --no-progress */
 } progress_state;
-
-/* git's convention: on a terminal one line redrawn; otherwise (a log, a
- * pipe) a plain line at once and then every PROGRESS_EVERY_MS, so that
- * minutes of embedding are not silent; --progress and --no-progress
- * choose. */
-enum { PROGRESS_NONE, PROGRESS_REDRAW, PROGRESS_LINES };
-#define PROGRESS_EVERY_MS 15000.0
-
-/* One progress line, text, as ps->mode says. */
-static void show(progress_state *ps, const char *text)
-{
-    if (ps->mode == PROGRESS_REDRAW) {
-        fprintf(stderr, "\r\033[K%s", text);
-        ps->drawn = 1;
-    } else if (ps->mode == PROGRESS_LINES) {
-        double now = kb_now_ms();
-        if (ps->last_ms > 0 && now - ps->last_ms < PROGRESS_EVERY_MS)
-            return;
-        ps->last_ms = now;
-        fprintf(stderr, "%s\n", text);
-    }
-}
 
 static void on_progress(const kb_ingest_progress *p, void *ctx)
 {
@@ -53,11 +29,9 @@ static void on_progress(const kb_ingest_progress *p, void *ctx)
     if (embedding) {
         snprintf(line, sizeof line, "embedding: %zu/%zu chunks, %.1f chunks/s, ETA %.0fs",
                  p->docs_done, p->docs_total, rate, eta);
-        show(ps, line);
+        kb_cli_progress_show(&ps->line, "%s", line);
         if (p->docs_done == p->docs_total) {
-            if (ps->drawn)
-                fputs("\r\033[K", stderr);
-            ps->drawn = 0;
+            kb_cli_progress_clear(&ps->line);
             fprintf(stderr, "embeddings: %zu chunk%s in %.1fs (%.1f chunks/s)\n",
                     p->docs_done, KB_S(p->docs_done), secs, rate);
         }
@@ -68,12 +42,10 @@ static void on_progress(const kb_ingest_progress *p, void *ctx)
                  "%.1f docs/s, ETA %.0fs", p->source_index + 1, p->nsources,
                  p->source, p->docs_done, p->docs_total, p->chunks, KB_S(p->chunks),
                  rate, eta);
-        show(ps, line);
+        kb_cli_progress_show(&ps->line, "%s", line);
         return;
     }
-    if (ps->drawn)
-        fputs("\r\033[K", stderr);
-    ps->drawn = 0;
+    kb_cli_progress_clear(&ps->line);
     if (p->error && p->docs_total == 0) {
         fprintf(stderr, "%s: failed: %s\n", p->source, p->error);
         return;
@@ -230,8 +202,7 @@ static int cmd_ingest(int argc, char **argv, const kb_cli *cli, const kb_command
     }
     if (c < 0)
         return g.status;
-    ps.mode = !progress ? PROGRESS_NONE
-              : isatty(STDERR_FILENO) ? PROGRESS_REDRAW : PROGRESS_LINES;
+    kb_cli_progress_init(&ps.line, progress);
     opts.progress = on_progress;
     opts.progress_ctx = &ps;
     opts.config = cli->config;

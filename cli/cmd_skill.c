@@ -171,9 +171,17 @@ static int sub_lint(int argc, char **argv, const kb_cli *cli, const kb_command *
             links_note = "links not checked: no KB (ingest the corpus, or --kb DIR)";
         }
     }
+    kb_cli_progress pg;   /* compiling takes seconds a kernel */
+    kb_cli_progress_init(&pg, v && !cli->quiet && !json);
     for (size_t i = 0; i < r.lib.n && rc == KB_OK; i++)
-        if (r.lib.items[i].ok)
+        if (r.lib.items[i].ok) {
+            if (compile_ok)
+                kb_cli_progress_show(&pg, "kb skill lint: compiling kernel %zu of %zu (%s)",
+                                     i + 1, r.lib.n, r.lib.items[i].skill.fields[KB_SKILL_NAME]
+                                     ? r.lib.items[i].skill.fields[KB_SKILL_NAME] : "?");
             rc = lint_entry(&r.lib.items[i], tasks, v, &compile_ok, store, &r.d, &r.err);
+        }
+    kb_cli_progress_clear(&pg);
     if (rc == KB_OK && (rc = kb_skill_lib_check(&r.lib, &r.d)) != KB_OK)
         rc = kb_err_set(&r.err, rc, "out of memory");
     if (rc != KB_OK) {

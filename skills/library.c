@@ -265,6 +265,25 @@ double kb_skill_lib_best_speedup(const kb_skill_lib *lib, const char *task, cons
     return best;
 }
 
+/* 1 when the library holds a skill called name: loaded, or, where only
+ * some of lib->dir's skills were loaded (kb skill lint --dir LIB NAME),
+ * a folder of that name with a SKILL.md in lib->dir (a skill's name is
+ * its folder's, lint's rule). */
+static int lib_has(const kb_skill_lib *lib, const char *name)
+{
+    if (kb_skill_lib_find((kb_skill_lib *)lib, name))
+        return 1;
+    if (!lib->dir || !*name || name[0] == '.' || strchr(name, '/'))
+        return 0;
+    char *dir = kb_path_join(lib->dir, name);
+    char *md = dir ? kb_path_join(dir, "SKILL.md") : NULL;
+    struct stat st;
+    int there = md && stat(md, &st) == 0 && S_ISREG(st.st_mode);
+    free(dir);
+    free(md);
+    return there;
+}
+
 kb_rc kb_skill_lib_check(const kb_skill_lib *lib, kb_skill_diags *d)
 {
     kb_rc rc = KB_OK;
@@ -274,7 +293,7 @@ kb_rc kb_skill_lib_check(const kb_skill_lib *lib, kb_skill_diags *d)
             continue;
         const kb_skill *s = &a->skill;
         const char *parent = kb_skill_get(s, "kb-parent");
-        if (parent && !kb_skill_lib_find((kb_skill_lib *)lib, parent))
+        if (parent && !lib_has(lib, parent))
             rc = kb_skill_diag_add(d, s->path, 0, KB_SKILL_WARNING, "parent",
                                    "kb-parent '%s' is no skill of the library", parent);
         for (size_t j = 0; j < lib->n && rc == KB_OK; j++) {
