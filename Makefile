@@ -54,7 +54,10 @@ LAPACK_LIBS := $(if $(and $(LAPACK_A),$(GFORTRAN_SO)),$(LAPACK_A) $(GFORTRAN_SO)
 FAISS_CAPI := $(BUILD)/faiss-capi
 WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS  ?= -O2 -g
-ALL_CFLAGS  = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -I. -isystem $(FAISS_CAPI)/include \
+CPPFLAGS ?=
+# CPPFLAGS as make and dpkg-buildflags mean them (the package build's
+# -D_FORTIFY_SOURCE=2 comes that way)
+ALL_CFLAGS  = -std=c11 -D_GNU_SOURCE $(WARN) $(CPPFLAGS) $(CFLAGS) -I. -isystem $(FAISS_CAPI)/include \
               $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(BLAS_CFLAGS) -include kb/banned.h
 LIBS    = $(FAISS_CAPI)/libfaiss_c.a -lfaiss -lstdc++ -lgomp \
           $(shell pkg-config --libs $(PKGS) 2>/dev/null) $(BLAS_LIBS) $(LAPACK_LIBS) -lm -lpthread

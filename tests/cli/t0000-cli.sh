@@ -45,6 +45,13 @@ contains "$out" "bad KB_THREADS 'lots': expected a whole number from 1 to 64"
 expect_rc 2 env KB_EMBED_TIMEOUT_MS=0 "$KB_BIN" query x
 contains "$out" "bad KB_EMBED_TIMEOUT_MS '0'"
 
+# the Makefile honours CPPFLAGS (dpkg-buildflags' -D_FORTIFY_SOURCE=2 for
+# the package build comes that way)
+b=$(basename "$KB_BUILD")
+make -s -C "$KB_TOP" -n -B V=1 BUILD="$b" CPPFLAGS="-D_FORTIFY_SOURCE=2 -DKB_T0000_CPPFLAGS" \
+    "$b/obj/kb/util.o" | grep -q -- "-D_FORTIFY_SOURCE=2 -DKB_T0000_CPPFLAGS" ||
+    fail "make does not pass CPPFLAGS to the compiler"
+
 # make install: the binary and the manifest it reads when run elsewhere
 dest="$KB_TMP/dest"
 make -s -C "$KB_TOP" install PREFIX=/usr/local DESTDIR="$dest" BUILD="$(basename "$KB_BUILD")" >/dev/null ||
