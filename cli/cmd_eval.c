@@ -379,6 +379,11 @@ static void print_verbose(const kb_eval_qrels *qrels, const mode_run *m)
         printf("  %-6s %-10s nDCG %.3f  recall %.2f  success %d  RR %.3f  "
                "first %s  %.1f ms\n", q->id, q->kind, r->s.ndcg, r->s.recall,
                (int)r->s.success, r->s.mrr, first, r->took_ms);
+        if (q->text) {   /* the question, not only its id */
+            fputs("         \"", stdout);
+            kb_cli_put_safe(stdout, q->text, strlen(q->text));
+            fputs("\"\n", stdout);
+        }
         for (size_t t = 0; t < r->ntop; t++) {
             const shown_result *s = &r->top[t];
             printf("         %zu %s %s: %s", t + 1, s->relevant ? "*" : " ",

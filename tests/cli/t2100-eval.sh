@@ -103,6 +103,7 @@ contains "$out" "vector   unavailable: "
 # not report lexical's numbers as hybrid's
 contains "$out" "hybrid   unavailable: "
 contains "$out" "t1 "
+contains "$out" '         "shared memory bank conflicts"'   # the question, not its id alone
 contains "$out" "* cuda-best-practices: "
 
 expect_rc 0 kb eval --mode lexical --k 3 "$q"
