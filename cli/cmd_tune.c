@@ -192,7 +192,7 @@ static int tune_run(const kb_cli *cli, const kb_command *self, const tune_args *
         return kb_cli_usage_error(self, "--out is the base model's directory; "
                                   "the tuned model needs its own");
     }
-    char *trainer = a->pairs_only ? NULL : find_trainer(a->trainer);
+    char *trainer = find_trainer(a->trainer);   /* --pairs-only: for its hint */
     if (!a->pairs_only && !trainer) {
         kb_buf_release(&dflt);
         return kb_cli_usage_error(self, "no training script: '%s' is not readable%s",
@@ -243,7 +243,7 @@ static int tune_run(const kb_cli *cli, const kb_command *self, const tune_args *
     } else if (rc == KB_OK && a->pairs_only) {
         printf("%zu pairs in %s; train on them where PyTorch is:\n"
                "  python3 %s --base %s --pairs %s --out DIR\n", npairs, pairs,
-               TRAINER, base && *base ? base : "BASE_MODEL_DIR", pairs);
+               trainer ? trainer : TRAINER, base && *base ? base : "BASE_MODEL_DIR", pairs);
     } else if (rc == KB_OK) {
         printf("tuned " KB_EMBEDDER_BASE " on %zu pairs from this KB: %s (SHA-256 %.16s...)\n"
                "re-embed the KB with it, then keep KB_MODEL_DIR for every command of this KB:\n"

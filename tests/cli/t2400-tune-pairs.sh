@@ -15,6 +15,10 @@ pairs="$KB_TMP/t/pairs.jsonl"
 contains "$out" "$pairs"
 [ -f "$pairs" ] || fail "no $pairs"
 [ ! -e "$KB_TMP/t/tuned.json" ] || fail "--pairs-only wrote a model"
+# its hint names a trainer that is there, from any working directory
+script=$(printf '%s\n' "$out" | sed -n 's/^  python3 \([^ ]*\) --base .*/\1/p')
+[ -f "$script" ] && case $script in /*) ;; *) false ;; esac ||
+    fail "--pairs-only's hint names no trainer that is there: '$script' in $out"
 python3 - "$pairs" "$KB_DIR/kb.sqlite" <<'PY' || fail "the pairs"
 import collections, json, re, sqlite3, sys
 db = sqlite3.connect(f"file:{sys.argv[2]}?mode=ro", uri=True)
