@@ -116,8 +116,9 @@ $(BUILD)/bench/%: tests/bench/%.c $(BUILD)/libkb.a
 $(BUILD)/obj/index/bert.o: ALL_CFLAGS += -Wno-psabi -ffp-contract=fast
 # bert_gpu.o embeds the device code's text (.incbin), compiled at run time
 $(BUILD)/obj/index/bert_gpu.o: index/bert_gpu.cu
-# bert.o includes the chosen BLAS's cblas.h: rebuild it when BLAS changes
-$(BUILD)/obj/index/bert.o: $(BUILD)/blas.stamp
+# bert.o and vec_file.o include the chosen BLAS's cblas.h (index/blas.h):
+# rebuild them when BLAS changes
+$(BUILD)/obj/index/bert.o $(BUILD)/obj/index/vec_file.o: $(BUILD)/blas.stamp
 $(BUILD)/blas.stamp: FORCE
 	@mkdir -p $(BUILD) && echo '$(BLAS)' | cmp -s - $@ || echo '$(BLAS)' > $@
 .PHONY: FORCE

@@ -16,23 +16,13 @@
  * picked at run time (target_clones).
  */
 #include "index/index.h"
+#include "index/blas.h"
 
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#ifdef KB_BLAS_BLIS
-/* BLIS's cblas.h defines static inline helpers it does not use */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
-#include <cblas.h>
-#pragma GCC diagnostic pop
-void bli_thread_set_num_threads(int64_t n);
-#else
-#include <cblas.h>
-#endif
 
 #define H 384
 #define NHEAD 12

@@ -302,6 +302,42 @@ void kb_vec_release(kb_store *store);
  * saying what is wrong with it (a query would rebuild it). */
 kb_rc kb_vec_check_file(kb_store *store, kb_err *err);
 
+/* ------------------------------------------------------------ vec_file.c */
+
+/* The vector index file's bytes for FAISS's serialized index
+ * faiss[0, len), appended to out: behind a pad of zeros that puts the
+ * vectors of a flat index (an IDMap2 over a flat inner-product index) on
+ * a 64-byte boundary, then kb's trailer (kbfaiss2, or kbfaiss1 for any
+ * other index, which gets no pad): FAISS's length and a digest of all
+ * before the trailer. KB_ERR_NOMEM. */
+kb_rc kb_vec_file_wrap(const char *faiss, size_t len, kb_buf *out);
+/* Where FAISS's bytes lie in an index file's bytes data[0, size): NULL
+ * when its trailer is well formed and its pad all zeros (and, with check,
+ * the digest matches), *off and *len then say where; else why not ("does
+ * not match its checksum (damaged)", ...). */
+const char *kb_vec_file_read(const char *data, size_t size, int check, size_t *off,
+                             size_t *len);
+
+/* A flat index where it lies in memory: n vectors of dim floats, and the
+ * id of each (8 bytes, little-endian, at any alignment). */
+typedef struct {
+    const float *vecs;
+    const unsigned char *ids;
+    size_t n;
+    int dim;
+} kb_vec_flat;
+
+/* 1 when FAISS's bytes faiss[0, len) are an IDMap2 over a flat
+ * inner-product index, every part of it the size its headers say, with
+ * its vectors 64-byte aligned (kb_vec_file_wrap's pad): *f then points
+ * into them. 0 for anything else (FAISS reads it). */
+int kb_vec_flat_open(const char *faiss, size_t len, kb_vec_flat *f);
+/* FAISS's search of one query q (dim floats) over f, the best want (at
+ * most n) by inner product, best first (a tie: the earlier vector), into
+ * dist and labels. KB_ERR_NOMEM. */
+kb_rc kb_vec_flat_search(const kb_vec_flat *f, const float *q, size_t want,
+                         float *dist, int64_t *labels);
+
 /* ------------------------------------------------------------ vec_stamp.c */
 
 struct stat;

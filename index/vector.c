@@ -24,19 +24,56 @@
 #define EMBED_BATCH 32
 #define DEFAULT_INDEX "Flat"
 
-/* The loaded index, parked with the store in its slot VEC_SLOT. */
+/* The loaded index, parked with the store in its slot VEC_SLOT: FAISS's,
+ * or a flat one searched where it lies in the file's mapping (vec_file.c). */
 #define VEC_SLOT "index/vector"
 struct kb_vec {
     FaissIndex *index;
     int dim;
     long long generation;
+    void *map;           /* the file's mapping [map_len] when flat is used */
+    size_t map_len;
+    kb_vec_flat flat;
 };
+
+/* Lets go of what v holds (v itself stays). */
+static void vec_drop(struct kb_vec *v)
+{
+    faiss_Index_free(v->index);
+    v->index = NULL;
+    if (v->map)
+        munmap(v->map, v->map_len);
+    v->map = NULL;
+}
 
 static void vec_free(void *p)
 {
-    struct kb_vec *v = p;
-    faiss_Index_free(v->index);
-    free(v);
+    vec_drop(p);
+    free(p);
+}
+
+static size_t vec_ntotal(const struct kb_vec *v)
+{
+    return v->map ? v->flat.n : (size_t)faiss_Index_ntotal(v->index);
+}
+
+static int vec_d(const struct kb_vec *v)
+{
+    return v->map ? v->flat.dim : faiss_Index_d(v->index);
+}
+
+/* Parks what *loaded holds (owned from here on, also on failure) as the
+ * store's loaded index. */
+static kb_rc vec_park(kb_store *store, const struct kb_vec *loaded, kb_err *err)
+{
+    struct kb_vec *v = calloc(1, sizeof *v);
+    if (!v) {
+        struct kb_vec gone = *loaded;
+        vec_drop(&gone);
+        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    }
+    *v = *loaded;
+    return kb_store_slot_set(store, VEC_SLOT, v, vec_free, err);
 }
 
 /* Parks index (owned from here on, also on failure) as the store's loaded
@@ -44,13 +81,8 @@ static void vec_free(void *p)
 static kb_rc vec_install(kb_store *store, FaissIndex *index, int dim,
                          long long generation, kb_err *err)
 {
-    struct kb_vec *v = calloc(1, sizeof *v);
-    if (!v) {
-        faiss_Index_free(index);
-        return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    }
-    *v = (struct kb_vec){ index, dim, generation };
-    return kb_store_slot_set(store, VEC_SLOT, v, vec_free, err);
+    struct kb_vec v = { .index = index, .dim = dim, .generation = generation };
+    return vec_park(store, &v, err);
 }
 
 kb_rc kb_hits_push(kb_hits *h, int64_t id, double score)
@@ -326,34 +358,6 @@ static char *index_path(kb_store *store, long long generation)
     return kb_buf_finish(&p, rc);
 }
 
-/* The index file is FAISS's serialisation and then this trailer, fixed
- * length: "kbfaiss1 <20-digit length> <digest of those bytes>\n".
- * The file is checked whole before FAISS reads a byte of it, so a
- * damaged one (a scaled vector, swapped ids, an ntotal of 2^40 in the
- * header) is rebuilt from SQLite, never used. */
-#define TRAILER_MAGIC "kbfaiss1 "
-#define TRAILER_LEN (sizeof TRAILER_MAGIC - 1 + 20 + 1 + 64 + 1)
-
-/* The digest is a SHA-256 tree of one level: SHA-256 over the SHA-256 of
- * each 4 MiB segment, the segments hashed on two threads, since a fresh
- * `kb query` checks the whole 16 MB file before its first vector search
- * (13 ms on one core). */
-#define SEGMENT (4u << 20)
-
-/* The tree digest of data[0, len) as hex into hex[65]; -1 out of
- * memory. */
-static int tree_digest(const void *data, size_t len, char hex[65])
-{
-    size_t nseg = (len + SEGMENT - 1) / SEGMENT;
-    unsigned char (*leaves)[32] = malloc((nseg ? nseg : 1) * sizeof *leaves);
-    if (!leaves)
-        return -1;
-    kb_sha256_blocks(data, len, SEGMENT, leaves);
-    kb_sha256_hex(leaves, nseg * sizeof *leaves, hex);
-    free(leaves);
-    return 0;
-}
-
 /* The bytes of the index file for index, trailer included, into out. */
 static kb_rc serialize_index(const FaissIndex *index, kb_buf *out, kb_err *err)
 {
@@ -368,59 +372,12 @@ static kb_rc serialize_index(const FaissIndex *index, kb_buf *out, kb_err *err)
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     }
     kb_rc rc = KB_OK;
-    if (bad) {
+    if (bad)
         rc = faiss_error(err, "write the vector index");
-    } else {
-        char hex[65];
-        if (tree_digest(data, len, hex) != 0)
-            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-        else if (kb_buf_append(out, data, len) != KB_OK ||
-            kb_buf_printf(out, TRAILER_MAGIC "%020zu %s\n", len, hex) != KB_OK)
-            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    }
+    else if (kb_vec_file_wrap(data, len, out) != KB_OK)
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     free(data);
     return rc;
-}
-
-/* Reads the trailer of an index file's bytes data[0, size) without
- * checking the digest; returns NULL if it is well formed and says the
- * file's length (*len: the FAISS bytes), else why not. */
-static const char *read_trailer(const char *data, size_t size, size_t *len)
-{
-    static const char no_sum[] = "has no checksum (written by an older kb, or cut short)";
-    if (size < TRAILER_LEN)
-        return no_sum;
-    const char *t = data + size - TRAILER_LEN;
-    if (memcmp(t, TRAILER_MAGIC, sizeof TRAILER_MAGIC - 1) != 0)
-        return no_sum;
-    t += sizeof TRAILER_MAGIC - 1;
-    size_t n = 0;
-    for (int i = 0; i < 20; i++) {
-        if (t[i] < '0' || t[i] > '9')
-            return "has a damaged checksum";
-        n = n * 10 + (size_t)(t[i] - '0');
-    }
-    if (n != size - TRAILER_LEN)
-        return "is not the size it was written with";
-    *len = n;
-    return NULL;
-}
-
-/* Checks the trailer and the digest of an index file's bytes data[0,
- * size); returns NULL if they are whole (*len: the FAISS bytes), else why
- * not. */
-static const char *check_trailer(const char *data, size_t size, size_t *len)
-{
-    const char *why = read_trailer(data, size, len);
-    if (why)
-        return why;
-    const char *t = data + size - TRAILER_LEN + sizeof TRAILER_MAGIC - 1;
-    char hex[65];
-    if (tree_digest(data, *len, hex) != 0)
-        return "cannot be checked (out of memory)";
-    if (memcmp(hex, t + 21, 64) != 0 || t[85] != '\n')
-        return "does not match its checksum (damaged)";
-    return NULL;
 }
 
 /* How read_index_file may trust a file (NULL: check it whole, say why
@@ -435,28 +392,31 @@ typedef struct {
     char *stamp;    /* out (checked whole): its stamp, caller frees */
 } vec_trust;
 
-/* FAISS's index from the file at path if it is whole, else NULL (having
- * said why in the log). The file is mapped, not copied, checked, and
- * given to FAISS from the same memory, so what was checked is what FAISS
- * reads. A file over max_bytes is not looked at. */
-static FaissIndex *read_index_file(const char *path, size_t max_bytes, vec_trust *t)
+/* The index in the file at path into *v if the file is whole (1), else 0
+ * (having said why in the log). The file is mapped, not copied, and
+ * checked; a flat index is then searched in that mapping (v->map: with
+ * t only, kb_vec_check_file has FAISS read every file), any other given
+ * to FAISS from the same memory, so what was checked is what is used. A
+ * file over max_bytes is not looked at. */
+static int read_index_file(const char *path, size_t max_bytes, vec_trust *t,
+                           struct kb_vec *v)
 {
     /* O_NONBLOCK: a FIFO planted there must not block the open */
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         if (t && t->stamped)
-            return NULL;
+            return 0;
         if (errno == ENOENT)
             kb_log_debug("vector index '%s' is missing: rebuilding it", path);
         else
             kb_log_warn("cannot open '%s': %s: rebuilding the vector index from"
                         " kb.sqlite", path, strerror(errno));
-        return NULL;
+        return 0;
     }
     FaissIndex *index = NULL;
     struct stat st;
     void *map = MAP_FAILED;
-    size_t size = 0, len = 0;
+    size_t size = 0, off = 0, len = 0;
     const char *why = NULL;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
         why = "is not a readable file";
@@ -468,12 +428,15 @@ static FaissIndex *read_index_file(const char *path, size_t max_bytes, vec_trust
         why = "cannot be mapped";
     else if (t && t->stamped)
         why = kb_vec_stamp_check(t->store, &st, t->gen, map, &t->count)
-                  ? read_trailer(map, size, &len) : "";
+                  ? kb_vec_file_read(map, size, 0, &off, &len) : "";
     else
-        why = check_trailer(map, size, &len);
+        why = kb_vec_file_read(map, size, 1, &off, &len);
     close(fd);
-    if (!why) {
-        FILE *f = fmemopen(map, len, "rb");
+    if (!why && t && kb_vec_flat_open((const char *)map + off, len, &v->flat)) {
+        v->map = map;   /* kept: searched where it lies */
+        v->map_len = size;
+    } else if (!why) {
+        FILE *f = fmemopen((char *)map + off, len, "rb");
         if (!f || faiss_read_index(f, 0, &index) != 0) {
             const char *msg = f ? faiss_get_last_error() : NULL;
             kb_log_warn("vector index '%s' cannot be read (%s): rebuilding it"
@@ -482,15 +445,16 @@ static FaissIndex *read_index_file(const char *path, size_t max_bytes, vec_trust
         }
         if (f)
             fclose(f);
-        if (index && t && !t->stamped)
-            t->stamp = kb_vec_stamp_make(&st, t->gen, map, size,
-                                         (size_t)faiss_Index_ntotal(index));
+        v->index = index;
     } else if (!t || !t->stamped) {
         kb_log_warn("vector index '%s' %s: rebuilding it from kb.sqlite", path, why);
     }
-    if (map != MAP_FAILED)
+    int ok = v->index || v->map;
+    if (ok && t && !t->stamped)
+        t->stamp = kb_vec_stamp_make(&st, t->gen, map, size, vec_ntotal(v));
+    if (map != MAP_FAILED && map != v->map)
         munmap(map, size);
-    return index;
+    return ok;
 }
 
 /* Removes vector files of other generations (they can never be used).
@@ -744,16 +708,14 @@ kb_rc kb_vec_check_file(kb_store *store, kb_err *err)
                         "the next query rebuilds it", path);
     } else {
         size_t max_bytes = (count + 1) * ((size_t)dim * sizeof(float) + 1024) + (1u << 20);
-        FaissIndex *index = read_index_file(path, max_bytes, NULL);
-        if (!index)
+        struct kb_vec v = { 0 };
+        if (!read_index_file(path, max_bytes, NULL, &v))
             rc = kb_err_set(err, KB_ERR_INDEX, "'%s' cannot be used (see above): the "
                             "next query rebuilds it", path);
-        else if (faiss_Index_d(index) != dim || (size_t)faiss_Index_ntotal(index) != count)
-            rc = kb_err_set(err, KB_ERR_INDEX, "'%s' holds %lld vectors, not %zu: the "
-                            "next query rebuilds it", path,
-                            (long long)faiss_Index_ntotal(index), count);
-        if (index)
-            faiss_Index_free(index);
+        else if (vec_d(&v) != dim || vec_ntotal(&v) != count)
+            rc = kb_err_set(err, KB_ERR_INDEX, "'%s' holds %zu vectors, not %zu: the "
+                            "next query rebuilds it", path, vec_ntotal(&v), count);
+        vec_drop(&v);
     }
     free(path);
     return rc;
@@ -780,14 +742,14 @@ static kb_rc vec_load(kb_store *store, int dim, kb_err *err)
      * counted (a scan of the table) and the file checked whole, once per
      * load, not per query */
     vec_trust t = { store, gen, 1, 0, NULL };
-    FaissIndex *index = read_index_file(path, SIZE_MAX, &t);
+    struct kb_vec v = { .dim = dim, .generation = gen };
+    int ok = read_index_file(path, SIZE_MAX, &t, &v);
     size_t count = t.count;
-    if (index && (faiss_Index_d(index) != dim ||
-                  (size_t)faiss_Index_ntotal(index) != count)) {
-        faiss_Index_free(index);   /* the stamp of another file */
-        index = NULL;
+    if (ok && (vec_d(&v) != dim || vec_ntotal(&v) != count)) {
+        vec_drop(&v);   /* the stamp of another file */
+        ok = 0;
     }
-    if (!index) {
+    if (!ok) {
         kb_rc crc = kb_vec_count(store, &count, err);
         if (crc != KB_OK) {
             free(path);
@@ -796,42 +758,41 @@ static kb_rc vec_load(kb_store *store, int dim, kb_err *err)
         /* FAISS's own bytes for a flat index, with room for a graph's links */
         size_t max_bytes = (count + 1) * ((size_t)dim * sizeof(float) + 1024) + (1u << 20);
         t.stamped = 0;
-        index = read_index_file(path, max_bytes, &t);
+        ok = read_index_file(path, max_bytes, &t, &v);
     }
-    if (index && (faiss_Index_d(index) != dim ||
-                  (size_t)faiss_Index_ntotal(index) != count)) {
-        kb_log_warn("vector index '%s' holds %lld vectors of %d dimensions, not"
+    if (ok && (vec_d(&v) != dim || vec_ntotal(&v) != count)) {
+        kb_log_warn("vector index '%s' holds %zu vectors of %d dimensions, not"
                     " %zu of %d: rebuilding it from kb.sqlite", path,
-                    (long long)faiss_Index_ntotal(index), faiss_Index_d(index),
-                    count, dim);
-        faiss_Index_free(index);
-        index = NULL;
-    } else if (index && t.stamp) {
+                    vec_ntotal(&v), vec_d(&v), count, dim);
+        vec_drop(&v);
+        ok = 0;
+    } else if (ok && t.stamp) {
         kb_vec_stamp_save(store, t.stamp);
     }
     free(t.stamp);
     free(path);
-    if (!index) {
-        if (!store->readonly || access(store->dir, W_OK) == 0) {
-            /* a derived file: any process that can write the folder may
-             * refresh it */
-            kb_err werr;
-            kb_err_clear(&werr);
-            kb_rc wrc = kb_vec_rebuild(store, &werr);
-            if (kb_store_slot_get(store, VEC_SLOT)) {
-                /* built but not written: serve it from memory, say why the
-                 * next process will have to build it again */
-                if (wrc != KB_OK)
-                    kb_log_warn("%s", werr.msg);
-                return KB_OK;
-            }
-            if (wrc != KB_OK)   /* the build itself failed: so would another */
-                return kb_err_set(err, wrc, "%s", werr.msg);
+    if (ok)
+        return vec_park(store, &v, err);
+    if (!store->readonly || access(store->dir, W_OK) == 0) {
+        /* a derived file: any process that can write the folder may
+         * refresh it */
+        kb_err werr;
+        kb_err_clear(&werr);
+        kb_rc wrc = kb_vec_rebuild(store, &werr);
+        if (kb_store_slot_get(store, VEC_SLOT)) {
+            /* built but not written: serve it from memory, say why the
+             * next process will have to build it again */
+            if (wrc != KB_OK)
+                kb_log_warn("%s", werr.msg);
+            return KB_OK;
         }
-        kb_rc rc = build_index(store, dim, NULL, &index, err);
-        if (rc != KB_OK)
-            return rc;
+        if (wrc != KB_OK)   /* the build itself failed: so would another */
+            return kb_err_set(err, wrc, "%s", werr.msg);
     }
+    FaissIndex *index = NULL;
+    kb_rc rc = build_index(store, dim, NULL, &index, err);
+    if (rc != KB_OK)
+        return rc;
     return vec_install(store, index, dim, gen, err);
 }
 
@@ -893,14 +854,8 @@ kb_rc kb_vec_search(kb_store *store, const float *q, int dim, size_t k,
     kb_rc rc = vec_load(store, dim, err);
     if (rc != KB_OK)
         return rc;
-    FaissIndex *index = ((struct kb_vec *)kb_store_slot_get(store, VEC_SLOT))->index;
-    /* one query over a few ten thousand vectors: OpenMP's thread start-up
-     * costs more than it saves (10 ms of a 28 ms query here), and BLAS's
-     * matrix-vector product beats FAISS's own scan even for one query
-     * (1.4 against 4 ms over 10,800 vectors) */
-    omp_set_num_threads(1);
-    faiss_set_distance_compute_blas_threshold(1);
-    size_t total = (size_t)faiss_Index_ntotal(index);
+    const struct kb_vec *v = kb_store_slot_get(store, VEC_SLOT);
+    size_t total = vec_ntotal(v);
     int filtered = filter && !kb_filter_is_empty(filter);
     int64_t *allowed = NULL;
     size_t nallowed = 0;
@@ -920,9 +875,22 @@ kb_rc kb_vec_search(kb_store *store, const float *q, int dim, size_t k,
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
         goto out;
     }
-    if (faiss_Index_search(index, 1, q, (idx_t)want, dist, labels) != 0) {
-        rc = faiss_error(err, "search the vector index");
-        goto out;
+    if (v->map) {
+        if (kb_vec_flat_search(&v->flat, q, want, dist, labels) != KB_OK) {
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+    } else {
+        /* one query over a few ten thousand vectors: OpenMP's thread
+         * start-up costs more than it saves (10 ms of a 28 ms query here),
+         * and BLAS's matrix-vector product beats FAISS's own scan even for
+         * one query (1.4 against 4 ms over 10,800 vectors) */
+        omp_set_num_threads(1);
+        faiss_set_distance_compute_blas_threshold(1);
+        if (faiss_Index_search(v->index, 1, q, (idx_t)want, dist, labels) != 0) {
+            rc = faiss_error(err, "search the vector index");
+            goto out;
+        }
     }
     for (size_t i = 0; i < want && out->n < k; i++) {
         if (labels[i] < 0)

@@ -3,8 +3,9 @@
 # A damaged FAISS file is never used (issue 15 item 6): its dimension and
 # count matching is not enough. Each damage below (SQLite's corrupt tests'
 # idea) gets the same results as the whole file, a warning, and the file
-# rewritten whole. The file is FAISS's bytes and kb's trailer (length and
-# digest), checked before FAISS reads a byte.
+# rewritten whole. The file is FAISS's bytes, behind a pad that puts the
+# flat index's vectors on a 64-byte boundary, and kb's trailer (length
+# and digest), checked before a byte is used.
 . "$(dirname "$0")/lib.sh"
 [ "${KB_MODEL_DIR-unset}" = "" ] && { echo "skipped: KB_MODEL_DIR is empty"; exit 0; }
 mkdir -p "$KB_TMP/docs"
@@ -18,7 +19,7 @@ for t in "Shared memory bank conflicts|Threads of a warp that address one bank s
 done
 expect_rc 0 kb ingest -q "$KB_TMP/docs"
 f=$(ls "$KB_DIR"/vectors.*.faiss) || fail "no FAISS file"
-tail -c 95 "$f" | grep -q '^kbfaiss1 [0-9]\{20\} [0-9a-f]\{64\}$' || fail "the file has no trailer"
+tail -c 95 "$f" | grep -q '^kbfaiss2 [0-9]\{20\} [0-9a-f]\{64\}$' || fail "the file has no trailer"
 cp "$f" "$KB_TMP/good.faiss"
 q="why are copies from the host slow"
 results() { json_get "$1" "[(r['chunk_id'], round(r['score'], 4)) for r in j['results']]"; }
@@ -26,20 +27,24 @@ expect_json 0 kb query --mode vector --json -k 5 "$q"
 want=$(results "$out")
 
 # damage DAMAGE: rewrites the FAISS bytes of the good file (the layout of
-# an IDMap2 over a flat index: headers, the vectors at 82, then the ids)
+# an IDMap2 over a flat index: headers, the vectors at 82, then the ids;
+# the pad before them is the file's size less the trailer and the length
+# it records)
 damage() {
     python3 - "$KB_TMP/good.faiss" "$f" "$1" <<'PY'
 import struct, sys
 src, dst, how = sys.argv[1:4]
 b = bytearray(open(src, 'rb').read())
-assert b[:4] == b'IxM2' and b[37:41] == b'IxFI', b[:4]
-d, ntotal = struct.unpack_from('<iq', b, 4)
-nfloats = struct.unpack_from('<Q', b, 74)[0]
-ids = 82 + 4 * nfloats + 8
+o = len(b) - 95 - int(b[len(b) - 95 + 9:len(b) - 95 + 29])
+assert 0 < o < 64 and b[:o] == bytes(o) and (o + 82) % 64 == 0, o
+assert b[o:o + 4] == b'IxM2' and b[o + 37:o + 41] == b'IxFI', b[o:o + 4]
+d, ntotal = struct.unpack_from('<iq', b, o + 4)
+nfloats = struct.unpack_from('<Q', b, o + 74)[0]
+ids = o + 82 + 4 * nfloats + 8
 assert struct.unpack_from('<Q', b, ids - 8)[0] == ntotal
 if how == 'scale':            # one vector x1000
     for i in range(d):
-        struct.pack_into('<f', b, 82 + 4 * i, struct.unpack_from('<f', b, 82 + 4 * i)[0] * 1000)
+        struct.pack_into('<f', b, o + 82 + 4 * i, struct.unpack_from('<f', b, o + 82 + 4 * i)[0] * 1000)
 elif how == 'swap':           # two ids swapped in the id map
     a, c = struct.unpack_from('<qq', b, ids)
     struct.pack_into('<qq', b, ids, c, a)
@@ -47,8 +52,8 @@ elif how == 'minus5':         # every id -5
     for i in range(ntotal):
         struct.pack_into('<q', b, ids + 8 * i, -5)
 elif how == 'ntotal':         # a count of 2^40 in both headers
-    struct.pack_into('<q', b, 8, 1 << 40)
-    struct.pack_into('<q', b, 45, 1 << 40)
+    struct.pack_into('<q', b, o + 8, 1 << 40)
+    struct.pack_into('<q', b, o + 45, 1 << 40)
 elif how == 'length':         # the trailer's length off by one
     t = len(b) - 95 + 9
     n = int(b[t:t + 20])
@@ -57,6 +62,7 @@ elif how == 'cut':            # the last kilobyte gone
     del b[-1024:]
 elif how == 'old':            # FAISS's bytes alone, as an older kb wrote them
     del b[-95:]
+    del b[:o]
 open(dst, 'wb').write(b)
 PY
 }

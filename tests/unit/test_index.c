@@ -5,6 +5,7 @@
 
 #include <faiss/c_api/Index_c.h>
 #include <faiss/c_api/index_factory_c.h>
+#include <faiss/c_api/index_io_c.h>
 
 /* ------------------------------------------------------------ chunker */
 
@@ -499,6 +500,121 @@ static void test_faiss_links(void **state)
     faiss_Index_free(index);
 }
 
+/* ------------------------------------------------------------ vec_file.c */
+
+/* FAISS's bytes of an index of kind ("IDMap2,Flat", ...) over n random
+ * unit vectors of dim d, ids 1000 + 7 i in a shuffled order. */
+static char *faiss_bytes(const char *kind, int d, size_t n, size_t *len,
+                         FaissIndex **out)
+{
+    float *x = malloc(n * (size_t)d * sizeof *x);
+    idx_t *ids = malloc(n * sizeof *ids);
+    assert_non_null(x);
+    assert_non_null(ids);
+    for (size_t i = 0; i < n; i++) {
+        double norm = 0;
+        for (int j = 0; j < d; j++) {
+            x[i * (size_t)d + (size_t)j] = (float)(rand() % 2001 - 1000) / 1000.0f;
+            norm += (double)x[i * (size_t)d + (size_t)j] * x[i * (size_t)d + (size_t)j];
+        }
+        for (int j = 0; j < d; j++)
+            x[i * (size_t)d + (size_t)j] /= (float)sqrt(norm);
+        ids[i] = 1000 + 7 * (idx_t)((i * 37) % n);
+    }
+    assert_int_equal(faiss_index_factory(out, d, kind, METRIC_INNER_PRODUCT), 0);
+    if (!faiss_Index_is_trained(*out))
+        assert_int_equal(faiss_Index_train(*out, (idx_t)n, x), 0);
+    assert_int_equal(faiss_Index_add_with_ids(*out, (idx_t)n, x, ids), 0);
+    char *data = NULL;
+    FILE *f = open_memstream(&data, len);
+    assert_non_null(f);
+    assert_int_equal(faiss_write_index(*out, f), 0);
+    assert_int_equal(fclose(f), 0);
+    free(x);
+    free(ids);
+    return data;
+}
+
+/* An index file as vector.c writes it (kb_vec_file_wrap) into a buffer
+ * aligned as a mapping is: a flat index's vectors on a 64-byte boundary,
+ * searched where they lie with FAISS's results (the same ids in the same
+ * order, the same scores), whatever the depth; any other index, or FAISS's
+ * bytes alone (an older kb's file, the vectors at 82), is left to FAISS;
+ * a damaged pad, length or vector is caught. */
+static void test_vec_file_flat(void **state)
+{
+    (void)state;
+    srand(27);
+    size_t len = 0, off = 0, flen = 0, n = 300;
+    int d = 24;
+    FaissIndex *index = NULL;
+    char *raw = faiss_bytes("IDMap2,Flat", d, n, &len, &index);
+    kb_buf b;
+    kb_buf_init(&b, 0);
+    assert_int_equal(kb_vec_file_wrap(raw, len, &b), KB_OK);
+    assert_true(memcmp(b.data + b.len - 95, "kbfaiss2 ", 9) == 0);
+    char *file = NULL;
+    assert_int_equal(posix_memalign((void **)&file, 4096, b.len), 0);
+    memcpy(file, b.data, b.len);
+    assert_null(kb_vec_file_read(file, b.len, 1, &off, &flen));
+    assert_int_equal(flen, len);
+    assert_int_equal((off + 82) % 64, 0);
+    assert_memory_equal(file + off, raw, len);
+    kb_vec_flat f;
+    assert_int_equal(kb_vec_flat_open(file + off, flen, &f), 1);
+    assert_int_equal(f.n, n);
+    assert_int_equal(f.dim, d);
+    float q[24], fd[300], kd[300];
+    idx_t fl[300];
+    int64_t kl[300];
+    for (int round = 0; round < 5; round++) {
+        for (int j = 0; j < d; j++)
+            q[j] = (float)(rand() % 2001 - 1000) / 1000.0f;
+        const size_t wants[] = { 1, 10, 240, 300 };
+        for (size_t w = 0; w < 4; w++) {
+            size_t want = wants[w];
+            assert_int_equal(faiss_Index_search(index, 1, q, (idx_t)want, fd, fl), 0);
+            assert_int_equal(kb_vec_flat_search(&f, q, want, kd, kl), KB_OK);
+            for (size_t i = 0; i < want; i++) {
+                assert_int_equal(kl[i], fl[i]);
+                assert_float_equal(kd[i], fd[i], 1e-5);
+            }
+        }
+    }
+    /* FAISS's bytes alone: the vectors at 82, not where a float is read */
+    memcpy(file, raw, len);
+    assert_int_equal(kb_vec_flat_open(file, len, &f), 0);
+    /* a header that does not fill the bytes exactly: not flat */
+    assert_int_equal(kb_vec_flat_open(file + off, flen - 8, &f), 0);
+    /* damage: a byte of the pad, the trailer's length, a vector */
+    memcpy(file, b.data, b.len);
+    file[3] = 1;
+    assert_string_equal(kb_vec_file_read(file, b.len, 0, &off, &flen),
+                        "is not the size it was written with");
+    file[3] = 0;
+    file[b.len - 95 + 9 + 19]--;
+    assert_non_null(kb_vec_file_read(file, b.len, 1, &off, &flen));
+    file[b.len - 95 + 9 + 19]++;
+    file[off + 82 + 5] ^= 1;
+    assert_string_equal(kb_vec_file_read(file, b.len, 1, &off, &flen),
+                        "does not match its checksum (damaged)");
+    free(file);
+    free(raw);
+    faiss_Index_free(index);
+    /* another kind: no pad, kbfaiss1, never searched here */
+    raw = faiss_bytes("IDMap2,HNSW8", d, 100, &len, &index);
+    kb_buf_reset(&b);
+    assert_int_equal(kb_vec_file_wrap(raw, len, &b), KB_OK);
+    assert_int_equal(b.len, len + 95);
+    assert_true(memcmp(b.data + len, "kbfaiss1 ", 9) == 0);
+    assert_null(kb_vec_file_read(b.data, b.len, 1, &off, &flen));
+    assert_int_equal(off, 0);
+    assert_int_equal(kb_vec_flat_open(b.data, flen, &f), 0);
+    kb_buf_release(&b);
+    free(raw);
+    faiss_Index_free(index);
+}
+
 /* ------------------------------------------------------------ vec_stamp.c */
 
 /* The vector index file's stamp (issue 27) is trusted for the file it was
@@ -583,6 +699,7 @@ int main(void)
         cmocka_unit_test(test_fts_never_syntax_error),
         cmocka_unit_test(test_store_schema),
         cmocka_unit_test(test_faiss_links),
+        cmocka_unit_test(test_vec_file_flat),
         cmocka_unit_test(test_vec_stamp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
