@@ -207,7 +207,7 @@ static const kb_option serve_options_table[] = {
     { "token-file", KB_OPT_LONG('t'), "FILE", "ask for 'Authorization: Bearer TOKEN', the token\n"
       "being FILE's first line ($KB_SERVE_TOKEN)" },
     { "threads", KB_OPT_LONG('n'), "N", "worker threads, each with its own store and\n"
-      "embedder (default: one per online CPU)" },
+      "embedder (default: one per CPU kb may run on)" },
     { "max-body", KB_OPT_LONG('b'), "BYTES", "request body cap, 413 beyond (default 1048576)" },
     { "timeout", KB_OPT_LONG('T'), "S", "close a connection idle this long (default 30)" },
     { "header-timeout", KB_OPT_LONG('H'), "S", "close a connection whose request headers are\n"

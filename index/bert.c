@@ -255,14 +255,14 @@ static void blas_single_thread(void)
 #endif
 }
 
-/* threads <= 0: the online CPUs (at most 16); KB_THREADS comes in as
- * threads (kb_config). */
+/* threads <= 0: the CPUs kb may run on (at most 16); KB_THREADS comes in
+ * as threads (kb_config). */
 static int pick_threads(int threads)
 {
     if (threads > 0)
         return threads > 64 ? 64 : threads;
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 16 ? 16 : (int)n;
+    int n = kb_cpu_count();
+    return n > 16 ? 16 : n;
 }
 
 /* Maps the layers' weights (44 MB, all of them read by any text's

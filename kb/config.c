@@ -54,7 +54,7 @@ static const config_var vars[] = {
       "the pinned wheel's" },
     { "KB_THREADS", V_INT, F(threads), 1, 64,
       "encoder threads for embedding, 1 to 64",
-      "one per online CPU, at most 16" },
+      "one per CPU kb may run on (its affinity: taskset, a cpuset), at most 16" },
     { "KB_EMBED_URL", V_STR, F(embed_url), 0, 0,
       "an OpenAI-compatible /v1/embeddings URL to embed with",
       "none (the local model)" },

@@ -187,6 +187,9 @@ kb_rc kb_grow(void *arrp, size_t *cap, size_t need, size_t elem) KB_MUST_CHECK;
 #define KB_GROW(items, need, cap) kb_grow(&(items), &(cap), (need), sizeof *(items))
 /* Milliseconds from a monotonic clock. */
 double kb_now_ms(void);
+/* The CPUs this process may run on (its affinity: taskset, a container's
+ * cpuset), else the online ones; at least 1. */
+int kb_cpu_count(void);
 /* Strict integer parse of a whole string; KB_ERR_USAGE if not a number in
  * [min, max]. */
 kb_rc kb_parse_long(const char *s, long min, long max, long *out);

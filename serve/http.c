@@ -876,8 +876,7 @@ static kb_rc listen_on(kb_server *srv, const char *address, int port,
  * mutable. */
 static kb_rc open_workers(kb_server *srv, const kb_serve_opts *o, kb_err *err)
 {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    size_t n = o->threads > 0 ? (size_t)o->threads : (size_t)(cpus > 0 ? cpus : 2);
+    size_t n = o->threads > 0 ? (size_t)o->threads : (size_t)kb_cpu_count();
     if (n > MAX_WORKERS)
         n = MAX_WORKERS;
     srv->workers = calloc(n, sizeof *srv->workers);

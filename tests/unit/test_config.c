@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -282,9 +283,29 @@ static void test_file(void **state)
     unsetenv("XDG_CONFIG_HOME");
 }
 
+/* The default thread counts (KB_THREADS unset, kb serve's workers) follow
+ * the CPUs kb may run on: pinned to one CPU (taskset -c N), one. */
+static void test_cpu_count(void **state)
+{
+    (void)state;
+    cpu_set_t all, one;
+    assert_int_equal(sched_getaffinity(0, sizeof all, &all), 0);
+    assert_int_equal(kb_cpu_count(), CPU_COUNT(&all));
+    int first = 0;
+    while (!CPU_ISSET(first, &all))
+        first++;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
+    assert_int_equal(kb_cpu_count(), 1);
+    assert_int_equal(sched_setaffinity(0, sizeof all, &all), 0);
+    assert_int_equal(kb_cpu_count(), CPU_COUNT(&all));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cpu_count),
         cmocka_unit_test_setup(test_defaults, clean),
         cmocka_unit_test_setup(test_each_variable, clean),
         cmocka_unit_test_setup(test_empty_values, clean),
