@@ -151,7 +151,7 @@ typedef struct {
     kb_doclist *out;
     struct { dev_t dev; ino_t ino; } *dirs;
     size_t ndirs, capdirs;
-    struct { char *full, *rel, *url_rel; } *links;
+    struct { char *full, *rel, *url_rel, *skill_root; } *links;
     size_t nlinks, caplinks;
     size_t failed;           /* subfolders that could not be read */
     kb_err first;            /* the first of them */
@@ -174,18 +174,23 @@ static int walk_enter(walk *w, const struct stat *st)
     return 1;
 }
 
-/* Keeps a link to a folder for later; takes the three strings. */
+/* Keeps a link to a folder for later, with the skill root its folder was
+ * under (a linked folder in a skill folder keeps the skill's link rule);
+ * takes the three strings. */
 static kb_rc walk_defer(walk *w, char *full, char *rel, char *url_rel, kb_err *err)
 {
-    if (KB_GROW(w->links, w->nlinks + 1, w->caplinks) != KB_OK) {
+    char *root = w->skill_root ? kb_strdup(w->skill_root) : NULL;
+    if ((w->skill_root && !root) || KB_GROW(w->links, w->nlinks + 1, w->caplinks) != KB_OK) {
         free(full);
         free(rel);
         free(url_rel);
+        free(root);
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     }
     w->links[w->nlinks].full = full;
     w->links[w->nlinks].rel = rel;
     w->links[w->nlinks].url_rel = url_rel;
+    w->links[w->nlinks].skill_root = root;
     w->nlinks++;
     return KB_OK;
 }
@@ -322,9 +327,11 @@ kb_rc kb_doclist_tree(const char *dir, const struct stat *st, const char *rel,
         int added = stat(full, &lst) == 0 ? walk_enter(&w, &lst) : 0;
         if (added < 0)
             rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-        else if (added)
+        else if (added) {
+            w.skill_root = w.links[i].skill_root;   /* the rule of the folder it is in */
             rc = walk_subfolder(&w, full, w.links[i].rel, w.links[i].url_rel, err);
-        else
+            w.skill_root = NULL;
+        } else
             kb_log_warn("skipping '%s': a link to a folder already read", full);
     }
     if (w.failed && out->failed == 0)
@@ -334,6 +341,7 @@ kb_rc kb_doclist_tree(const char *dir, const struct stat *st, const char *rel,
         free(w.links[i].full);
         free(w.links[i].rel);
         free(w.links[i].url_rel);
+        free(w.links[i].skill_root);
     }
     free(w.links);
     free(w.dirs);

@@ -4,8 +4,9 @@
 # a link out of the repository (a key file), a folder link out of it, a
 # link loop are refused with a lint error by every reader - lint, export
 # (the skill skipped, exit 3, the others exported), the servers'
-# skill:// resources and GET /v1/skills/NAME/files/F, ingest - while a
-# link into the repository (the seed skills' kernel.cu case) is followed.
+# skill:// resources and GET /v1/skills/NAME/files/F, ingest (in a linked
+# folder too) - while a link into the repository (the seed skills'
+# kernel.cu case) is followed.
 # A front matter of 200 KB of '[' (libyaml's scanner is super-linear in
 # flow nesting: 37 s before) and one of 16 KB are refused at once; a
 # SKILL.md over 1 MiB and a folder over 512 files are skipped with a
@@ -53,11 +54,19 @@ grep -q TOPSECRET mcp.out && fail "the key was served"
 grep '"id":4' mcp.out | grep -q 'notes.txt' && fail "the key is listed"
 grep '"id":4' mcp.out | grep -q 'outside' && fail "an outside folder is listed"
 
-# ingest: the key and the outside tree are not read
+# ingest: the key and the outside tree are not read; a linked folder in
+# a skill folder (into the repository: followed) keeps the skill's rule
+# for the links in it, though ingest reads it after the skill's own files
+printf '# Leak\n\nTOPSECRET2-KEY-zq7\n' >secret2.md
+ln -s "$KB_TMP/secret2.md" repo/corpus/tasks/t1/leak.md
+ln -s ../../tasks/t1 "$L/vectorized-global-access/task"
 expect_rc 0 kb ingest --no-embed "$L"
 contains "$out" "skipping '$KB_TMP/$L/online-softmax/notes.txt': a link that leaves the repository"
+contains "$out" "skipping '$KB_TMP/$L/vectorized-global-access/task/leak.md': a link that leaves the repository"
 [ "$(sql "SELECT count(*) FROM chunks WHERE text LIKE '%TOPSECRET%'")" = 0 ] || fail "the key was ingested"
 [ "$(sql "SELECT count(*) FROM documents WHERE key LIKE '%/outside/%'")" = 0 ] || fail "the outside tree was ingested"
+[ "$(sql "SELECT count(*) FROM documents WHERE key LIKE '%vectorized-global-access/task/k.cu'")" = 1 ] ||
+    fail "the linked folder's own file was not ingested: $(sql "SELECT key FROM documents")"
 
 # sizes and nesting: refused before libyaml, each skill alone
 L2=repo2/corpus/skills
