@@ -8,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
-
 /* JSON-RPC's and MCP's error codes */
 #define PARSE_ERROR (-32700)
 #define INVALID_REQUEST (-32600)
@@ -688,23 +686,6 @@ static void dispatch(exchange *x)
         unknown_method(x);
 }
 
-/* Decodes Mcp-Name's =?base64?...?= form into buf; else returns h. */
-static const char *header_value(const char *h, char *buf, size_t n)
-{
-    size_t len = h ? strlen(h) : 0;
-    if (len < 12 || strncmp(h, "=?base64?", 9) || strcmp(h + len - 2, "?="))
-        return h;
-    size_t b64 = len - 11;
-    if (b64 % 4 || b64 / 4 * 3 + 1 > n)
-        return NULL;
-    int got = EVP_DecodeBlock((unsigned char *)buf, (const unsigned char *)h + 9, (int)b64);
-    if (got < 0)
-        return NULL;
-    got -= (h[len - 3] == '=') + (h[len - 4] == '=');   /* the padding decodes to 0s */
-    buf[got] = '\0';
-    return buf;
-}
-
 /* 2026-07-28's checks of a request, in the Python SDK's order: the
  * envelope in _meta, the HTTP headers against the body, the version. */
 static void check_envelope(exchange *x)
@@ -721,7 +702,7 @@ static void check_envelope(exchange *x)
                     !v ? META_VERSION : META_CAPABILITIES);
     if (x->t) {
         char buf[512];
-        const char *name = header_value(x->t->name, buf, sizeof buf);
+        const char *name = kb_mcp_header_value(x->t->name, buf, sizeof buf);
         const char *body_name = param_string(x, "name");
         if (!x->t->protocol_version || !cJSON_IsString(v) ||
             strcmp(x->t->protocol_version, v->valuestring))

@@ -173,6 +173,9 @@ char *kb_mcp_oversized_reply(size_t len);
 const char *kb_mcp_bad_text(const char *s, size_t n, size_t *bad);
 /* 1 for a JSON-RPC id as MCP allows it: a string or an integer. */
 int kb_mcp_valid_id(const cJSON *id);
+/* An MCP header's value: its =?base64?...?= form decoded into buf (n
+ * bytes; NULL when it does not fit or is not base64), else h itself. */
+const char *kb_mcp_header_value(const char *h, char *buf, size_t n);
 
 /* ------------------------------------------------------------ mcp_prompt.c */
 
