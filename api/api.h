@@ -77,5 +77,22 @@ kb_rc kb_api_skills_attach(kb_store *store, const kb_skill_pub *lib, kb_err *err
  * store. */
 kb_rc kb_api_verify_attach(kb_store *store, const char *tasks_dir,
                            double timeout_s, kb_err *err);
+/* For the MCP Tasks extension (serve/mcp_task.c): a verify call queued
+ * without waiting, and its job read back later as the tool's answer. */
+typedef enum { KB_API_JOB_NONE, KB_API_JOB_WORKING, KB_API_JOB_DONE } kb_api_job_state;
+/* Submits verify's candidate (args as the tool's; verify's settings
+ * attached) to the queue of KB_QUEUE: id (65 bytes) gets its job's id,
+ * *state WORKING, or DONE for a job verified already. KB_ERR_USAGE when
+ * this process verifies in process (no queue): the call is answered the
+ * usual way; other errors as the tool's. */
+kb_rc kb_api_verify_submit(kb_tool_ctx *ctx, const cJSON *args, char id[65],
+                           kb_api_job_state *state, kb_err *err);
+/* Job id's state on KB_QUEUE's queue (NONE: no such job, or no queue);
+ * when DONE, *out (the caller's) the tool's answer, as a verify call
+ * would give it, or NULL and *tool_err the tool's failure (a job in the
+ * dead letter, kb-verify that could not judge). Fails (err) only when the
+ * queue cannot be read. */
+kb_rc kb_api_verify_job(kb_tool_ctx *ctx, const char *id, kb_api_job_state *state,
+                        cJSON **out, kb_err *tool_err, kb_err *err);
 
 #endif /* KB_API_H */

@@ -209,17 +209,25 @@ static kb_rc write_candidate(const char *source, char path[64], kb_err *err)
     return KB_OK;
 }
 
-static kb_rc tool_verify(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
-                         kb_err *err)
+/* What a verify call runs: the task's folder, the candidate in a
+ * temporary file, the verifier (with KB_QUEUE's queue, if any). */
+typedef struct {
+    char *dir;
+    char path[64];
+    kb_verifier *verifier;
+} verify_call;
+
+static kb_rc call_open(kb_tool_ctx *ctx, const cJSON *args, verify_call *c, kb_err *err)
 {
+    memset(c, 0, sizeof *c);
     const verify_settings dflt = { NULL, 0 };
     const verify_settings *v = kb_store_slot_get(ctx->store, SETTINGS_SLOT);
     if (!v)
         v = &dflt;
     const char *source = cJSON_GetStringValue(cJSON_GetObjectItem(args, "source"));
-    char *dir = task_dir(v, ctx->config,
-                         cJSON_GetStringValue(cJSON_GetObjectItem(args, "task")), err);
-    if (!dir)
+    c->dir = task_dir(v, ctx->config,
+                      cJSON_GetStringValue(cJSON_GetObjectItem(args, "task")), err);
+    if (!c->dir)
         return err->rc;
     kb_verifier_opts o;
     kb_verifier_opts_init(&o);
@@ -228,37 +236,95 @@ static kb_rc tool_verify(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
     o.timeout_s = v->timeout_s;
     o.compile_only = cJSON_IsTrue(cJSON_GetObjectItem(args, "compile_only"));
     o.no_timing = cJSON_IsTrue(cJSON_GetObjectItem(args, "no_timing"));
-    char path[64] = "";
-    kb_verifier *verifier = NULL;
+    kb_rc rc = write_candidate(source, c->path, err);
+    if (rc == KB_OK)
+        rc = kb_verifier_open(&o, &c->verifier, err);
+    return rc;
+}
+
+static void call_close(verify_call *c)
+{
+    kb_verifier_free(c->verifier);
+    if (*c->path)
+        unlink(c->path);
+    free(c->dir);
+}
+
+/* The tool's answer for r: kb-verify's result, its candidate the source
+ * the caller passed (the temporary file is gone once answered). No
+ * verdict on the candidate (no GPU, kb-verify itself failed, a job in
+ * the dead letter) is the call's failure, not the kernel's. */
+static kb_rc answer(const kb_verify_result *r, cJSON **out, kb_err *err)
+{
+    if (r->verdict == KB_VERIFY_ERROR)
+        return kb_err_set(err, KB_ERR_GPU, "verify: kb-verify could not judge the "
+                          "candidate: %s", r->reason && *r->reason ? r->reason : "no reason given");
+    *out = cJSON_Duplicate(r->json, 1);
+    cJSON_DeleteItemFromObjectCaseSensitive(*out, "candidate");
+    if (*out && !cJSON_AddStringToObject(*out, "candidate", "source")) {
+        cJSON_Delete(*out);
+        *out = NULL;
+    }
+    return *out ? KB_OK : kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+}
+
+static kb_rc tool_verify(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
+                         kb_err *err)
+{
+    verify_call c;
     kb_verify_result r;
     kb_verify_result_init(&r);
-    kb_rc rc = write_candidate(source, path, err);
+    kb_rc rc = call_open(ctx, args, &c, err);
     if (rc == KB_OK)
-        rc = kb_verifier_open(&o, &verifier, err);
+        rc = kb_jobq_verify(c.verifier, c.dir, c.path, &r, err);
     if (rc == KB_OK)
-        rc = kb_jobq_verify(verifier, dir, path, &r, err);
-    /* no verdict on the candidate (no GPU, kb-verify itself failed): the
-     * call failed, not the kernel */
-    if (rc == KB_OK && r.verdict == KB_VERIFY_ERROR)
-        rc = kb_err_set(err, KB_ERR_GPU, "verify: kb-verify could not judge the "
-                        "candidate: %s", r.reason && *r.reason ? r.reason : "no reason given");
-    if (rc == KB_OK) {
-        /* the temporary file is gone once answered: the candidate is the
-         * source the caller passed */
-        *out = cJSON_Duplicate(r.json, 1);
-        cJSON_DeleteItemFromObjectCaseSensitive(*out, "candidate");
-        if (*out && !cJSON_AddStringToObject(*out, "candidate", "source")) {
-            cJSON_Delete(*out);
-            *out = NULL;
-        }
-        if (!*out)
-            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    }
+        rc = answer(&r, out, err);
     kb_verify_result_release(&r);
-    kb_verifier_free(verifier);
-    if (*path)
-        unlink(path);
-    free(dir);
+    call_close(&c);
+    return rc;
+}
+
+kb_rc kb_api_verify_submit(kb_tool_ctx *ctx, const cJSON *args, char id[65],
+                           kb_api_job_state *state, kb_err *err)
+{
+    *state = KB_API_JOB_NONE;
+    verify_call c;
+    kb_job_state st = KB_JOB_NONE;
+    kb_rc rc = call_open(ctx, args, &c, err);
+    if (rc == KB_OK && !kb_verifier_queue(c.verifier))
+        rc = kb_err_set(err, KB_ERR_USAGE, "verify: no queue (KB_QUEUE): "
+                        "verified in process");
+    if (rc == KB_OK)
+        rc = kb_jobq_verify_submit(c.verifier, c.dir, c.path, id, &st, err);
+    if (rc == KB_OK)
+        *state = st == KB_JOB_PENDING || st == KB_JOB_LEASED ? KB_API_JOB_WORKING
+                                                             : KB_API_JOB_DONE;
+    call_close(&c);
+    return rc;
+}
+
+kb_rc kb_api_verify_job(kb_tool_ctx *ctx, const char *id, kb_api_job_state *state,
+                        cJSON **out, kb_err *tool_err, kb_err *err)
+{
+    *state = KB_API_JOB_NONE;
+    *out = NULL;
+    const char *url = ctx->config ? ctx->config->queue : NULL;   /* in process: */
+    kb_jobq *q = NULL;                                         /* no jobs kept */
+    kb_job_state st = KB_JOB_NONE;
+    kb_rc rc = kb_jobq_open(url, NULL, &q, err);
+    if (rc == KB_OK)
+        rc = kb_jobq_status(q, id, &st, NULL, err);
+    if (rc == KB_OK && (st == KB_JOB_PENDING || st == KB_JOB_LEASED)) {
+        *state = KB_API_JOB_WORKING;
+    } else if (rc == KB_OK && (st == KB_JOB_DONE || st == KB_JOB_DEAD)) {
+        *state = KB_API_JOB_DONE;
+        kb_verify_result r;
+        kb_verify_result_init(&r);
+        if (kb_jobq_wait(q, id, 1, &r, tool_err) == KB_OK)
+            answer(&r, out, tool_err);
+        kb_verify_result_release(&r);
+    }
+    kb_jobq_close(q);
     return rc;
 }
 

@@ -116,7 +116,7 @@ typedef struct {
     char address[64];
     int port;
     const char *token_file;
-    const char *skills_dir;
+    kb_mcp_opts mcp;           /* --skills, --allow-verify, --tasks */
     int no_skills;
     long threads, max_body, timeout_s, max_connections, drain_s;
     long header_timeout_s, max_per_ip;
@@ -154,9 +154,16 @@ static int parse_options(int argc, char **argv, const kb_command *self,
             so->token_file = g.arg;
             continue;
         }
+        if (c == KB_OPT_LONG('v') || c == KB_OPT_LONG('k')) {
+            if (c == KB_OPT_LONG('v'))
+                so->mcp.allow_verify = 1;
+            else
+                so->mcp.tasks_dir = g.arg;
+            continue;
+        }
         if (c == KB_OPT_LONG('s') || c == KB_OPT_LONG('S')) {
             if (c == KB_OPT_LONG('s'))
-                so->skills_dir = g.arg;
+                so->mcp.skills_dir = g.arg;
             else
                 so->no_skills = 1;
             continue;
@@ -173,7 +180,9 @@ static int parse_options(int argc, char **argv, const kb_command *self,
         return g.status;
     if (kb_cli_no_operands(&g))
         return 2;
-    if (so->no_skills && so->skills_dir)
+    if (so->mcp.tasks_dir && !so->mcp.allow_verify)
+        return kb_cli_usage_error(self, "--tasks is verify's: it needs --allow-verify");
+    if (so->no_skills && so->mcp.skills_dir)
         return kb_cli_usage_error(self, "--skills and --no-skills: pick one");
     return -1;
 }
@@ -220,6 +229,9 @@ static const kb_option serve_options_table[] = {
     { "skills", KB_OPT_LONG('s'), "DIR", "the skill library /mcp serves as skill:// resources\n"
       "(default: corpus/skills where kb finds it)" },
     { "no-skills", KB_OPT_LONG('S'), NULL, "serve no skill library" },
+    { "allow-verify", KB_OPT_LONG('v'), NULL, "/mcp also serves the verify tool, which runs\n"
+      "candidate kernels on this machine's GPU (kb-verify;\nwith KB_QUEUE, as tasks too)" },
+    { "tasks", KB_OPT_LONG('k'), "DIR", "verify's tasks (default: where kb verify finds them)" },
     { NULL, 0, NULL, NULL },
 };
 
@@ -245,6 +257,7 @@ static int cmd_serve(int argc, char **argv, const kb_cli *cli, const kb_command 
 {
     serve_options so = { .address = "127.0.0.1", .port = DEFAULT_PORT,
                          .drain_s = 10 };
+    kb_mcp_opts_init(&so.mcp);
     int done = parse_options(argc, argv, self, &so);
     if (done >= 0)
         return done;
@@ -287,10 +300,8 @@ static int cmd_serve(int argc, char **argv, const kb_cli *cli, const kb_command 
         o.kb_dir = dir;
         o.config = cli->config;
         /* the tables served: REST's, then the MCP transport's /mcp */
-        kb_mcp_opts mo;
-        kb_mcp_opts_init(&mo);
-        mo.skills_dir = so.skills_dir;
-        if (!so.skills_dir && !so.no_skills)
+        kb_mcp_opts mo = so.mcp;
+        if (!mo.skills_dir && !so.no_skills)
             mo.skills_dir = found = kb_store_data_find(cli->config, cli->kb_dir, "skills");
         const kb_serve_route *rest = kb_rest_routes(&n);
         if (kb_serve_opts_add(&o, rest, n) != KB_OK)

@@ -50,6 +50,7 @@ struct kb_mcp {
     char *instructions;
     char *names;             /* "search, get, papers, status" */
     char *tasks_dir;         /* verify's, or NULL */
+    kb_mcp_tasks *tasks;     /* the Tasks extension's (mcp_task.c) */
     kb_api_env env;          /* what the tools need attached */
 };
 
@@ -169,7 +170,8 @@ kb_rc kb_mcp_open(const kb_mcp_opts *opts, kb_mcp **out, kb_err *err)
     }
     m->instructions = kb_buf_finish(&text, rc);
     m->names = kb_buf_finish(&names, rc);
-    if (rc == KB_OK && opts->tasks_dir && !(m->tasks_dir = kb_strdup(opts->tasks_dir)))
+    if (rc == KB_OK && ((opts->tasks_dir && !(m->tasks_dir = kb_strdup(opts->tasks_dir))) ||
+                        !(m->tasks = kb_mcp_tasks_new())))
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     m->env.skills = m->skills;
     m->env.tasks_dir = m->tasks_dir;
@@ -190,6 +192,7 @@ void kb_mcp_free(kb_mcp *m)
     free(m->instructions);
     free(m->names);
     free(m->tasks_dir);
+    kb_mcp_tasks_free(m->tasks);
     free(m);
 }
 
@@ -321,8 +324,9 @@ static cJSON *server_info(void)
     return NULL;
 }
 
-/* tools, prompts; resources when a skill library is served (and, in 2026-07-28,
- * the Skills extension, which is written against that revision). */
+/* tools, prompts; resources when a skill library is served; in 2026-07-28
+ * the extensions written against that revision: Skills with a library,
+ * Tasks with verify. */
 static cJSON *capabilities(const exchange *x)
 {
     cJSON *c = cJSON_CreateObject(), *tools = cJSON_CreateObject();
@@ -336,24 +340,29 @@ static cJSON *capabilities(const exchange *x)
         cJSON *res = cJSON_AddObjectToObject(c, "resources");
         ok = res && cJSON_AddBoolToObject(res, "listChanged", 0) &&
              cJSON_AddBoolToObject(res, "subscribe", 0);
-        cJSON *ext = ok && x->modern ? cJSON_AddObjectToObject(c, "extensions") : NULL;
-        if (ok && x->modern)
-            ok = ext && cJSON_AddObjectToObject(ext, SKILLS_EXTENSION);
     }
+    const kb_mcp *m = x->server;
+    cJSON *ext = ok && x->modern && (m->skills || m->allow_verify)
+                     ? cJSON_AddObjectToObject(c, "extensions") : NULL;
+    if (ok && x->modern && (m->skills || m->allow_verify))
+        ok = ext && (!m->skills || cJSON_AddObjectToObject(ext, SKILLS_EXTENSION)) &&
+             (!m->allow_verify || cJSON_AddObjectToObject(ext, KB_MCP_TASKS_EXTENSION));
     if (ok)
         return c;
     cJSON_Delete(c);
     return NULL;
 }
 
-/* The 2026-07-28 fields of a result: resultType, the server's _meta
- * stamp, and for a cacheable one ttlMs and cacheScope. */
+/* The 2026-07-28 fields of a result: resultType (complete unless it has
+ * one: a task's), the server's _meta stamp, and for a cacheable one ttlMs
+ * and cacheScope. */
 static void modern_fields(exchange *x, int cacheable)
 {
     if (!x->modern || x->code || !x->result)
         return;
     cJSON *meta = cJSON_CreateObject();
-    add(x, x->result, "resultType", cJSON_CreateString("complete"));
+    if (!cJSON_GetObjectItemCaseSensitive(x->result, "resultType"))
+        add(x, x->result, "resultType", cJSON_CreateString("complete"));
     if (cacheable) {
         add(x, x->result, "ttlMs", cJSON_CreateNumber(LIST_TTL_MS));
         add(x, x->result, "cacheScope", cJSON_CreateString("public"));
@@ -445,20 +454,8 @@ static void do_tools_list(exchange *x)
  * content (which frees out). */
 static void call_result(exchange *x, cJSON *out, const char *error_text)
 {
-    cJSON *r = new_result(x), *content = cJSON_CreateArray(), *block = cJSON_CreateObject();
-    char *text = out ? cJSON_PrintUnformatted(out) : NULL;
-    if (content && block && !cJSON_AddItemToArray(content, block))
-        block = (cJSON_Delete(block), NULL);
-    add(x, r, "content", content);
-    add(x, block, "type", cJSON_CreateString("text"));
-    add(x, block, "text", cJSON_CreateString(out ? text : error_text));
-    if (out) {
-        if (!text)
-            out_of_memory(x);
-        add(x, r, "structuredContent", out);
-    }
-    add(x, r, "isError", cJSON_CreateBool(out == NULL));
-    free(text);
+    if (!(x->result = kb_mcp_call_result(out, error_text)))
+        return out_of_memory(x);
     modern_fields(x, 0);
 }
 
@@ -488,6 +485,13 @@ static void do_tools_call(exchange *x)
     kb_rc rc = kb_api_attach(ctx.store, tool, &x->server->env, &err);
     cJSON *out = NULL;
     double t0 = kb_now_ms();
+    kb_err bad;   /* arguments the tool refuses: its error, answered the usual way */
+    if (rc == KB_OK && x->modern && (tool->flags & KB_TOOL_NEEDS_VERIFY) &&
+        kb_mcp_tasks_declared(x->params) && kb_tool_check_args(tool, args, &bad) == KB_OK) {
+        int got = kb_mcp_task_call(x->server->tasks, &ctx, args, &x->result);
+        if (got)
+            return got < 0 ? out_of_memory(x) : modern_fields(x, 0);
+    }
     if (rc == KB_OK)
         rc = kb_tool_run(tool, &ctx, args, &out, &err);
     kb_log_info("kb mcp: %s %s in %.1f ms%s%s", tool->name, rc == KB_OK ? "answered" : "failed",
@@ -530,6 +534,22 @@ static void do_prompts_get(exchange *x)
     if (code)
         return fail(x, code, "%s", msg);
     x->result = r;
+    modern_fields(x, 0);
+}
+
+/* tasks/get, tasks/update, tasks/cancel (the Tasks extension, 2026-07-28) */
+static void do_tasks(exchange *x)
+{
+    cJSON *data = NULL;
+    int code = kb_mcp_task_method(x->server->tasks, x->ctx, x->method, x->params,
+                                  &x->result, x->message, sizeof x->message, &data);
+    if (code) {
+        char msg[sizeof x->message];
+        snprintf(msg, sizeof msg, "%s", x->message);
+        fail(x, code, "%s", msg);
+        x->data = data;
+        return;
+    }
     modern_fields(x, 0);
 }
 
@@ -682,6 +702,8 @@ static void dispatch(exchange *x)
         do_skills_list(x);
     else if (skills && !strcmp(x->method, "skills/get"))
         do_skills_get(x);
+    else if (x->modern && x->server->allow_verify && !strncmp(x->method, "tasks/", 6))
+        do_tasks(x);
     else
         unknown_method(x);
 }
@@ -715,6 +737,10 @@ static void check_envelope(exchange *x)
             (!name || strcmp(name, body_name)))
             return fail(x, HEADER_MISMATCH, "the Mcp-Name header does not match "
                         "params.name");
+        const char *body_task = param_string(x, "taskId");
+        if (!strncmp(x->method, "tasks/", 6) && body_task && (!name || strcmp(name, body_task)))
+            return fail(x, HEADER_MISMATCH, "the Mcp-Name header does not match "
+                        "params.taskId");
         const char *body_uri = param_string(x, "uri");
         if (!strcmp(x->method, "resources/read") && body_uri &&
             (!name || strcmp(name, body_uri)))

@@ -37,7 +37,8 @@
  * batch array, a message over KB_MCP_MESSAGE_MAX), -32601 (unknown method),
  * -32602 (bad params, an unknown tool; in 2026-07-28 an unknown resource),
  * -32002 (an unknown resource, handshake era), -32603 (out of memory),
- * -32020 (HTTP headers that disagree with the body), -32022. An error
+ * -32020 (HTTP headers that disagree with the body), -32021 (a tasks/ method from
+ * a client that did not declare the Tasks extension), -32022. An error
  * whose request id cannot be
  * read carries no id (the schemas of 2025-11-25 and 2026-07-28 allow that,
  * not a null one). A tool's own failure - an argument the tool's schema
@@ -45,6 +46,11 @@
  * the message that says what to do.
  *
  * Prompts (mcp_prompt.c): the generator's prompt for a task, write-kernel.
+ *
+ * Tasks (mcp_task.c): the Tasks extension, io.modelcontextprotocol/tasks,
+ * in 2026-07-28, announced with verify: a verify call from a client that
+ * declares the extension in its request's capabilities is queued (KB_QUEUE)
+ * and answered at once with a task, polled with tasks/get.
  *
  * Tools come from the one tool table (api/api.h, kb_api_tools): those
  * offered over MCP, in its order (search, get, papers, status,
@@ -195,6 +201,45 @@ cJSON *kb_mcp_prompts_json(void);
  * or too small for the task; -32603 otherwise. */
 int kb_mcp_prompt_get(kb_tool_ctx *ctx, const cJSON *params, cJSON **result,
                       char *msg, size_t size);
+
+/* ------------------------------------------------------------ mcp_task.c */
+/* The Tasks extension (2026-07-28's io.modelcontextprotocol/tasks), for
+ * verify: where the client declares the extension in the request's
+ * _meta capabilities and the server has a queue (KB_QUEUE: SQLite or
+ * Redis, with workers: docs/verify.md), tools/call verify submits the
+ * candidate and answers at once with a CreateTaskResult (resultType
+ * "task"; taskId the job's id, the candidate's hash; status working;
+ * ttlMs null, pollIntervalMs). tasks/get answers the task: working while
+ * the job is queued or running, then completed with the CallToolResult a
+ * synchronous call would have given (isError true for a job in the dead
+ * letter). tasks/update (kb's tasks ask for no input) and tasks/cancel
+ * (the job runs on: others may wait on it) are acknowledged. Errors:
+ * -32021 for a tasks/ method from a client that did not declare the extension,
+ * -32602 for an unknown task. Without a queue, a job already done, or a
+ * client that did not declare the extension, verify answers as always.
+ * createdAt and lastUpdatedAt are when this server first saw the task and
+ * its status (it remembers the last 512). */
+#define KB_MCP_TASKS_EXTENSION "io.modelcontextprotocol/tasks"
+typedef struct kb_mcp_tasks kb_mcp_tasks;
+/* NULL out of memory; freed with kb_mcp_tasks_free. Thread-safe. */
+kb_mcp_tasks *kb_mcp_tasks_new(void);
+void kb_mcp_tasks_free(kb_mcp_tasks *t);
+/* 1 when params._meta's client capabilities declare the extension. */
+int kb_mcp_tasks_declared(const cJSON *params);
+/* tools/call verify with args as a task: 1 and *result the
+ * CreateTaskResult (resultType set; the era's _meta not), 0 when the call
+ * is to be answered the usual way, -1 out of memory. */
+int kb_mcp_task_call(kb_mcp_tasks *t, kb_tool_ctx *ctx, const cJSON *args,
+                     cJSON **result);
+/* tasks/get, tasks/update or tasks/cancel: 0 and *result, or the JSON-RPC
+ * error code with msg and *data (the caller's; NULL when none). */
+int kb_mcp_task_method(kb_mcp_tasks *t, kb_tool_ctx *ctx, const char *method,
+                       const cJSON *params, cJSON **result, char *msg, size_t size,
+                       cJSON **data);
+/* A CallToolResult (content, structuredContent, isError) of a tool's
+ * answer out (taken), or of its failure error_text when out is NULL;
+ * without the era's fields. NULL out of memory. */
+cJSON *kb_mcp_call_result(cJSON *out, const char *error_text);
 
 /* ------------------------------- http.c, origin.c, rest.c, mcp_http.c */
 /* kb's HTTP server (libmicrohttpd) and its request router:

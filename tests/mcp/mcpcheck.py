@@ -42,7 +42,8 @@ MODERN_RESPONSES = {
 # 2026-07-28's definitions of errors: of the whole response, or of its
 # error object
 MODERN_ERROR_RESPONSES = {-32022: "UnsupportedProtocolVersionError",
-                          -32020: "HeaderMismatchError"}
+                          -32020: "HeaderMismatchError",
+                          -32021: "MissingRequiredClientCapabilityError"}
 MODERN_ERRORS = {-32700: "ParseError", -32600: "InvalidRequestError",
                  -32601: "MethodNotFoundError", -32602: "InvalidParamsError",
                  -32603: "InternalError"}
