@@ -234,99 +234,82 @@ static int elf_section(const unsigned char *img, size_t len,
     return 0;
 }
 
-/* The entry functions of one symbol table, added to names. */
-static void elf_entries(const unsigned char *img, size_t len, const Elf64_Shdr *sym,
-                        const Elf64_Shdr *str, cJSON *names)
-{
-    if (sym->sh_offset > len || sym->sh_size > len - sym->sh_offset ||
-        str->sh_offset > len || str->sh_size > len - str->sh_offset ||
-        sym->sh_entsize != sizeof(Elf64_Sym))
-        return;
-    const char *strs = (const char *)img + str->sh_offset;
-    size_t nsym = sym->sh_size / sizeof(Elf64_Sym);
-    for (size_t k = 0; k < nsym; k++) {
-        Elf64_Sym y;
-        memcpy(&y, img + sym->sh_offset + k * sizeof y, sizeof y);
-        /* a kernel: a global function marked as a CUDA entry (0x10) */
-        if (ELF64_ST_TYPE(y.st_info) != STT_FUNC ||
-            ELF64_ST_BIND(y.st_info) != STB_GLOBAL || !(y.st_other & 0x10) ||
-            y.st_name >= str->sh_size ||
-            !memchr(strs + y.st_name, '\0', str->sh_size - y.st_name))
-            continue;
-        cJSON_AddItemToArray(names, cJSON_CreateString(strs + y.st_name));
-    }
-}
-
-cJSON *kbv_cubin_kernels(const kbv_compiled *c)
-{
-    const unsigned char *img = c->cubin;
-    size_t len = c->cubin_len;
+/* An ELF image: its bytes and its header. */
+typedef struct {
+    const unsigned char *img;
+    size_t len;
     Elf64_Ehdr eh;
-    if (!img || len < sizeof eh)
-        return NULL;
-    memcpy(&eh, img, sizeof eh);
-    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh.e_shentsize != sizeof(Elf64_Shdr))
-        return NULL;
-    cJSON *names = cJSON_CreateArray();
-    Elf64_Shdr sh, str;
-    for (size_t i = 0; names && i < eh.e_shnum; i++) {
-        if (elf_section(img, len, &eh, i, &sh) != 0)
-            break;
-        if (sh.sh_type == SHT_SYMTAB &&
-            elf_section(img, len, &eh, sh.sh_link, &str) == 0)
-            elf_entries(img, len, &sh, &str, names);
-    }
-    return names;
-}
+} elf_image;
 
-/* 1 if section k of img is one of module-scope device memory (.nv.global,
- * .nv.global.init): what a kernel writes there outlives the launch. */
-static int global_section(const unsigned char *img, size_t len, const Elf64_Ehdr *eh,
-                          size_t k)
-{
-    Elf64_Shdr sh, names;
-    if (elf_section(img, len, eh, k, &sh) != 0 ||
-        elf_section(img, len, eh, eh->e_shstrndx, &names) != 0 ||
-        names.sh_offset > len || sh.sh_name >= names.sh_size ||
-        names.sh_size > len - names.sh_offset)
-        return 0;
-    const char *n = (const char *)img + names.sh_offset + sh.sh_name;
-    size_t left = names.sh_size - sh.sh_name;
-    return left > 10 && strncmp(n, ".nv.global", 10) == 0;
-}
+/* A symbol the walk keeps (see cubin_symbols). */
+typedef int (*elf_pick)(const elf_image *e, const Elf64_Sym *y);
 
-cJSON *kbv_cubin_globals(const kbv_compiled *c)
+/* The names of the symbols of every symbol table in c's cubin that pick
+ * keeps, as a JSON array; NULL if it is no ELF image this can read (or
+ * out of memory). Every offset and size is checked against the image.
+ * Caller frees. */
+static cJSON *cubin_symbols(const kbv_compiled *c, elf_pick pick)
 {
-    const unsigned char *img = c->cubin;
-    size_t len = c->cubin_len;
-    Elf64_Ehdr eh;
-    if (!img || len < sizeof eh)
+    elf_image e = { c->cubin, c->cubin_len, { { 0 } } };
+    if (!e.img || e.len < sizeof e.eh)
         return NULL;
-    memcpy(&eh, img, sizeof eh);
-    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh.e_shentsize != sizeof(Elf64_Shdr))
+    memcpy(&e.eh, e.img, sizeof e.eh);
+    if (memcmp(e.eh.e_ident, ELFMAG, SELFMAG) != 0 || e.eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+        e.eh.e_shentsize != sizeof(Elf64_Shdr))
         return NULL;
     cJSON *names = cJSON_CreateArray();
     Elf64_Shdr sym, str;
-    for (size_t i = 0; names && i < eh.e_shnum; i++) {
-        if (elf_section(img, len, &eh, i, &sym) != 0)
+    for (size_t i = 0; names && i < e.eh.e_shnum; i++) {
+        if (elf_section(e.img, e.len, &e.eh, i, &sym) != 0)
             break;
-        if (sym.sh_type != SHT_SYMTAB || elf_section(img, len, &eh, sym.sh_link, &str) ||
-            sym.sh_offset > len || sym.sh_size > len - sym.sh_offset ||
-            str.sh_offset > len || str.sh_size > len - str.sh_offset ||
+        if (sym.sh_type != SHT_SYMTAB || elf_section(e.img, e.len, &e.eh, sym.sh_link, &str) ||
+            sym.sh_offset > e.len || sym.sh_size > e.len - sym.sh_offset ||
+            str.sh_offset > e.len || str.sh_size > e.len - str.sh_offset ||
             sym.sh_entsize != sizeof(Elf64_Sym))
             continue;
-        const char *strs = (const char *)img + str.sh_offset;
+        const char *strs = (const char *)e.img + str.sh_offset;
         for (size_t k = 0; k < sym.sh_size / sizeof(Elf64_Sym); k++) {
             Elf64_Sym y;
-            memcpy(&y, img + sym.sh_offset + k * sizeof y, sizeof y);
-            if (ELF64_ST_TYPE(y.st_info) != STT_OBJECT || y.st_name >= str.sh_size ||
-                !memchr(strs + y.st_name, '\0', str.sh_size - y.st_name) ||
-                !global_section(img, len, &eh, y.st_shndx))
+            memcpy(&y, e.img + sym.sh_offset + k * sizeof y, sizeof y);
+            if (y.st_name >= str.sh_size ||
+                !memchr(strs + y.st_name, '\0', str.sh_size - y.st_name) || !pick(&e, &y))
                 continue;
             cJSON_AddItemToArray(names, cJSON_CreateString(strs + y.st_name));
         }
     }
     return names;
+}
+
+/* a kernel: a global function marked as a CUDA entry (0x10) */
+static int is_entry(const elf_image *e, const Elf64_Sym *y)
+{
+    (void)e;
+    return ELF64_ST_TYPE(y->st_info) == STT_FUNC &&
+           ELF64_ST_BIND(y->st_info) == STB_GLOBAL && (y->st_other & 0x10);
+}
+
+/* a variable in module-scope device memory (.nv.global, .nv.global.init):
+ * what a kernel writes there outlives the launch */
+static int is_device_global(const elf_image *e, const Elf64_Sym *y)
+{
+    Elf64_Shdr sh, names;
+    if (ELF64_ST_TYPE(y->st_info) != STT_OBJECT ||
+        elf_section(e->img, e->len, &e->eh, y->st_shndx, &sh) != 0 ||
+        elf_section(e->img, e->len, &e->eh, e->eh.e_shstrndx, &names) != 0 ||
+        names.sh_offset > e->len || sh.sh_name >= names.sh_size ||
+        names.sh_size > e->len - names.sh_offset)
+        return 0;
+    const char *n = (const char *)e->img + names.sh_offset + sh.sh_name;
+    size_t left = names.sh_size - sh.sh_name;
+    return left > 10 && strncmp(n, ".nv.global", 10) == 0;
+}
+
+cJSON *kbv_cubin_kernels(const kbv_compiled *c)
+{
+    return cubin_symbols(c, is_entry);
+}
+
+cJSON *kbv_cubin_globals(const kbv_compiled *c)
+{
+    return cubin_symbols(c, is_device_global);
 }
