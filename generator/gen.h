@@ -136,6 +136,10 @@ kb_rc kb_gen_prompt_json(const kb_gen_prompt *p, cJSON **out, kb_err *err);
  * roofline at it on d, what is judged suspicious), a code block under a heading with its intro, and
  * the output contract. */
 kb_rc kb_gen_section_hardware(kb_buf *b, const cJSON *d) KB_MUST_CHECK;
+/* The one shape a prompt shows the model (the others are held back): the
+ * one named target, else the first timed, else the first; NULL for a task
+ * without shapes. */
+const kb_shape *kb_gen_target_shape(const kb_task *t);
 kb_rc kb_gen_section_task(kb_buf *b, const kb_task *t, const cJSON *d,
                           double baseline_ms) KB_MUST_CHECK;
 kb_rc kb_gen_section_code(kb_buf *b, const char *heading, const char *intro,

@@ -37,10 +37,10 @@ static int is_buffer(const kb_task_param *p)
     return p->role != KB_ROLE_DIM && p->role != KB_ROLE_SCALAR;
 }
 
-/* The shape a prompt shows: the one named target, else the first timed,
- * else the first. */
-static const kb_shape *target_shape(const kb_task *t)
+const kb_shape *kb_gen_target_shape(const kb_task *t)
 {
+    if (!t->nshapes)
+        return NULL;
     for (size_t i = 0; i < t->nshapes; i++)
         if (!strcmp(t->shapes[i].name, "target"))
             return &t->shapes[i];
@@ -448,7 +448,7 @@ static kb_rc put_baseline(kb_buf *b, const kb_task *t, const kb_shape *s, const 
 
 kb_rc kb_gen_section_task(kb_buf *b, const kb_task *t, const cJSON *d, double baseline_ms)
 {
-    const kb_shape *s = target_shape(t);
+    const kb_shape *s = kb_gen_target_shape(t);
     kb_rc rc = kb_buf_printf(b, H_TASK "\n\n%s (level %d; ops: %s): %s\n\n", t->name,
                              t->level, *t->ops ? t->ops : "none", t->description);
     /* the signature of every kernel the launch calls */
@@ -650,7 +650,7 @@ static void json_shape_launch(cJSON *o, const kb_task *t, const kb_shape *s, int
 
 static cJSON *task_object(const kb_task *t, const char *ref)
 {
-    const kb_shape *s = target_shape(t);
+    const kb_shape *s = kb_gen_target_shape(t);
     cJSON *o = cJSON_CreateObject();
     int ok = o != NULL;
     kb_json_put_str(o, "name", t->name, &ok);

@@ -482,14 +482,9 @@ static kb_rc write_kernel_record(const kb_gen_writeback *w, const kb_task *task,
     if (rc == KB_OK && kb_buf_printf(&how, "kb-verify, in kb generate run %s",
                                      w->run_id ? w->run_id : "?") != KB_OK)
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
-    /* the prompt named the target shape alone (prompt_task.c) */
-    const char *shown = task->nshapes ? task->shapes[0].name : NULL;
-    for (size_t i = task->nshapes; i-- > 0;)
-        if (task->shapes[i].timed)
-            shown = task->shapes[i].name;
-    for (size_t i = 0; i < task->nshapes; i++)
-        if (!strcmp(task->shapes[i].name, "target"))
-            shown = task->shapes[i].name;
+    /* the prompt showed the target shape alone */
+    const kb_shape *target = kb_gen_target_shape(task);
+    const char *shown = target ? target->name : NULL;
     kb_skill_record_in in = { .result = w->result->json, .device = w->device,
                               .shapes = shapes, .kernel_sha256 = sha, .how = how.data,
                               .date = date, .shown_shape = shown };
