@@ -55,6 +55,9 @@ contains "$out" '"state":{"device_variables":["memo_fp","memo_n","memo_seen",'
 contains "$out" '"note":"module-scope __device__ variables persist across launches'
 out=$("$kv" --compile-only --json corpus/tasks/gelu corpus/tasks/gelu/candidates/vec4.cu)
 lacks "$out" '"state"'
+# the GELU that hangs on the tiny shape (t4020's) compiles
+out=$("$kv" --compile-only --json corpus/tasks/gelu tests/verify/hang_after_timed.cu)
+contains "$out" '"verdict":"compiled"'
 # the launch is reported as written, dynamic shared memory included
 out=$("$kv" --compile-only --json corpus/tasks/gemm_bf16 corpus/tasks/gemm_bf16/candidates/tma_persistent.cu)
 contains "$out" '"launches":[{"kernel":"gemm_tma","from":"candidate","grid":["min(132,ceil_div(M,128)*ceil_div(N,256))"],"block":["384"],"shared_dynamic":"230400"}]'

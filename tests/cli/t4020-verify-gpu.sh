@@ -39,18 +39,7 @@ contains "$out" '"baseline_spread":{"processes":3,"shapes":[{"shape":"target","b
 lacks "$out" '"state"'
 # a run that times out after the timed shape has no speedup: this GELU
 # hangs on the tiny shape alone
-cat >"$KB_TMP/hang.cu" <<'C'
-extern "C" __global__ void gelu(const float *x, float *y, int n)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    volatile const float *v = x;
-    while (n < 16 && v[0] == v[0])
-        ;
-    if (i < n)
-        y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
-}
-C
-out=$(timeout 120 "$kv" --json --timeout-ms 1500 corpus/tasks/gelu "$KB_TMP/hang.cu")
+out=$(timeout 120 "$kv" --json --timeout-ms 1500 corpus/tasks/gelu tests/verify/hang_after_timed.cu)
 contains "$out" '"verdict":"timeout"'
 contains "$out" '"shape":"target","baseline":"reference"'
 lacks "$out" '"speedup_geomean"'
