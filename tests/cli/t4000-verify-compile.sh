@@ -58,6 +58,17 @@ lacks "$out" '"state"'
 # the GELU that hangs on the tiny shape (t4020's) compiles
 out=$("$kv" --compile-only --json corpus/tasks/gelu tests/verify/hang_after_timed.cu)
 contains "$out" '"verdict":"compiled"'
+# --shapes names shapes of the task: one it lacks is an error, not a check
+# of nothing (one-shot, --reference, a --serve request's "shapes")
+expect_rc 4 "$kv" --compile-only --json --shapes odd,huge corpus/tasks/gelu corpus/tasks/gelu/candidates/vec4.cu
+contains "$out" "'huge' in --shapes is no shape of task 'gelu' (its shapes: target, odd, tiny)"
+expect_rc 4 "$kv" --reference --shapes '' corpus/tasks/gelu
+contains "$out" "--shapes names no shape of task 'gelu'"
+expect_rc 0 "$kv" --compile-only --json --shapes odd,tiny corpus/tasks/gelu corpus/tasks/gelu/candidates/vec4.cu
+contains "$out" '"verdict":"compiled"'
+out=$(printf '{"id":"s","task":"corpus/tasks/gelu","candidate":"corpus/tasks/gelu/candidates/vec4.cu","compile_only":true,"shapes":"tiny,small"}\n' | "$kv" --serve)
+contains "$out" '"verdict":"error"'
+contains "$out" "'small' in --shapes is no shape of task 'gelu'"
 # the launch is reported as written, dynamic shared memory included
 out=$("$kv" --compile-only --json corpus/tasks/gemm_bf16 corpus/tasks/gemm_bf16/candidates/tma_persistent.cu)
 contains "$out" '"launches":[{"kernel":"gemm_tma","from":"candidate","grid":["min(132,ceil_div(M,128)*ceil_div(N,256))"],"block":["384"],"shared_dynamic":"230400"}]'

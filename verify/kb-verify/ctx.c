@@ -116,6 +116,59 @@ void kbv_cuda_failed(kbv_ctx *v, CUresult r, const char *what)
 
 /* ------------------------------------------------------------------ the task */
 
+/* The next name of the comma-separated list at *p: its start in *name,
+ * its length in *len, *p moved past it; 0 at the list's end. */
+static int next_name(const char **p, const char **name, size_t *len)
+{
+    if (!**p)
+        return 0;
+    *name = *p;
+    *len = strcspn(*p, ",");
+    *p += *len;
+    if (**p == ',')
+        (*p)++;
+    return 1;
+}
+
+static int has_shape(const kb_task *t, const char *name, size_t len)
+{
+    for (size_t i = 0; i < t->nshapes; i++)
+        if (strlen(t->shapes[i].name) == len && strncmp(t->shapes[i].name, name, len) == 0)
+            return 1;
+    return 0;
+}
+
+/* --shapes (or a request's "shapes") names shapes of the task, at least
+ * one: a name it lacks would leave a check that checked nothing (and a
+ * verdict of it). Returns 0, or -1 with the "error" verdict set. */
+static int check_shapes_named(kbv_ctx *v)
+{
+    const kb_task *t = v->task;
+    const char *p = v->o->shapes, *name;
+    size_t len;
+    int named = 0;
+    while (p && next_name(&p, &name, &len)) {
+        named += len > 0;
+        if (has_shape(t, name, len))
+            continue;
+        kb_buf have;
+        kb_buf_init(&have, 0);
+        for (size_t i = 0; i < t->nshapes; i++)
+            if (kb_buf_printf(&have, "%s%s", i ? ", " : "", t->shapes[i].name) != KB_OK)
+                break;
+        kbv_set_verdict(v, "error", "'%.*s' in --shapes is no shape of task '%s' "
+                        "(its shapes: %s)", (int)len, name, t->name,
+                        have.data ? have.data : "");
+        kb_buf_release(&have);
+        return -1;
+    }
+    if (p && !named) {
+        kbv_set_verdict(v, "error", "--shapes names no shape of task '%s'", t->name);
+        return -1;
+    }
+    return 0;
+}
+
 int kbv_load_task(kbv_ctx *v, const char *arg)
 {
     kb_err err;
@@ -146,7 +199,7 @@ int kbv_load_task(kbv_ctx *v, const char *arg)
         kbv_set_verdict(v, "error", "%s", err.msg);
         return -1;
     }
-    return 0;
+    return check_shapes_named(v);
 }
 
 double kbv_shape_tol(const kbv_ctx *v, const kb_shape *s, const char *e)
@@ -158,16 +211,12 @@ double kbv_shape_tol(const kbv_ctx *v, const kb_shape *s, const char *e)
 
 int kbv_shape_wanted(const kbv_opts *o, const char *name)
 {
-    if (!o->shapes)
+    const char *p = o->shapes, *item;
+    size_t len, n = strlen(name);
+    if (!p)
         return 1;
-    size_t n = strlen(name);
-    for (const char *p = o->shapes; *p;) {
-        size_t len = strcspn(p, ",");
-        if (len == n && strncmp(p, name, n) == 0)
+    while (next_name(&p, &item, &len))
+        if (len == n && strncmp(item, name, n) == 0)
             return 1;
-        p += len;
-        if (*p == ',')
-            p++;
-    }
     return 0;
 }

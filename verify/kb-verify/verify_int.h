@@ -221,8 +221,9 @@ void kbv_set_verdict(kbv_ctx *v, const char *verdict, const char *fmt, ...)
 void kbv_cuda_failed(kbv_ctx *v, CUresult r, const char *what);
 /* Loads the task in the directory arg (or, for a name that is none here,
  * the one kb_task_find finds) into v->task and its reference.cu into
- * v->rsrc, and names the result's "task" by the task's name. Returns 0,
- * or -1 with the "error" verdict set. */
+ * v->rsrc, and names the result's "task" by the task's name; every name
+ * in --shapes must be one of its shapes. Returns 0, or -1 with the
+ * "error" verdict set. */
 int kbv_load_task(kbv_ctx *v, const char *arg);
 /* A tolerance expression's value on shape s (0 if it does not evaluate). */
 double kbv_shape_tol(const kbv_ctx *v, const kb_shape *s, const char *e);
