@@ -1,9 +1,10 @@
 /* launch.c - launch sequences: resolved for a shape (grid, block, dynamic
  * shared memory), run on the stream with each side's arguments, and
  * reported in the result as written, with the driver's per-kernel
- * resources; and the reference run on a shape's inputs (its outputs
- * poisoned first), which the trials, the sensitivity runs and --reference
- * share. */
+ * resources; and the reference: opened alone (the GPU, its cubin
+ * through the cache) for --reference and --baseline-only, and run on a
+ * shape's inputs (its outputs poisoned first), which the trials, the
+ * sensitivity runs and --reference share. */
 #include "verify/kb-verify/verify_int.h"
 
 #include <stdlib.h>
@@ -175,6 +176,26 @@ int kbv_run_reference(kbv_ctx *v, const kb_shape *s, CUresult r)
                         s->name, to ? "timeout" : kbv_cu_name(r));
         if (r && kbv_cu_sticky(r))
             v->gpu->sticky = 1;
+        return -1;
+    }
+    return 0;
+}
+
+int kbv_open_reference(kbv_ctx *v)
+{
+    kb_buf why;
+    kb_buf_init(&why, 0);
+    if (kbv_gpu_open(v->gpu, &why)) {
+        kbv_set_verdict(v, "error", "%s", kbv_why_text(&why));
+        kb_buf_release(&why);
+        return -1;
+    }
+    kb_buf_release(&why);
+    char arch[32];
+    kbv_default_arch(v->gpu, v->o, NULL, arch, sizeof arch);
+    kbv_compile(v->o, v->rsrc.data, "reference.cu", arch, 1, &v->rc);
+    if (!v->rc.ok || cuModuleLoadData(&v->rmod, v->rc.cubin)) {
+        kbv_set_verdict(v, "error", "cannot compile the reference");
         return -1;
     }
     return 0;

@@ -236,27 +236,6 @@ static int cpu_sized(const kb_task *t, const kb_shape *s)
     return !(flops > 3e9 || bytes > 64e6);
 }
 
-/* The GPU, the reference compiled (through the cache) and loaded. */
-static int open_reference(kbv_ctx *v)
-{
-    kb_buf why;
-    kb_buf_init(&why, 0);
-    if (kbv_gpu_open(v->gpu, &why)) {
-        kbv_set_verdict(v, "error", "%s", kbv_why_text(&why));
-        kb_buf_release(&why);
-        return -1;
-    }
-    kb_buf_release(&why);
-    char arch[32];
-    kbv_default_arch(v->gpu, v->o, NULL, arch, sizeof arch);
-    kbv_compile(v->o, v->rsrc.data, "reference.cu", arch, 1, &v->rc);
-    if (!v->rc.ok || cuModuleLoadData(&v->rmod, v->rc.cubin)) {
-        kbv_set_verdict(v, "error", "cannot compile the reference");
-        return -1;
-    }
-    return 0;
-}
-
 /* Every shape the CPU can take, two distributions each. */
 static int check_shapes(kbv_ctx *v)
 {
@@ -286,7 +265,7 @@ cJSON *kbv_check_reference(kbv_gpu *gpu, const kbv_opts *o, const char *task_dir
     kbv_ctx v;
     kbv_ctx_init(&v, gpu, o, task_dir, 0);
     double t0 = kb_now_ms();
-    if (kbv_load_task(&v, task_dir) || open_reference(&v))
+    if (kbv_load_task(&v, task_dir) || kbv_open_reference(&v))
         goto out;
     int nchecked = check_shapes(&v);
     if (!v.verdict && nchecked == 0)

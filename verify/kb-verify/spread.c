@@ -26,16 +26,6 @@ static int cmp_dbl(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The reference's inputs: set j of KBV_NSETS (0: the first buffers). */
-static void use_set(kbv_ctx *v, int j)
-{
-    for (size_t i = 0; i < v->task->nparams; i++) {
-        kbv_param *st = &v->ps[i];
-        if (v->task->params[i].role == KB_ROLE_INPUT)
-            st->ref_arg = j == 0 || !st->rot[j - 1].base ? st->in.ptr : st->rot[j - 1].ptr;
-    }
-}
-
 /* The baseline's median over SPREAD_RUNS flushed runs of shape s (its
  * buffers allocated with the timed runs' input sets, both sequences
  * resolved), rotating over the sets as a verification's timing does, so
@@ -49,15 +39,14 @@ static double time_one(kbv_ctx *v, const kb_shape *s, int blas)
         cuEventCreate(&e[i], CU_EVENT_DEFAULT);
     CUresult r = CUDA_SUCCESS;
     for (int j = KBV_NSETS - 1; j >= 0 && !r; j--) {
-        use_set(v, j);
+        kbv_use_input_set(v, s, j);
         r = kbv_gen_inputs(v, v->seed_base + (uint64_t)j, 0, NULL);
     }
     for (int w = 0; w < KBV_NWARM && !r; w++)
         r = blas ? kbv_run_blas(v) : kbv_run_side(v, 0);
     for (int k = 0; k < SPREAD_RUNS && !r; k++) {
-        use_set(v, k % KBV_NSETS);
-        if (!r)
-            r = cuMemsetD32Async(g->flush, (unsigned)k, g->flush_bytes / 4, g->stream);
+        kbv_use_input_set(v, s, k % KBV_NSETS);
+        r = cuMemsetD32Async(g->flush, (unsigned)k, g->flush_bytes / 4, g->stream);
         if (!r)
             r = cuEventRecord(e[2 * k], g->stream);
         if (!r)
@@ -81,25 +70,20 @@ static double time_one(kbv_ctx *v, const kb_shape *s, int blas)
     return t[SPREAD_RUNS / 2];
 }
 
-/* The GPU, the reference compiled (through the cache) and loaded, the
- * library opened when it is the baseline. Returns 0 or -1 (verdict set). */
+/* The reference opened, and the library when it is the baseline.
+ * Returns 0 or -1 (verdict set). */
 static int open_baseline(kbv_ctx *v, int blas)
 {
+    if (kbv_open_reference(v))
+        return -1;
     kb_buf why;
     kb_buf_init(&why, 0);
-    if (kbv_gpu_open(v->gpu, &why) || (blas && kbv_blas_open(v->gpu, &why))) {
+    if (blas && kbv_blas_open(v->gpu, &why)) {
         kbv_set_verdict(v, "error", "%s", kbv_why_text(&why));
         kb_buf_release(&why);
         return -1;
     }
     kb_buf_release(&why);
-    char arch[32];
-    kbv_default_arch(v->gpu, v->o, NULL, arch, sizeof arch);
-    kbv_compile(v->o, v->rsrc.data, "reference.cu", arch, 1, &v->rc);
-    if (!v->rc.ok || cuModuleLoadData(&v->rmod, v->rc.cubin)) {
-        kbv_set_verdict(v, "error", "cannot compile the reference");
-        return -1;
-    }
     return 0;
 }
 

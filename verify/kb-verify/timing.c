@@ -173,9 +173,7 @@ static int check_library(kbv_ctx *v, timing *tm)
     return 0;
 }
 
-/* The launches get input set j (0: the trials' buffers), the tensor maps
- * encoded over it. */
-static void use_set(kbv_ctx *v, const kb_shape *s, int j)
+void kbv_use_input_set(kbv_ctx *v, const kb_shape *s, int j)
 {
     const kb_task *t = v->task;
     for (size_t i = 0; i < t->nparams; i++) {
@@ -194,10 +192,10 @@ static CUresult draw_sets(kbv_ctx *v, timing *tm)
 {
     CUresult r = CUDA_SUCCESS;
     for (int j = 1; j < KBV_NSETS && !r; j++) {
-        use_set(v, tm->s, j);
+        kbv_use_input_set(v, tm->s, j);
         r = kbv_gen_inputs(v, tm->seed + (uint64_t)j * 0x9E37ull, 0, NULL);
     }
-    use_set(v, tm->s, 0);
+    kbv_use_input_set(v, tm->s, 0);
     return r;
 }
 
@@ -206,7 +204,7 @@ static CUresult draw_sets(kbv_ctx *v, timing *tm)
 static CUresult prepare_run(kbv_ctx *v, timing *tm, int k)
 {
     int j = k % KBV_NSETS;
-    use_set(v, tm->s, j);
+    kbv_use_input_set(v, tm->s, j);
     CUresult r = CUDA_SUCCESS;
     if (tm->has_inout)
         r = kbv_gen_inputs(v, tm->seed + (uint64_t)j * 0x9E37ull, 0, NULL);
@@ -329,7 +327,7 @@ static int timed_runs(kbv_ctx *v, timing *tm)
     }
     if (!r)
         r = kbv_gpu_sync(v->gpu, v->o->timeout_ms + runs * 2 * (tm->tc + tm->tb + 1.0), &to);
-    use_set(v, tm->s, 0);
+    kbv_use_input_set(v, tm->s, 0);
     if ((to || r) && tm->cmp) {
         cuMemFree(tm->cmp);
         tm->cmp = 0;

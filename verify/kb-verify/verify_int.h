@@ -248,6 +248,10 @@ CUresult kbv_run_side(kbv_ctx *v, int cand);
 /* Queues nl launches of one side's sequence: which[0..nl) (indices), or
  * with which NULL the first nl. */
 CUresult kbv_run_part(kbv_ctx *v, int cand, const size_t *which, size_t nl);
+/* Opens the GPU and compiles (through the cache) and loads the task's
+ * reference into v->rc and v->rmod: what --reference and --baseline-only
+ * run. Returns 0, or -1 with the "error" verdict set. */
+int kbv_open_reference(kbv_ctx *v);
 /* Runs the reference on shape s's inputs just drawn (r: how drawing them
  * went), its outputs poisoned first, and waits for it. Returns 0, or -1
  * with the "error" verdict set (the device sticky when the error is). */
@@ -348,6 +352,10 @@ void kbv_baseline_spread(kbv_ctx *v, const char *task_dir);
 /* Times candidate and baseline on shape s, interleaved, L2 flushed, and
  * re-checks the timed runs' outputs. Returns 0, or -1 with the verdict. */
 int kbv_time_shape(kbv_ctx *v, const kb_shape *s);
+/* Both sides' launches get input set j of shape s (0: the trials'
+ * buffers; 1 .. KBV_NSETS-1: the timed runs' other sets, where allocated),
+ * the candidate's tensor maps encoded over it. */
+void kbv_use_input_set(kbv_ctx *v, const kb_shape *s, int j);
 
 /* ------------------------------------------------------------------ tensormap.c */
 
