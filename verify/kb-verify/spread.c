@@ -187,10 +187,21 @@ void kbv_baseline_spread(kbv_ctx *v, const char *task_dir)
     if (np <= 0 || !v->timings || cJSON_GetArraySize(v->timings) == 0)
         return;
     cJSON **rs = calloc((size_t)np, sizeof *rs);
-    for (int k = 0; rs && k < np; k++)
+    int answered = 0;   /* the processes that measured: the spread is theirs */
+    for (int k = 0; rs && k < np; k++) {
         rs[k] = spawn_baseline(v->o, task_dir);
+        const char *verdict = cJSON_GetStringValue(cJSON_GetObjectItem(rs[k], "verdict"));
+        if (verdict && strcmp(verdict, "measured") == 0) {
+            answered++;
+        } else {
+            cJSON_Delete(rs[k]);
+            rs[k] = NULL;
+        }
+    }
     cJSON *sp = cJSON_AddObjectToObject(v->res, "baseline_spread");
-    cJSON_AddNumberToObject(sp, "processes", np + 1);
+    cJSON_AddNumberToObject(sp, "processes", answered + 1);
+    if (answered < np)
+        cJSON_AddNumberToObject(sp, "processes_failed", np - answered);
     cJSON *shapes = cJSON_AddArrayToObject(sp, "shapes");
     double worst = 0;
     const cJSON *t;
