@@ -207,7 +207,7 @@ extern "C" __global__ void kbv_compare(const void *cand, const void *ref,
 extern "C" __global__ void kbv_jitter(void *p, unsigned long long n, int dtype,
                                       unsigned long long seed, double ulps)
 {
-    double eps = dtype == 1 ? 0x1p-7 : dtype == 2 ? 0x1p-10 : 0x1p-23;
+    double eps = dtype == 1 ? 0x1p-7 : dtype == 2 ? 0x1p-10 : dtype == 5 ? 0x1p-52 : 0x1p-23;
     if (dtype == 3 || dtype == 4)
         return;
     for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;

@@ -118,7 +118,8 @@ static int compare_output(kbv_ctx *v, const kb_shape *s, cJSON *c,
 /* The relative unit in the last place of a type's values. */
 static double type_eps(kb_dtype t)
 {
-    return t == KB_DT_BF16 ? 0x1p-7 : t == KB_DT_F16 ? 0x1p-10 : 0x1p-23;
+    return t == KB_DT_BF16 ? 0x1p-7 : t == KB_DT_F16 ? 0x1p-10
+         : t == KB_DT_F64 ? 0x1p-52 : 0x1p-23;
 }
 
 static uint64_t splitmix(uint64_t *x)
