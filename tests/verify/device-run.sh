@@ -7,9 +7,8 @@
 # running them all.
 #   tests/verify/device-run.sh [OUTDIR]
 set -u
-failed=""
-step_failed() { failed="$failed $1"; echo "STEP FAILED: $1" >&2; }
 top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/tests/verify/lib.sh"
 cd "$top"
 kv=${KB_VERIFY:-$top/build/kb-verify}
 out=${1:-${OUT:-/tmp/kb-verify-run}}
@@ -17,7 +16,7 @@ mkdir -p "$out"
 export LD_LIBRARY_PATH="$top/.vrt:${CUDA_HOME:-/usr/local/cuda}/lib64:${LD_LIBRARY_PATH:-}"
 export KB_VERIFY_CACHE=/tmp/kb-verify-cache
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv >"$out/nvidia-smi.txt" 2>&1
-"$kv" --device-info --json >"$out/device.json" || { echo "skipped: no GPU"; exit 0; }
+need_device "$kv" "$out/device.json"
 cat "$out/device.json"; echo
 echo "== references vs CPU float64"
 for t in corpus/tasks/*/; do
@@ -32,7 +31,8 @@ for c in corpus/tasks/*/candidates/*.cu; do
     t0=$(date +%s%N)
     r=$(timeout 120 "$kv" --json "$t" "$c") || step_failed "candidate $c"
     t1=$(date +%s%N)
-    printf '%s\n' "$r" | python3 -c "import json,sys; r=json.load(sys.stdin); r['file']='$c'; r['process_ms']=$(( (t1 - t0) / 1000000 )); print(json.dumps(r))" >>"$out/candidates.jsonl"
+    printf '%s\n' "$r" | python3 -c "import json,sys; r=json.load(sys.stdin); r['file']='$c'; r['process_ms']=$(( (t1 - t0) / 1000000 )); print(json.dumps(r))" >>"$out/candidates.jsonl" ||
+        step_failed "candidate $c: no result"
 done
 python3 - "$out/candidates.jsonl" <<'P'
 import json, sys
@@ -70,5 +70,4 @@ if [ -n "${KB_TORCH_COMPARE:-}" ]; then
     PYTHONUNBUFFERED=1 timeout 400 python3 tests/verify/torch_compare.py "$out/torch.jsonl" 2>&1 | grep -v Warning
     [ "${PIPESTATUS[0]}" -eq 0 ] || step_failed "torch comparison"
 fi
-[ -z "$failed" ] || { echo "device-run: failed:$failed" >&2; exit 1; }
-echo "device-run: every step passed"
+finish device-run

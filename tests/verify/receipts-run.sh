@@ -15,19 +15,18 @@
 #   tests/verify/receipts-run.sh [OUTDIR]      (REPEATS=200 by default)
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/tests/verify/lib.sh"
 cd "$top"
 kv=${KB_VERIFY:-$top/build/kb-verify}
 out=${1:-${OUT:-/tmp/kb-receipts-run}}
 reps=${REPEATS:-200}
 mkdir -p "$out"
 export KB_VERIFY_CACHE=/tmp/kb-verify-cache
-failed=""
-step_failed() { failed="$failed $1"; echo "STEP FAILED: $1" >&2; }
 t_start=$(date +%s)
 section() { echo "== $1 (at $(( $(date +%s) - t_start )) s)"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw \
     --format=csv >"$out/nvidia-smi.txt" 2>&1
-"$kv" --device-info --json >"$out/device.json" || { echo "skipped: no GPU"; exit 0; }
+need_device "$kv" "$out/device.json"
 cat "$out/device.json"; echo
 
 section "1. adversarial set"
@@ -37,7 +36,7 @@ section "2. committed candidates, one process each"
 for c in corpus/tasks/*/candidates/*.cu; do
     t=${c%/candidates/*}
     t0=$(date +%s%N)
-    r=$(timeout 120 "$kv" --json "$t" "$c")
+    r=$(timeout 120 "$kv" --json "$t" "$c") || step_failed "candidate $c"
     t1=$(date +%s%N)
     printf '%s\n' "$r" | python3 -c "import json,sys; r=json.load(sys.stdin); r['file']='$c'; r['process_ms']=$(( (t1 - t0) / 1000000 )); print(json.dumps(r))" \
         >>"$out/candidates.jsonl" || step_failed "candidate $c: no result"
@@ -52,7 +51,7 @@ rs=[json.loads(l) for l in open('$out/references.jsonl')]
 bad=[r for r in rs if r.get('verdict')!='correct']
 print('references: %d/%d correct' % (len(rs)-len(bad), len(rs)))
 [print('  NOT CORRECT', r.get('task'), r.get('reason','')[:150]) for r in bad]
-sys.exit(1 if bad or len(rs) < 19 else 0)" || step_failed references
+sys.exit(1 if bad or len(rs) != $(ls -d corpus/tasks/*/ | wc -l) else 0)" || step_failed references
 
 section "2c. a timeout after the timed shape has no speedup"
 r=$(timeout 60 "$kv" --json --timeout-ms 1500 corpus/tasks/gelu tests/verify/hang_after_timed.cu)
@@ -76,7 +75,8 @@ for d in corpus/skills/*/; do
     for p in 1 2 3 4 5 6; do
         extra=()
         [ "$p" -eq 1 ] && extra=(--spread 3)
-        r=$(timeout 120 "$kv" --json "${extra[@]}" "corpus/tasks/$task" "$d/kernel.cu")
+        r=$(timeout 120 "$kv" --json "${extra[@]}" "corpus/tasks/$task" "$d/kernel.cu") ||
+            step_failed "skill $d process $p"
         printf '%s\n' "$r" | python3 -c "import json,sys; r=json.load(sys.stdin); r['skill']='$(basename "$d")'; r['process']=$p; print(json.dumps(r))" \
             >>"$out/repro.jsonl" || step_failed "skill $d process $p: no result"
     done
@@ -91,15 +91,15 @@ for c in corpus/tasks/*/candidates/*.cu; do
             "$c" "${c%/candidates/*}" "$c"
     done >"/tmp/kb-reps/$n.req"
 done
-ls /tmp/kb-reps/*.req | xargs -P 8 -I{} sh -c 'timeout 400 "$0" --serve <"$1" >"$1.out"' "$kv" {}
+ls /tmp/kb-reps/*.req | xargs -P 8 -I{} sh -c 'timeout 400 "$0" --serve <"$1" >"$1.out"' "$kv" {} ||
+    step_failed "repeats: a --serve process failed"
 cat /tmp/kb-reps/*.req.out >"$out/repeats-candidates.jsonl"
 ls -d corpus/tasks/*/ | xargs -P 8 -I{} sh -c \
     'timeout 300 "$0" --reference --json --shapes tiny --repeat "$1" "$2" >"/tmp/kb-reps/ref-$(basename "$2").out"' \
-    "$kv" "$reps" {}
+    "$kv" "$reps" {} || step_failed "repeats: a reference was not correct, or its process failed"
 cat /tmp/kb-reps/ref-*.out >"$out/repeats-references.jsonl"
 
 section "6. summary"
-python3 tests/verify/receipts-summary.py "$out" || step_failed summary
+REPEATS=$reps python3 tests/verify/receipts-summary.py "$out" || step_failed summary
 echo "total $(( $(date +%s) - t_start )) s"
-[ -z "$failed" ] || { echo "receipts-run: failed:$failed" >&2; exit 1; }
-echo "receipts-run: every step passed"
+finish receipts-run

@@ -6,12 +6,14 @@
 #   // reason: TEXT THE REASON MUST HOLD
 # Usage: tests/verify/run-adversarial.sh [RESULTS.jsonl]
 # Needs build/kb-verify and a GPU; prints "skipped: no GPU" without one.
+# Exits non-zero when a candidate did not get its verdict and reason.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/tests/verify/lib.sh"
 kv=${KB_VERIFY:-$top/build/kb-verify}
 log=${1:-/dev/null}
 [ -x "$kv" ] || { echo "skipped: no kb-verify (no CUDA toolkit)"; exit 0; }
-"$kv" --device-info --json >/dev/null 2>&1 || { echo "skipped: no GPU"; exit 0; }
+need_device "$kv"
 pass=0 fail=0
 for c in "$top"/tests/verify/adversarial/*.cu; do
     read -r _ _ task want < <(grep -m1 '^// expect:' "$c")

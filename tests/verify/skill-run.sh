@@ -11,9 +11,8 @@
 # shared libraries in $KB_LIBS (only kb's processes get them). Exits
 # non-zero when any step failed.
 set -u
-failed=""
-step_failed() { failed="$failed $1"; echo "STEP FAILED: $1" >&2; }
 top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/tests/verify/lib.sh"
 cd "$top"
 out=${1:-${OUT:-/tmp/kb-skill-run}}
 mkdir -p "$out"
@@ -22,7 +21,7 @@ orig=${LD_LIBRARY_PATH:-}
 export LD_LIBRARY_PATH="$top/.vrt:$cuda/lib64:$orig"
 export KB_VERIFY_CACHE=/tmp/kb-verify-cache
 kv=$top/build/kb-verify
-"$kv" --device-info --json >"$out/device.json" || { echo "skipped: no GPU"; exit 0; }
+need_device "$kv" "$out/device.json"
 cat "$out/device.json"; echo
 var=/tmp/kb-variants
 rm -rf "$var"; mkdir -p "$var"
@@ -70,10 +69,14 @@ for l in open(sys.argv[1]):
         r["label"][:24], r["file"].split("/")[-1][:34], r["verdict"], c, b, t.get("floor_ms", 0),
         r.get("speedup_geomean", 0), r["reason"][:60]))
 P
+[ $? -eq 0 ] || step_failed "candidates: results unreadable"
 # KB_SKILLS="a b": verify those skills only (default: --all)
 echo "== kb skill verify ${KB_SKILLS:---all} on a scratch copy of corpus/skills"
 rm -rf corpus/skills.h200; cp -a corpus/skills corpus/skills.h200
-libs=/tmp/kb-libs; mkdir -p $libs; tar -C $libs -xJf "${KB_LIBS_TAR:-.vrt/kblib.tar.xz}"
+# the device has no xz binary: python's tarfile reads .tar.xz and .tar.gz
+libs=/tmp/kb-libs; mkdir -p $libs
+python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+    "${KB_LIBS_TAR:-.vrt/kblib.tar.xz}" "$libs" || step_failed "unpacking kb's libraries"
 t0=$(date +%s%N)
 LD_LIBRARY_PATH="$libs:$top/.vrt:$cuda/lib64:$orig" KB_VERIFY="$kv" timeout 400 build/kb skill verify ${KB_SKILLS:---all} \
     --dir corpus/skills.h200 --json >"$out/skill-verify.json" 2>"$out/skill-verify.err"
@@ -83,7 +86,9 @@ echo "kb skill verify --all: rc=$rc in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 cat "$out/skill-verify.err" | tail -20
 python3 -c "
 import json
-for s in json.load(open('$out/skill-verify.json'))['skills']: print(s)" | cut -c1-200
-LD_LIBRARY_PATH="$libs:$top/.vrt:$cuda/lib64:$orig" build/kb skill list --dir corpus/skills.h200
+for s in json.load(open('$out/skill-verify.json'))['skills']: print(str(s)[:200])" ||
+    step_failed "kb skill verify: result unreadable"
+LD_LIBRARY_PATH="$libs:$top/.vrt:$cuda/lib64:$orig" build/kb skill list --dir corpus/skills.h200 ||
+    step_failed "kb skill list"
 tar -C corpus -cf "$out/skills.h200.tar" skills.h200 || step_failed tar
-[ -z "$failed" ] || { echo "skill-run: failed:$failed" >&2; exit 1; }
+finish skill-run
