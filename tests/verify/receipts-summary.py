@@ -2,15 +2,25 @@
 """The summary of tests/verify/receipts-run.sh's results (OUTDIR): the
 adversarial set, the committed candidates' verdicts, level-1 wall time
 through --serve, six-process reproducibility of the live skills, and the
-repeats' wrong verdicts. Exits 1 when a candidate lost its verdict, an
-adversarial candidate was not caught, or a repeat gave a wrong verdict.
+repeats' wrong verdicts. Exits 1 when a candidate lost its verdict (one
+process each, or through --serve), an adversarial candidate was not
+caught, a live skill was not faster (or correct) in one of its processes,
+a repeat gave a wrong verdict, or a result is missing (each committed
+candidate once, each live skill six times, each candidate and each
+reference REPEATS times, the environment's, when it is given).
 
-    python3 tests/verify/receipts-summary.py OUTDIR
+    REPEATS=200 python3 tests/verify/receipts-summary.py OUTDIR
 """
+import glob
 import json
 import os
 import statistics
 import sys
+
+
+def want_verdict(task):
+    """The verdict a committed candidate keeps: gemm_bf16 ties cuBLAS."""
+    return "correct" if task == "gemm_bf16" else "faster"
 
 
 def lines(path):
@@ -50,11 +60,11 @@ def main(d):
             print("  NOT CAUGHT %s: %s (%s)" % (r.get("file"), r.get("verdict"),
                                                r.get("reason", "")[:100]))
 
+    ncand = len(glob.glob("corpus/tasks/*/candidates/*.cu"))
     cands = lines(os.path.join(d, "candidates.jsonl"))
     kept = 0
     for r in cands:
-        want = "correct" if r.get("task") == "gemm_bf16" else "faster"
-        ok = r.get("verdict") == want
+        ok = r.get("verdict") == want_verdict(r.get("task"))
         kept += ok
         ci = r.get("speedup_ci95") or [0, 0]
         print("  %-18s %-28s %-9s x%7.2f [%.2f, %.2f] wall %5.0f ms%s%s%s" % (
@@ -64,8 +74,18 @@ def main(d):
             "" if ok else "  LOST ITS VERDICT: " + r.get("reason", "")[:100]))
         bad += not ok
     print("candidates: %d/%d kept their verdict" % (kept, len(cands)))
+    if len(cands) != ncand:
+        bad += 1
+        print("  MISSING: %d results for %d committed candidates" % (len(cands), ncand))
 
     serve = lines(os.path.join(d, "serve.jsonl"))
+    lost = [r for r in serve if r.get("verdict") != want_verdict(r.get("task"))]
+    for r in lost:
+        print("  SERVE: %s LOST ITS VERDICT: %s (%s)" % (r.get("id"), r.get("verdict"),
+                                                      r.get("reason", "")[:100]))
+    if len(serve) != ncand:
+        print("  SERVE: %d results for %d committed candidates" % (len(serve), ncand))
+    bad += len(lost) + (len(serve) != ncand)
     l1 = sorted(r.get("wall_ms", 0) for r in serve if level(r.get("task", "")) == 1)
     if l1:
         print("serve: level-1 wall p50 %.0f ms (min %.0f, max %.0f, %d candidates); all "
@@ -80,6 +100,9 @@ def main(d):
     for s, rs in sorted(by.items()):
         sp = [r.get("speedup_geomean", 0) for r in rs if r.get("speedup_geomean")]
         vs = sorted(set(r.get("verdict") for r in rs))
+        if len(rs) != 6 or any(v not in ("faster", "correct") for v in vs):
+            bad += 1
+            print("  %-36s NOT KEPT in six processes: %d results, %s" % (s, len(rs), vs))
         if not sp:
             print("  %-36s no speedup: %s" % (s, vs))
             continue
@@ -96,8 +119,12 @@ def main(d):
     print("reproducibility: worst deviation from the six-process mean +-%.1f %% (target 3 %%)"
           % worst)
 
-    for what, f, want in (("candidates on odd,tiny", "repeats-candidates.jsonl", "correct"),
-                          ("references on tiny", "repeats-references.jsonl", "correct")):
+    reps = int(os.environ.get("REPEATS", "0") or 0)
+    nref = len(glob.glob("corpus/tasks/*/task.json"))
+    for what, f, want, n in (("candidates on odd,tiny", "repeats-candidates.jsonl", "correct",
+                              ncand),
+                             ("references on tiny", "repeats-references.jsonl", "correct",
+                              nref)):
         rs = lines(os.path.join(d, f))
         wrong = [r for r in rs if r.get("verdict") != want]
         widened = sum(1 for r in rs if "within_sensitivity" in json.dumps(r) or
@@ -113,6 +140,11 @@ def main(d):
             print("  WRONG %s %s: %s" % (r.get("id") or r.get("task"), r.get("verdict"),
                                           r.get("reason", "")[:160]))
         bad += len(wrong)
+        short = [k for k, c in per.items() if c != reps]
+        if reps and (len(per) != n or short):
+            bad += 1
+            print("  MISSING: %d of %d had %d runs each; short: %s" % (
+                len(per) - len(short), n, reps, ", ".join(map(str, short[:10]))))
     return 1 if bad else 0
 
 
