@@ -174,7 +174,8 @@ static cJSON *canonical(const cJSON *x)
     return c;
 }
 
-/* The cache's key of a call: generation, tool, budget, arguments. */
+/* The cache's key of a call: generation, tool, budget, the lent model,
+ * arguments. */
 static kb_rc call_key(const kb_tool *tool, const kb_tool_ctx *ctx, const cJSON *args,
                       unsigned long long gen, kb_buf *key)
 {
@@ -182,8 +183,10 @@ static kb_rc call_key(const kb_tool *tool, const kb_tool_ctx *ctx, const cJSON *
     char *text = c ? cJSON_PrintUnformatted(c) : NULL;
     cJSON_Delete(c);
     kb_rc rc = args && !text ? KB_ERR_NOMEM
-                             : kb_buf_printf(key, "%llu\n%s\n%d\n%s", gen, tool->name,
-                                             ctx->budget_tokens, text ? text : "{}");
+                             : kb_buf_printf(key, "%llu\n%s\n%d\n%s\n%s", gen, tool->name,
+                                             ctx->budget_tokens,
+                                             ctx->llm ? ctx->llm->name : "",
+                                             text ? text : "{}");
     free(text);
     return rc;
 }
@@ -243,7 +246,11 @@ static kb_rc run_checked(const kb_tool *tool, kb_tool_ctx *ctx, const cJSON *arg
         return KB_OK;
     }
     rc = tool->fn(ctx, args, out, err);
-    if (rc == KB_OK && cache && cJSON_IsObject(*out)) {
+    /* an LLM stage that fell back (a slow or refused request) is asked
+     * again next time, not answered from here */
+    const cJSON *rerank = cJSON_GetObjectItemCaseSensitive(*out, "rerank");
+    int fell_back = cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rerank, "fallback"));
+    if (rc == KB_OK && cache && cJSON_IsObject(*out) && !fell_back) {
         char *text = cJSON_PrintUnformatted(*out);
         /* not kept for want of memory: only the caching is lost */
         if (text && kb_lru_put(cache->lru, key.data, key.len, text, strlen(text)) != KB_OK)

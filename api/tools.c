@@ -103,7 +103,12 @@
             "cross-encoder; llm: the LLM's order of the best sections; none: " \
             "fusion's order\"}," \
         "\"model\":{\"type\":[\"string\",\"null\"],\"description\":" \
-            "\"llm: the model asked\"}," \
+            "\"llm: the model asked (through sampling: the one your reply " \
+            "named)\"}," \
+        "\"via\":{\"type\":[\"string\",\"null\"],\"enum\":[\"endpoint\"," \
+            "\"sampling\",null],\"description\":\"llm: endpoint, the " \
+            "server's KB_LLM_URL; sampling, your own model through MCP " \
+            "sampling (kb mcp, when the server has no endpoint)\"}," \
         "\"cached\":{\"type\":\"boolean\",\"description\":\"llm: the order " \
             "came from the cache, no request\"}," \
         "\"pool\":{\"type\":\"integer\",\"minimum\":0,\"description\":" \
@@ -206,8 +211,10 @@ static const char search_input[] =
         "\"what reorders the fused results: local, a feature-weighted stage "
         "(and the server's cross-encoder where it has one); llm, the server's "
         "LLM reads the best 30 sections and orders them (one request, cached; "
-        "kb's own order if it fails, said in rerank.fallback); none, fusion's "
-        "order. Default: the server's KB_RERANK, else local\"},"
+        "kb's own order if it fails, said in rerank.fallback; kb mcp without "
+        "an LLM of its own asks yours through MCP sampling when you offer "
+        "it); none, fusion's order. Default: the server's KB_RERANK, else "
+        "local\"},"
     BUDGET_PROPERTY ","
     "\"searches\":{\"type\":\"array\",\"maxItems\":" STR(KB_QUERY_MAX_SEARCHES)
         ",\"description\":\"your own rewrites of the question, each searched "
@@ -441,7 +448,9 @@ static void put_rerank(cJSON *root, const kb_rerank_info *x, int *ok)
     cJSON *o = kb_json_put_obj(root, "rerank", ok);
     kb_json_put_str(o, "stage", x->stage == KB_RERANK_LOCAL && x->remote ? "remote"
                                 : kb_rerank_kind_name(x->stage), ok);
-    kb_json_put_str(o, "model", llm ? or_empty(x->model) : NULL, ok);
+    kb_json_put_str(o, "model", !llm ? NULL : x->lent_model[0] ? x->lent_model
+                                                                : or_empty(x->model), ok);
+    kb_json_put_str(o, "via", llm && x->via ? x->via : NULL, ok);
     kb_json_put_bool(o, "cached", x->cached, ok);
     kb_json_put_num(o, "pool", (double)x->pool, ok);
     kb_json_put_num(o, "ordered", (double)x->ordered, ok);
@@ -519,6 +528,7 @@ static kb_rc tool_search(kb_tool_ctx *ctx, const cJSON *args, cJSON **out,
     opts.k = (int)arg_number(args, "k", 10);
     opts.snippet = arg_bool(args, "snippet", 0);
     opts.config = ctx->config;
+    opts.llm = ctx->llm;
     const char *mode = arg_string(args, "mode");
     if (mode && kb_mode_parse(mode, &opts.mode) != 0)
         return kb_err_set(err, KB_ERR_INTERNAL, "search: mode '%s' passed the "

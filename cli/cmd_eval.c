@@ -724,7 +724,7 @@ static int cmd_eval(int argc, char **argv, const kb_cli *cli, const kb_command *
     if (o.expand && kb_query_expand_check(cli->config, &err) != KB_OK)
         return kb_cli_usage_error(self, "%s", err.msg);
     kb_rerank_kind stage;   /* the modes' stage; llm is a mode of its own */
-    if (kb_query_rerank_resolve(cli->config, o.rerank, &stage, &err) != KB_OK)
+    if (kb_query_rerank_resolve(cli->config, o.rerank, NULL, &stage, &err) != KB_OK)
         return kb_cli_usage_error(self, "%s", err.msg);
     for (size_t i = 0; i < nmodes; i++) {
         int llm = modes[i].rerank == KB_RERANK_LLM;

@@ -506,7 +506,7 @@ static int parse_options(int argc, char **argv, const kb_cli *cli,
     kb_err_clear(&rerr);
     if (kb_query_rerank_resolve(cli->config, a->opts.no_rerank ? KB_RERANK_NONE
                                                                : a->opts.rerank,
-                                &stage, &rerr) != KB_OK)
+                                NULL, &stage, &rerr) != KB_OK)
         return kb_cli_usage_error(self, "%s", rerr.msg);
     if (a->expand) {   /* no LLM to ask: a usage error, before anything runs */
         kb_err xerr;

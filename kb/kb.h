@@ -560,6 +560,27 @@ int kb_search_type_parse(const char *name, kb_search_type *out);
 typedef void (*kb_rerank_trace_fn)(void *ctx, int64_t chunk_id,
                                    const double *features, size_t n);
 
+/* A model that kb's caller lends the llm stage in place of an endpoint:
+ * `kb mcp`'s client, through MCP sampling (serve/mcp_sampling.c). The
+ * stage asks it only when config names no LLM (KB_LLM_URL): the
+ * configured endpoint comes first. */
+typedef struct {
+    /* One completion of a system prompt and a user message, the reply at
+     * most max_tokens, within timeout_ms: KB_OK with *text the reply's
+     * text (caller frees) and model[0..size) the name of the model that
+     * wrote it ("" when unsaid); else an error in err (a refusal, a
+     * timeout, a reply without text), after which the stage keeps kb's
+     * own order. */
+    kb_rc (*complete)(void *ctx, const char *system, const char *user,
+                      long max_tokens, long timeout_ms, char **text,
+                      char *model, size_t size, kb_err *err);
+    void *ctx;
+    const char *name;   /* who lends it ("sampling: claude-code"): the
+                           cache's key, and the model reported until a
+                           reply names one */
+    const char *via;    /* a literal for the results: "sampling" */
+} kb_llm_lent;
+
 /* The stage that reorders fusion's sections (kb query --rerank, the
  * search tool's rerank, KB_RERANK): DEFAULT is the configuration's
  * (KB_RERANK, else local); LOCAL the feature-weighted stage, then
@@ -577,9 +598,11 @@ int kb_rerank_kind_parse(const char *name, kb_rerank_kind *out);
 /* The stage a query asking for kind runs under config (NULL: none): DEFAULT
  * becomes KB_RERANK's, else LOCAL. KB_ERR_USAGE, naming the variable to
  * set, for a bad KB_RERANK, or for LLM when config names no usable LLM
- * (KB_LLM_URL, KB_LLM_API; KB_LLM_MODEL for Anthropic). */
+ * (KB_LLM_URL, KB_LLM_API; KB_LLM_MODEL for Anthropic) and no model is
+ * lent (lent NULL: none; a bad KB_LLM_URL fails even with one). */
 kb_rc kb_query_rerank_resolve(const kb_config *config, kb_rerank_kind kind,
-                              kb_rerank_kind *out, kb_err *err);
+                              const kb_llm_lent *lent, kb_rerank_kind *out,
+                              kb_err *err);
 
 /* What the reranking stage did for one query (kb_results.rerank). */
 typedef struct {
@@ -594,6 +617,9 @@ typedef struct {
     double llm_ms;             /* LLM: the request's time; 0 when cached */
     char fallback[256];        /* LLM: "" when its order was used, else why
                                   kb's own order was kept */
+    const char *via;           /* LLM: "endpoint" (KB_LLM_URL) or the lent
+                                  model's via ("sampling"); a literal */
+    char lent_model[96];       /* LLM, lent: the model its reply named */
 } kb_rerank_info;
 
 typedef struct {
@@ -615,6 +641,8 @@ typedef struct {
     kb_rerank_trace_fn trace;              /* NULL, or told each reranked
                                               section's features */
     void *trace_ctx;
+    const kb_llm_lent *llm;                /* NULL, or the llm stage's model
+                                              when config names no LLM */
 } kb_query_opts;
 
 void kb_query_opts_init(kb_query_opts *opts);
@@ -799,6 +827,9 @@ typedef struct {
                               none, each call runs) */
     int cache_hit;         /* out: kb_tool_run sets it, 1 when the answer
                               came from results */
+    const kb_llm_lent *llm;   /* NULL, or the model search's llm stage uses
+                              when config names none (kb mcp: the client's,
+                              through sampling) */
 } kb_tool_ctx;
 
 /* A server's cache of tool answers (api/api.c): keyed by the tool,

@@ -72,15 +72,19 @@ int kb_rerank_kind_parse(const char *name, kb_rerank_kind *out)
 }
 
 kb_rc kb_query_rerank_resolve(const kb_config *config, kb_rerank_kind kind,
-                              kb_rerank_kind *out, kb_err *err)
+                              const kb_llm_lent *lent, kb_rerank_kind *out,
+                              kb_err *err)
 {
     const char *env = config ? config->rerank : NULL;
     if (kind == KB_RERANK_DEFAULT && env && *env && kb_rerank_kind_parse(env, &kind) != 0)
         return kb_err_set(err, KB_ERR_USAGE, "bad KB_RERANK '%s': expected local, "
                           "llm or none", env);
     *out = kind == KB_RERANK_DEFAULT ? KB_RERANK_LOCAL : kind;
-    return *out == KB_RERANK_LLM ? kb_llm_require(config, "the llm reranking stage", err)
-                                 : KB_OK;
+    if (*out != KB_RERANK_LLM)
+        return KB_OK;
+    if (lent && !(config && config->llm_url && *config->llm_url))
+        return KB_OK;   /* no endpoint: the lent model (MCP sampling) */
+    return kb_llm_require(config, "the llm reranking stage", err);
 }
 
 static const char *const search_type_names[] = { "lex", "vec", "hyde" };
@@ -690,8 +694,8 @@ static kb_rc llm_stage(query_run *q, kb_results *out, kb_err *err)
             return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
         return KB_OK;
     }
-    kb_rc rc = kb_rerank_llm(q->store, q->opts->config, q->question, &q->fused,
-                             KB_RERANK_LLM_TOP, &out->rerank, err);
+    kb_rc rc = kb_rerank_llm(q->store, q->opts->config, q->opts->llm, q->question,
+                             &q->fused, KB_RERANK_LLM_TOP, &out->rerank, err);
     q->llm = out->rerank;
     q->llm_done = rc == KB_OK;
     for (size_t i = 0; rc == KB_OK && i < out->rerank.ordered; i++)
@@ -843,7 +847,7 @@ kb_rc kb_query_run(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
     if (rc == KB_OK)
         rc = kb_query_rerank_resolve(opts->config, opts->no_rerank ? KB_RERANK_NONE
                                                                    : opts->rerank,
-                                     &q.rerank, err);
+                                     opts->llm, &q.rerank, err);
     if (rc == KB_OK)
         rc = kb_query_check_sources(store, &opts->filter, err);
     if (rc != KB_OK) {

@@ -203,9 +203,12 @@ int kb_rerank_llm_parse(const char *reply, size_t npool, size_t *order, size_t *
  * others after them as they were, the rest stay. A failed or slow
  * request or a reply that is not ids leaves fused as it was: a warning
  * and info->fallback say why. info says what was done. Fails only when
- * cfg names no usable LLM (KB_ERR_USAGE), a chunk is gone, or on memory. */
-kb_rc kb_rerank_llm(kb_store *store, const kb_config *cfg, const char *query,
-                    kb_hits *fused, size_t top, kb_rerank_info *info, kb_err *err);
+ * cfg names no usable LLM (KB_ERR_USAGE), a chunk is gone, or on memory.
+ * lent (NULL: none) is asked instead when cfg sets no KB_LLM_URL, with the
+ * same prompt, parser, timeout and cache (keyed by its name). */
+kb_rc kb_rerank_llm(kb_store *store, const kb_config *cfg, const kb_llm_lent *lent,
+                    const char *query, kb_hits *fused, size_t top, kb_rerank_info *info,
+                    kb_err *err);
 /* Puts the sections of first (ids, in order) that fused holds at its
  * front in that order, the others after them as they were: a verdict of
  * kb_rerank_llm, reused without a request. KB_ERR_NOMEM. */

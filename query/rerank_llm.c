@@ -1,5 +1,7 @@
 /* rerank_llm.c - the LLM relevance stage (kb query --rerank llm): one
- * listwise request per query to KB_LLM_URL's model through kb/llm.c, the
+ * listwise request per query to KB_LLM_URL's model through kb/llm.c (or,
+ * with no endpoint, to a model the caller lends: kb mcp's client through
+ * MCP sampling), the
  * best sections of the fused list each given as a short id, its source,
  * heading path and the start of its best chunk; the reply, passage ids
  * only, puts those sections in its order. A reply that cannot be read, a
@@ -185,15 +187,17 @@ static void cache_free(void *p)
     kb_lru_free(p);
 }
 
-/* The key of an order: the prompt's version, the model and endpoint, the
- * query and the pool's chunk ids. NULL when out of memory. */
-static char *cache_key(const kb_llm_opts *o, const char *query, const kb_hits *fused,
-                       size_t n, size_t *len)
+/* The key of an order: the prompt's version, the model and endpoint (or
+ * the lent model's name), the query and the pool's chunk ids. NULL when
+ * out of memory. */
+static char *cache_key(const kb_llm_opts *o, const kb_llm_lent *lent, const char *query,
+                       const kb_hits *fused, size_t n, size_t *len)
 {
     kb_buf k;
     kb_buf_init(&k, 0);
-    kb_rc rc = kb_buf_printf(&k, "%d\n%s\n%s\n%s", PROMPT_VERSION, o->model ? o->model : "",
-                             o->url, query);
+    kb_rc rc = lent ? kb_buf_printf(&k, "%d\nlent\n%s\n%s", PROMPT_VERSION, lent->name, query)
+                    : kb_buf_printf(&k, "%d\n%s\n%s\n%s", PROMPT_VERSION,
+                                    o->model ? o->model : "", o->url, query);
     if (rc == KB_OK)
         rc = kb_buf_putc(&k, '\0');   /* the query ends here, whatever it holds */
     for (size_t i = 0; rc == KB_OK && i < n; i++)
@@ -272,57 +276,91 @@ static void fall_back(kb_rerank_info *info, const char *why)
              kb_utf8_cut(why, sizeof info->fallback - 1), why);
 }
 
-/* Asks the model for the order of the n sections of prompt; on success
- * order[0..*got) is its reply's. Fails only when out of memory; every
- * other failure is info->fallback. */
-static kb_rc ask(const kb_llm_opts *o, const char *prompt, size_t n, size_t *order,
-                 size_t *got, kb_rerank_info *info, kb_err *err)
+/* The reply of the lent model (lent) or of the endpoint (o) to prompt, in
+ * *text (caller frees); *ms its time. KB_ERR_NOMEM, or any other failure
+ * with why in err. */
+static kb_rc complete(const kb_llm_opts *o, const kb_llm_lent *lent, const char *prompt,
+                      char **text, kb_rerank_info *info, kb_err *err)
 {
+    *text = NULL;
+    double t0 = kb_now_ms();
+    if (lent) {
+        kb_rc rc = lent->complete(lent->ctx, system_prompt, prompt, REPLY_MAX_TOKENS,
+                                  o->timeout_ms, text, info->lent_model,
+                                  sizeof info->lent_model, err);
+        info->llm_ms = kb_now_ms() - t0;
+        if (rc == KB_OK && !info->lent_model[0])
+            snprintf(info->lent_model, sizeof info->lent_model, "%s", lent->name);
+        return rc;
+    }
     kb_llm_request req = { .system = system_prompt, .user = prompt,
                            .max_tokens = REPLY_MAX_TOKENS };
     kb_llm_reply reply;
     kb_llm_reply_init(&reply);
+    kb_rc rc = kb_llm_complete(o, &req, &reply, err);
+    info->llm_ms = reply.ms;
+    if (rc == KB_OK && !(*text = kb_strdup(reply.text)))
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    kb_llm_reply_release(&reply);
+    return rc;
+}
+
+/* Asks the model for the order of the n sections of prompt; on success
+ * order[0..*got) is its reply's. Fails only when out of memory; every
+ * other failure is info->fallback. */
+static kb_rc ask(const kb_llm_opts *o, const kb_llm_lent *lent, const char *prompt,
+                 size_t n, size_t *order, size_t *got, kb_rerank_info *info, kb_err *err)
+{
+    char *text = NULL;
     kb_err lerr;
     kb_err_clear(&lerr);
-    kb_rc rc = kb_llm_complete(o, &req, &reply, &lerr);
-    info->llm_ms = reply.ms;
+    kb_rc rc = complete(o, lent, prompt, &text, info, &lerr);
     if (rc == KB_ERR_NOMEM) {
         rc = kb_err_set(err, rc, "out of memory");
     } else if (rc != KB_OK) {
-        fall_back(info, lerr.msg);
+        fall_back(info, lerr.msg[0] ? lerr.msg : kb_rc_name(rc));
         rc = KB_OK;
     } else {
-        int p = kb_rerank_llm_parse(reply.text, n, order, got);
+        int p = kb_rerank_llm_parse(text, n, order, got);
         if (p == -2) {
             rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
         } else if (p < 0 || *got == 0) {
             char why[200];
             snprintf(why, sizeof why, "the reply is not a list of passage ids: '%.*s'",
-                     kb_utf8_cut(reply.text, 120), reply.text);
+                     kb_utf8_cut(text, 120), text);
             fall_back(info, why);
         }
     }
-    kb_llm_reply_release(&reply);
+    free(text);
     return rc;
 }
 
-kb_rc kb_rerank_llm(kb_store *store, const kb_config *cfg, const char *query,
-                    kb_hits *fused, size_t top, kb_rerank_info *info, kb_err *err)
+kb_rc kb_rerank_llm(kb_store *store, const kb_config *cfg, const kb_llm_lent *lent,
+                    const char *query, kb_hits *fused, size_t top, kb_rerank_info *info,
+                    kb_err *err)
 {
     kb_llm_opts o;
     memset(info, 0, sizeof *info);
     info->stage = KB_RERANK_LLM;
     kb_rc rc = kb_llm_opts_from_config(cfg, &o, err);
+    if (rc != KB_OK && lent && !(cfg && cfg->llm_url && *cfg->llm_url)) {
+        kb_err_clear(err);   /* no endpoint: the lent model */
+        memset(&o, 0, sizeof o);
+        rc = KB_OK;
+    } else {
+        lent = NULL;   /* the configured endpoint comes first */
+    }
     if (rc != KB_OK)
         return rc;
-    info->model = o.model && *o.model ? o.model : o.url;
+    info->via = lent ? lent->via : "endpoint";
+    info->model = lent ? lent->name : o.model && *o.model ? o.model : o.url;
     size_t n = fused->n < top ? fused->n : top;
     if (n < 2)
         return KB_OK;   /* nothing to order */
     o.stream = 0;
     o.temperature = 0;
     o.max_tokens = REPLY_MAX_TOKENS;
-    o.timeout_ms = cfg->rerank_timeout_ms > 0 ? cfg->rerank_timeout_ms : 30000;
+    o.timeout_ms = cfg && cfg->rerank_timeout_ms > 0 ? cfg->rerank_timeout_ms : 30000;
     o.max_retries = 0;   /* a query waits one timeout at most */
     kb_buf prompt;
     kb_buf_init(&prompt, 0);
@@ -338,7 +376,7 @@ kb_rc kb_rerank_llm(kb_store *store, const kb_config *cfg, const char *query,
         goto out;
     info->pool = n;
     kb_lru *cache = cache_of(store);
-    key = cache_key(&o, query, fused, n, &klen);
+    key = cache_key(&o, lent, query, fused, n, &klen);
     if (!cache || !key) {
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
         goto out;
@@ -348,7 +386,7 @@ kb_rc kb_rerank_llm(kb_store *store, const kb_config *cfg, const char *query,
         for (size_t i = 0; i < got && i < n; i++)
             order[i] = val[i] < n ? val[i] : 0;
         info->cached = 1;
-    } else if ((rc = ask(&o, prompt.data, n, order, &got, info, err)) != KB_OK ||
+    } else if ((rc = ask(&o, lent, prompt.data, n, order, &got, info, err)) != KB_OK ||
                info->fallback[0]) {
         goto out;
     } else {

@@ -41,6 +41,10 @@ struct kb_mcp_session {
     pthread_mutex_t lock;
     mcp_era era;
     const char *version;     /* the handshake version (static), or NULL */
+    int sampling;            /* its client offered sampling at initialize */
+    char client[64];         /* clientInfo.name */
+    kb_mcp_request_fn request;   /* the transport's, to ask the client */
+    void *request_ctx;
 };
 
 struct kb_mcp {
@@ -240,6 +244,12 @@ void kb_mcp_session_free(kb_mcp_session *s)
     free(s);
 }
 
+void kb_mcp_session_set_requester(kb_mcp_session *s, kb_mcp_request_fn fn, void *ctx)
+{
+    s->request = fn;
+    s->request_ctx = ctx;
+}
+
 const char *kb_mcp_session_version(kb_mcp_session *s)
 {
     pthread_mutex_lock(&s->lock);
@@ -399,6 +409,8 @@ static void do_initialize(exchange *x)
     kb_log_debug("mcp: initialize from %s: %s", who ? who : "a client", version);
     x->s->era = ERA_HANDSHAKE;
     x->s->version = version;
+    x->s->sampling = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(caps, "sampling"));
+    snprintf(x->s->client, sizeof x->s->client, "%s", who ? who : "client");
 }
 
 /* The versions a request's _meta may name: ["2026-07-28"]. */
@@ -481,6 +493,11 @@ static void do_tools_call(exchange *x)
     kb_tool_ctx ctx = *x->ctx;
     if (!ctx.budget_tokens)
         ctx.budget_tokens = KB_TOOL_BUDGET_DEFAULT;
+    kb_mcp_sampler sm;   /* the client's model for search's llm stage */
+    kb_llm_lent lent;
+    if (x->s->sampling)
+        ctx.llm = kb_mcp_sampling_lend(&sm, &lent, x->s->request, x->s->request_ctx,
+                                       x->s->client);
     /* the library, verify's settings: with this thread's store */
     kb_rc rc = kb_api_attach(ctx.store, tool, &x->server->env, &err);
     cJSON *out = NULL;

@@ -122,6 +122,20 @@ void kb_mcp_session_free(kb_mcp_session *s);
  * `initialize` and in a 2026-07-28 session. */
 const char *kb_mcp_session_version(kb_mcp_session *s);
 
+/* A transport's way to ask the client something and wait for the answer
+ * (kb mcp's stdio loop has one; Streamable HTTP none): writes request, a
+ * JSON-RPC request whose id is the string id, to the client and waits at
+ * most timeout_ms for the response with that id, *response (caller frees)
+ * its whole text. What else the client sends meanwhile is the transport's
+ * to serve afterwards. On a timeout it tells the client the request is
+ * cancelled; a timeout, or a client gone, is KB_ERR_NET with why. */
+typedef kb_rc (*kb_mcp_request_fn)(void *ctx, const char *id, const char *request,
+                                   long timeout_ms, char **response, kb_err *err);
+/* Lets s's tool calls ask its client (set before s serves anything): with
+ * it, a handshake session whose client declared the sampling capability
+ * lends search's llm stage the client's model (mcp_sampling.c). */
+void kb_mcp_session_set_requester(kb_mcp_session *s, kb_mcp_request_fn fn, void *ctx);
+
 /* The request's MCP headers on Streamable HTTP, each NULL where absent;
  * stdio passes no transport (NULL) at all.
  *   2026-07-28: MCP-Protocol-Version must equal the body's _meta version
@@ -182,6 +196,35 @@ int kb_mcp_valid_id(const cJSON *id);
 /* An MCP header's value: its =?base64?...?= form decoded into buf (n
  * bytes; NULL when it does not fit or is not base64), else h itself. */
 const char *kb_mcp_header_value(const char *h, char *buf, size_t n);
+
+/* ---------------------------------------------------------- mcp_sampling.c */
+
+/* MCP sampling as the llm stage's model: the stage's listwise request
+ * (system prompt, user message, a reply cap) goes to the client as
+ * sampling/createMessage (temperature 0, includeContext none, a
+ * preference for intelligence), and the text of its reply comes back to
+ * the stage's own strict parser. A JSON-RPC error (the user declined), a
+ * reply without text, a timeout: an error the stage falls back on. */
+typedef struct {
+    kb_mcp_request_fn request;
+    void *ctx;
+    char name[96];   /* "sampling: CLIENT" */
+} kb_mcp_sampler;
+
+/* Fills *lent with sm (both the caller's, alive while the tool runs) for
+ * a session whose client is called client and which asks it with
+ * request(ctx); returns lent, or NULL when there is no request (a
+ * transport that cannot ask). */
+const kb_llm_lent *kb_mcp_sampling_lend(kb_mcp_sampler *sm, kb_llm_lent *lent,
+                                        kb_mcp_request_fn request, void *ctx,
+                                        const char *client);
+/* The sampling/createMessage request (one line, no newline; caller frees;
+ * NULL out of memory) and the text of its response: KB_OK with *text
+ * (caller frees) and model[0..size), else why in err. For the tests. */
+char *kb_mcp_sampling_request(const char *id, const char *system, const char *user,
+                              long max_tokens);
+kb_rc kb_mcp_sampling_reply(const char *response, char **text, char *model, size_t size,
+                            kb_err *err);
 
 /* ------------------------------------------------------------ mcp_prompt.c */
 

@@ -29,6 +29,8 @@ HANDSHAKE_RESULTS = {
     "prompts/list": "ListPromptsResult",
     "prompts/get": "GetPromptResult",
 }
+# the requests kb sends a client, by method (handshake era)
+HANDSHAKE_REQUESTS = {"sampling/createMessage": "CreateMessageRequest"}
 MODERN_RESPONSES = {
     "server/discover": "DiscoverResultResponse",
     "tools/list": "ListToolsResultResponse",
@@ -106,8 +108,14 @@ def check_message(version, msg, methods):
     """Checks one message kb wrote; returns what it answers (a method, or
     None)."""
     validate(version, "JSONRPCMessage", msg)
-    method = methods.get(json.dumps(msg.get("id"))) if "id" in msg else None
     modern = version in MODERN
+    if isinstance(msg.get("method"), str) and "id" in msg:   # kb asks the client
+        if modern or msg["method"] not in HANDSHAKE_REQUESTS:
+            raise jsonschema.ValidationError(f"kb sent a request {msg['method']!r} it has no "
+                                             f"business sending in {version}")
+        validate(version, HANDSHAKE_REQUESTS[msg["method"]], msg)
+        return msg["method"]
+    method = methods.get(json.dumps(msg.get("id"))) if "id" in msg else None
     if "result" in msg and method:
         if modern and method in MODERN_RESPONSES:
             validate(version, MODERN_RESPONSES[method], msg)

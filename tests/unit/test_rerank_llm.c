@@ -5,7 +5,8 @@
  * another model or pool asks again; a failure is not kept), and every
  * failure leaving kb's own order with the reason: a reply with words, a
  * slow reply past KB_RERANK_TIMEOUT_MS, a 429 and a 500 (not retried).
- * The reply reader's cases on their own. */
+ * A lent model (MCP sampling's place) when no endpoint is set. The reply
+ * reader's cases on their own. */
 #include "kb/kb_int.h"
 #include "query/query_int.h"
 
@@ -102,7 +103,7 @@ static void run_stage(const kb_config *cfg, const char *query, kb_rerank_info *i
         assert_int_equal(kb_hits_push(&fused, id, 1.0 / (double)id), KB_OK);
     kb_err err;
     kb_err_clear(&err);
-    assert_int_equal(kb_rerank_llm(store, cfg, query, &fused, KB_RERANK_LLM_TOP, info,
+    assert_int_equal(kb_rerank_llm(store, cfg, NULL, query, &fused, KB_RERANK_LLM_TOP, info,
                                    &err), KB_OK);
     assert_int_equal(fused.n, 5);
     for (size_t i = 0; i < 5; i++)
@@ -269,6 +270,114 @@ static void test_fallbacks(void **state)
 
 /* A second pass reuses the first's verdict: the sections it named first,
  * in its order, where the new list has them; no request. */
+/* A lent model (kb mcp's client through sampling), scripted in C: its
+ * replies in turn, and what it was asked. */
+typedef struct {
+    const char *replies[4];
+    int asked;
+    char user[4096];
+    long timeout_ms;
+} lender;
+
+static kb_rc lent_complete(void *ctx, const char *system, const char *user, long max_tokens,
+                           long timeout_ms, char **text, char *model, size_t size,
+                           kb_err *err)
+{
+    lender *l = ctx;
+    assert_non_null(strstr(system, "passage numbers only"));
+    assert_true(max_tokens > 0);
+    snprintf(l->user, sizeof l->user, "%s", user);
+    l->timeout_ms = timeout_ms;
+    const char *r = l->replies[l->asked++];
+    if (!r)
+        return kb_err_set(err, KB_ERR_NET, "the client refused: no sampling today");
+    snprintf(model, size, "client-model");
+    *text = kb_strdup(r);
+    return KB_OK;
+}
+
+/* With no KB_LLM_URL the lent model orders the pool (same prompt, same
+ * parser, cached by its name); a reply of words or a refusal keeps kb's
+ * order with the reason; with KB_LLM_URL set the endpoint is asked and
+ * the lent model is not. */
+static void test_lent(void **state)
+{
+    (void)state;
+    lender l = { .replies = { "[4, 2]", "I think 3 is best", NULL, NULL } };
+    kb_llm_lent lent = { .complete = lent_complete, .ctx = &l, .name = "sampling: test",
+                         .via = "sampling" };
+    kb_config cfg;
+    kb_config_init(&cfg);
+    cfg.rerank_timeout_ms = 1234;
+    kb_rerank_kind k;
+    kb_err err;
+    kb_err_clear(&err);
+    assert_int_equal(kb_query_rerank_resolve(&cfg, KB_RERANK_LLM, NULL, &k, &err), KB_ERR_USAGE);
+    assert_int_equal(kb_query_rerank_resolve(&cfg, KB_RERANK_LLM, &lent, &k, &err), KB_OK);
+    assert_int_equal(k, KB_RERANK_LLM);
+
+    kb_hits fused = { 0 };
+    for (int64_t id = 1; id <= 5; id++)
+        assert_int_equal(kb_hits_push(&fused, id, 1.0 / (double)id), KB_OK);
+    kb_rerank_info info;
+    assert_int_equal(kb_rerank_llm(store, &cfg, &lent, "lent: bank conflicts", &fused,
+                                   KB_RERANK_LLM_TOP, &info, &err), KB_OK);
+    int64_t got[5];
+    for (size_t i = 0; i < 5; i++)
+        got[i] = fused.items[i].id;
+    assert_order(got, 4, 2, 1, 3, 5);
+    assert_int_equal(l.asked, 1);
+    assert_int_equal(l.timeout_ms, 1234);
+    assert_non_null(strstr(l.user, "Question: lent: bank conflicts"));
+    assert_non_null(strstr(l.user, "[3] source: guide"));
+    assert_string_equal(info.via, "sampling");
+    assert_string_equal(info.lent_model, "client-model");
+    assert_string_equal(info.fallback, "");
+    assert_int_equal(info.ordered, 2);
+    kb_hits_release(&fused);
+
+    /* the same query and pool: the cache, no request */
+    for (int64_t id = 1; id <= 5; id++)
+        assert_int_equal(kb_hits_push(&fused, id, 1.0 / (double)id), KB_OK);
+    assert_int_equal(kb_rerank_llm(store, &cfg, &lent, "lent: bank conflicts", &fused,
+                                   KB_RERANK_LLM_TOP, &info, &err), KB_OK);
+    assert_int_equal(l.asked, 1);
+    assert_true(info.cached);
+    assert_int_equal(fused.items[0].id, 4);
+    kb_hits_release(&fused);
+
+    /* words, then a refusal: kb's own order, and why */
+    const char *whys[] = { "not a list of passage ids", "no sampling today" };
+    for (int t = 0; t < 2; t++) {
+        for (int64_t id = 1; id <= 5; id++)
+            assert_int_equal(kb_hits_push(&fused, id, 1.0 / (double)id), KB_OK);
+        char q[32];
+        snprintf(q, sizeof q, "lent: fallback %d", t);
+        assert_int_equal(kb_rerank_llm(store, &cfg, &lent, q, &fused, KB_RERANK_LLM_TOP,
+                                       &info, &err), KB_OK);
+        for (size_t i = 0; i < 5; i++)
+            got[i] = fused.items[i].id;
+        assert_order(got, 1, 2, 3, 4, 5);
+        assert_non_null(strstr(info.fallback, whys[t]));
+        assert_int_equal(info.ordered, 0);
+        kb_hits_release(&fused);
+    }
+    assert_int_equal(l.asked, 3);
+
+    /* an endpoint configured comes first: the lent model is not asked */
+    load_script("{\"replies\": [{\"text\": \"[5]\"}]}");
+    config_for(&cfg, "openai", "judge", 5000);
+    for (int64_t id = 1; id <= 5; id++)
+        assert_int_equal(kb_hits_push(&fused, id, 1.0 / (double)id), KB_OK);
+    assert_int_equal(kb_rerank_llm(store, &cfg, &lent, "lent: endpoint first", &fused,
+                                   KB_RERANK_LLM_TOP, &info, &err), KB_OK);
+    assert_int_equal(l.asked, 3);
+    assert_int_equal(fused.items[0].id, 5);
+    assert_string_equal(info.via, "endpoint");
+    assert_string_equal(info.model, "judge");
+    kb_hits_release(&fused);
+}
+
 static void test_again(void **state)
 {
     (void)state;
@@ -296,6 +405,7 @@ int main(void)
         cmocka_unit_test(test_anthropic),
         cmocka_unit_test(test_fallbacks),
         cmocka_unit_test(test_again),
+        cmocka_unit_test(test_lent),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
