@@ -136,7 +136,17 @@ static const char prompt_output[] =
         "\"skill\":{\"type\":\"string\",\"description\":\"the skill's name "
             "for kind skill, else empty\"}},"
         "\"required\":[\"chunk_id\",\"kind\",\"source\",\"title\",\"heading\","
-        "\"url\",\"skill\"],\"additionalProperties\":false}}},"
+        "\"url\",\"skill\"],\"additionalProperties\":false}},"
+    "\"chosen\":{\"type\":\"object\",\"description\":\"when the server's "
+        "relevance stage is its LLM (KB_RERANK=llm): it chose the doc passages "
+        "from a larger pool, as kb generate's rounds do\",\"properties\":{"
+        "\"model\":{\"type\":\"string\"},\"cached\":{\"type\":\"boolean\"},"
+        "\"pool\":{\"type\":\"integer\",\"minimum\":0},"
+        "\"ordered\":{\"type\":\"integer\",\"minimum\":0},"
+        "\"fallback\":{\"type\":[\"string\",\"null\"],\"description\":"
+            "\"why kb's own picks were kept; null when the LLM chose\"}},"
+        "\"required\":[\"model\",\"cached\",\"pool\",\"ordered\",\"fallback\"],"
+        "\"additionalProperties\":false}},"
     "\"required\":[\"system\",\"user\",\"tokens\",\"hash\",\"cites\"],"
     "\"additionalProperties\":false}";
 
@@ -218,6 +228,7 @@ static kb_rc tool_prompt(kb_tool_ctx *ctx, const cJSON *args, cJSON **out, kb_er
         .budget_tokens = cJSON_IsNumber(b) ? (long)b->valuedouble : ctx->budget_tokens,
         .feedback = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(args, "feedback")),
         .parent = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(args, "parent")),
+        .choose = kb_gen_can_choose(ctx->config),   /* as kb generate's rounds do */
     };
     kb_err_clear(err);
     o.device = store_device(ctx, err);

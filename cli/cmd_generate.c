@@ -180,6 +180,7 @@ static int dry_run(const kb_gen_opts *g, const char *task_name, int json)
     kb_gen_prompt_opts po = {
         .store = g->store, .config = g->config, .tasks_dir = g->tasks_dir,
         .task = task_name, .device = g->device, .budget_tokens = g->prompt_tokens,
+        .choose = g->store && kb_gen_can_choose(g->config),   /* as round 1 does */
     };
     kb_gen_prompt p;
     memset(&p, 0, sizeof p);
@@ -227,7 +228,8 @@ static const kb_option generate_options[] = {
     { "no-write", KB_OPT_LONG('W'), NULL, "write no skill" },
     { "replay", KB_OPT_LONG('R'), "RUN", "re-run RUN's transcript against its recorded replies\n"
       "(a run id in the runs folder, or its folder); no LLM" },
-    { "dry-run", KB_OPT_LONG('d'), NULL, "print the first prompt; call nothing" },
+    { "dry-run", KB_OPT_LONG('d'), NULL, "print the first prompt; call nothing (with\n"
+      "KB_RERANK=llm, only the request that chooses its passages)" },
     { "timeout", KB_OPT_LONG('t'), "S", "kb-verify's wall-clock limit per candidate (default 120)" },
     { "json", KB_OPT_LONG('j'), NULL, "one JSON summary object" },
     { NULL, 0, NULL, NULL },

@@ -146,6 +146,7 @@ static int cmd_prompt(int argc, char **argv, const kb_cli *cli, const kb_command
         }
     }
     o.store = store;
+    o.choose = kb_gen_can_choose(cli->config);   /* as round 1 does */
     o.device = device;
     o.feedback = feedback;
     o.parent = parent;

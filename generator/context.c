@@ -53,6 +53,19 @@ void kb_gen_passages_release(kb_gen_passages *ps)
     memset(ps, 0, sizeof *ps);
 }
 
+/* kb_query_run for the prompt's searches: with KB_RERANK=llm their stage
+ * is the local one, since one request a prompt chooses its passages
+ * (choose.c), not one a search. */
+static kb_rc search(kb_store *store, kb_embedder *emb, const kb_query_opts *opts,
+                    kb_results *out, kb_err *err)
+{
+    kb_query_opts o = *opts;
+    const kb_config *c = o.config;
+    if (o.rerank == KB_RERANK_DEFAULT && c && c->rerank && !strcmp(c->rerank, "llm"))
+        o.rerank = KB_RERANK_LOCAL;
+    return kb_query_run(store, emb, &o, out, err);
+}
+
 /* " > "-joined heading path of r. */
 static char *heading_of(const kb_result *r)
 {
@@ -449,7 +462,7 @@ static kb_rc retrieve_skills(kb_store *store, const kb_config *cfg, const char *
                              const want *w, const char *task_name, kb_gen_passages *ps,
                              kb_err *err)
 {
-    kb_skill_query q = { .run = kb_query_run, .text = text, .mode = KB_MODE_HYBRID, .k = 50,
+    kb_skill_query q = { .run = search, .text = text, .mode = KB_MODE_HYBRID, .k = 50,
                              .config = cfg };
     kb_skill_hits hits;
     kb_rc rc = kb_skill_search(store, &q, &hits, err);
@@ -531,7 +544,7 @@ static kb_rc retrieve_kind(kb_store *store, const kb_config *cfg, const char *te
     o.filter.kinds = kinds;
     o.config = cfg;
     kb_results res;
-    kb_rc rc = kb_query_run(store, NULL, &o, &res, err);
+    kb_rc rc = search(store, NULL, &o, &res, err);
     if (rc != KB_OK)
         return rc;
     int code = (kinds & (1u << KB_KIND_CODE)) != 0;
@@ -710,31 +723,75 @@ static size_t task_classes(const kb_task *t, const cJSON *d, int cc,
     return n;
 }
 
+/* Keeps ps->items[chosen[0..nchosen)] in that order after ps->items[0..start),
+ * and releases the other candidates. */
+static kb_rc keep_chosen(kb_gen_passages *ps, size_t start, const size_t *chosen,
+                         size_t nchosen)
+{
+    size_t n = ps->n - start;
+    kb_gen_passage *was = malloc(n * sizeof *was);
+    char *keep = calloc(n, 1);
+    if (!was || !keep) {
+        free(was);
+        free(keep);
+        return KB_ERR_NOMEM;
+    }
+    memcpy(was, ps->items + start, n * sizeof *was);
+    size_t at = start;
+    for (size_t i = 0; i < nchosen; i++)
+        if (!keep[chosen[i] - start]) {
+            keep[chosen[i] - start] = 1;
+            ps->items[at++] = was[chosen[i] - start];
+        }
+    kb_gen_passages rest = { .items = was, .n = 0 };
+    for (size_t i = 0; i < n; i++)   /* the dropped ones, released together */
+        if (!keep[i])
+            rest.items[rest.n++] = was[i];
+    ps->n = at;
+    kb_gen_passages_release(&rest);
+    free(keep);
+    return KB_OK;
+}
+
 /* The doc passages: the topics of the task's classes in turn (the first
  * topic of each class, then the second, ...), one passage each, until max
  * are taken. A task of no class is searched by its own words, from the
  * guides where they answer: the words of a description find passages
  * that share them (a "matrix" finds a TMA transpose example), not the
- * ones on how to make such a kernel fast. */
-static kb_rc retrieve_topics(const kb_gen_prompt_opts *o, const kernel_class *const *cls,
-                             size_t ncls, const char *words, int max, int cc,
-                             kb_gen_passages *ps, kb_err *err)
+ * ones on how to make such a kernel fast. With o->choose, each topic gives
+ * a few candidates and the llm stage chooses among them (choose.c). */
+static kb_rc retrieve_topics(const kb_gen_prompt_opts *o, const kb_task *t,
+                             const kernel_class *const *cls, size_t ncls, const char *words,
+                             int max, int cc, kb_gen_passages *ps, kb_err *err)
 {
     unsigned kinds = (1u << KB_KIND_TEXT) | (1u << KB_KIND_TABLE);
-    size_t start = ps->n;
+    size_t start = ps->n, own[3 * CLASSES_N], nown = 0;
+    /* choosing: a few candidates a topic, kb's own pick the first of each */
+    int per = o->choose ? KB_GEN_CHOOSE_PER_TOPIC : 1;
     kb_rc rc = KB_OK;
     for (int topic = 0; topic < 3 && rc == KB_OK; topic++)
         for (size_t c = 0; c < ncls && rc == KB_OK; c++) {
             const char *q = cls[c]->topics[topic];
-            if (q && ps->n - start < (size_t)max) {
-                pick k = { 1, cc, cls[c]->guides, 0 };
+            size_t before = ps->n;
+            if (q && nown < (size_t)max) {
+                pick k = { per, cc, cls[c]->guides, 0 };
                 rc = retrieve_kind(o->store, o->config, q, kinds, &k, ps, err);
             }
+            if (ps->n > before)
+                own[nown++] = before;
         }
     if (rc == KB_OK && ps->n == start) {   /* no class: the task's words alone */
-        pick k = { max, cc, 1, 0 };
+        pick k = { o->choose ? max * 2 : max, cc, 1, 0 };
         rc = retrieve_kind(o->store, o->config, words, kinds, &k, ps, err);
+        for (nown = 0; nown < (size_t)max && start + nown < ps->n; nown++)
+            own[nown] = start + nown;
     }
+    size_t chosen[DOCS_MAX], nchosen = 0;
+    if (rc == KB_OK && o->choose && ps->n > start &&
+        (rc = kb_gen_choose(o, t, ps, start, own, nown, DOCS_MAX, chosen, &nchosen,
+                            err)) == KB_OK &&
+        keep_chosen(ps, start, chosen, nchosen) != KB_OK)
+        rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     return rc;
 }
 
@@ -784,7 +841,7 @@ kb_rc kb_gen_retrieve(const kb_gen_prompt_opts *o, const kb_task *t,
     if (rc == KB_OK && !exemplars)
         rc = retrieve_kind(o->store, o->config, qc, 1u << KB_KIND_CODE, &k, ps, err);
     if (rc == KB_OK)
-        rc = retrieve_topics(o, cls, ncls, q, DOCS_MAX, w.cc, ps, err);
+        rc = retrieve_topics(o, t, cls, ncls, q, DOCS_MAX, w.cc, ps, err);
     free(q);
     free(qc);
     return rc;
@@ -905,7 +962,7 @@ kb_rc kb_gen_repair_context(kb_store *store, const kb_config *config,
     o.filter.kinds = kinds;
     o.config = config;
     kb_results res;
-    rc = kb_query_run(store, NULL, &o, &res, err);
+    rc = search(store, NULL, &o, &res, err);
     kb_buf_release(&ids);
     kb_buf_release(&text);
     if (rc != KB_OK)

@@ -82,6 +82,10 @@ typedef struct {
                                  NULL: the kernel of a skill retrieved for
                                  this very task, if one is (its seed) */
     int no_seed;              /* no seed: without parent, no kernel to refine */
+    int choose;               /* 1: the llm relevance stage (config's
+                                 KB_LLM_URL) chooses the doc passages from
+                                 a larger pool (choose.c); the caller sets
+                                 it by kb_gen_can_choose */
 } kb_gen_prompt_opts;
 
 /* An assembled prompt: system and user text, the passages in it (their
@@ -95,6 +99,8 @@ typedef struct {
     char hash[65];
     char *seed_skill;         /* the skill whose kernel is the kernel to
                                  refine (no parent given), or NULL */
+    int chose;                /* the llm stage was asked for the passages */
+    kb_rerank_info choice;    /* what it did (its model is config's) */
 } kb_gen_prompt;
 
 /* p's citations as a JSON array (caller's), skill "" written as null when
@@ -186,6 +192,8 @@ typedef struct {
     size_t n, cap;
     double baseline_ms;   /* the baseline's median at the target shape on this
                              device, from this task's skills' evidence; 0 unknown */
+    int chose;            /* the llm stage was asked for the doc passages */
+    kb_rerank_info choice;
 } kb_gen_passages;
 
 void kb_gen_cite_release(kb_gen_cite *c);
@@ -196,6 +204,26 @@ void kb_gen_passages_release(kb_gen_passages *ps);
  * not). */
 kb_rc kb_gen_retrieve(const kb_gen_prompt_opts *o, const kb_task *t,
                       kb_gen_passages *ps, kb_err *err);
+/* ---------------------------------------------------------------- choose.c */
+
+/* Candidate doc passages taken per topic when the llm stage chooses. */
+#define KB_GEN_CHOOSE_PER_TOPIC 3
+
+/* The llm stage chooses task t's doc passages: ps->items[start..n) are
+ * the candidates, own[0..nown) the indices of those kb picks itself (one
+ * per topic). One request (kb_query_llm_order, the task and device as
+ * the question): pick[0..*npick) (room for max) the indices of the
+ * passages its reply names, in its order, at most max; on a fallback kb's
+ * own picks. ps->choice says what the stage did. */
+kb_rc kb_gen_choose(const kb_gen_prompt_opts *o, const kb_task *t, kb_gen_passages *ps,
+                    size_t start, const size_t *own, size_t nown, size_t max, size_t *pick,
+                    size_t *npick, kb_err *err);
+/* 1 when config makes the LLM the relevance stage (KB_RERANK=llm, with
+ * KB_LLM_URL), so that kb prompt, --dry-run, the prompt tool and the
+ * loop's rounds all let it choose alike: one request more a run, so not
+ * without being asked for. */
+int kb_gen_can_choose(const kb_config *config);
+
 /* Passages for a failure, for a repair grounded in the corpus: searches
  * the KB for r's compile log or failure class and appends at most
  * budget_tokens of cited passages to out. Nothing found: out unchanged. */

@@ -307,6 +307,10 @@ kb_rc kb_gen_prompt_build(const kb_gen_prompt_opts *o, kb_gen_prompt *out, kb_er
         rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory assembling the prompt");
     if (rc == KB_OK)
         rc = finish_prompt(&P, &ps, out, err);
+    if (rc == KB_OK) {
+        out->chose = ps.chose;
+        out->choice = ps.choice;
+    }
     if (rc == KB_OK)
         kb_log_debug("prompt for '%s': %ld tokens of %ld, %zu of %zu passages", t->name,
                      out->tokens, budget, out->ncites, ps.n);
@@ -359,6 +363,14 @@ kb_rc kb_gen_prompt_json(const kb_gen_prompt *p, cJSON **out, kb_err *err)
     kb_json_put_num(o, "tokens", (double)p->tokens, &ok);
     kb_json_put_str(o, "hash", p->hash, &ok);
     kb_json_put_item(o, "cites", kb_gen_cites_json(p, 0, &ok), &ok);
+    if (p->chose) {   /* the llm stage chose the doc passages */
+        cJSON *c = kb_json_put_obj(o, "chosen", &ok);
+        kb_json_put_str(c, "model", p->choice.model ? p->choice.model : "", &ok);
+        kb_json_put_bool(c, "cached", p->choice.cached, &ok);
+        kb_json_put_num(c, "pool", (double)p->choice.pool, &ok);
+        kb_json_put_num(c, "ordered", (double)p->choice.ordered, &ok);
+        kb_json_put_str(c, "fallback", p->choice.fallback[0] ? p->choice.fallback : NULL, &ok);
+    }
     if (!ok) {
         cJSON_Delete(o);
         *out = NULL;

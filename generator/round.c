@@ -418,6 +418,7 @@ static kb_rc build_prompt(kb_gen_state *R, const char *feedback, const char *par
         .store = R->eff.store, .config = R->eff.config, .tasks_dir = R->eff.tasks_dir,
         .task = R->task->name, .device = R->eff.device,
         .budget_tokens = R->eff.prompt_tokens, .feedback = feedback, .parent = parent,
+        .choose = !R->eff.replay && kb_gen_can_choose(R->eff.config),
     };
     kb_gen_prompt *p = &R->prompts[R->nprompts];
     memset(p, 0, sizeof *p);

@@ -622,6 +622,19 @@ typedef struct {
     char lent_model[96];       /* LLM, lent: the model its reply named */
 } kb_rerank_info;
 
+/* The llm stage over a caller's own pool (the generator's candidate
+ * passages): one request to config's LLM (KB_LLM_URL; else lent, when
+ * given) with the stage's prompt - question, then each of ids[0..n) (chunk
+ * ids) as a numbered passage - its parser, timeout and cache. order
+ * (room for n) gets order[0..*norder): indices into ids of the passages
+ * its reply named, in its order; *norder 0 when it fell back (info says
+ * why; a warning is logged). Fails only when config names no usable LLM
+ * and none is lent (KB_ERR_USAGE), a chunk is not in the KB, or on
+ * memory. */
+kb_rc kb_query_llm_order(kb_store *store, const kb_config *config, const kb_llm_lent *lent,
+                         const char *question, const int64_t *ids, size_t n, size_t *order,
+                         size_t *norder, kb_rerank_info *info, kb_err *err);
+
 typedef struct {
     const char *text;
     kb_mode mode;

@@ -407,3 +407,26 @@ out:
     kb_buf_release(&prompt);
     return rc;
 }
+
+kb_rc kb_query_llm_order(kb_store *store, const kb_config *config, const kb_llm_lent *lent,
+                         const char *question, const int64_t *ids, size_t n, size_t *order,
+                         size_t *norder, kb_rerank_info *info, kb_err *err)
+{
+    *norder = 0;
+    kb_hits pool = { 0 };
+    kb_rc rc = KB_OK;
+    for (size_t i = 0; rc == KB_OK && i < n; i++)
+        if (kb_hits_push(&pool, ids[i], 1.0 / (double)(i + 1)) != KB_OK)
+            rc = kb_err_set(err, KB_ERR_NOMEM, "out of memory");
+    if (rc == KB_OK)
+        rc = kb_rerank_llm(store, config, lent, question, &pool, n, info, err);
+    /* the first info->ordered of the pool are the named ones, in order */
+    for (size_t i = 0; rc == KB_OK && !info->fallback[0] && i < info->ordered; i++)
+        for (size_t j = 0; j < n; j++)
+            if (ids[j] == pool.items[i].id) {
+                order[(*norder)++] = j;
+                break;
+            }
+    kb_hits_release(&pool);
+    return rc;
+}
