@@ -41,10 +41,7 @@ struct kb_mcp_session {
     pthread_mutex_t lock;
     mcp_era era;
     const char *version;     /* the handshake version (static), or NULL */
-    int sampling;            /* its client offered sampling at initialize */
-    char client[64];         /* clientInfo.name */
-    kb_mcp_request_fn request;   /* the transport's, to ask the client */
-    void *request_ctx;
+    kb_mcp_client client;    /* for sampling (mcp_sampling.c) */
 };
 
 struct kb_mcp {
@@ -246,8 +243,8 @@ void kb_mcp_session_free(kb_mcp_session *s)
 
 void kb_mcp_session_set_requester(kb_mcp_session *s, kb_mcp_request_fn fn, void *ctx)
 {
-    s->request = fn;
-    s->request_ctx = ctx;
+    s->client.request = fn;
+    s->client.ctx = ctx;
 }
 
 const char *kb_mcp_session_version(kb_mcp_session *s)
@@ -404,13 +401,9 @@ static void do_initialize(exchange *x)
     add(x, r, "instructions", cJSON_CreateString(x->server->instructions));
     if (x->code)
         return;
-    const cJSON *client = cJSON_GetObjectItemCaseSensitive(x->params, "clientInfo");
-    const char *who = cJSON_GetStringValue(cJSON_GetObjectItem(client, "name"));
-    kb_log_debug("mcp: initialize from %s: %s", who ? who : "a client", version);
     x->s->era = ERA_HANDSHAKE;
     x->s->version = version;
-    x->s->sampling = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(caps, "sampling"));
-    snprintf(x->s->client, sizeof x->s->client, "%s", who ? who : "client");
+    kb_mcp_client_hello(&x->s->client, x->params, version);   /* who, and sampling */
 }
 
 /* The versions a request's _meta may name: ["2026-07-28"]. */
@@ -494,10 +487,7 @@ static void do_tools_call(exchange *x)
     if (!ctx.budget_tokens)
         ctx.budget_tokens = KB_TOOL_BUDGET_DEFAULT;
     kb_mcp_sampler sm;   /* the client's model for search's llm stage */
-    kb_llm_lent lent;
-    if (x->s->sampling)
-        ctx.llm = kb_mcp_sampling_lend(&sm, &lent, x->s->request, x->s->request_ctx,
-                                       x->s->client);
+    ctx.llm = kb_mcp_sampling_lend(&sm, &x->s->client);
     /* the library, verify's settings: with this thread's store */
     kb_rc rc = kb_api_attach(ctx.store, tool, &x->server->env, &err);
     cJSON *out = NULL;

@@ -102,7 +102,7 @@ kb_rc kb_mcp_sampling_reply(const char *response, char **text, char *model, size
 static kb_rc sample(void *ctx, const char *system, const char *user, long max_tokens,
                     long timeout_ms, char **text, char *model, size_t size, kb_err *err)
 {
-    kb_mcp_sampler *sm = ctx;
+    const kb_mcp_client *c = ((kb_mcp_sampler *)ctx)->client;
     char id[48];
     snprintf(id, sizeof id, "kb-sampling-%lu",
              __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED));
@@ -111,7 +111,7 @@ static kb_rc sample(void *ctx, const char *system, const char *user, long max_to
         return kb_err_set(err, KB_ERR_NOMEM, "out of memory");
     char *response = NULL;
     double t0 = kb_now_ms();
-    kb_rc rc = sm->request(sm->ctx, id, request, timeout_ms, &response, err);
+    kb_rc rc = c->request(c->ctx, id, request, timeout_ms, &response, err);
     free(request);
     if (rc == KB_OK)
         rc = kb_mcp_sampling_reply(response, text, model, size, err);
@@ -121,16 +121,23 @@ static kb_rc sample(void *ctx, const char *system, const char *user, long max_to
     return rc;
 }
 
-const kb_llm_lent *kb_mcp_sampling_lend(kb_mcp_sampler *sm, kb_llm_lent *lent,
-                                        kb_mcp_request_fn request, void *ctx,
-                                        const char *client)
+void kb_mcp_client_hello(kb_mcp_client *c, const cJSON *params, const char *version)
 {
-    if (!request)
+    const cJSON *client = cJSON_GetObjectItemCaseSensitive(params, "clientInfo");
+    const cJSON *caps = cJSON_GetObjectItemCaseSensitive(params, "capabilities");
+    const char *who = cJSON_GetStringValue(cJSON_GetObjectItem(client, "name"));
+    kb_log_debug("mcp: initialize from %s: %s", who ? who : "a client", version);
+    c->sampling = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(caps, "sampling"));
+    snprintf(c->name, sizeof c->name, "%s", who ? who : "client");
+}
+
+const kb_llm_lent *kb_mcp_sampling_lend(kb_mcp_sampler *sm, const kb_mcp_client *c)
+{
+    if (!c->sampling || !c->request)
         return NULL;
-    sm->request = request;
-    sm->ctx = ctx;
-    snprintf(sm->name, sizeof sm->name, "sampling: %.*s", kb_utf8_cut(client, 60), client);
-    *lent = (kb_llm_lent){ .complete = sample, .ctx = sm, .name = sm->name,
-                           .via = "sampling" };
-    return lent;
+    sm->client = c;
+    snprintf(sm->name, sizeof sm->name, "sampling: %.*s", kb_utf8_cut(c->name, 60), c->name);
+    sm->lent = (kb_llm_lent){ .complete = sample, .ctx = sm, .name = sm->name,
+                              .via = "sampling" };
+    return &sm->lent;
 }

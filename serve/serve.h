@@ -205,19 +205,29 @@ const char *kb_mcp_header_value(const char *h, char *buf, size_t n);
  * preference for intelligence), and the text of its reply comes back to
  * the stage's own strict parser. A JSON-RPC error (the user declined), a
  * reply without text, a timeout: an error the stage falls back on. */
+/* What a session knows of its client for sampling. */
 typedef struct {
-    kb_mcp_request_fn request;
+    int sampling;               /* it declared the capability at initialize */
+    char name[64];              /* its clientInfo.name */
+    kb_mcp_request_fn request;  /* the transport's, to ask it; NULL: none */
     void *ctx;
+} kb_mcp_client;
+
+/* At initialize: what params (initialize's) say of the client, its name
+ * and whether it declared sampling; logged with the version negotiated. */
+void kb_mcp_client_hello(kb_mcp_client *c, const cJSON *params, const char *version);
+
+/* One tool call's lent model. */
+typedef struct {
+    const kb_mcp_client *client;
     char name[96];   /* "sampling: CLIENT" */
+    kb_llm_lent lent;
 } kb_mcp_sampler;
 
-/* Fills *lent with sm (both the caller's, alive while the tool runs) for
- * a session whose client is called client and which asks it with
- * request(ctx); returns lent, or NULL when there is no request (a
- * transport that cannot ask). */
-const kb_llm_lent *kb_mcp_sampling_lend(kb_mcp_sampler *sm, kb_llm_lent *lent,
-                                        kb_mcp_request_fn request, void *ctx,
-                                        const char *client);
+/* The client's model as a lent one, sm (the caller's, alive while the
+ * tool runs) holding it; NULL when the client declared no sampling or the
+ * transport cannot ask it. */
+const kb_llm_lent *kb_mcp_sampling_lend(kb_mcp_sampler *sm, const kb_mcp_client *c);
 /* The sampling/createMessage request (one line, no newline; caller frees;
  * NULL out of memory) and the text of its response: KB_OK with *text
  * (caller frees) and model[0..size), else why in err. For the tests. */
