@@ -23,6 +23,7 @@
 #include <math.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -239,6 +240,16 @@ static inline cJSON *tu_jsonl_next(tu_jsonl *r)
 }
 
 /* The cosine of the n-vectors a and b, summed in double. */
+/* the process's CPU time in ms (every thread's, BLAS's included): a
+   latency bound measured in it holds on a loaded machine, where wall
+   time counts the other processes' turns */
+static inline double tu_cpu_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
 static inline double tu_cosine(const float *a, const float *b, size_t n)
 {
     double ab = 0, aa = 0, bb = 0;
