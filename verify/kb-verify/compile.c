@@ -250,7 +250,7 @@ typedef int (*elf_pick)(const elf_image *e, const Elf64_Sym *y);
  * Caller frees. */
 static cJSON *cubin_symbols(const kbv_compiled *c, elf_pick pick)
 {
-    elf_image e = { c->cubin, c->cubin_len, { { 0 } } };
+    elf_image e = { .img = c->cubin, .len = c->cubin_len };
     if (!e.img || e.len < sizeof e.eh)
         return NULL;
     memcpy(&e.eh, e.img, sizeof e.eh);
